@@ -1,0 +1,69 @@
+// Backend: the one interface through which the engine runs a model. A backend
+// owns the weights in its memory (device or host), the KV pool storage, and the
+// kernels. The engine thread is its only caller.
+//
+// KV pool storage layout (every backend, so copies and views agree):
+//   for each layer l: K[l] (num_blocks, block_size, num_kv_heads, head_dim) float
+//                     V[l] (num_blocks, block_size, num_kv_heads, head_dim) float
+// Which block belongs to whom is the engine's BlockPool's business, not the backend's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "backend/batch_layout.h"
+#include "core/result.h"
+
+namespace gb {
+
+struct Model;
+
+struct KvPoolSpec {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+};
+
+struct DeviceInfo {
+  std::string backend;     // "cpu" or "cuda"
+  std::string name;        // processor or GPU name
+  size_t memory_used_bytes = 0;   // weights + KV pool + workspace held by this backend
+  size_t memory_total_bytes = 0;  // device memory (0 when not meaningful)
+  int32_t num_threads = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // (Re)allocates the KV pool; previous contents are lost.
+  virtual Status init_kv_pool(const KvPoolSpec& spec) = 0;
+  virtual size_t kv_pool_bytes() const = 0;
+
+  // Runs one step: writes K/V for every new token into the slots its block table
+  // names, attends over each sequence's whole context, and writes one row of
+  // vocab_size logits per entry of batch.logit_token_indices into `logits`
+  // (row-major, (num_logits, vocab_size)).
+  virtual Status forward(const BatchLayout& batch, std::span<float> logits) = 0;
+
+  // Copies whole KV blocks (every layer, K and V): pairs of (source, destination).
+  virtual Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) = 0;
+
+  // Reads back the K and V rows of one slot for inspection and tests:
+  // k and v receive (num_kv_heads * head_dim) floats.
+  virtual Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
+                              std::span<float> v) const = 0;
+
+  virtual DeviceInfo device_info() const = 0;
+};
+
+struct CpuBackendOptions {
+  int32_t num_threads = 0;  // 0: every available core
+};
+
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuBackendOptions& options = {});
+
+}  // namespace gb

@@ -1,0 +1,36 @@
+#include "backend/batch_layout.h"
+
+#include "core/check.h"
+
+namespace gb {
+
+void BatchLayout::add_sequence(const TokenId* tokens, int32_t num_new, int32_t start_pos,
+                               const int32_t* table, int32_t num_blocks, bool all_logits) {
+  GB_CHECK(num_new >= 0 && start_pos >= 0);
+  GB_CHECK(static_cast<int64_t>(num_blocks) * block_size >= start_pos + num_new);
+  const int32_t first = num_tokens();
+  for (int32_t i = 0; i < num_new; ++i) {
+    token_ids.push_back(tokens[i]);
+    positions.push_back(start_pos + i);
+  }
+  seq_token_indptr.push_back(num_tokens());
+  seq_kv_len.push_back(start_pos + num_new);
+  block_ids.insert(block_ids.end(), table, table + num_blocks);
+  block_indptr.push_back(static_cast<int32_t>(block_ids.size()));
+  if (num_new > 0) {
+    for (int32_t i = all_logits ? 0 : num_new - 1; i < num_new; ++i) logit_token_indices.push_back(first + i);
+  }
+}
+
+void BatchLayout::clear() {
+  token_ids.clear();
+  positions.clear();
+  seq_token_indptr.assign(1, 0);
+  seq_kv_len.clear();
+  block_indptr.assign(1, 0);
+  block_ids.clear();
+  logit_token_indices.clear();
+  num_layers = -1;
+}
+
+}  // namespace gb

@@ -1,0 +1,50 @@
+// BatchLayout: everything a backend needs to run one step over a ragged batch,
+// as flat arrays (CSR style, after FlashInfer's page tables). The scheduler fills
+// it once per step ("plan"); the backend reads it for every layer ("run"). No
+// engine object crosses this seam.
+//
+//   tokens:     | seq 0 new tokens | seq 1 new tokens | ... |      (num_tokens)
+//   seq_token_indptr: [0, n0, n0+n1, ...]                         (num_seqs + 1)
+//   positions:  absolute position of each new token in its sequence
+//   seq_kv_len: tokens in the sequence's KV after this step        (num_seqs)
+//   block tables: block_indptr (num_seqs + 1) into block_ids; token at position p
+//               of sequence s lives in block block_ids[block_indptr[s] + p / block_size],
+//               slot p % block_size.
+//
+// A sequence's new tokens occupy the positions seq_kv_len - n_new ... seq_kv_len - 1;
+// the older positions must already be in the KV cache.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ids.h"
+
+namespace gb {
+
+struct BatchLayout {
+  std::vector<TokenId> token_ids;            // (num_tokens)
+  std::vector<int32_t> positions;            // (num_tokens)
+  std::vector<int32_t> seq_token_indptr{0};  // (num_seqs + 1)
+  std::vector<int32_t> seq_kv_len;           // (num_seqs)
+  std::vector<int32_t> block_indptr{0};      // (num_seqs + 1)
+  std::vector<int32_t> block_ids;            // (block_indptr.back())
+  // Rows of the logits output, in order: indices into token_ids (num_logits).
+  std::vector<int32_t> logit_token_indices;
+  int32_t block_size = 16;
+  // Run only the first num_layers layers, then the final norm and classifier
+  // (self-drafting by layer skipping); -1 runs every layer.
+  int32_t num_layers = -1;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  int32_t num_seqs() const { return static_cast<int32_t>(seq_kv_len.size()); }
+  int32_t num_logits() const { return static_cast<int32_t>(logit_token_indices.size()); }
+
+  // Appends one sequence: its new tokens (at positions start_pos ...), its block
+  // table, and whether to return logits for its last new token only or for all.
+  void add_sequence(const TokenId* tokens, int32_t num_new, int32_t start_pos,
+                    const int32_t* table, int32_t num_blocks, bool all_logits);
+  void clear();
+};
+
+}  // namespace gb

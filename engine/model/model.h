@@ -1,0 +1,82 @@
+// Model: a loaded llama-family checkpoint (llama2.c legacy/v1 or GGUF v2/v3):
+// its config, views of every weight tensor, and the embedded vocabulary if the
+// file has one. The file stays memory-mapped for the Model's life; tensors that
+// needed conversion live in owned buffers. Immutable after load_model() returns,
+// so any thread may read it; share it through std::shared_ptr<const Model>.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "model/model_config.h"
+#include "model/tensor_view.h"
+
+namespace gb {
+
+enum class ModelFormat { Llama2cLegacy, Llama2cV1, Gguf };
+std::string_view model_format_name(ModelFormat f);
+
+struct ModelWeights {
+  TensorView token_embedding;       // (vocab_size, dim)
+  std::vector<LayerWeights> layers; // (num_layers)
+  TensorView output_norm;           // (dim)
+  TensorView classifier;            // (vocab_size, dim); same data as token_embedding when tied
+};
+
+// A tokenizer vocabulary embedded in the model file (GGUF tokenizer.ggml.*).
+struct Vocabulary {
+  std::string model;                // tokenizer.ggml.model, e.g. "llama" (SentencePiece BPE)
+  std::string pre;                  // tokenizer.ggml.pre, may be empty
+  std::vector<std::string> tokens;  // piece text as stored (SentencePiece uses U+2581 for space)
+  std::vector<float> scores;        // same length as tokens, or empty
+  std::vector<int32_t> token_types; // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  bool add_bos = true;
+  bool add_eos = false;
+  bool add_space_prefix = true;
+};
+
+class MappedFile;  // model/mapped_file.h
+
+struct Model {
+  std::string path;
+  ModelFormat format = ModelFormat::Gguf;
+  ModelConfig config;
+  ModelWeights weights;
+  std::optional<Vocabulary> vocabulary;  // present for GGUF files that carry one
+  std::string chat_template;             // tokenizer.chat_template, may be empty
+  std::string name;                      // general.name or the file stem
+  // Human-readable metadata (key, value) pairs for `info` and the model panel.
+  std::vector<std::pair<std::string, std::string>> metadata;
+
+  std::shared_ptr<const MappedFile> file;             // keeps tensor data mapped
+  std::vector<std::vector<std::byte>> owned_buffers;  // tensors that were converted on load
+
+  uint64_t num_parameters() const;  // every tensor counted once (tied classifier once)
+  size_t weight_bytes() const;      // bytes of weights as stored, tied classifier once
+  // Bytes of weights one decode step reads: every layer matrix, norms, the
+  // classifier, and one embedding row.
+  size_t weight_bytes_per_token() const;
+};
+
+struct LoadOptions {
+  // Largest context the caller may use; 0 keeps the file's declared context.
+  // A value above the file's context is honoured (stories260K.gguf declares 128
+  // but was trained at 512); config.context_length reports what was asked for.
+  int32_t context_length = 0;
+};
+
+// Loads and validates a model file. Every size, offset, count and string length
+// is checked against the file size and sane limits before memory is allocated.
+// Errors name the file and the problem.
+Result<std::shared_ptr<const Model>> load_model(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace gb
