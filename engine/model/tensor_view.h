@@ -38,3 +38,5 @@ struct LayerWeights {
   TensorView w_down;     // (dim, hidden_dim)   llama2.c w2
   TensorView w_up;       // (hidden_dim, dim)   llama2.c w3
 };
+
+}  // namespace gb
