@@ -1,0 +1,39 @@
+// Shared set-up for CLI commands that run a model: load the model and tokenizer,
+// pick the backend (--device), with errors as messages for gb::cli::fail().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/result.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gb::cli {
+
+struct ModelOptions {
+  std::string model_path;
+  std::string tokenizer_path;
+  int32_t context_length = 0;  // 0: the file's context
+  int32_t num_threads = 0;     // 0: all cores
+  std::string device = "auto"; // auto | cpu | cuda
+};
+
+// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand.
+void add_model_options(CLI::App& sub, ModelOptions& options);
+
+struct ModelSession {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::unique_ptr<Backend> backend;
+  int32_t context_length = 0;
+};
+
+Result<ModelSession> open_model_session(const ModelOptions& options);
+
+}  // namespace gb::cli

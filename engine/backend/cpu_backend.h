@@ -1,0 +1,64 @@
+// CpuBackend: the reference implementation of Backend on the host. It reads the
+// memory-mapped weights in place (F32, F16 or BF16, converted on the fly inside
+// the matmul kernels) and keeps the KV pool in host memory. Matrix products and
+// attention heads are split across a ThreadPool owned by the backend.
+//
+// This backend is the oracle: every other path (CUDA, batching, paging, prefix
+// reuse, speculative decoding) must reproduce its tokens and logits.
+// Thread-safety: the engine thread is the only caller.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace gb {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options);
+
+  Status init_kv_pool(const KvPoolSpec& spec) override;
+  size_t kv_pool_bytes() const override;
+  Status forward(const BatchLayout& batch, std::span<float> logits) override;
+  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
+  Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
+                      std::span<float> v) const override;
+  DeviceInfo device_info() const override;
+
+ private:
+  // Row-parallel y = W x over several matrices that share the input x, in one
+  // dispatch (q/k/v, gate/up). outs[i] is (num_tokens, rows of mats[i]).
+  void matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
+                    int64_t num_tokens);
+  void attention(const BatchLayout& batch, int32_t layer);
+  Status validate(const BatchLayout& batch, std::span<float> logits) const;
+
+  std::shared_ptr<const Model> model_;
+  ThreadPool pool_;
+  KvPoolSpec kv_spec_;
+  std::vector<std::vector<float>> k_cache_;  // (layers)(num_blocks, block_size, kv_heads, head_dim)
+  std::vector<std::vector<float>> v_cache_;  // same layout as k_cache_
+  std::vector<float> norm_weights_;          // all norm vectors as float32, see norm offsets below
+  std::vector<int64_t> attn_norm_offset_;    // (layers) into norm_weights_
+  std::vector<int64_t> ffn_norm_offset_;     // (layers)
+  int64_t output_norm_offset_ = 0;
+
+  // Step activations, grown on demand and reused (num_tokens rows each).
+  std::vector<float> x_;       // (num_tokens, dim) residual stream
+  std::vector<float> xb_;      // (num_tokens, dim) normed input
+  std::vector<float> q_;       // (num_tokens, num_heads * head_dim)
+  std::vector<float> k_;       // (num_tokens, kv_dim)
+  std::vector<float> v_;       // (num_tokens, kv_dim)
+  std::vector<float> att_;     // (num_tokens, num_heads * head_dim)
+  std::vector<float> proj_;    // (num_tokens, dim)
+  std::vector<float> gate_;    // (num_tokens, hidden_dim)
+  std::vector<float> up_;      // (num_tokens, hidden_dim)
+  std::vector<float> scores_;  // (num_threads, max context) attention scratch
+  std::vector<float> final_;   // (num_logits, dim)
+};
+
+}  // namespace gb

@@ -1,0 +1,31 @@
+#include "cpu/matmul.h"
+
+namespace gb::kernels {
+
+namespace avx2 {
+void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+            int64_t row_begin, int64_t row_end);
+}
+
+bool matmul_has_simd() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+#else
+  return false;
+#endif
+}
+
+void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+            int64_t cols, int64_t row_begin, int64_t row_end) {
+#if defined(__x86_64__)
+  if (matmul_has_simd()) {
+    avx2::matmul(y, ldy, x, w, wtype, num_tokens, cols, row_begin, row_end);
+    return;
+  }
+#endif
+  matmul_reference(y, ldy, x, w, wtype, num_tokens, cols, row_begin, row_end);
+}
+
+}  // namespace gb::kernels

@@ -1,0 +1,29 @@
+// Matrix products y = W x for the forward pass, on a row range so the caller can
+// split rows across threads (the kernels never start threads themselves).
+//
+//   W: (rows, cols) row-major in `wtype` (rows = output features), row stride = cols
+//   x: (num_tokens, cols) float32, row-major
+//   y: (num_tokens, ldy) float32; rows [row_begin, row_end) of each token's output
+//      are written at y[t * ldy + r]
+//
+// matmul_reference is the scalar oracle (float32 accumulation in index order).
+// matmul picks an AVX2/FMA path at run time when the CPU has it; its results
+// differ from the reference only by summation order.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/elem_type.h"
+
+namespace gb::kernels {
+
+void matmul_reference(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype,
+                      int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end);
+
+void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+            int64_t cols, int64_t row_begin, int64_t row_end);
+
+// True when matmul() uses the AVX2/FMA/F16C path on this machine.
+bool matmul_has_simd();
+
+}  // namespace gb::kernels

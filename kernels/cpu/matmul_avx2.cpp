@@ -1,0 +1,117 @@
+// AVX2/FMA/F16C matrix products. This translation unit is compiled with
+// -mavx2 -mfma -mf16c and must only be entered after a CPU feature check
+// (matmul.cpp). It includes no standard-library headers on purpose: an inline
+// library function instantiated here with AVX2 encodings could be picked by the
+// linker for callers on CPUs without AVX2.
+//
+// Register tiling: a tile of R weight rows x T tokens keeps R*T float32x8
+// accumulators; each 8-column step loads R weight vectors and T activation
+// vectors and issues R*T FMAs. Decode (T = 1) streams 4 rows at once; prefill uses
+// 4 x 3 tiles so a weight row is read from memory once per 3 tokens and the loads
+// per FMA fall to 7/12.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/elem_type.h"
+
+namespace gb::kernels::avx2 {
+
+namespace {
+
+template <ElemType WT>
+inline __m256 load8(const void* w, int64_t i) {
+  if constexpr (WT == ElemType::F32) {
+    return _mm256_loadu_ps(static_cast<const float*>(w) + i);
+  } else if constexpr (WT == ElemType::F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <ElemType WT>
+inline float load1(const void* w, int64_t i) {
+  if constexpr (WT == ElemType::F32) {
+    return static_cast<const float*>(w)[i];
+  } else if constexpr (WT == ElemType::F16) {
+    return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]);
+  } else {
+    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16;
+    float f;
+    __builtin_memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+}
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  __m128 shuf = _mm_movehdup_ps(lo);
+  __m128 sums = _mm_add_ps(lo, shuf);
+  shuf = _mm_movehl_ps(shuf, sums);
+  sums = _mm_add_ss(sums, shuf);
+  return _mm_cvtss_f32(sums);
+}
+
+// One R x T tile: rows r0..r0+R-1, tokens t0..t0+T-1.
+template <ElemType WT, int R, int T>
+inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t r0, int64_t t0) {
+  __m256 acc[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+  const int64_t cols8 = cols & ~int64_t{7};
+  for (int64_t c = 0; c < cols8; c += 8) {
+    __m256 xv[T];
+    for (int j = 0; j < T; ++j) xv[j] = _mm256_loadu_ps(x + (t0 + j) * cols + c);
+    for (int i = 0; i < R; ++i) {
+      const __m256 wv = load8<WT>(w, (r0 + i) * cols + c);
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < T; ++j) {
+      float s = hsum(acc[i][j]);
+      for (int64_t c = cols8; c < cols; ++c) s += load1<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
+      y[(t0 + j) * ldy + r0 + i] = s;
+    }
+  }
+}
+
+template <ElemType WT, int T>
+inline void rows_for_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t row_begin,
+                            int64_t row_end, int64_t t0) {
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) tile<WT, 4, T>(y, ldy, x, w, cols, r, t0);
+  for (; r < row_end; ++r) tile<WT, 1, T>(y, ldy, x, w, cols, r, t0);
+}
+
+template <ElemType WT>
+void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols,
+                  int64_t row_begin, int64_t row_end) {
+  // Rows in panels of 64 so a panel of weights stays in L2 while all token
+  // tiles pass over it.
+  constexpr int64_t kPanel = 64;
+  for (int64_t p = row_begin; p < row_end; p += kPanel) {
+    const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
+    int64_t t = 0;
+    for (; t + 3 <= num_tokens; t += 3) rows_for_tokens<WT, 3>(y, ldy, x, w, cols, p, p_end, t);
+    if (num_tokens - t == 2) rows_for_tokens<WT, 2>(y, ldy, x, w, cols, p, p_end, t);
+    if (num_tokens - t == 1) rows_for_tokens<WT, 1>(y, ldy, x, w, cols, p, p_end, t);
+  }
+}
+
+}  // namespace
+
+void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+            int64_t row_begin, int64_t row_end) {
+  switch (wtype) {
+    case ElemType::F32: matmul_typed<ElemType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case ElemType::F16: matmul_typed<ElemType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case ElemType::BF16: matmul_typed<ElemType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+  }
+}
+
+}  // namespace gb::kernels::avx2

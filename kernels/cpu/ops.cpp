@@ -1,0 +1,56 @@
+#include "cpu/ops.h"
+
+#include <cmath>
+
+namespace gb::kernels {
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  ss /= static_cast<float>(n);
+  ss += eps;
+  ss = 1.0f / std::sqrt(ss);
+  for (int64_t i = 0; i < n; ++i) out[i] = weight[i] * (ss * x[i]);
+}
+
+void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32_t pos, float base) {
+  for (int32_t i = 0; i < rope_dim; i += 2) {
+    // Same float arithmetic as run.c: freq = 1 / base^(i / rope_dim).
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(rope_dim));
+    const float angle = static_cast<float>(pos) * freq;
+    const float c = std::cos(angle);
+    const float s = std::sin(angle);
+    for (int32_t h = 0; h < num_heads; ++h) {
+      float* p = v + static_cast<int64_t>(h) * head_dim + i;
+      const float x0 = p[0];
+      const float x1 = p[1];
+      p[0] = x0 * c - x1 * s;
+      p[1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void add_inplace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void softmax_inplace(float* x, int64_t n) {
+  if (n <= 0) return;
+  float max_val = x[0];
+  for (int64_t i = 1; i < n; ++i) max_val = x[i] > max_val ? x[i] : max_val;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max_val);
+    sum += x[i];
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] /= sum;
+}
+
+}  // namespace gb::kernels

@@ -1,0 +1,26 @@
+// Element-wise and per-row operations of the llama forward pass, float32.
+// Scalar code written to match llama2.c run.c's arithmetic (the golden reference);
+// the compiler vectorises the simple loops. Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+
+namespace gb::kernels {
+
+// out[i] = weight[i] * x[i] / sqrt(mean(x^2) + eps)        x, out, weight: (n)
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+
+// Rotates adjacent pairs (v[2i], v[2i+1]) of the first rope_dim dimensions of each
+// head by angle pos * base^(-2i / rope_dim).      v: (num_heads, head_dim)
+void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32_t pos, float base);
+
+// out[i] = silu(gate[i]) * up[i]                     gate, up, out: (n)
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+
+// x[i] += y[i]                                        (n)
+void add_inplace(float* x, const float* y, int64_t n);
+
+// In-place numerically stable softmax.                 (n)
+void softmax_inplace(float* x, int64_t n);
+
+}  // namespace gb::kernels

@@ -1,0 +1,36 @@
+// Attention of one query head over a sequence's context, reading K and V through
+// a block table (PagedAttention on the CPU).
+//
+//   k_cache, v_cache: one layer of the pool, (num_blocks, block_size, num_kv_heads, head_dim)
+//   block_table:      (ceil(num_ctx / block_size)) block ids; position p lives in
+//                     block block_table[p / block_size], slot p % block_size
+//   q:                (head_dim) the query of head `head`, already rotated
+//   out:              (head_dim)
+//   scores:           scratch, (num_ctx)
+// Causality is the caller's: num_ctx = position of the query + 1.
+#pragma once
+
+#include <cstdint>
+
+namespace gb::kernels {
+
+struct PagedKvView {
+  const float* k_cache = nullptr;
+  const float* v_cache = nullptr;
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 16;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+
+  const float* k_at(int32_t pos, int32_t kv_head) const { return k_cache + offset(pos, kv_head); }
+  const float* v_at(int32_t pos, int32_t kv_head) const { return v_cache + offset(pos, kv_head); }
+  int64_t offset(int32_t pos, int32_t kv_head) const {
+    const int64_t slot = static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size;
+    return (slot * num_kv_heads + kv_head) * head_dim;
+  }
+};
+
+void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
+                          float* scores);
+
+}  // namespace gb::kernels
