@@ -60,6 +60,10 @@ struct Model {
   std::shared_ptr<const MappedFile> file;             // keeps tensor data mapped
   std::vector<std::vector<std::byte>> owned_buffers;  // tensors that were converted on load
 
+  // Every distinct tensor once, in file-independent order: token embedding,
+  // each layer's nine tensors, output norm, then the classifier if untied.
+  std::vector<const TensorView*> all_tensors() const;
+
   uint64_t num_parameters() const;  // every tensor counted once (tied classifier once)
   size_t weight_bytes() const;      // bytes of weights as stored, tied classifier once
   // Bytes of weights one decode step reads: every layer matrix, norms, the

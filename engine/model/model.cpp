@@ -1,0 +1,48 @@
+// Model's size accounting and the format names. The tied classifier shares the
+// token embedding's bytes, so it is counted once everywhere except the per-token
+// read estimate (a decode step reads one embedding row and the whole classifier).
+#include "model/model.h"
+
+namespace gb {
+
+std::string_view model_format_name(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::Llama2cLegacy: return "llama2.c (legacy)";
+    case ModelFormat::Llama2cV1: return "llama2.c (version 1)";
+    case ModelFormat::Gguf: return "GGUF";
+  }
+  return "?";
+}
+
+std::vector<const TensorView*> Model::all_tensors() const {
+  std::vector<const TensorView*> out;
+  out.push_back(&weights.token_embedding);
+  for (const LayerWeights& l : weights.layers)
+    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up})
+      out.push_back(t);
+  out.push_back(&weights.output_norm);
+  if (!config.tied_classifier) out.push_back(&weights.classifier);
+  return out;
+}
+
+uint64_t Model::num_parameters() const {
+  uint64_t n = 0;
+  for (const TensorView* t : all_tensors()) n += static_cast<uint64_t>(t->num_elements());
+  return n;
+}
+
+size_t Model::weight_bytes() const {
+  size_t n = 0;
+  for (const TensorView* t : all_tensors()) n += t->num_bytes();
+  return n;
+}
+
+size_t Model::weight_bytes_per_token() const {
+  size_t n = weights.token_embedding.row_bytes() + weights.output_norm.num_bytes() + weights.classifier.num_bytes();
+  for (const LayerWeights& l : weights.layers)
+    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up})
+      n += t->num_bytes();
+  return n;
+}
+
+}  // namespace gb
