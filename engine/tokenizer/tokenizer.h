@@ -36,6 +36,9 @@ class Tokenizer {
   virtual TokenId bos_id() const = 0;
   virtual TokenId eos_id() const = 0;
   virtual bool is_control(TokenId id) const = 0;
+  // A byte-fallback token (<0xAB>): token_bytes() is that one raw byte, which may
+  // be a fragment of a multi-byte UTF-8 character.
+  virtual bool is_byte(TokenId id) const = 0;
   virtual std::string_view kind() const = 0;  // "sentencepiece", "llama2c", "gguf-spm"
 
   // Decodes a whole id sequence byte-exactly. The dummy-prefix space of the first
@@ -48,6 +51,10 @@ class Tokenizer {
 // else tok*.bin / tokenizer.bin / tokenizer.model next to the model file. Fails if
 // the tokenizer's vocabulary size differs from the model's.
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const Model& model, const std::string& tokenizer_path);
+
+// Loads a tokenizer file on its own, with no model: a `.model` file is a
+// SentencePiece proto, anything else a llama2.c tokenizer.bin.
+Result<std::shared_ptr<const Tokenizer>> load_tokenizer_file(const std::string& path);
 
 // Streaming decode for generation: feed ids one at a time, get back only whole
 // UTF-8 characters (a character split across byte tokens is held until complete).

@@ -1,0 +1,42 @@
+// UTF-8 scanning shared by the tokenizers and the streaming decoder: where one
+// character ends, whether a byte run is a complete, a truncated or an invalid
+// sequence. Pure functions; any thread.
+//
+// Validity follows RFC 3629 / Unicode Table 3-7: no overlong forms, no UTF-16
+// surrogates (U+D800..U+DFFF), nothing above U+10FFFF. An invalid run is reported
+// as its "maximal subpart" (the lead byte plus the continuation bytes that were
+// still acceptable), which is the unit that gets one U+FFFD.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gb {
+
+enum class Utf8Kind {
+  Complete,    // a whole valid character of `num_bytes` bytes
+  Incomplete,  // a valid prefix cut off by the end of the input (`num_bytes` present)
+  Invalid,     // `num_bytes` (>= 1) bytes that can never start a valid character
+};
+
+struct Utf8Step {
+  Utf8Kind kind;
+  size_t num_bytes;
+};
+
+// Classifies the sequence starting at text[pos] (pos < text.size()).
+Utf8Step utf8_next(std::string_view text, size_t pos);
+
+// Length the lead byte announces: 1 for ASCII, 2..4 for a multi-byte lead, 0 for
+// a byte that cannot lead (continuation bytes, 0xC0, 0xC1, 0xF5..0xFF).
+int utf8_sequence_length(uint8_t lead);
+
+// U+FFFD REPLACEMENT CHARACTER, the stand-in for invalid bytes.
+inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";
+
+// Replaces every invalid or truncated run with U+FFFD; valid text is unchanged.
+std::string utf8_sanitize(std::string_view text);
+
+}  // namespace gb
