@@ -1,0 +1,100 @@
+// CandidateSet: the working array of one sampling step — the surviving tokens
+// and their current logits — that every SamplerChain stage reads and shrinks.
+// Stages never allocate vocabulary-sized arrays of their own; they reorder or
+// compact this one (the llama.cpp "one candidate array" idea, written afresh).
+//
+// Layout: items (num_alive) of {id, logit}; order is whatever the last stage
+// left (id order after reset, partially sorted after top-k / top-p / typical-p).
+// Invariants: every logit is finite (a stage that makes one -inf removes it);
+// ids are distinct and in [0, vocab_size).
+// Ordering rule used by every stage that ranks tokens: higher logit first, and
+// among equal logits the LOWER token id first (CandidateSet::ranks_before). This
+// is the tie rule of top-k, top-p, greedy and the recorded ranks.
+// Threads: owned by one SamplerChain, used by one thread at a time.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/ids.h"
+
+namespace gb {
+
+struct Candidate {
+  TokenId id;
+  float logit;
+};
+
+struct CandidateSet {
+  std::vector<Candidate> items;  // (num_alive)
+  int32_t vocab_size = 0;
+  bool dense = false;  // items[i].id == i for all i (full vocabulary, id order): O(1) lookup
+
+  // Fills items with every token whose raw logit is not -inf, in id order.
+  // The caller has already rejected NaN and +inf.
+  void reset(std::span<const float> logits) {
+    vocab_size = static_cast<int32_t>(logits.size());
+    items.clear();
+    items.reserve(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (logits[i] != -INFINITY) items.push_back({static_cast<TokenId>(i), logits[i]});
+    dense = items.size() == logits.size();
+  }
+
+  size_t size() const { return items.size(); }
+  bool empty() const { return items.empty(); }
+
+  static bool ranks_before(const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
+
+  float max_logit() const {
+    float m = -INFINITY;
+    for (const Candidate& c : items) m = std::max(m, c.logit);
+    return m;
+  }
+
+  // log(sum exp(logit - shift)) in double; shift is normally max_logit().
+  double log_sum_exp(float shift) const {
+    double z = 0.0;
+    for (const Candidate& c : items) z += std::exp(static_cast<double>(c.logit) - shift);
+    return std::log(z);
+  }
+
+  // Drops candidates whose logit is -inf (a ban or an overflowing penalty),
+  // keeping the order of the rest. Returns how many were dropped.
+  size_t remove_banned() {
+    const size_t before = items.size();
+    std::erase_if(items, [](const Candidate& c) { return c.logit == -INFINITY; });
+    if (items.size() != before) dense = false;
+    return before - items.size();
+  }
+
+  void sort_by_id() {
+    if (!std::is_sorted(items.begin(), items.end(),
+                        [](const Candidate& a, const Candidate& b) { return a.id < b.id; }))
+      std::sort(items.begin(), items.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  }
+
+  // Calls fn(candidate, list_index) for each candidate whose id is in `ids`
+  // (sorted ascending, distinct). Dense sets index directly: O(|ids|); otherwise
+  // each candidate is looked up by binary search: O(num_alive * log |ids|).
+  template <class Fn>
+  void for_each_listed(std::span<const TokenId> ids, Fn&& fn) {
+    if (ids.empty()) return;
+    if (dense) {
+      for (size_t k = 0; k < ids.size(); ++k)
+        if (ids[k] >= 0 && ids[k] < vocab_size) fn(items[static_cast<size_t>(ids[k])], k);
+      return;
+    }
+    for (Candidate& c : items) {
+      auto it = std::lower_bound(ids.begin(), ids.end(), c.id);
+      if (it != ids.end() && *it == c.id) fn(c, static_cast<size_t>(it - ids.begin()));
+    }
+  }
+};
+
+}  // namespace gb
