@@ -1,0 +1,183 @@
+// Golden tests: our CPU engine against outputs of independent implementations
+// (llama2.c run.c, cross-checked by llama.cpp and NumPy; see
+// ../shared/testdata/golden/README.md). Prompt ids exact, every greedy token exact,
+// top-10 logits within 1e-4, for each stories260K file format.
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "gb_test.h"
+#include "model/model.h"
+#include "runtime/generator.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using nlohmann::json;
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+struct Loaded {
+  std::shared_ptr<const gb::Model> model;
+  std::shared_ptr<const gb::Tokenizer> tokenizer;
+};
+
+// Loads `model_rel` with context 512 (the training length) and the given tokenizer
+// ("" = embedded). Records a test failure and returns an empty Loaded on error.
+Loaded load(const std::string& model_path, const std::string& tokenizer_path) {
+  gb::LoadOptions options;
+  options.context_length = 512;
+  auto model = gb::load_model(model_path, options);
+  if (!model) {
+    [&] { QFAIL(model.error().message.c_str()); }();
+    return {};
+  }
+  auto tokenizer = gb::load_tokenizer(**model, tokenizer_path);
+  if (!tokenizer) {
+    [&] { QFAIL(tokenizer.error().message.c_str()); }();
+    return {};
+  }
+  return {*model, *tokenizer};
+}
+
+std::string describe(const std::string& what, const std::string& model, const std::string& golden) {
+  return what + " (model " + model + ", golden " + golden + ")";
+}
+
+// Runs one golden case on one model file and checks ids, tokens and logits.
+void check_golden_case(const std::string& golden_rel, const std::string& model_rel, const std::string& tok_rel,
+                       double logit_tolerance, bool check_logits) {
+  GB_REQUIRE_SHARED(golden_path, golden_rel);
+  GB_REQUIRE_SHARED(model_path, model_rel);
+  std::string tok_path;
+  if (!tok_rel.empty()) {
+    GB_REQUIRE_SHARED(p, tok_rel);
+    tok_path = p;
+  }
+  const json g = read_json(golden_path);
+  Loaded m = load(model_path, tok_path);
+  if (!m.model) return;
+
+  const std::vector<gb::TokenId> prompt_ids = m.tokenizer->encode(g["prompt"].get<std::string>(), true);
+  QVERIFY2(prompt_ids == g["prompt_tokens"].get<std::vector<gb::TokenId>>(),
+           describe("prompt ids differ", model_rel, golden_rel).c_str());
+
+  auto backend = gb::make_cpu_backend(m.model);
+  gb::Generator generator(m.model, m.tokenizer, *backend, 512);
+  gb::GenerateOptions options;
+  const int steps = g["steps"].get<int>();
+  options.max_tokens = steps - static_cast<int>(prompt_ids.size()) + 1;  // run.c counts positions
+  options.top_n = 10;
+  std::vector<gb::TokenId> generated;
+  std::vector<std::vector<gb::Candidate>> tops;
+  auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
+    generated.push_back(t.id);
+    tops.push_back(t.top);
+    return true;
+  });
+  QVERIFY2(stats.ok(), stats.ok() ? "" : stats.error().message.c_str());
+  const auto expected = g["generated_tokens"].get<std::vector<gb::TokenId>>();
+  for (size_t i = 0; i < std::min(expected.size(), generated.size()); ++i)
+    QVERIFY2(generated[i] == expected[i],
+             describe("token " + std::to_string(i) + " is " + std::to_string(generated[i]) + ", expected " +
+                          std::to_string(expected[i]), model_rel, golden_rel).c_str());
+  QCOMPARE(generated.size(), expected.size());
+  QCOMPARE(stats->reason == gb::FinishReason::Eos, g["stopped_on_bos"].get<bool>());
+
+  if (!check_logits) return;
+  for (const json& pos : g["topk_first_generated_positions"]) {
+    const size_t gi = pos["gen_index"].get<size_t>();
+    QVERIFY(gi < tops.size());
+    const auto& ref = pos["top10"];
+    QCOMPARE(tops[gi].size(), ref.size());
+    for (size_t k = 0; k < ref.size(); ++k) {
+      const auto id = ref[k][0].get<gb::TokenId>();
+      const double logit = ref[k][1].get<double>();
+      QVERIFY2(tops[gi][k].id == id, describe("top-10 id order at gen " + std::to_string(gi), model_rel, golden_rel).c_str());
+      QVERIFY2(std::abs(tops[gi][k].logit - logit) <= logit_tolerance,
+               describe("top-10 logit at gen " + std::to_string(gi) + " off by " +
+                            std::to_string(std::abs(tops[gi][k].logit - logit)), model_rel, golden_rel).c_str());
+    }
+  }
+}
+
+const char* kCases[] = {"testdata/golden/once_upon_a_time_n64.json", "testdata/golden/once_upon_a_time_n256.json",
+                        "testdata/golden/lily_cake_n256.json"};
+
+void check_all_cases(const std::string& model_rel, const std::string& tok_rel) {
+  for (const char* c : kCases) {
+    check_golden_case(c, model_rel, tok_rel, 1e-4, true);
+    if (QTest::currentTestFailed()) return;
+  }
+}
+
+}  // namespace
+
+GB_TEST(golden_legacy_bin) { check_all_cases("models/stories260K/stories260K.bin", "models/stories260K/tok512.bin"); }
+GB_TEST(golden_v1_bin) { check_all_cases("models/stories260K/stories260K_v1.bin", "models/stories260K/tok512.bin"); }
+GB_TEST(golden_gguf_embedded_vocab) { check_all_cases("models/stories260K/stories260K.gguf", ""); }
+
+GB_TEST(golden_f16_gguf_greedy_tokens) {
+  // F16 weights move logits by ~1e-2 (README), so only the tokens must match.
+  check_golden_case("testdata/golden/once_upon_a_time_n64.json", "models/stories260K/stories260K-F16.gguf", "", 0, false);
+}
+
+GB_TEST(golden_full_logits_first_position) {
+  GB_REQUIRE_SHARED(golden_path, "testdata/golden/once_upon_a_time_n64.json");
+  GB_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
+  const json g = read_json(golden_path);
+  Loaded m = load(model_path, "");
+  if (!m.model) return;
+  const auto prompt = g["prompt_tokens"].get<std::vector<gb::TokenId>>();
+  auto backend = gb::make_cpu_backend(m.model);
+  QVERIFY(backend->init_kv_pool({32, 16}).ok());
+  gb::BatchLayout batch;
+  std::vector<int32_t> table(32);
+  for (int32_t i = 0; i < 32; ++i) table[static_cast<size_t>(i)] = 31 - i;  // any block order must do
+  batch.add_sequence(prompt.data(), static_cast<int32_t>(prompt.size()), 0, table.data(), 32, false);
+  std::vector<float> logits(512);
+  QVERIFY(backend->forward(batch, logits).ok());
+  const auto ref = g["full_logits_first_generated_position"]["logits"].get<std::vector<double>>();
+  QCOMPARE(ref.size(), logits.size());
+  double max_err = 0;
+  for (size_t i = 0; i < ref.size(); ++i) max_err = std::max(max_err, std::abs(ref[i] - logits[i]));
+  QVERIFY2(max_err <= 1e-4, ("max |logit error| " + std::to_string(max_err)).c_str());
+}
+
+GB_TEST(tiny_random_llama2_vocab_smoke) {
+  GB_REQUIRE_SHARED(golden_path, "testdata/golden/llama-2-tiny-random_once_upon_a_time.json");
+  GB_REQUIRE_SHARED(model_path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const json g = read_json(golden_path);
+  Loaded m = load(model_path, "");
+  if (!m.model) return;
+  const auto prompt_ids = m.tokenizer->encode(g["prompt"].get<std::string>(), true);
+  QVERIFY(prompt_ids == g["prompt_tokens"].get<std::vector<gb::TokenId>>());
+  auto backend = gb::make_cpu_backend(m.model);
+  gb::Generator generator(m.model, m.tokenizer, *backend, 512);
+  gb::GenerateOptions options;
+  options.max_tokens = g["n_generated"].get<int>();
+  options.stop_on_eos = false;
+  std::vector<gb::TokenId> generated;
+  auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
+    generated.push_back(t.id);
+    return true;
+  });
+  QVERIFY(stats.ok());
+  QVERIFY2(generated == g["generated_tokens"].get<std::vector<gb::TokenId>>(), "tiny-random greedy tokens differ");
+}
+
+GB_TEST(prompt_longer_than_context_is_an_error) {
+  GB_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
+  Loaded m = load(model_path, "");
+  if (!m.model) return;
+  auto backend = gb::make_cpu_backend(m.model);
+  gb::Generator generator(m.model, m.tokenizer, *backend, 8);
+  const std::vector<gb::TokenId> prompt(9, 300);
+  auto stats = generator.generate(prompt, {}, [](const gb::GeneratedToken&) { return true; });
+  QVERIFY(!stats.ok());
+  QVERIFY(stats.error().message.find("prompt is 9 tokens but the context is 8") != std::string::npos);
+}

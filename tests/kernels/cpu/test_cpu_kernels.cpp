@@ -1,0 +1,145 @@
+// CPU kernels: the SIMD matmul against the scalar reference on awkward sizes and
+// every weight type; conversions against hand-known bit patterns; RoPE and
+// attention against direct formulas.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cpu/convert.h"
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "cpu/paged_attention.h"
+#include "gb_test.h"
+
+using namespace gb::kernels;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Weights of type t holding the values of `w` (rounded to that type).
+std::vector<uint16_t> narrow(const std::vector<float>& w, ElemType t) {
+  std::vector<uint16_t> out(w.size());
+  for (size_t i = 0; i < w.size(); ++i) out[i] = t == ElemType::F16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+  return out;
+}
+
+void check_matmul(ElemType t, int64_t rows, int64_t cols, int64_t tokens) {
+  const auto wf = random_floats(static_cast<size_t>(rows * cols), 1u + static_cast<uint32_t>(rows * 7 + cols));
+  const auto x = random_floats(static_cast<size_t>(tokens * cols), 99u + static_cast<uint32_t>(tokens));
+  const auto w16 = narrow(wf, t);
+  const void* w = t == ElemType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(w16.data());
+  std::vector<float> ref(static_cast<size_t>(tokens * rows), -1.0f), got(static_cast<size_t>(tokens * rows), -2.0f);
+  matmul_reference(ref.data(), rows, x.data(), w, t, tokens, cols, 0, rows);
+  // Split the rows in two uneven ranges, as the thread pool does.
+  const int64_t mid = rows / 3;
+  matmul(got.data(), rows, x.data(), w, t, tokens, cols, 0, mid);
+  matmul(got.data(), rows, x.data(), w, t, tokens, cols, mid, rows);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    // Sums of `cols` products of N(0,1) values: the summation order changes the
+    // result by a few ulps of the partial sums, ~1e-6 * sqrt(cols) relative.
+    const double tol = 1e-5 * std::sqrt(static_cast<double>(cols)) * (1.0 + std::abs(ref[i]));
+    QVERIFY2(std::abs(ref[i] - got[i]) <= tol,
+             ("matmul mismatch rows " + std::to_string(rows) + " cols " + std::to_string(cols) + " tokens " +
+              std::to_string(tokens) + " at " + std::to_string(i)).c_str());
+  }
+}
+
+}  // namespace
+
+GB_TEST(matmul_simd_matches_reference_awkward_sizes) {
+  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16})
+    for (int64_t rows : {1, 3, 4, 5, 67, 172})
+      for (int64_t cols : {1, 7, 8, 9, 64, 172, 301})
+        for (int64_t tokens : {1, 2, 3, 4, 7}) {
+          check_matmul(t, rows, cols, tokens);
+          if (QTest::currentTestFailed()) return;
+        }
+}
+
+GB_TEST(f16_conversion_known_values_and_round_trip) {
+  QCOMPARE(f16_to_f32(0x3c00), 1.0f);
+  QCOMPARE(f16_to_f32(0xc000), -2.0f);
+  QCOMPARE(f16_to_f32(0x7bff), 65504.0f);
+  QCOMPARE(f16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  QCOMPARE(f16_to_f32(0x03ff), std::ldexp(1023.0f, -24));
+  QVERIFY(std::isinf(f16_to_f32(0x7c00)));
+  QVERIFY(std::isnan(f16_to_f32(0x7e00)));
+  // Every finite half converts to float and back to the same bits.
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u) continue;  // inf/nan
+    QCOMPARE(static_cast<uint32_t>(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h)))), h);
+  }
+  // Round to nearest even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
+  QCOMPARE(static_cast<uint32_t>(f32_to_f16(1.0f + std::ldexp(1.0f, -11))), 0x3c00u);
+  QCOMPARE(static_cast<uint32_t>(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11))), 0x3c02u);
+  QCOMPARE(static_cast<uint32_t>(f32_to_f16(1e6f)), 0x7c00u);
+}
+
+GB_TEST(bf16_conversion_rounds_to_nearest_even) {
+  QCOMPARE(bf16_to_f32(0x3f80), 1.0f);
+  QCOMPARE(static_cast<uint32_t>(f32_to_bf16(1.0f)), 0x3f80u);
+  QCOMPARE(static_cast<uint32_t>(f32_to_bf16(1.0f + std::ldexp(1.0f, -8))), 0x3f80u);      // tie -> even
+  QCOMPARE(static_cast<uint32_t>(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8))), 0x3f82u);  // tie -> even (up)
+}
+
+GB_TEST(rmsnorm_matches_formula) {
+  const float x[3] = {1.0f, -2.0f, 2.0f};
+  const float w[3] = {1.0f, 0.5f, 2.0f};
+  float out[3];
+  rmsnorm(out, x, w, 3, 0.0f);  // mean(x^2) = 3, so x / sqrt(3)
+  const float s = 1.0f / std::sqrt(3.0f);
+  QVERIFY(std::abs(out[0] - s) < 1e-6f);
+  QVERIFY(std::abs(out[1] + 2.0f * 0.5f * s) < 1e-6f);
+  QVERIFY(std::abs(out[2] - 4.0f * s) < 1e-6f);
+}
+
+GB_TEST(rope_rotates_adjacent_pairs) {
+  // One head of 4 dims, position 3, base 10000: pair 0 turns by 3 rad, pair 1 by 3/100 rad.
+  float v[4] = {1.0f, 0.0f, 0.0f, 1.0f};
+  rope(v, 1, 4, 4, 3, 10000.0f);
+  QVERIFY(std::abs(v[0] - std::cos(3.0f)) < 1e-6f && std::abs(v[1] - std::sin(3.0f)) < 1e-6f);
+  QVERIFY(std::abs(v[2] + std::sin(0.03f)) < 1e-6f && std::abs(v[3] - std::cos(0.03f)) < 1e-6f);
+  // Position 0 is the identity.
+  float u[4] = {0.3f, -0.7f, 1.5f, 2.0f};
+  rope(u, 1, 4, 4, 0, 10000.0f);
+  QCOMPARE(u[0], 0.3f);
+  QCOMPARE(u[3], 2.0f);
+}
+
+GB_TEST(paged_attention_matches_contiguous_formula) {
+  // 2 kv heads of dim 5, 37 positions spread over blocks of 4 in scrambled order.
+  const int32_t kv_heads = 2, d = 5, ctx = 37, bs = 4, nblocks = 12;
+  const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 5);
+  const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 6);
+  const auto q = random_floats(static_cast<size_t>(d), 7);
+  const std::vector<int32_t> table = {11, 3, 7, 0, 9, 1, 5, 10, 2, 8};
+  PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+  std::vector<float> scores(ctx), out(d);
+  paged_attention_head(out.data(), q.data(), kv, 1, ctx, scores.data());
+  // Direct formula in double.
+  std::vector<double> s(ctx);
+  double m = -1e30, z = 0;
+  for (int32_t t = 0; t < ctx; ++t) {
+    const int64_t base = ((int64_t{table[static_cast<size_t>(t / bs)]} * bs + t % bs) * kv_heads + 1) * d;
+    double dot = 0;
+    for (int32_t i = 0; i < d; ++i) dot += double{q[static_cast<size_t>(i)]} * k[static_cast<size_t>(base + i)];
+    s[static_cast<size_t>(t)] = dot / std::sqrt(double{d});
+    m = std::max(m, s[static_cast<size_t>(t)]);
+  }
+  for (auto& x : s) z += x = std::exp(x - m);
+  for (int32_t i = 0; i < d; ++i) {
+    double o = 0;
+    for (int32_t t = 0; t < ctx; ++t) {
+      const int64_t base = ((int64_t{table[static_cast<size_t>(t / bs)]} * bs + t % bs) * kv_heads + 1) * d;
+      o += s[static_cast<size_t>(t)] / z * v[static_cast<size_t>(base + i)];
+    }
+    QVERIFY(std::abs(o - out[static_cast<size_t>(i)]) < 1e-5);
+  }
+}
