@@ -1,0 +1,340 @@
+// CudaBackendImpl: the CUDA implementation of gb::Backend (see cuda_backend.h).
+//
+// One step, for T new tokens and L logit rows, all on stream_:
+//   x (T, dim) = embedding rows
+//   per layer: xb = rmsnorm(x) * attn_norm
+//              qkv (T, q_dim + 2 kv_dim) = xb wqkv^T; rope on the q and k parts
+//              k, v -> KV pool slots; att (T, q_dim) = paged attention
+//              x += att wo^T                    (residual fused: GEMM beta = 1)
+//              xb = rmsnorm(x) * ffn_norm
+//              gate_up (T, 2 hidden) = xb w_gate_up^T; h (T, hidden) = silu(gate) * up
+//              x += h w_down^T                  (residual fused: GEMM beta = 1)
+//   xl (L, dim) = rmsnorm(x[logit rows]) * output_norm; logits (L, vocab) = xl classifier^T
+// The host waits for the stream once, at the end of the step.
+#include "cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_gemm.h"
+#include "cuda/cuda_kernels.h"
+#include "cuda/device_buffer.h"
+#include "cuda/device_weights.h"
+#include "cuda/step_metadata.h"
+#include "model/model.h"
+
+namespace gb {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::DeviceMatrix;
+
+Status reserve_floats(DeviceBuffer& buffer, size_t count, const char* what) {
+  return buffer.reserve(count * sizeof(float), what);
+}
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  CudaBackendImpl(std::shared_ptr<const Model> model, const CudaBackendOptions& options)
+      : model_(std::move(model)), config_(model_->config), options_(options) {}
+
+  ~CudaBackendImpl() override {
+    // Errors cannot be reported from a destructor; a failed sync only means the
+    // context is already broken, and the frees below are still correct.
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status init() {
+    GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    cudaDeviceProp prop{};
+    GB_CUDA_TRY(cudaGetDeviceProperties(&prop, options_.device_index));
+    device_name_ = prop.name;
+    GB_CUDA_TRY(cudaStreamCreate(&stream_));
+    GB_CUBLAS_TRY(cublasCreate(&cublas_));
+    GB_CUBLAS_TRY(cublasSetStream(cublas_, stream_));
+    GB_CUBLAS_TRY(cublasSetMathMode(cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    GB_TRY(weights_.upload(*model_));
+    needs_cast_ = weights_.embedding().dtype != DType::F32 || weights_.classifier().dtype != DType::F32;
+    for (const cuda::DeviceLayer& l : weights_.layers())
+      for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) needs_cast_ |= m->dtype != DType::F32;
+    return {};
+  }
+
+  Status init_kv_pool(const KvPoolSpec& spec) override {
+    GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    if (spec.num_blocks <= 0 || spec.block_size <= 0)
+      return make_error("CUDA backend: KV pool needs a positive block count and block size");
+    pool_ = spec;
+    layer_floats_ = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size) *
+                    static_cast<size_t>(config_.kv_dim());
+    const size_t bytes = layer_floats_ * 2 * static_cast<size_t>(config_.num_layers) * sizeof(float);
+    kv_pool_.release();
+    GB_TRY(kv_pool_.allocate(bytes, "the KV pool"));
+    // Zeroed so that inspection of never-written slots reads zeros, not garbage.
+    GB_CUDA_TRY(cudaMemsetAsync(kv_pool_.get(), 0, bytes, stream_));
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
+  size_t kv_pool_bytes() const override { return kv_pool_.bytes(); }
+
+  Status forward(const BatchLayout& batch, std::span<float> logits) override {
+    return forward_inspect(batch, 0, {}, logits);
+  }
+
+  Status forward_inspect(const BatchLayout& batch, int32_t top_n, std::span<LogitSummary> summaries,
+                         std::span<float> logits) override {
+    const size_t num_logits = static_cast<size_t>(batch.num_logits());
+    const size_t vocab = static_cast<size_t>(config_.vocab_size);
+    if (!logits.empty() && logits.size() < num_logits * vocab)
+      return make_error("CUDA backend: logits output holds " + std::to_string(logits.size()) + " floats, the step needs " +
+                        std::to_string(num_logits * vocab));
+    if (top_n < 0 || top_n > cuda::kMaxTopN || (top_n > 0 && summaries.size() < num_logits))
+      return make_error("CUDA backend: summaries need num_logits entries and 0 <= top_n <= 256");
+    GB_TRY(run_step(batch));
+    if (num_logits > 0 && !logits.empty())
+      GB_CUDA_TRY(cudaMemcpyAsync(logits.data(), logits_.get(), num_logits * vocab * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream_));
+    if (num_logits > 0 && top_n > 0) GB_TRY(summarise(static_cast<int32_t>(num_logits), top_n, summaries));
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
+  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
+    GB_TRY(require_pool());
+    const size_t block_floats = layer_floats_ / static_cast<size_t>(pool_.num_blocks);
+    for (const auto& [src, dst] : src_dst) {
+      if (src < 0 || dst < 0 || src >= pool_.num_blocks || dst >= pool_.num_blocks)
+        return make_error("CUDA backend: copy_blocks names a block outside the pool");
+      for (size_t plane = 0; plane < 2 * static_cast<size_t>(config_.num_layers); ++plane) {
+        float* base = kv_pool_.as<float>() + plane * layer_floats_;
+        GB_CUDA_TRY(cudaMemcpyAsync(base + static_cast<size_t>(dst) * block_floats,
+                                    base + static_cast<size_t>(src) * block_floats, block_floats * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_));
+      }
+    }
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
+  Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
+                      std::span<float> v) const override {
+    GB_TRY(require_pool());
+    const size_t kv_dim = static_cast<size_t>(config_.kv_dim());
+    if (layer < 0 || layer >= config_.num_layers || block < 0 || block >= pool_.num_blocks || slot < 0 ||
+        slot >= pool_.block_size || k.size() < kv_dim || v.size() < kv_dim)
+      return make_error("CUDA backend: read_kv_slot out of range");
+    const size_t row = (static_cast<size_t>(block) * static_cast<size_t>(pool_.block_size) + static_cast<size_t>(slot)) * kv_dim;
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    GB_CUDA_TRY(cudaMemcpy(k.data(), k_cache(layer) + row, kv_dim * sizeof(float), cudaMemcpyDeviceToHost));
+    GB_CUDA_TRY(cudaMemcpy(v.data(), v_cache(layer) + row, kv_dim * sizeof(float), cudaMemcpyDeviceToHost));
+    return {};
+  }
+
+  DeviceInfo device_info() const override {
+    DeviceInfo info;
+    info.backend = "cuda";
+    info.name = device_name_;
+    info.memory_used_bytes = weights_.bytes() + kv_pool_.bytes() + metadata_.device_bytes();
+    for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
+                                  &summary_})
+      info.memory_used_bytes += b->bytes();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) info.memory_total_bytes = total_bytes;
+    return info;
+  }
+
+ private:
+  const float* k_cache(int32_t layer) const { return kv_pool_.as<float>() + (2 * static_cast<size_t>(layer)) * layer_floats_; }
+  const float* v_cache(int32_t layer) const { return k_cache(layer) + layer_floats_; }
+  float* k_cache(int32_t layer) { return kv_pool_.as<float>() + (2 * static_cast<size_t>(layer)) * layer_floats_; }
+  float* v_cache(int32_t layer) { return k_cache(layer) + layer_floats_; }
+
+  Status require_pool() const {
+    if (kv_pool_.get() == nullptr) return make_error("CUDA backend: init_kv_pool() has not been called");
+    return {};
+  }
+
+  int32_t q_dim() const { return config_.num_heads * config_.head_dim; }
+  int32_t qkv_dim() const { return q_dim() + 2 * config_.kv_dim(); }
+
+  Status ensure_workspace(size_t num_tokens, size_t num_logits) {
+    const size_t dim = static_cast<size_t>(config_.dim), hidden = static_cast<size_t>(config_.hidden_dim);
+    GB_TRY(reserve_floats(x_, num_tokens * dim, "activations"));
+    GB_TRY(reserve_floats(xb_, num_tokens * dim, "activations"));
+    GB_TRY(reserve_floats(qkv_, num_tokens * static_cast<size_t>(qkv_dim()), "q/k/v"));
+    GB_TRY(reserve_floats(att_, num_tokens * static_cast<size_t>(q_dim()), "attention output"));
+    GB_TRY(reserve_floats(gate_up_, num_tokens * 2 * hidden, "FFN gate/up"));
+    GB_TRY(reserve_floats(hidden_, num_tokens * hidden, "FFN hidden"));
+    const size_t widest = std::max({dim, hidden, static_cast<size_t>(q_dim())});
+    if (needs_cast_) GB_TRY(lowp_.reserve(std::max(num_tokens, num_logits) * widest * 2, "F16/BF16 activations"));
+    GB_TRY(reserve_floats(xl_, std::max<size_t>(num_logits, 1) * dim, "final norm rows"));
+    GB_TRY(reserve_floats(logits_, std::max<size_t>(num_logits, 1) * static_cast<size_t>(config_.vocab_size), "logits"));
+    return {};
+  }
+
+  // y (n, w.rows) = x (n, w.cols) w^T + beta y, casting x first for F16/BF16 weights.
+  Status project(const DeviceMatrix& w, const float* x, int32_t n, float* y, float beta) {
+    const void* input = x;
+    if (w.dtype != DType::F32) {
+      GB_CUDA_TRY(cuda::launch_cast(x, int64_t{n} * w.cols, lowp_.get(), w.dtype, stream_));
+      input = lowp_.get();
+    }
+    return cuda::gemm_rows(cublas_, w, input, n, y, beta, options_.allow_tf32);
+  }
+
+  Status run_layer(int32_t layer, int32_t n) {
+    const cuda::DeviceLayer& w = weights_.layers()[static_cast<size_t>(layer)];
+    const cuda::StepDevicePointers& meta = metadata_.device();
+    const ModelConfig& c = config_;
+    const int32_t rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+    float* q = qkv_.as<float>();
+    float* k = q + q_dim();
+    float* v = k + c.kv_dim();
+    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), nullptr, n, c.dim, w.attn_norm, c.rms_eps, xb_.as<float>(), stream_));
+    GB_TRY(project(w.wqkv, xb_.as<float>(), n, q, 0.0f));
+    GB_CUDA_TRY(cuda::launch_rope(q, n, qkv_dim(), c.num_heads, c.head_dim, rope_dim, c.rope_freq_base, meta.positions, stream_));
+    GB_CUDA_TRY(cuda::launch_rope(k, n, qkv_dim(), c.num_kv_heads, c.head_dim, rope_dim, c.rope_freq_base, meta.positions, stream_));
+    GB_CUDA_TRY(cuda::launch_kv_write(k, v, qkv_dim(), n, c.kv_dim(), meta.slot_mapping, k_cache(layer), v_cache(layer), stream_));
+
+    const cuda::AttentionIo io{q, qkv_dim(), att_.as<float>(), c.num_heads};
+    const cuda::PagedKv kv{k_cache(layer), v_cache(layer), meta.block_ids, meta.block_indptr,
+                           pool_.block_size, c.num_kv_heads, c.head_dim};
+    if (metadata_.decode_only()) {
+      GB_CUDA_TRY(cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
+                                                      metadata_.max_kv_len(), attn_ws_.as<float>(), stream_));
+    } else {
+      GB_CUDA_TRY(cuda::launch_paged_attention_prefill(io, kv, meta.positions, meta.tiles, metadata_.num_tiles(), stream_));
+    }
+    GB_TRY(project(w.wo, att_.as<float>(), n, x_.as<float>(), 1.0f));
+
+    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), nullptr, n, c.dim, w.ffn_norm, c.rms_eps, xb_.as<float>(), stream_));
+    GB_TRY(project(w.w_gate_up, xb_.as<float>(), n, gate_up_.as<float>(), 0.0f));
+    GB_CUDA_TRY(cuda::launch_swiglu(gate_up_.as<float>(), n, c.hidden_dim, hidden_.as<float>(), stream_));
+    return project(w.w_down, hidden_.as<float>(), n, x_.as<float>(), 1.0f);
+  }
+
+  // Enqueues the whole forward pass; logits_ holds (num_logits, vocab) when the stream drains.
+  Status run_step(const BatchLayout& batch) {
+    GB_TRY(require_pool());
+    GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    const int32_t n = batch.num_tokens();
+    if (n == 0) return {};
+    GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size, stream_));
+    num_seqs_ = batch.num_seqs();
+    GB_TRY(ensure_workspace(static_cast<size_t>(n), static_cast<size_t>(batch.num_logits())));
+    if (metadata_.decode_only()) {
+      const size_t ws = cuda::decode_attention_workspace_floats(num_seqs_, config_.num_heads, config_.head_dim,
+                                                                metadata_.max_kv_len());
+      GB_TRY(reserve_floats(attn_ws_, ws, "attention partials"));
+    }
+    const cuda::StepDevicePointers& meta = metadata_.device();
+    const DeviceMatrix& emb = weights_.embedding();
+    GB_CUDA_TRY(cuda::launch_embedding(meta.token_ids, n, emb.data, emb.dtype, config_.dim, x_.as<float>(), stream_));
+    const int32_t num_layers =
+        batch.num_layers < 0 ? config_.num_layers : std::min(batch.num_layers, config_.num_layers);
+    for (int32_t l = 0; l < num_layers; ++l) GB_TRY(run_layer(l, n));
+    const int32_t num_logits = batch.num_logits();
+    if (num_logits == 0) return {};
+    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), meta.logit_rows, num_logits, config_.dim, weights_.output_norm(),
+                                     config_.rms_eps, xl_.as<float>(), stream_));
+    return project(weights_.classifier(), xl_.as<float>(), num_logits, logits_.as<float>(), 0.0f);
+  }
+
+  // Top-N, normaliser and entropy of each logits row, computed on the device.
+  Status summarise(int32_t num_logits, int32_t top_n, std::span<LogitSummary> out) {
+    const size_t rows = static_cast<size_t>(num_logits), n = static_cast<size_t>(top_n);
+    // summary_ layout: top_ids (rows, n) int32 | top_logits (rows, n) | lse (rows) | entropy (rows)
+    const size_t count = rows * n * 2 + rows * 2;
+    GB_TRY(summary_.reserve(count * sizeof(float), "logit summaries"));
+    auto* ids = summary_.as<int32_t>();
+    float* top = summary_.as<float>() + rows * n;
+    float* lse = top + rows * n;
+    float* ent = lse + rows;
+    GB_CUDA_TRY(cuda::launch_logits_summary(logits_.as<float>(), num_logits, config_.vocab_size, top_n, ids, top, lse,
+                                            ent, stream_));
+    std::vector<float> host(count);
+    GB_CUDA_TRY(cudaMemcpyAsync(host.data(), summary_.get(), count * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const auto* host_ids = reinterpret_cast<const int32_t*>(host.data());
+    for (size_t r = 0; r < rows; ++r) {
+      LogitSummary& s = out[r];
+      s.top.clear();
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t id = host_ids[r * n + i];
+        if (id >= 0) s.top.emplace_back(id, host[rows * n + r * n + i]);
+      }
+      s.log_normalizer = host[2 * rows * n + r];
+      s.entropy = host[2 * rows * n + rows + r];
+    }
+    return {};
+  }
+
+  std::shared_ptr<const Model> model_;
+  const ModelConfig& config_;
+  CudaBackendOptions options_;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  bool needs_cast_ = false;
+  cuda::DeviceWeights weights_;
+  cuda::StepMetadata metadata_;
+  int32_t num_seqs_ = 0;
+
+  KvPoolSpec pool_;
+  size_t layer_floats_ = 0;  // num_blocks * block_size * kv_dim: one K or V plane of one layer
+  DeviceBuffer kv_pool_;     // (num_layers, 2 [K, V], num_blocks, block_size, num_kv_heads, head_dim) float
+
+  // Step workspace, grown on demand (T new tokens, L logit rows):
+  DeviceBuffer x_;        // (T, dim) residual stream
+  DeviceBuffer xb_;       // (T, dim) normed activations
+  DeviceBuffer qkv_;      // (T, q_dim + 2 kv_dim)
+  DeviceBuffer att_;      // (T, q_dim)
+  DeviceBuffer gate_up_;  // (T, 2 hidden)
+  DeviceBuffer hidden_;   // (T, hidden)
+  DeviceBuffer lowp_;     // (max(T, L), widest input) F16/BF16 copy of a GEMM input
+  DeviceBuffer xl_;       // (L, dim)
+  DeviceBuffer logits_;   // (L, vocab)
+  DeviceBuffer attn_ws_;  // decode partials, see paged_attention_decode.cu
+  DeviceBuffer summary_;  // logit summaries, see summarise()
+};
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    if (why) *why = std::string("CUDA runtime: ") + cudaGetErrorString(e);
+    cudaGetLastError();  // clear the error so later calls start clean
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Model> model,
+                                                       const CudaBackendOptions& options) {
+  GB_CHECK(model != nullptr);
+  std::string why;
+  if (!cuda_device_available(&why)) return make_error("CUDA backend unavailable: " + why);
+  const ModelConfig& c = model->config;
+  if (c.head_dim <= 0 || c.head_dim > cuda::kMaxHeadDim)
+    return make_error(model->path + ": head_dim " + std::to_string(c.head_dim) + " is not supported by the CUDA backend (1..256)");
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
+    return make_error(model->path + ": head counts or rope_dim are inconsistent");
+  auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
+  GB_TRY(backend->init());
+  return std::unique_ptr<CudaBackend>(std::move(backend));
+}
+
+}  // namespace gb

@@ -1,0 +1,60 @@
+// Device helpers shared by the .cu files: element loads from F32/F16/BF16
+// storage, and block-wide reductions. Header-only, device code only.
+// Invariant: block reductions are called by every thread of the block and use a
+// caller-provided shared scratch of at least 32 floats.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "model/dtype.h"
+
+namespace gb::cuda::detail {
+
+// Element i of a row stored as `dtype`, widened to float exactly.
+__device__ __forceinline__ float load_as_float(const void* row, int64_t i, DType dtype) {
+  switch (dtype) {
+    case DType::F16: return __half2float(static_cast<const __half*>(row)[i]);
+    case DType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(row)[i]);
+    case DType::F32: break;
+  }
+  return static_cast<const float*>(row)[i];
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum over the block; every thread receives the result. scratch: >= 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int num_warps = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < num_warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+// Max over the block; every thread receives the result. scratch: >= 32 floats.
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int num_warps = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < num_warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+}  // namespace gb::cuda::detail

@@ -1,0 +1,136 @@
+#include "cuda/device_weights.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "cpu/convert.h"
+#include "model/model.h"
+
+namespace gb::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;  // cuBLAS and vector loads like aligned bases
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+Status expect_shape(const Model& model, const TensorView& t, int64_t rows, int64_t cols) {
+  if (t.data == nullptr || t.rows != rows || t.cols != cols)
+    return make_error(model.path + ": tensor " + t.name + " has shape (" + std::to_string(t.rows) + ", " +
+                      std::to_string(t.cols) + "), the CUDA backend expected (" + std::to_string(rows) + ", " +
+                      std::to_string(cols) + ")");
+  return {};
+}
+
+// Copies the views one after another into `dst` (they must share a dtype and
+// a column count); returns the concatenated matrix.
+Result<DeviceMatrix> upload_rows(const Model& model, std::byte* dst, std::initializer_list<const TensorView*> parts) {
+  const TensorView& first = **parts.begin();
+  DeviceMatrix m{dst, first.dtype, 0, first.cols};
+  size_t offset = 0;
+  for (const TensorView* t : parts) {
+    if (t->dtype != first.dtype)
+      return make_error(model.path + ": tensors " + first.name + " and " + t->name +
+                        " have different dtypes; the CUDA backend fuses them and needs one dtype");
+    GB_CUDA_TRY(cudaMemcpy(dst + offset, t->data, t->num_bytes(), cudaMemcpyHostToDevice));
+    offset += t->num_bytes();
+    m.rows += t->rows;
+  }
+  return m;
+}
+
+Status upload_norm(const TensorView& t, float* dst) {
+  std::vector<float> host(static_cast<size_t>(t.num_elements()));
+  const auto* raw = static_cast<const uint16_t*>(t.data);
+  switch (t.dtype) {
+    case DType::F32: std::memcpy(host.data(), t.data, host.size() * sizeof(float)); break;
+    case DType::F16: kernels::f16_to_f32_row(raw, host.data(), host.size()); break;
+    case DType::BF16: kernels::bf16_to_f32_row(raw, host.data(), host.size()); break;
+  }
+  GB_CUDA_TRY(cudaMemcpy(dst, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return {};
+}
+
+}  // namespace
+
+Status DeviceWeights::upload(const Model& model) {
+  release();
+  const ModelConfig& c = model.config;
+  const ModelWeights& w = model.weights;
+  const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = c.kv_dim();
+  if (static_cast<int32_t>(w.layers.size()) != c.num_layers)
+    return make_error(model.path + ": layer count does not match the config");
+  GB_TRY(expect_shape(model, w.token_embedding, c.vocab_size, c.dim));
+  GB_TRY(expect_shape(model, w.classifier, c.vocab_size, c.dim));
+  GB_TRY(expect_shape(model, w.output_norm, 1, c.dim));
+  for (const LayerWeights& l : w.layers) {
+    GB_TRY(expect_shape(model, l.attn_norm, 1, c.dim));
+    GB_TRY(expect_shape(model, l.ffn_norm, 1, c.dim));
+    GB_TRY(expect_shape(model, l.wq, q_dim, c.dim));
+    GB_TRY(expect_shape(model, l.wk, kv_dim, c.dim));
+    GB_TRY(expect_shape(model, l.wv, kv_dim, c.dim));
+    GB_TRY(expect_shape(model, l.wo, c.dim, q_dim));
+    GB_TRY(expect_shape(model, l.w_gate, c.hidden_dim, c.dim));
+    GB_TRY(expect_shape(model, l.w_up, c.hidden_dim, c.dim));
+    GB_TRY(expect_shape(model, l.w_down, c.dim, c.hidden_dim));
+  }
+  const bool tied = w.classifier.data == w.token_embedding.data && w.classifier.dtype == w.token_embedding.dtype;
+  const size_t norm_bytes = align_up(static_cast<size_t>(c.dim) * sizeof(float));
+
+  // Plan the arena: every piece starts at a kAlign boundary.
+  size_t total = align_up(w.token_embedding.num_bytes()) + (tied ? 0 : align_up(w.classifier.num_bytes())) + norm_bytes;
+  for (const LayerWeights& l : w.layers) {
+    total += 2 * norm_bytes + align_up(l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes()) +
+             align_up(l.wo.num_bytes()) + align_up(l.w_gate.num_bytes() + l.w_up.num_bytes()) +
+             align_up(l.w_down.num_bytes());
+  }
+  GB_TRY(arena_.allocate(total, "model weights"));
+  auto* base = arena_.as<std::byte>();
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    std::byte* p = base + at;
+    at += align_up(bytes);
+    return p;
+  };
+
+  std::byte* emb = take(w.token_embedding.num_bytes());
+  Result<DeviceMatrix> m = upload_rows(model, emb, {&w.token_embedding});
+  if (!m) return m.error();
+  embedding_ = *m;
+  if (tied) {
+    classifier_ = embedding_;
+  } else {
+    m = upload_rows(model, take(w.classifier.num_bytes()), {&w.classifier});
+    if (!m) return m.error();
+    classifier_ = *m;
+  }
+  auto* out_norm = reinterpret_cast<float*>(take(norm_bytes));
+  GB_TRY(upload_norm(w.output_norm, out_norm));
+  output_norm_ = out_norm;
+
+  for (const LayerWeights& l : w.layers) {
+    DeviceLayer d;
+    auto* attn_norm = reinterpret_cast<float*>(take(norm_bytes));
+    auto* ffn_norm = reinterpret_cast<float*>(take(norm_bytes));
+    GB_TRY(upload_norm(l.attn_norm, attn_norm));
+    GB_TRY(upload_norm(l.ffn_norm, ffn_norm));
+    d.attn_norm = attn_norm;
+    d.ffn_norm = ffn_norm;
+    m = upload_rows(model, take(l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes()), {&l.wq, &l.wk, &l.wv});
+    if (!m) return m.error();
+    d.wqkv = *m;
+    m = upload_rows(model, take(l.wo.num_bytes()), {&l.wo});
+    if (!m) return m.error();
+    d.wo = *m;
+    m = upload_rows(model, take(l.w_gate.num_bytes() + l.w_up.num_bytes()), {&l.w_gate, &l.w_up});
+    if (!m) return m.error();
+    d.w_gate_up = *m;
+    m = upload_rows(model, take(l.w_down.num_bytes()), {&l.w_down});
+    if (!m) return m.error();
+    d.w_down = *m;
+    layers_.push_back(d);
+  }
+  GB_CHECK(at == total);
+  return {};
+}
+
+}  // namespace gb::cuda

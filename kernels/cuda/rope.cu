@@ -1,0 +1,61 @@
+// Rotary position embedding (adjacent-pair convention) and the KV-cache write
+// of each new token's K and V rows into its paged slot.
+#include "cuda_kernels.h"
+
+namespace gb::cuda {
+namespace {
+
+// One thread per (token, head, pair). Accurate powf/sincosf (no fast math), so
+// the angles match a CPU float32 reference to a few ulp even at large positions.
+__global__ void rope_kernel(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads, int32_t head_dim,
+                            int32_t rope_dim, float base, const int32_t* positions) {
+  const int32_t num_pairs = rope_dim / 2;
+  const int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int64_t total = int64_t{num_tokens} * num_heads * num_pairs;
+  if (idx >= total) return;
+  const int32_t i = static_cast<int32_t>(idx % num_pairs);
+  const int32_t h = static_cast<int32_t>((idx / num_pairs) % num_heads);
+  const int64_t t = idx / (int64_t{num_pairs} * num_heads);
+  const float freq = powf(base, -static_cast<float>(2 * i) / static_cast<float>(rope_dim));
+  const float angle = static_cast<float>(positions[t]) * freq;
+  float s, c;
+  sincosf(angle, &s, &c);
+  float* pair = x + t * row_stride + int64_t{h} * head_dim + 2 * i;
+  const float x0 = pair[0], x1 = pair[1];
+  pair[0] = x0 * c - x1 * s;
+  pair[1] = x0 * s + x1 * c;
+}
+
+// grid (num_tokens), block 128: copies one K row and one V row into the slot.
+__global__ void kv_write_kernel(const float* k, const float* v, int64_t row_stride, int32_t kv_dim,
+                                const int32_t* slot_mapping, float* k_cache, float* v_cache) {
+  const int64_t t = blockIdx.x;
+  const int64_t slot = slot_mapping[t];
+  for (int32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+    k_cache[slot * kv_dim + i] = k[t * row_stride + i];
+    v_cache[slot * kv_dim + i] = v[t * row_stride + i];
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_rope(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads, int32_t head_dim,
+                        int32_t rope_dim, float base, const int32_t* positions, cudaStream_t stream) {
+  const int64_t total = int64_t{num_tokens} * num_heads * (rope_dim / 2);
+  if (total <= 0) return cudaSuccess;
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>((total + threads - 1) / threads);
+  rope_kernel<<<blocks, threads, 0, stream>>>(x, num_tokens, row_stride, num_heads, head_dim, rope_dim, base,
+                                              positions);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, int32_t num_tokens,
+                            int32_t kv_dim, const int32_t* slot_mapping, float* k_cache, float* v_cache,
+                            cudaStream_t stream) {
+  if (num_tokens <= 0) return cudaSuccess;
+  kv_write_kernel<<<num_tokens, 128, 0, stream>>>(k, v, row_stride, kv_dim, slot_mapping, k_cache, v_cache);
+  return cudaGetLastError();
+}
+
+}  // namespace gb::cuda

@@ -1,0 +1,95 @@
+#include "cuda/step_metadata.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace gb::cuda {
+namespace {
+
+Error bad_batch(const std::string& what) { return make_error("CUDA backend: invalid batch: " + what); }
+
+}  // namespace
+
+Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks,
+                          int32_t pool_block_size, cudaStream_t stream) {
+  const int32_t num_tokens = b.num_tokens(), num_seqs = b.num_seqs();
+  if (b.block_size != pool_block_size)
+    return bad_batch("block size " + std::to_string(b.block_size) + " but the KV pool uses " +
+                     std::to_string(pool_block_size));
+  if (static_cast<int32_t>(b.positions.size()) != num_tokens ||
+      static_cast<int32_t>(b.seq_token_indptr.size()) != num_seqs + 1 ||
+      static_cast<int32_t>(b.block_indptr.size()) != num_seqs + 1 || b.seq_token_indptr.front() != 0 ||
+      b.seq_token_indptr.back() != num_tokens || b.block_indptr.front() != 0 ||
+      b.block_indptr.back() != static_cast<int32_t>(b.block_ids.size()))
+    return bad_batch("array sizes disagree");
+  for (TokenId id : b.token_ids)
+    if (id < 0 || id >= vocab_size) return bad_batch("token id " + std::to_string(id) + " outside the vocabulary");
+  for (int32_t blk : b.block_ids)
+    if (blk < 0 || blk >= num_pool_blocks) return bad_batch("block id " + std::to_string(blk) + " outside the pool");
+  for (int32_t row : b.logit_token_indices)
+    if (row < 0 || row >= num_tokens) return bad_batch("logit row " + std::to_string(row) + " is not a token");
+
+  std::vector<int32_t> slot_mapping(static_cast<size_t>(num_tokens));
+  std::vector<PrefillTile> tiles;
+  max_kv_len_ = 0;
+  decode_only_ = num_seqs > 0;
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const int32_t first = b.seq_token_indptr[s], last = b.seq_token_indptr[s + 1];
+    const int32_t num_new = last - first, kv_len = b.seq_kv_len[s];
+    const int32_t table_len = b.block_indptr[s + 1] - b.block_indptr[s];
+    if (num_new < 0 || kv_len < num_new || int64_t{table_len} * pool_block_size < kv_len)
+      return bad_batch("sequence " + std::to_string(s) + " has inconsistent lengths or too short a block table");
+    decode_only_ = decode_only_ && num_new == 1;
+    max_kv_len_ = std::max(max_kv_len_, kv_len);
+    for (int32_t t = first; t < last; ++t) {
+      const int32_t pos = b.positions[t];
+      if (pos != kv_len - num_new + (t - first))
+        return bad_batch("sequence " + std::to_string(s) + ": new tokens must fill positions kv_len - n ... kv_len - 1");
+      const int32_t blk = b.block_ids[b.block_indptr[s] + pos / pool_block_size];
+      slot_mapping[t] = blk * pool_block_size + pos % pool_block_size;
+    }
+    for (int32_t t = first; t < last; t += kPrefillTileTokens)
+      tiles.push_back({s, t, std::min(kPrefillTileTokens, last - t)});
+  }
+  num_tiles_ = static_cast<int32_t>(tiles.size());
+
+  packed_.clear();
+  auto append = [&](const int32_t* p, size_t n) {
+    const size_t at = packed_.size();
+    packed_.insert(packed_.end(), p, p + n);
+    return at;
+  };
+  const size_t o_tokens = append(b.token_ids.data(), b.token_ids.size());
+  const size_t o_pos = append(b.positions.data(), b.positions.size());
+  const size_t o_tok_indptr = append(b.seq_token_indptr.data(), b.seq_token_indptr.size());
+  const size_t o_kv_len = append(b.seq_kv_len.data(), b.seq_kv_len.size());
+  const size_t o_blk_indptr = append(b.block_indptr.data(), b.block_indptr.size());
+  const size_t o_blk = append(b.block_ids.data(), b.block_ids.size());
+  const size_t o_logit = append(b.logit_token_indices.data(), b.logit_token_indices.size());
+  const size_t o_slots = append(slot_mapping.data(), slot_mapping.size());
+  static_assert(sizeof(PrefillTile) == 3 * sizeof(int32_t));
+  const size_t o_tiles = packed_.size();
+  packed_.resize(o_tiles + 3 * tiles.size());
+  if (!tiles.empty()) std::memcpy(packed_.data() + o_tiles, tiles.data(), tiles.size() * sizeof(PrefillTile));
+
+  const size_t bytes = packed_.size() * sizeof(int32_t);
+  GB_TRY(staging_.reserve(bytes, "step metadata"));
+  GB_TRY(device_buffer_.reserve(bytes, "step metadata"));
+  std::memcpy(staging_.as<int32_t>(), packed_.data(), bytes);
+  GB_CUDA_TRY(cudaMemcpyAsync(device_buffer_.get(), staging_.as<int32_t>(), bytes, cudaMemcpyHostToDevice, stream));
+
+  const int32_t* d = device_buffer_.as<int32_t>();
+  device_.token_ids = d + o_tokens;
+  device_.positions = d + o_pos;
+  device_.seq_token_indptr = d + o_tok_indptr;
+  device_.seq_kv_len = d + o_kv_len;
+  device_.block_indptr = d + o_blk_indptr;
+  device_.block_ids = d + o_blk;
+  device_.logit_rows = d + o_logit;
+  device_.slot_mapping = d + o_slots;
+  device_.tiles = reinterpret_cast<const PrefillTile*>(d + o_tiles);
+  return {};
+}
+
+}  // namespace gb::cuda
