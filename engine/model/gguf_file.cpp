@@ -63,9 +63,11 @@ class GgufParser {
     // Each entry takes a minimum number of bytes, so a count that could not fit
     // in what is left of the file is a forged or truncated header.
     if (num_kv > cur_.remaining() / kMinKvBytes)
-      return fail("metadata count " + std::to_string(num_kv) + " cannot fit in the file");
+      return fail("truncated or corrupt header: metadata count " + std::to_string(num_kv) +
+                  " cannot fit in the file (" + std::to_string(cur_.remaining()) + " bytes remain)");
     if (num_tensors > (cur_.remaining() - num_kv * kMinKvBytes) / kMinTensorInfoBytes)
-      return fail("tensor count " + std::to_string(num_tensors) + " cannot fit in the file");
+      return fail("truncated or corrupt header: tensor count " + std::to_string(num_tensors) +
+                  " cannot fit in the file (" + std::to_string(cur_.remaining()) + " bytes remain)");
 
     out_.metadata_.reserve(num_kv);
     for (uint64_t i = 0; i < num_kv; ++i) GB_TRY(read_kv());

@@ -43,7 +43,7 @@ class ViewCursor {
 
 }  // namespace
 
-Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model) {
+Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model, bool* header_plausible) {
   const std::string& path = file->path();
   ByteCursor cur(file->bytes(), path);
   uint32_t magic = 0;
@@ -87,6 +87,7 @@ Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& 
   c.rms_eps = 1e-5f;
   c.tied_classifier = shared_classifier;
   GB_TRY(complete_model_config(c, path));
+  if (header_plausible != nullptr) *header_plausible = true;
 
   // Every product below is < 2^60 thanks to the config limits.
   const uint64_t D = static_cast<uint64_t>(c.dim), H = static_cast<uint64_t>(c.hidden_dim);

@@ -30,7 +30,10 @@ inline constexpr size_t kLlama2cV1HeaderBytes = 256;
 
 // Fills model.format, config (context_length = seq_len) and weights (tensor names
 // follow GGUF: "blk.0.attn_q.weight" ...). The file must hold every weight byte;
-// errors name the file and the problem.
-Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model);
+// errors name the file and the problem. `header_plausible` (optional) is set when
+// the header parsed into a valid config, i.e. a failure after that point is a
+// damaged llama2.c file rather than some other kind of file.
+Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model,
+                          bool* header_plausible = nullptr);
 
 }  // namespace gb

@@ -221,8 +221,9 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
     GgufLlamaReader reader(gguf.value(), *model);
     GB_TRY(reader.read());
   } else {
-    Status st = read_llama2c_model(file, *model);
-    if (!st.ok() && model->format == ModelFormat::Llama2cLegacy) {
+    bool plausible = false;
+    Status st = read_llama2c_model(file, *model, &plausible);
+    if (!st.ok() && model->format == ModelFormat::Llama2cLegacy && !plausible) {
       // Anything without a known magic is tried as a headerless legacy file;
       // say so, since a wrong file type is the likelier mistake.
       std::string why = st.error().message;

@@ -1,0 +1,179 @@
+// Synthetic model generation. Each tensor draws from its own splitmix64 stream
+// seeded by (seed, tensor index), so the bytes do not depend on write order and
+// two runs with one seed give identical files.
+#include "model/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "cpu/convert.h"
+#include "model/gguf_writer.h"
+#include "model/model_validation.h"
+
+namespace gb {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Approximately standard normal: the Irwin-Hall sum of four 16-bit uniforms
+// from one 64-bit draw, centred and scaled to unit variance. Tails stop at
+// +-3.46, which is all a weight initialisation needs, at a fraction of the cost
+// of Box-Muller for a billion values.
+float approx_normal(uint64_t& state) {
+  const uint64_t r = splitmix64(state);
+  const float sum = static_cast<float>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48));
+  constexpr float kMean = 4 * 65535.0f / 2, kScale = 1.7320508f / 65536.0f;  // sqrt(12/4) / 2^16
+  return (sum - kMean) * kScale;
+}
+
+// A filler for a (rows, cols) tensor of `dtype`: N(0, std^2), or all `constant`
+// when std == 0.
+GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, float stddev, float constant) {
+  return [=](std::span<std::byte> out) {
+    uint64_t state = seed * 0x2545f4914f6cdd1dull + tensor_index;
+    const size_t n = out.size() / dtype_info(dtype).block_bytes;
+    auto value = [&] { return stddev > 0.0f ? stddev * approx_normal(state) : constant; };
+    if (dtype == DType::F32) {
+      auto* dst = reinterpret_cast<float*>(out.data());
+      for (size_t i = 0; i < n; ++i) dst[i] = value();
+    } else {
+      auto* dst = reinterpret_cast<uint16_t*>(out.data());
+      const bool half = dtype == DType::F16;
+      for (size_t i = 0; i < n; ++i) dst[i] = half ? kernels::f32_to_f16(value()) : kernels::f32_to_bf16(value());
+    }
+  };
+}
+
+}  // namespace
+
+const std::vector<SyntheticShape>& synthetic_shapes() {
+  static const std::vector<SyntheticShape> shapes = {
+      {"stories260K", 64, 172, 5, 8, 4, 512, 512, true},
+      {"stories15M", 288, 768, 6, 6, 6, 32000, 256, true},
+      {"stories42M", 512, 1376, 8, 8, 8, 32000, 1024, true},
+      {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024, true},
+      {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, false},
+  };
+  return shapes;
+}
+
+std::optional<SyntheticShape> find_synthetic_shape(std::string_view name) {
+  for (const auto& s : synthetic_shapes())
+    if (s.name == name) return s;
+  return std::nullopt;
+}
+
+Vocabulary make_synthetic_vocabulary(int32_t vocab_size) {
+  GB_CHECK(vocab_size >= 260);
+  Vocabulary v;
+  v.model = "llama";
+  v.tokens = {"<unk>", "<s>", "</s>"};
+  v.token_types = {2, 3, 3};
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    v.tokens.emplace_back(buf);
+    v.token_types.push_back(6);
+  }
+  std::vector<std::string> singles = {"\xE2\x96\x81"};  // U+2581, SentencePiece's space
+  for (char ch = 'a'; ch <= 'z'; ++ch) singles.emplace_back(1, ch);
+  for (char ch = '!'; ch <= '~'; ++ch)
+    if (ch < 'a' || ch > 'z') singles.emplace_back(1, ch);
+  // Breadth-first: all singles, then each piece so far extended by one single.
+  // Pieces are distinct because (prefix, last character) pairs are distinct.
+  std::vector<std::string> pieces;
+  for (size_t i = 0; pieces.size() + v.tokens.size() < static_cast<size_t>(vocab_size); ++i) {
+    if (i < singles.size()) {
+      pieces.push_back(singles[i]);
+      continue;
+    }
+    const std::string& prefix = pieces[(i - singles.size()) / singles.size()];
+    pieces.push_back(prefix + singles[(i - singles.size()) % singles.size()]);
+  }
+  for (auto& p : pieces) {
+    v.tokens.push_back(std::move(p));
+    v.token_types.push_back(1);
+  }
+  v.scores.assign(v.tokens.size(), 0.0f);
+  for (size_t i = 259; i < v.tokens.size(); ++i) v.scores[i] = -static_cast<float>(i - 259);
+  return v;
+}
+
+Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
+                             const std::function<void(uint64_t, uint64_t)>& progress) {
+  const SyntheticShape& s = spec.shape;
+  ModelConfig c;
+  c.dim = s.dim;
+  c.hidden_dim = s.hidden_dim;
+  c.num_layers = s.num_layers;
+  c.num_heads = s.num_heads;
+  c.num_kv_heads = s.num_kv_heads;
+  c.vocab_size = s.vocab_size;
+  c.context_length = s.context_length;
+  GB_TRY(complete_model_config(c, path));
+  if (s.vocab_size < 260) return make_error(path + ": synthetic vocab size must be at least 260");
+
+  GgufWriter w;
+  w.add_metadata("general.architecture", GgufValue::str("llama"));
+  w.add_metadata("general.name", GgufValue::str("synthetic-" + s.name));
+  w.add_metadata("general.file_type", GgufValue::u32(spec.dtype == DType::F32 ? 0 : spec.dtype == DType::F16 ? 1 : 32));
+  w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(spec.seed));
+  w.add_metadata("llama.context_length", GgufValue::u32(static_cast<uint32_t>(c.context_length)));
+  w.add_metadata("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(c.dim)));
+  w.add_metadata("llama.block_count", GgufValue::u32(static_cast<uint32_t>(c.num_layers)));
+  w.add_metadata("llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(c.hidden_dim)));
+  w.add_metadata("llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(c.num_heads)));
+  w.add_metadata("llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(c.num_kv_heads)));
+  w.add_metadata("llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(c.head_dim)));
+  w.add_metadata("llama.rope.freq_base", GgufValue::f32(10000.0f));
+  w.add_metadata("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+
+  Vocabulary v = make_synthetic_vocabulary(s.vocab_size);
+  w.add_metadata("tokenizer.ggml.model", GgufValue::str(v.model));
+  w.add_metadata("tokenizer.ggml.tokens", GgufValue::string_array(std::move(v.tokens)));
+  w.add_metadata("tokenizer.ggml.scores", GgufValue::f32_array(v.scores));
+  w.add_metadata("tokenizer.ggml.token_type", GgufValue::i32_array(v.token_types));
+  w.add_metadata("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(v.bos_id)));
+  w.add_metadata("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(v.eos_id)));
+  w.add_metadata("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(v.unk_id)));
+  w.add_metadata("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+  w.add_metadata("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+
+  uint64_t index = 0;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const uint64_t n = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+    w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, dtype_info(spec.dtype).gguf_code,
+                 *dtype_bytes(spec.dtype, n), make_fill(spec.dtype, spec.seed, index++, 0.02f, 0.0f));
+  };
+  auto norm = [&](const std::string& name) {
+    w.add_tensor(name, {static_cast<uint64_t>(c.dim)}, dtype_info(DType::F32).gguf_code,
+                 static_cast<uint64_t>(c.dim) * sizeof(float), make_fill(DType::F32, spec.seed, index++, 0.0f, 1.0f));
+  };
+  matrix("token_embd.weight", c.vocab_size, c.dim);
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    norm(b + "attn_norm.weight");
+    matrix(b + "attn_q.weight", c.dim, c.dim);
+    matrix(b + "attn_k.weight", c.kv_dim(), c.dim);
+    matrix(b + "attn_v.weight", c.kv_dim(), c.dim);
+    matrix(b + "attn_output.weight", c.dim, c.dim);
+    norm(b + "ffn_norm.weight");
+    matrix(b + "ffn_gate.weight", c.hidden_dim, c.dim);
+    matrix(b + "ffn_down.weight", c.dim, c.hidden_dim);
+    matrix(b + "ffn_up.weight", c.hidden_dim, c.dim);
+  }
+  norm("output_norm.weight");
+  if (!s.tied_classifier) matrix("output.weight", c.vocab_size, c.dim);
+  return w.write(path, progress);
+}
+
+}  // namespace gb

@@ -1,0 +1,223 @@
+// One test per kind of bad model file. Each corrupt file is built here: a valid
+// tiny GGUF from GgufWriter (or a llama2.c header) with chosen bytes damaged.
+// Every error must name the file and the problem.
+#include <cstring>
+#include <fstream>
+
+#include "gb_test.h"
+#include "model/gguf_file.h"
+#include "model/model.h"
+#include "model_test_files.h"
+
+using gbtest::TinyGgufOptions;
+
+namespace {
+
+void expect_load_error(const std::string& path, const std::string& problem) {
+  auto m = gb::load_model(path);
+  QVERIFY2(!m.ok(), ("loaded although it should fail: " + path).c_str());
+  const std::string& msg = m.error().message;
+  QVERIFY2(msg.find(path) != std::string::npos, ("message does not name the file: " + msg).c_str());
+  QVERIFY2(msg.find(problem) != std::string::npos, ("expected '" + problem + "' in: " + msg).c_str());
+}
+
+// Offset of the u64 data offset field of tensor `name` in a file we wrote.
+size_t tensor_offset_field(const std::vector<uint8_t>& bytes, const std::string& name, uint32_t num_dims) {
+  const size_t at = gbtest::find_bytes(bytes, name);
+  GB_CHECK(at != std::string::npos);
+  return at + name.size() + 4 + 8 * num_dims + 4;
+}
+
+// A llama2.c legacy header (7 int32) followed by `num_weight_bytes` zero bytes.
+std::string write_llama2c(const std::string& name, std::vector<int32_t> header, size_t num_weight_bytes) {
+  std::vector<uint8_t> bytes(28 + num_weight_bytes, 0);
+  for (size_t i = 0; i < 7; ++i) gbtest::poke<uint32_t>(bytes, 4 * i, static_cast<uint32_t>(header[i]));
+  return gbtest::write_bytes(name, bytes);
+}
+
+}  // namespace
+
+GB_TEST(tiny_gguf_baseline_loads) {
+  // The corrupt files below differ from this one only in the damaged bytes.
+  const std::string path = gbtest::write_tiny_gguf("baseline.gguf");
+  auto m = gb::load_model(path);
+  QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
+  QCOMPARE(m.value()->config.vocab_size, 260);
+  QCOMPARE(m.value()->config.kv_dim(), 4);
+}
+
+GB_TEST(missing_file) {
+  expect_load_error(gbtest::temp_dir() + "/does-not-exist.gguf", "file not found");
+}
+
+GB_TEST(empty_file) {
+  expect_load_error(gbtest::write_bytes("empty.gguf", {}), "file is empty");
+}
+
+GB_TEST(directory_is_not_a_regular_file) {
+  expect_load_error(gbtest::temp_dir(), "not a regular file");
+}
+
+GB_TEST(wrong_magic) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("magic-src.gguf"));
+  bytes[3] = 'X';  // "GGUX"
+  expect_load_error(gbtest::write_bytes("wrong-magic.gguf", bytes), "unrecognised file format (magic 0x58554747");
+}
+
+GB_TEST(unknown_gguf_version) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("version-src.gguf"));
+  gbtest::poke<uint32_t>(bytes, 4, 7);
+  expect_load_error(gbtest::write_bytes("version7.gguf", bytes), "unsupported GGUF version 7");
+  gbtest::poke<uint32_t>(bytes, 4, 1);
+  expect_load_error(gbtest::write_bytes("version1.gguf", bytes), "unsupported GGUF version 1");
+}
+
+GB_TEST(truncated_header) {
+  const auto full = gbtest::read_bytes(gbtest::write_tiny_gguf("trunc-header-src.gguf"));
+  auto cut = [&](size_t n) { return std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(n)); };
+  // Inside the metadata: the counts no longer fit in what is left.
+  expect_load_error(gbtest::write_bytes("trunc-header.gguf", cut(200)), "truncated or corrupt header: tensor count 11");
+  // The counts fit, but the token list is cut short.
+  expect_load_error(gbtest::write_bytes("trunc-header1.gguf", cut(2000)), "truncated file: metadata string");
+  // Inside the fixed 24-byte header.
+  expect_load_error(gbtest::write_bytes("trunc-header2.gguf", cut(10)), "truncated file: tensor count");
+}
+
+GB_TEST(truncated_tensor_data) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("trunc-data-src.gguf"));
+  bytes.resize(bytes.size() - 20);  // output_norm.weight (32 bytes) loses its tail
+  expect_load_error(gbtest::write_bytes("trunc-data.gguf", bytes),
+                    "truncated tensor data: tensor output_norm.weight needs 32 bytes");
+}
+
+GB_TEST(tensor_offset_past_the_end) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("offset-src.gguf"));
+  gbtest::poke<uint64_t>(bytes, tensor_offset_field(bytes, "blk.0.ffn_up.weight", 2), uint64_t{1} << 40);
+  expect_load_error(gbtest::write_bytes("offset-past-end.gguf", bytes),
+                    "tensor blk.0.ffn_up.weight data offset 1099511627776 is past the end of the file");
+}
+
+GB_TEST(misaligned_tensor_data) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("align-src.gguf"));
+  const size_t field = tensor_offset_field(bytes, "blk.0.attn_k.weight", 2);
+  uint64_t offset = 0;
+  std::memcpy(&offset, &bytes[field], 8);
+  gbtest::poke<uint64_t>(bytes, field, offset + 4);
+  expect_load_error(gbtest::write_bytes("misaligned.gguf", bytes), "blk.0.attn_k.weight data offset " +
+                    std::to_string(offset + 4) + " is misaligned");
+}
+
+GB_TEST(overlapping_tensors) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("overlap-src.gguf"));
+  gbtest::poke<uint64_t>(bytes, tensor_offset_field(bytes, "blk.0.attn_v.weight", 2), 0);  // onto token_embd
+  expect_load_error(gbtest::write_bytes("overlap.gguf", bytes), "overlap");
+}
+
+GB_TEST(absurd_zero_vocab) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.vocab_size", gb::GgufValue::u32(0)}};
+  expect_load_error(gbtest::write_tiny_gguf("zero-vocab.gguf", o), "vocab size is 0 (must be positive)");
+  expect_load_error(write_llama2c("zero-vocab.bin", {8, 16, 1, 2, 2, 0, 32}, 4096), "vocab size is 0");
+}
+
+GB_TEST(absurd_huge_vocab) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.vocab_size", gb::GgufValue::u64(uint64_t{1} << 40)}};
+  expect_load_error(gbtest::write_tiny_gguf("huge-vocab.gguf", o), "vocab size 2147483647 exceeds the limit");
+  // Within the limit, but the llama2.c file cannot hold that many embedding rows:
+  // floats = V*D (8388608) + per layer 2*D norms (16) + wq, wo 2*D*D (128)
+  //        + wk, wv 2*KV*D with KV = 2 heads * 4 (128) + 3*H*D (384) + final norm D (8)
+  //        = 8389272, i.e. 33557088 bytes.
+  expect_load_error(write_llama2c("huge-vocab.bin", {8, 16, 1, 2, 2, 1 << 20, 32}, 4096),
+                    "vocab 1048576 need 33557088 bytes of weights but the file has 4096");
+}
+
+GB_TEST(absurd_heads_not_dividing_width) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.attention.head_count", gb::GgufValue::u32(3)},
+                 {"llama.attention.head_count_kv", gb::GgufValue::u32(3)}};
+  expect_load_error(gbtest::write_tiny_gguf("heads.gguf", o),
+                    "embedding width 8 is not divisible by the head count 3");
+}
+
+GB_TEST(absurd_kv_heads_not_dividing_heads) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.attention.head_count", gb::GgufValue::u32(4)},
+                 {"llama.attention.head_count_kv", gb::GgufValue::u32(3)}};
+  expect_load_error(gbtest::write_tiny_gguf("kv-heads.gguf", o), "head count 4 is not divisible by the kv head count 3");
+}
+
+GB_TEST(absurd_zero_layers) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.block_count", gb::GgufValue::u32(0)}};
+  expect_load_error(gbtest::write_tiny_gguf("zero-layers.gguf", o), "layer count is 0");
+}
+
+GB_TEST(tensor_shape_disagrees_with_config) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.feed_forward_length", gb::GgufValue::u32(12)}};
+  expect_load_error(gbtest::write_tiny_gguf("shape.gguf", o),
+                    "tensor blk.0.ffn_gate.weight has shape [8, 16] but the config expects [8, 12]");
+}
+
+GB_TEST(missing_required_key) {
+  TinyGgufOptions o;
+  o.removed_keys = {"llama.embedding_length"};
+  expect_load_error(gbtest::write_tiny_gguf("missing-key.gguf", o), "missing metadata key llama.embedding_length");
+}
+
+GB_TEST(unsupported_tensor_type) {
+  TinyGgufOptions o;
+  o.q_tensor_type = 8;
+  expect_load_error(gbtest::write_tiny_gguf("q8.gguf", o),
+                    "unsupported tensor type Q8_0 (ggml type 8) for tensor blk.0.attn_q.weight");
+  o.q_tensor_type = 999;
+  expect_load_error(gbtest::write_tiny_gguf("q999.gguf", o),
+                    "unsupported tensor type ggml type 999 for tensor blk.0.attn_q.weight");
+}
+
+GB_TEST(unsupported_architecture) {
+  TinyGgufOptions o;
+  o.overrides = {{"general.architecture", gb::GgufValue::str("gpt2")}};
+  expect_load_error(gbtest::write_tiny_gguf("gpt2.gguf", o), "unsupported architecture 'gpt2'");
+}
+
+GB_TEST(string_length_past_the_end) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("strlen-src.gguf"));
+  // The first key's u64 length sits right after the 24-byte fixed header.
+  gbtest::poke<uint64_t>(bytes, 24, uint64_t{1} << 62);
+  expect_load_error(gbtest::write_bytes("strlen.gguf", bytes),
+                    "metadata key length 4611686018427387904 at offset 24 runs past the end of the file");
+}
+
+GB_TEST(huge_array_count) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("array-src.gguf"));
+  const std::string key = "tokenizer.ggml.tokens";
+  const size_t count_field = gbtest::find_bytes(bytes, key) + key.size() + 4 + 4;
+  gbtest::poke<uint64_t>(bytes, count_field, uint64_t{1} << 61);
+  expect_load_error(gbtest::write_bytes("array-count.gguf", bytes),
+                    "metadata key 'tokenizer.ggml.tokens': array length 2305843009213693952 runs past the end");
+}
+
+GB_TEST(huge_metadata_and_tensor_counts) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("count-src.gguf"));
+  auto kv = bytes;
+  gbtest::poke<uint64_t>(kv, 16, uint64_t{1} << 50);
+  expect_load_error(gbtest::write_bytes("kv-count.gguf", kv), "metadata count 1125899906842624 cannot fit in the file");
+  gbtest::poke<uint64_t>(bytes, 8, uint64_t{1} << 50);
+  expect_load_error(gbtest::write_bytes("tensor-count.gguf", bytes), "tensor count 1125899906842624 cannot fit");
+}
+
+GB_TEST(truncated_llama2c_checkpoint) {
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K.bin");
+  auto bytes = gbtest::read_bytes(path);
+  bytes.resize(bytes.size() / 2);
+  expect_load_error(gbtest::write_bytes("half.bin", bytes), "truncated or absurd llama2.c checkpoint");
+}
+
+GB_TEST(unsupported_llama2c_version) {
+  std::vector<uint8_t> bytes(256 + 64, 0);
+  gbtest::poke<uint32_t>(bytes, 0, 0x616b3432u);
+  gbtest::poke<uint32_t>(bytes, 4, 2);  // int8 export
+  expect_load_error(gbtest::write_bytes("v2.bin", bytes), "unsupported llama2.c checkpoint version 2");
+}
