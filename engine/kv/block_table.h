@@ -1,0 +1,51 @@
+// BlockTable: one request's view of the KV cache -- the ordered block ids that
+// hold its tokens, and how far they are filled and computed. Owned by the
+// KvCacheManager; read by the scheduler when it builds a StepPlan.
+//
+//   position p of the request lives in blocks[p / block_size], slot p % block_size
+//
+//   | block 0 (full, committed) | block 1 (full) | block 2 (partial) |
+//   |<------------ num_computed ------------>|<-new->|
+//   |<------------------- num_tokens ------------------>|
+//
+// Invariants: blocks.size() == ceil(num_tokens / block_size); num_computed <=
+// num_tokens; the first num_committed_blocks blocks carry a prefix hash; a table
+// never holds one block twice.
+//
+// Thread: engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ids.h"
+
+namespace gb {
+
+// One copy-on-write for the backend to execute before the next forward pass:
+// every layer's K and V of block src copied into block dst.
+struct BlockCopy {
+  BlockId src{-1};
+  BlockId dst{-1};
+  friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
+};
+
+struct BlockTable {
+  std::vector<BlockId> blocks;       // (ceil(num_tokens / block_size))
+  int32_t num_tokens = 0;            // slots holding this request's tokens
+  int32_t num_computed = 0;          // leading tokens whose K/V the backend has written
+  int32_t num_committed_blocks = 0;  // leading full blocks with a prefix hash
+  uint32_t isolation_id = 0;         // interned IsolationKey
+  bool use_prefix_cache = true;      // commit full blocks for reuse by others
+
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks.size()); }
+  // Plain ids for the backend seam (BatchLayout::block_ids).
+  std::vector<int32_t> block_ids() const {
+    std::vector<int32_t> out;
+    out.reserve(blocks.size());
+    for (BlockId b : blocks) out.push_back(b.value);
+    return out;
+  }
+};
+
+}  // namespace gb

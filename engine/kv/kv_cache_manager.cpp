@@ -1,0 +1,258 @@
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+
+namespace gb {
+namespace {
+int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size) : pool_(num_blocks, block_size) {}
+
+const BlockTable& KvCacheManager::table(RequestId id) const {
+  auto it = tables_.find(id);
+  GB_CHECK_MSG(it != tables_.end(), "KvCacheManager: unknown request");
+  return it->second;
+}
+
+BlockTable& KvCacheManager::mutable_table(RequestId id) {
+  auto it = tables_.find(id);
+  GB_CHECK_MSG(it != tables_.end(), "KvCacheManager: unknown request");
+  return it->second;
+}
+
+std::vector<BlockId> KvCacheManager::match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id) const {
+  std::vector<BlockId> out;
+  if (tokens.empty() || isolation_id == 0) return out;
+  const int32_t bs = block_size();
+  // Never the whole sequence: the last token must run through the model.
+  const auto max_blocks = static_cast<int32_t>((tokens.size() - 1) / static_cast<size_t>(bs));
+  uint64_t parent_hash = pool_.root_hash(isolation_id);
+  PrefixSerial parent_serial = kNoPrefixSerial;
+  for (int32_t i = 0; i < max_blocks; ++i) {
+    const auto chunk = tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
+    const uint64_t hash = pool_.block_hash(parent_hash, chunk, isolation_id);
+    const std::optional<BlockId> hit = pool_.find_cached(hash, parent_serial, chunk, isolation_id);
+    if (!hit) break;
+    out.push_back(*hit);
+    parent_hash = hash;
+    parent_serial = pool_.block(*hit).serial;
+  }
+  return out;
+}
+
+PrefixMatch KvCacheManager::find_prefix(std::span<const TokenId> tokens, const IsolationKey& key) const {
+  PrefixMatch match;
+  for (BlockId b : match_blocks(tokens, pool_.find_isolation_id(key))) {
+    ++match.num_blocks;
+    if (pool_.block(b).ref_count == 0) ++match.num_unreferenced;
+  }
+  match.num_tokens = match.num_blocks * block_size();
+  return match;
+}
+
+int32_t KvCacheManager::add_request(RequestId id, std::span<const TokenId> tokens, const IsolationKey& key,
+                                    bool use_prefix_cache) {
+  GB_CHECK_MSG(!tables_.contains(id), "KvCacheManager: request added twice");
+  BlockTable t;
+  t.isolation_id = pool_.intern(key);
+  t.use_prefix_cache = use_prefix_cache;
+  if (use_prefix_cache) {
+    for (BlockId b : match_blocks(tokens, t.isolation_id)) {
+      pool_.retain(b, id, KvEventKind::PrefixHit);
+      t.blocks.push_back(b);
+    }
+  }
+  t.num_tokens = t.num_computed = t.num_blocks() * block_size();
+  t.num_committed_blocks = t.num_blocks();
+  const int32_t num_cached = t.num_tokens;
+  tables_.emplace(id, std::move(t));
+  return num_cached;
+}
+
+int32_t KvCacheManager::num_blocks_needed(RequestId id, int32_t num_new_tokens) const {
+  const BlockTable& t = table(id);
+  GB_CHECK(num_new_tokens >= 0);
+  if (num_new_tokens == 0) return 0;
+  const int32_t bs = block_size();
+  const bool cow = t.num_tokens % bs != 0 && pool_.block(t.blocks.back()).ref_count > 1;
+  return (cow ? 1 : 0) + ceil_div(t.num_tokens + num_new_tokens, bs) - t.num_blocks();
+}
+
+std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id, std::span<const TokenId> tokens) {
+  const auto n = static_cast<int32_t>(tokens.size());
+  if (num_blocks_needed(id, n) > pool_.num_available()) return std::nullopt;
+  BlockTable& t = mutable_table(id);
+  std::vector<BlockCopy> copies;
+  if (n == 0) return copies;
+  const int32_t bs = block_size();
+  const int32_t slot = t.num_tokens % bs;
+  if (slot != 0) {
+    // The next write lands inside the last block. Someone else may still read
+    // its later slots (a truncation into a shared block), or it may be in the
+    // prefix index: either way its contents must not change under them.
+    const BlockId last = t.blocks.back();
+    if (pool_.block(last).ref_count > 1) {
+      const BlockId dst = *pool_.allocate(id);  // counted by num_blocks_needed
+      pool_.copy_tokens(last, dst, slot, id);
+      pool_.release(last, id);
+      t.blocks.back() = dst;
+      copies.push_back({last, dst});
+    } else {
+      if (pool_.block(last).has_hash) pool_.uncache(last, id);
+      if (pool_.block(last).num_filled() > slot) pool_.truncate_tokens(last, slot);
+    }
+  }
+  for (TokenId token : tokens) {
+    if (t.num_tokens % bs == 0) t.blocks.push_back(*pool_.allocate(id));
+    pool_.append_token(t.blocks.back(), token);
+    ++t.num_tokens;
+  }
+  return copies;
+}
+
+void KvCacheManager::mark_computed(RequestId id, int32_t num_tokens_computed) {
+  BlockTable& t = mutable_table(id);
+  GB_CHECK(num_tokens_computed >= 0 && num_tokens_computed <= t.num_tokens);
+  t.num_computed = num_tokens_computed;
+  if (!t.use_prefix_cache) return;
+  const int32_t num_full = num_tokens_computed / block_size();
+  for (int32_t i = t.num_committed_blocks; i < num_full; ++i) {
+    const BlockId b = t.blocks[static_cast<size_t>(i)];
+    if (pool_.block(b).has_hash) continue;  // shared with a request that committed it
+    uint64_t parent_hash = pool_.root_hash(t.isolation_id);
+    PrefixSerial parent_serial = kNoPrefixSerial;
+    if (i > 0) {
+      const KvBlock& parent = pool_.block(t.blocks[static_cast<size_t>(i - 1)]);
+      GB_CHECK(parent.has_hash);
+      parent_hash = parent.hash;
+      parent_serial = parent.serial;
+    }
+    pool_.commit(b, parent_hash, parent_serial, t.isolation_id, id);
+  }
+  t.num_committed_blocks = std::max(t.num_committed_blocks, num_full);
+}
+
+std::optional<std::vector<BlockCopy>> KvCacheManager::fork(RequestId parent, RequestId child, int32_t num_tokens) {
+  GB_CHECK_MSG(!tables_.contains(child), "KvCacheManager::fork: child already exists");
+  const BlockTable& p = table(parent);
+  GB_CHECK_MSG(num_tokens >= 0 && num_tokens <= p.num_computed, "fork point beyond the computed tokens");
+  const int32_t bs = block_size();
+  const int32_t num_full = num_tokens / bs;
+  const int32_t num_partial = num_tokens % bs;
+  if (num_partial > 0 && pool_.num_available() < 1) return std::nullopt;
+
+  BlockTable c;
+  c.isolation_id = p.isolation_id;
+  c.use_prefix_cache = p.use_prefix_cache;
+  std::vector<BlockCopy> copies;
+  for (int32_t i = 0; i < num_full; ++i) {
+    const BlockId b = p.blocks[static_cast<size_t>(i)];
+    pool_.retain(b, child, KvEventKind::Shared);
+    c.blocks.push_back(b);
+  }
+  if (num_partial > 0) {
+    // The parent will keep writing into this block, so the child needs its own.
+    const BlockId src = p.blocks[static_cast<size_t>(num_full)];
+    const BlockId dst = *pool_.allocate(child);
+    pool_.copy_tokens(src, dst, num_partial, child);
+    c.blocks.push_back(dst);
+    copies.push_back({src, dst});
+  }
+  c.num_tokens = c.num_computed = num_tokens;
+  c.num_committed_blocks = std::min(p.num_committed_blocks, num_full);
+  tables_.emplace(child, std::move(c));
+  return copies;
+}
+
+void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
+  BlockTable& t = mutable_table(id);
+  GB_CHECK(num_tokens >= 0 && num_tokens <= t.num_tokens);
+  const int32_t bs = block_size();
+  const int32_t new_num_tokens = t.num_tokens - num_tokens;
+  const int32_t keep = ceil_div(new_num_tokens, bs);
+  while (t.num_blocks() > keep) {
+    pool_.release(t.blocks.back(), id);
+    t.blocks.pop_back();
+  }
+  const int32_t slot = new_num_tokens % bs;
+  if (slot != 0) {
+    const BlockId last = t.blocks.back();
+    // A block only this request holds is cut back now (and leaves the prefix
+    // index: its contents are about to change). A shared one stays intact for
+    // the others; append_slots copies it before the first write.
+    if (pool_.block(last).ref_count == 1) {
+      if (pool_.block(last).has_hash) pool_.uncache(last, id);
+      pool_.truncate_tokens(last, slot);
+    }
+  }
+  t.num_tokens = new_num_tokens;
+  t.num_computed = std::min(t.num_computed, new_num_tokens);
+  t.num_committed_blocks = std::min(t.num_committed_blocks, new_num_tokens / bs);
+}
+
+void KvCacheManager::free_request(RequestId id) {
+  BlockTable& t = mutable_table(id);
+  // Last block first: cached blocks enter the LRU queue tail-first, so a
+  // sequence's tail (least likely to be shared) is evicted before its head.
+  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) pool_.release(*it, id);
+  tables_.erase(id);
+}
+
+KvSnapshot KvCacheManager::snapshot() const {
+  KvSnapshot s;
+  s.block_size = block_size();
+  s.num_free = num_free();
+  s.num_cached = num_cached();
+  s.num_owned = num_owned();
+  s.blocks.resize(static_cast<size_t>(num_blocks()));
+  for (int32_t i = 0; i < num_blocks(); ++i) {
+    const KvBlock& b = pool_.block(BlockId{i});
+    KvBlockView& v = s.blocks[static_cast<size_t>(i)];
+    v.id = b.id;
+    v.state = b.state();
+    v.ref_count = b.ref_count;
+    v.num_filled = b.num_filled();
+    v.has_hash = b.has_hash;
+    v.hash = b.hash;
+    v.tokens = b.tokens;
+  }
+  for (const auto& [id, t] : tables_)
+    for (BlockId b : t.blocks) s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
+  for (KvBlockView& v : s.blocks) std::sort(v.owners.begin(), v.owners.end());
+  s.free_queue = pool_.free_queue_order();
+  return s;
+}
+
+Status KvCacheManager::check_invariants() const {
+  const int32_t bs = block_size();
+  std::vector<int32_t> holders(static_cast<size_t>(num_blocks()), 0);
+  for (const auto& [id, t] : tables_) {
+    const std::string name = "KvCacheManager invariant: request " + std::to_string(id.value);
+    auto fail = [&](const char* what) { return Status(make_error(name + ": " + what)); };
+    if (t.num_blocks() != ceil_div(t.num_tokens, bs)) return fail("block count does not match its tokens");
+    if (t.num_computed < 0 || t.num_computed > t.num_tokens) return fail("computed tokens out of range");
+    if (t.num_committed_blocks > t.num_blocks()) return fail("more committed blocks than blocks");
+    std::vector<int32_t> seen;
+    for (int32_t i = 0; i < t.num_blocks(); ++i) {
+      const BlockId b = t.blocks[static_cast<size_t>(i)];
+      if (b.value < 0 || b.value >= num_blocks()) return fail("block id out of range");
+      seen.push_back(b.value);
+      ++holders[static_cast<size_t>(b.value)];
+      const KvBlock& block = pool_.block(b);
+      const int32_t used = std::min(bs, t.num_tokens - i * bs);
+      if (block.num_filled() < used) return fail("a block holds fewer tokens than the table uses");
+      if (i < t.num_committed_blocks && !block.has_hash) return fail("a committed block lost its hash");
+      if (block.isolation_id != 0 && block.isolation_id != t.isolation_id)
+        return fail("holds a block committed under another isolation key");
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return fail("holds one block twice");
+  }
+  return pool_.check_invariants(holders);
+}
+
+}  // namespace gb

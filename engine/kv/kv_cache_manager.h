@@ -1,0 +1,101 @@
+// KvCacheManager: per-request block tables on top of one BlockPool. It decides
+// which blocks a request's tokens go to, shares full blocks through the prefix
+// cache and through forks, and turns writes into shared blocks into
+// copy-on-write. It never touches K/V data: every copy it decides on is returned
+// as a BlockCopy for the backend (Backend::copy_blocks) to run before the next
+// forward pass.
+//
+// Life of a request's tokens:
+//   add_request   -> table created; the longest cached prefix (full blocks, never
+//                    the whole sequence) is taken by reference, already computed
+//   append_slots  -> slots reserved and token ids recorded for the next forward
+//   mark_computed -> after the forward pass; full computed blocks are committed
+//                    to the prefix index (only then, so nobody can hit a block
+//                    whose K/V is not yet written)
+//   truncate      -> drop the last tokens (speculative rollback)
+//   fork          -> a child shares the first N tokens (copy-on-write)
+//   free_request  -> every block released: cached if committed, else free
+//
+// Expected pressure (no block available) is a nullopt and changes nothing.
+// Programmer errors (unknown request, bad counts) fail GB_CHECK.
+//
+// Thread: engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
+#include "kv/isolation_key.h"
+#include "kv/kv_snapshot.h"
+
+namespace gb {
+
+struct PrefixMatch {
+  int32_t num_tokens = 0;       // cached tokens (num_blocks * block_size)
+  int32_t num_blocks = 0;
+  int32_t num_unreferenced = 0; // of those, cached blocks nobody holds (taking them uses up available blocks)
+};
+
+class KvCacheManager {
+ public:
+  KvCacheManager(int32_t num_blocks, int32_t block_size);
+
+  int32_t block_size() const { return pool_.block_size(); }
+  int32_t num_blocks() const { return pool_.num_blocks(); }
+  int32_t num_available() const { return pool_.num_available(); }
+  int32_t num_free() const { return pool_.num_free(); }
+  int32_t num_cached() const { return pool_.num_cached(); }
+  int32_t num_owned() const { return pool_.num_owned(); }
+  const BlockPool& pool() const { return pool_; }
+
+  // Longest cached prefix of `tokens` under `key`, without taking it. At most
+  // (tokens.size() - 1) / block_size blocks: the last token is always left to
+  // compute so the forward pass produces its logits.
+  PrefixMatch find_prefix(std::span<const TokenId> tokens, const IsolationKey& key) const;
+  // Creates the request's table and takes the cached prefix (if use_prefix_cache).
+  // Returns the number of tokens already computed through the cache.
+  int32_t add_request(RequestId id, std::span<const TokenId> tokens, const IsolationKey& key,
+                      bool use_prefix_cache = true);
+  bool has_request(RequestId id) const { return tables_.contains(id); }
+  const BlockTable& table(RequestId id) const;
+
+  // Blocks append_slots(id, n tokens) would take from the pool (new blocks plus a
+  // copy-on-write of a shared last block).
+  int32_t num_blocks_needed(RequestId id, int32_t num_new_tokens) const;
+  // Reserves slots for `tokens` after the request's current tokens and records
+  // their ids. Returns the copies to run first, or nullopt (nothing changed) when
+  // the pool has too few blocks.
+  std::optional<std::vector<BlockCopy>> append_slots(RequestId id, std::span<const TokenId> tokens);
+  // The backend has written K/V for the first num_tokens_computed tokens.
+  void mark_computed(RequestId id, int32_t num_tokens_computed);
+  // `child` starts with the first num_tokens (already computed) tokens of `parent`:
+  // full blocks shared, a partial last block copied. nullopt when no block is free.
+  std::optional<std::vector<BlockCopy>> fork(RequestId parent, RequestId child, int32_t num_tokens);
+  // Drops the last num_tokens tokens. Blocks no longer needed are released; a
+  // block that will be overwritten loses its prefix hash (or is copied on the
+  // next write if someone else still holds it).
+  void truncate(RequestId id, int32_t num_tokens);
+  void free_request(RequestId id);
+  // Evicts the least recently freed cached block. False when none is cached.
+  bool evict_lru_cached() { return pool_.evict_lru_cached(); }
+
+  KvSnapshot snapshot() const;
+  std::vector<KvEvent> drain_events() { return pool_.drain_events(); }
+  Status check_invariants() const;
+  void set_hash_mask_for_testing(uint64_t mask) { pool_.set_hash_mask_for_testing(mask); }
+
+ private:
+  BlockTable& mutable_table(RequestId id);
+  // Blocks of the cached prefix (see find_prefix), in order.
+  std::vector<BlockId> match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id) const;
+
+  BlockPool pool_;
+  std::unordered_map<RequestId, BlockTable> tables_;
+};
+
+}  // namespace gb
