@@ -1,0 +1,123 @@
+// `glassbox-cli tokenize`: encode text with a model's tokenizer.
+//   --text STRING      prints the ids (BOS first) on one line, then one line per
+//                      token: id, tab, the piece as stored (control bytes escaped).
+//   --vectors FILE.inp reads llama.cpp's tokenizer test vectors and prints one
+//                      line per case in the .out format (ids without BOS, each
+//                      preceded by a space), so `diff` against the .out works.
+// --model may also be a tensor-less vocabulary GGUF (ggml-vocab-*.gguf); then only
+// its tokenizer metadata is read.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "cli/command_registry.h"
+#include "model/gguf_file.h"
+#include "model/gguf_vocabulary.h"
+#include "model/model.h"
+#include "tokenizer/gguf_spm_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_test_vectors.h"
+
+namespace gb::cli {
+namespace {
+
+struct TokenizeArgs {
+  std::string model_path;
+  std::string tokenizer_path;
+  std::string vectors_path;
+  std::string text;
+  bool has_text = false;
+};
+
+bool starts_with_gguf_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
+// The tokenizer of a vocabulary-only GGUF: its own vocabulary, or an explicit
+// tokenizer file whose size must match it.
+Result<std::shared_ptr<const Tokenizer>> vocab_file_tokenizer(const GgufFile& file, const TokenizeArgs& a) {
+  auto vocab = vocabulary_from_gguf(file);
+  if (!vocab.ok()) return vocab.error();
+  if (!vocab.value()) return make_error(a.model_path + ": has neither tensors nor a tokenizer vocabulary");
+  if (a.tokenizer_path.empty()) {
+    auto tok = GgufSpmTokenizer::create(std::move(*vocab.value()), a.model_path);
+    if (!tok.ok()) return tok.error();
+    return std::shared_ptr<const Tokenizer>(std::move(tok).value());
+  }
+  auto tok = load_tokenizer_file(a.tokenizer_path);
+  if (!tok.ok()) return tok.error();
+  const auto vocab_size = static_cast<int32_t>(vocab.value()->tokens.size());
+  if (tok.value()->vocab_size() != vocab_size)
+    return make_error("tokenizer vocab size " + std::to_string(tok.value()->vocab_size()) +
+                      " does not match model vocab size " + std::to_string(vocab_size) + " (files " +
+                      a.tokenizer_path + ", " + a.model_path + ")");
+  return tok;
+}
+
+Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const TokenizeArgs& a) {
+  if (starts_with_gguf_magic(a.model_path)) {
+    auto file = GgufFile::open(a.model_path);
+    if (!file.ok()) return file.error();
+    if (file.value().tensors().empty()) return vocab_file_tokenizer(file.value(), a);
+  }
+  auto model = load_model(a.model_path);
+  if (!model.ok()) return model.error();
+  return load_tokenizer(*model.value(), a.tokenizer_path);
+}
+
+// The piece with bytes that would break the line layout escaped.
+std::string printable_piece(const std::string& piece) {
+  std::string out;
+  for (const char c : piece) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\\') out += "\\\\";
+    else if (b < 0x20 || b == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", b);
+      out += buf;
+    } else out.push_back(c);
+  }
+  return out;
+}
+
+int run_tokenize(const TokenizeArgs& a) {
+  if (a.vectors_path.empty() == !a.has_text) return fail("give exactly one of --text or --vectors");
+  auto tokenizer = open_tokenizer(a);
+  if (!tokenizer.ok()) return fail(tokenizer.error().message);
+  const Tokenizer& tok = *tokenizer.value();
+
+  if (!a.vectors_path.empty()) {
+    auto cases = read_vocab_test_inputs(a.vectors_path);
+    if (!cases.ok()) return fail(cases.error().message);
+    for (const std::string& text : cases.value()) {
+      const std::string line = format_vocab_test_line(tok.encode(text, /*add_bos=*/false));
+      std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+    return 0;
+  }
+  const std::vector<TokenId> ids = tok.encode(a.text, /*add_bos=*/true);
+  std::string line;
+  for (const TokenId id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+  std::printf("%s\n", line.c_str());
+  for (const TokenId id : ids) std::printf("%d\t%s\n", id, printable_piece(tok.token_piece(id)).c_str());
+  return 0;
+}
+
+const CommandRegistrar registrar("tokenize", "Encode text or llama.cpp tokenizer test vectors",
+                                 [](CLI::App& sub) -> CommandRunner {
+  auto a = std::make_shared<TokenizeArgs>();
+  sub.add_option("--model,-m", a->model_path, "Model file, or a vocabulary-only GGUF")->required();
+  sub.add_option("--tokenizer", a->tokenizer_path, "Tokenizer file (.model = SentencePiece, else llama2.c .bin)");
+  sub.add_option("--vectors", a->vectors_path, "llama.cpp test-vector .inp file: print one .out line per case");
+  sub.add_option_function<std::string>("--text", [a](const std::string& t) { a->text = t; a->has_text = true; },
+                                       "Text to encode: prints the ids (with BOS) and the pieces");
+  return [a] { return run_tokenize(*a); };
+});
+
+}  // namespace
+}  // namespace gb::cli
