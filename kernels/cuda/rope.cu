@@ -5,7 +5,7 @@
 namespace gb::cuda {
 namespace {
 
-// One thread per (token, head, pair). Accurate powf/sincosf (no fast math), so
+// One thread per (token, head, pair). Accurate powf/cosf/sinf (no fast math), so
 // the angles match a CPU float32 reference to a few ulp even at large positions.
 __global__ void rope_kernel(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads, int32_t head_dim,
                             int32_t rope_dim, float base, const int32_t* positions) {
@@ -16,10 +16,11 @@ __global__ void rope_kernel(float* x, int32_t num_tokens, int64_t row_stride, in
   const int32_t i = static_cast<int32_t>(idx % num_pairs);
   const int32_t h = static_cast<int32_t>((idx / num_pairs) % num_heads);
   const int64_t t = idx / (int64_t{num_pairs} * num_heads);
-  const float freq = powf(base, -static_cast<float>(2 * i) / static_cast<float>(rope_dim));
+  // freq = 1 / base^(2i / rope_dim), written exactly as llama2.c's run.c (and
+  // our CPU backend) computes it, so both round the same way.
+  const float freq = 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
   const float angle = static_cast<float>(positions[t]) * freq;
-  float s, c;
-  sincosf(angle, &s, &c);
+  const float c = cosf(angle), s = sinf(angle);
   float* pair = x + t * row_stride + int64_t{h} * head_dim + 2 * i;
   const float x0 = pair[0], x1 = pair[1];
   pair[0] = x0 * c - x1 * s;

@@ -1,0 +1,50 @@
+#include "cuda_test_support.h"
+
+#include <cstdio>
+
+#include "cuda/cuda_backend.h"
+#include "gb_test.h"
+
+// Runs before any case: without a usable device every case is skipped (exit 77).
+void gb_test_setup() {
+  std::string why;
+  if (!gb::cuda_device_available(&why)) gbtest::skip_all("no CUDA device: " + why);
+}
+
+namespace gbtest::cuda {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::string Diff::describe() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "max |diff| %.3g at %zu (reference %.9g, got %.9g)", max_abs, where, ref_at, got_at);
+  return buf;
+}
+
+Diff compare(const std::vector<float>& reference, const std::vector<float>& got) {
+  GB_CHECK(reference.size() == got.size());
+  Diff d;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(reference[i]) - static_cast<double>(got[i]));
+    if (!(diff <= d.max_abs)) {  // also catches NaN
+      d.max_abs = std::isnan(diff) ? INFINITY : diff;
+      d.where = i;
+      d.ref_at = reference[i];
+      d.got_at = got[i];
+    }
+  }
+  return d;
+}
+
+std::string device_error() {
+  const cudaError_t e = cudaDeviceSynchronize();
+  return e == cudaSuccess ? std::string() : std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+}  // namespace gbtest::cuda
