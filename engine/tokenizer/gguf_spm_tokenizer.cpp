@@ -2,7 +2,7 @@
 #include "tokenizer/gguf_spm_tokenizer.h"
 
 #include "tokenizer/bpe_merge.h"
-#include "tokenizer/llama2c_tokenizer.h"  // parse_byte_piece
+#include "tokenizer/piece_index.h"
 
 namespace gb {
 namespace {

@@ -15,22 +15,7 @@ namespace {
 constexpr size_t kMaxFileBytes = size_t{64} << 20;
 constexpr uint32_t kMaxPieceBytes = 1u << 16;
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
-
-int parse_byte_piece(std::string_view piece) {
-  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
-  const int hi = hex_digit(piece[3]);
-  const int lo = hex_digit(piece[4]);
-  if (hi < 0 || lo < 0) return -1;
-  return hi * 16 + lo;
-}
 
 Result<std::shared_ptr<const Llama2cTokenizer>> Llama2cTokenizer::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -59,7 +59,4 @@ class Llama2cTokenizer final : public Tokenizer {
   uint32_t max_token_length_ = 0;
 };
 
-// "<0xAB>" -> 0xAB; -1 for any other text.
-int parse_byte_piece(std::string_view piece);
-
 }  // namespace gb

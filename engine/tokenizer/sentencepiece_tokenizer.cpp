@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "tokenizer/llama2c_tokenizer.h"  // parse_byte_piece
+#include "tokenizer/piece_index.h"
 
 namespace gb {
 namespace {

@@ -62,7 +62,9 @@ class StreamingDecoder {
  public:
   explicit StreamingDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
   // Tell the decoder what came before (e.g. the prompt) so a leading space is
-  // handled as decode() would. Returns nothing; the prompt text is not emitted.
+  // handled as decode() would. Returns nothing; the prompt text is not emitted,
+  // and pending bytes are dropped (a prompt ending mid-character is not joined
+  // with the continuation).
   void prime(std::span<const TokenId> ids);
   std::string push(TokenId id);  // complete UTF-8 text made available by this token
   std::string flush();           // whatever is pending (invalid bytes as U+FFFD)
