@@ -23,6 +23,9 @@ void matmul_reference(float* y, int64_t ldy, const float* x, const void* w, Elem
 void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
             int64_t cols, int64_t row_begin, int64_t row_end);
 
+// Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement.
+float read_sum(const float* p, int64_t n);
+
 // True when matmul() uses the AVX2/FMA/F16C path on this machine.
 bool matmul_has_simd();
 

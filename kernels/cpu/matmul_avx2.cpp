@@ -115,3 +115,20 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype
 }
 
 }  // namespace gb::kernels::avx2
+
+namespace gb::kernels::avx2 {
+
+// Sums n floats (n a multiple of 32) with four independent accumulators: a pure
+// streaming read used to measure the machine's memory bandwidth.
+float read_sum(const float* p, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+  }
+  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+}  // namespace gb::kernels::avx2

@@ -1,0 +1,137 @@
+// `glassbox-cli bench`: prefill and decode speed of one model on one backend, and
+// the decode roofline: weight bytes read per token against the machine's measured
+// read bandwidth. Speed targets are checked with this, never with timed tests.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/command_registry.h"
+#include "cli/memory_bandwidth.h"
+#include "cli/model_session.h"
+
+namespace gb::cli {
+namespace {
+
+struct BenchArgs {
+  ModelOptions model;
+  int32_t prompt_tokens = 128;
+  int32_t gen_tokens = 64;
+  int32_t repeats = 3;
+  int32_t block_size = 16;
+  bool json = false;
+  bool skip_bandwidth = false;
+  std::string out;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int run_bench(BenchArgs a) {
+  const int32_t needed = a.prompt_tokens + a.gen_tokens + 1;
+  a.model.context_length = std::max(a.model.context_length, needed);
+  auto session = open_model_session(a.model);
+  if (!session) return fail(session.error().message);
+  const ModelConfig& c = session->model->config;
+  Backend& backend = *session->backend;
+  const int32_t num_blocks = (needed + a.block_size - 1) / a.block_size;
+  if (auto st = backend.init_kv_pool({num_blocks, a.block_size}); !st) return fail(st.error().message);
+  std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+  for (int32_t i = 0; i < num_blocks; ++i) table[static_cast<size_t>(i)] = i;
+
+  // A fixed pseudo-random prompt of ordinary (non-control) tokens.
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<TokenId> pick(std::min(3, c.vocab_size - 1), c.vocab_size - 1);
+  std::vector<TokenId> prompt(static_cast<size_t>(a.prompt_tokens));
+  for (auto& t : prompt) t = pick(rng);
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+
+  const DeviceInfo device = backend.device_info();
+  std::vector<double> prefill_tok_s, decode_tok_s;
+  BatchLayout batch;
+  batch.block_size = a.block_size;
+  for (int32_t r = 0; r < a.repeats + 1; ++r) {  // run 0 warms up
+    batch.clear();
+    batch.add_sequence(prompt.data(), a.prompt_tokens, 0, table.data(), num_blocks, false);
+    auto t0 = Clock::now();
+    if (auto st = backend.forward(batch, logits); !st) return fail(st.error().message);
+    const double prefill_s = seconds_since(t0);
+    TokenId next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    t0 = Clock::now();
+    for (int32_t i = 0; i < a.gen_tokens; ++i) {
+      batch.clear();
+      batch.add_sequence(&next, 1, a.prompt_tokens + i, table.data(), num_blocks, false);
+      if (auto st = backend.forward(batch, logits); !st) return fail(st.error().message);
+      next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    const double decode_s = seconds_since(t0);
+    if (r == 0) continue;
+    prefill_tok_s.push_back(a.prompt_tokens / prefill_s);
+    decode_tok_s.push_back(a.gen_tokens / decode_s);
+    if (!a.json) std::fprintf(stderr, "run %d: prefill %.1f tok/s, decode %.2f tok/s\n", r, prefill_tok_s.back(), decode_tok_s.back());
+  }
+
+  const double decode = median(decode_tok_s);
+  const double bytes_per_token = static_cast<double>(session->model->weight_bytes_per_token());
+  const double implied_bw = bytes_per_token * decode;
+  double measured_bw = 0.0;
+  if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
+  nlohmann::json j = {
+      {"model", session->model->path},
+      {"model_name", session->model->name},
+      {"backend", device.backend},
+      {"device", device.name},
+      {"threads", device.num_threads},
+      {"prompt_tokens", a.prompt_tokens},
+      {"gen_tokens", a.gen_tokens},
+      {"repeats", a.repeats},
+      {"prefill_tok_s", median(prefill_tok_s)},
+      {"decode_tok_s", decode},
+      {"decode_ms_per_token", decode > 0 ? 1000.0 / decode : 0.0},
+      {"prefill_runs_tok_s", prefill_tok_s},
+      {"decode_runs_tok_s", decode_tok_s},
+      {"weight_bytes_per_token", bytes_per_token},
+      {"implied_bandwidth_gb_s", implied_bw / 1e9},
+      {"measured_read_bandwidth_gb_s", measured_bw / 1e9},
+      {"roofline_ratio", measured_bw > 0 ? implied_bw / measured_bw : 0.0},
+  };
+  const std::string text = j.dump(2);
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    f << text << '\n';
+    if (!f) return fail(a.out + ": cannot write the benchmark result");
+  }
+  if (a.json) {
+    std::printf("%s\n", text.c_str());
+  } else {
+    std::printf("prefill %.1f tok/s, decode %.2f tok/s (%.2f ms/token), %d threads\n", median(prefill_tok_s), decode,
+                decode > 0 ? 1000.0 / decode : 0.0, device.num_threads);
+    std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
+                bytes_per_token / 1e6, implied_bw / 1e9, measured_bw / 1e9, measured_bw > 0 ? implied_bw / measured_bw : 0.0);
+  }
+  return 0;
+}
+
+const CommandRegistrar registrar("bench", "Measure prefill/decode speed and the decode bandwidth roofline",
+                                 [](CLI::App& sub) -> CommandRunner {
+  auto a = std::make_shared<BenchArgs>();
+  add_model_options(sub, a->model);
+  sub.add_option("--prompt-tokens", a->prompt_tokens, "Prompt length for the prefill measurement")->check(CLI::PositiveNumber);
+  sub.add_option("--gen-tokens", a->gen_tokens, "Tokens decoded per run")->check(CLI::PositiveNumber);
+  sub.add_option("--repeats", a->repeats, "Timed runs (the median is reported)")->check(CLI::PositiveNumber);
+  sub.add_flag("--json", a->json, "Print the result as JSON");
+  sub.add_option("--out", a->out, "Also write the JSON result to this file");
+  sub.add_flag("--skip-bandwidth", a->skip_bandwidth, "Do not measure memory bandwidth");
+  return [a] { return run_bench(*a); };
+});
+
+}  // namespace
+}  // namespace gb::cli
