@@ -1,0 +1,93 @@
+// Request: one generation request as the scheduler sees it -- "computed tokens
+// catching up with total tokens". Prefill, chunked prefill, decode, prefix hits
+// and recompute after preemption are all the same thing: schedule the tokens
+// in [num_tokens_computed, num_tokens_total()) when budget and blocks allow.
+//
+//   | prompt_ids ........................ | output_ids ....... |
+//   |<---- num_tokens_computed ---->|                          |
+//   |<------------------- num_tokens_total() --------------->|
+//
+// The last output token is never computed before it is sampled; a request is
+// decoding when only that one token is left. Owned by the Scheduler; engine
+// thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ids.h"
+#include "kv/isolation_key.h"
+
+namespace gb {
+
+// Interactive requests are always scheduled before batch requests.
+enum class Priority : uint8_t { Interactive = 0, Batch = 1 };
+
+enum class RequestState : uint8_t {
+  Waiting,    // submitted, holds no blocks
+  Running,    // holds blocks, scheduled each step while budget allows
+  Preempted,  // lost its blocks under pressure; waits to recompute prompt + output
+  Finished,
+  Cancelled,
+};
+
+enum class FinishReason : uint8_t {
+  None,
+  Stop,       // the engine saw a stop token / condition
+  MaxTokens,  // output_ids reached max_tokens
+  Length,     // prompt + output reached the context limit (config or pool capacity)
+  Cancelled,
+};
+
+const char* request_state_name(RequestState state);
+const char* finish_reason_name(FinishReason reason);
+
+// What a caller submits.
+struct RequestSpec {
+  RequestId id;
+  std::vector<TokenId> prompt_ids;
+  int32_t max_tokens = 256;
+  Priority priority = Priority::Interactive;
+  IsolationKey isolation;
+  bool use_prefix_cache = true;
+};
+
+struct Request {
+  RequestId id;
+  std::vector<TokenId> prompt_ids;
+  std::vector<TokenId> output_ids;
+  int32_t num_tokens_computed = 0;  // tokens whose K/V is in this request's blocks
+  int32_t max_tokens = 0;
+  Priority priority = Priority::Interactive;
+  uint64_t arrival = 0;             // submission order, for FIFO within a priority
+  RequestState state = RequestState::Waiting;
+  IsolationKey isolation;
+  bool use_prefix_cache = true;
+  int32_t num_prefix_hit_tokens = 0;  // summed over admissions
+  int32_t num_preemptions = 0;
+
+  int32_t num_tokens_prompt() const { return static_cast<int32_t>(prompt_ids.size()); }
+  int32_t num_tokens_output() const { return static_cast<int32_t>(output_ids.size()); }
+  int32_t num_tokens_total() const { return num_tokens_prompt() + num_tokens_output(); }
+  TokenId token_at(int32_t pos) const {
+    return pos < num_tokens_prompt() ? prompt_ids[static_cast<size_t>(pos)]
+                                     : output_ids[static_cast<size_t>(pos - num_tokens_prompt())];
+  }
+  // prompt + output in one vector (admission and prefix matching).
+  std::vector<TokenId> all_tokens() const {
+    std::vector<TokenId> out(prompt_ids);
+    out.insert(out.end(), output_ids.begin(), output_ids.end());
+    return out;
+  }
+  bool is_decoding() const {
+    return num_tokens_computed >= num_tokens_prompt() && num_tokens_total() - num_tokens_computed == 1;
+  }
+  // Scheduling order: interactive first, then earlier arrival. Smaller ranks first.
+  bool ranks_before(const Request& other) const {
+    if (priority != other.priority) return priority < other.priority;
+    return arrival < other.arrival;
+  }
+};
+
+}  // namespace gb

@@ -1,0 +1,295 @@
+#include "kv/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/check.h"
+
+namespace gb {
+namespace {
+int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+const char* request_state_name(RequestState state) {
+  switch (state) {
+    case RequestState::Waiting: return "waiting";
+    case RequestState::Running: return "running";
+    case RequestState::Preempted: return "preempted";
+    case RequestState::Finished: return "finished";
+    case RequestState::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::None: return "none";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::MaxTokens: return "max_tokens";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config)
+    : config_(config),
+      kv_(config.num_blocks, config.block_size),
+      max_total_tokens_(std::min(config.max_context, config.num_blocks * config.block_size)),
+      watermark_blocks_(static_cast<int32_t>(std::ceil(config.admission_watermark * static_cast<float>(config.num_blocks)))) {
+  GB_CHECK(config.max_batch_tokens > 0 && config.max_seqs > 0 && config.max_context > 1);
+  GB_CHECK(config.admission_watermark >= 0.0f && config.admission_watermark < 1.0f);
+}
+
+Request& Scheduler::at(RequestId id) {
+  auto it = requests_.find(id);
+  GB_CHECK_MSG(it != requests_.end(), "Scheduler: unknown request");
+  return it->second;
+}
+
+const Request* Scheduler::find(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+Status Scheduler::submit(RequestSpec spec) {
+  GB_CHECK_MSG(!requests_.contains(spec.id), "Scheduler::submit: request id already in use");
+  const std::string name = "request " + std::to_string(spec.id.value);
+  const auto num_prompt = static_cast<int32_t>(spec.prompt_ids.size());
+  if (num_prompt == 0) return make_error(name + ": empty prompt");
+  if (spec.max_tokens < 1) return make_error(name + ": max_tokens must be at least 1");
+  // Room for the prompt plus one generated token is the least a request needs.
+  if (num_prompt >= config_.max_context)
+    return make_error(name + ": prompt of " + std::to_string(num_prompt) + " tokens leaves no room to generate in a " +
+                      std::to_string(config_.max_context) + "-token context");
+  if (num_prompt >= max_total_tokens_)
+    return make_error(name + ": prompt of " + std::to_string(num_prompt) + " tokens needs " +
+                      std::to_string(ceil_div(num_prompt + 1, config_.block_size)) + " KV blocks, but the pool has " +
+                      std::to_string(config_.num_blocks) + " blocks of " + std::to_string(config_.block_size) +
+                      " tokens");
+  Request r;
+  r.id = spec.id;
+  r.prompt_ids = std::move(spec.prompt_ids);
+  r.max_tokens = spec.max_tokens;
+  r.priority = spec.priority;
+  r.arrival = next_arrival_++;
+  r.isolation = std::move(spec.isolation);
+  r.use_prefix_cache = spec.use_prefix_cache;
+  waiting_.push_back(r.id);
+  requests_.emplace(r.id, std::move(r));
+  return {};
+}
+
+bool Scheduler::cancel(RequestId id) {
+  GB_CHECK_MSG(!in_flight_, "Scheduler::cancel between schedule() and on_step_done()");
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  if (kv_.has_request(id)) kv_.free_request(id);
+  remove_from(running_, id);
+  remove_from(waiting_, id);
+  requests_.erase(it);
+  return true;
+}
+
+void Scheduler::remove_from(std::vector<RequestId>& list, RequestId id) {
+  list.erase(std::remove(list.begin(), list.end(), id), list.end());
+}
+
+void Scheduler::sort_by_rank(std::vector<RequestId>& ids) const {
+  std::sort(ids.begin(), ids.end(),
+            [this](RequestId a, RequestId b) { return requests_.at(a).ranks_before(requests_.at(b)); });
+}
+
+RequestId Scheduler::lowest_ranked_running() const {
+  GB_CHECK(!running_.empty());
+  RequestId worst = running_.front();
+  for (RequestId id : running_)
+    if (requests_.at(worst).ranks_before(requests_.at(id))) worst = id;
+  return worst;
+}
+
+int32_t Scheduler::chunk_limit(int32_t budget) const {
+  return config_.max_prefill_chunk > 0 ? std::min(budget, config_.max_prefill_chunk) : budget;
+}
+
+std::vector<TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t n) const {
+  std::vector<TokenId> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int32_t p = r.num_tokens_computed; p < r.num_tokens_computed + n; ++p) out.push_back(r.token_at(p));
+  return out;
+}
+
+void Scheduler::preempt(RequestId victim, StepState& step) {
+  Request& r = at(victim);
+  kv_.free_request(victim);
+  r.num_tokens_computed = 0;
+  r.state = RequestState::Preempted;
+  ++r.num_preemptions;
+  remove_from(running_, victim);
+  waiting_.push_back(victim);
+  // If it was already scheduled this step, take it back out with its copies.
+  for (auto it = step.entries.begin(); it != step.entries.end(); ++it) {
+    if (it->id == victim) {
+      step.budget += it->num_new_tokens;
+      step.entries.erase(it);
+      break;
+    }
+  }
+  std::erase_if(step.copies, [victim](const auto& c) { return c.first == victim; });
+  step.plan->preempted.push_back(victim);
+  ++step.plan->stats.num_preemptions;
+}
+
+void Scheduler::schedule_running(StepState& step, bool decodes) {
+  std::vector<RequestId> order = running_;
+  sort_by_rank(order);
+  for (RequestId id : order) {
+    if (step.budget == 0 || static_cast<int32_t>(step.entries.size()) >= config_.max_seqs) return;
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second.state != RequestState::Running) continue;  // preempted meanwhile
+    Request& r = it->second;
+    if (r.is_decoding() != decodes) continue;
+    const int32_t left = r.num_tokens_total() - r.num_tokens_computed;
+    const int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
+    const std::vector<TokenId> tokens = tokens_to_compute(r, n);
+    for (;;) {
+      if (auto copies = kv_.append_slots(id, tokens)) {
+        for (const BlockCopy& c : *copies) step.copies.emplace_back(id, c);
+        step.entries.push_back({id, n, decodes});
+        step.budget -= n;
+        break;
+      }
+      const RequestId victim = lowest_ranked_running();
+      preempt(victim, step);
+      if (victim == id) break;
+    }
+  }
+}
+
+void Scheduler::schedule_waiting(StepState& step) {
+  std::vector<RequestId> order = waiting_;
+  sort_by_rank(order);
+  const int32_t bs = config_.block_size;
+  for (RequestId id : order) {
+    if (step.budget == 0 || static_cast<int32_t>(step.entries.size()) >= config_.max_seqs) return;
+    Request& r = at(id);
+    const std::vector<TokenId> known = r.all_tokens();
+    const PrefixMatch match = r.use_prefix_cache ? kv_.find_prefix(known, r.isolation) : PrefixMatch{};
+    const int32_t n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
+    // Blocks this admission takes: cached blocks revived from the free queue plus
+    // new ones for the first chunk (the prefix is whole blocks: no copy needed).
+    const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
+    const int32_t left_after = kv_.num_available() - taken;
+    const bool fits = left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
+    if (!fits) return;  // first in line waits; nobody overtakes it
+    const int32_t hit = kv_.add_request(id, known, r.isolation, r.use_prefix_cache);
+    GB_CHECK(hit == match.num_tokens);
+    r.num_tokens_computed = hit;
+    r.num_prefix_hit_tokens += hit;
+    step.plan->stats.num_prefix_hit_tokens += hit;
+    auto copies = kv_.append_slots(id, tokens_to_compute(r, n));
+    GB_CHECK_MSG(copies && copies->empty(), "admission counted its blocks wrong");
+    r.state = RequestState::Running;
+    remove_from(waiting_, id);
+    running_.push_back(id);
+    step.entries.push_back({id, n, false});
+    step.budget -= n;
+  }
+}
+
+StepPlan Scheduler::schedule() {
+  GB_CHECK_MSG(!in_flight_, "Scheduler::schedule called again before on_step_done");
+  StepPlan plan;
+  plan.block_size = config_.block_size;
+  plan.stats.step = next_step_++;
+  StepState step;
+  step.budget = config_.max_batch_tokens;
+  step.plan = &plan;
+  schedule_running(step, /*decodes=*/true);
+  schedule_running(step, /*decodes=*/false);
+  schedule_waiting(step);
+
+  for (const Entry& e : step.entries) {
+    const Request& r = requests_.at(e.id);
+    ScheduledRequest s;
+    s.id = e.id;
+    s.start_pos = r.num_tokens_computed;
+    s.num_new_tokens = e.num_new_tokens;
+    s.token_ids = tokens_to_compute(r, e.num_new_tokens);
+    s.block_ids = kv_.table(e.id).block_ids();
+    s.needs_logits = s.start_pos + s.num_new_tokens == r.num_tokens_total();
+    s.is_decode = e.is_decode;
+    (e.is_decode ? plan.stats.num_decode_tokens : plan.stats.num_prefill_tokens) += e.num_new_tokens;
+    plan.requests.push_back(std::move(s));
+  }
+  for (const auto& [id, c] : step.copies) plan.block_copies.emplace_back(c.src.value, c.dst.value);
+  plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
+  plan.stats.num_running = num_running();
+  plan.stats.num_waiting = num_waiting();
+  plan.stats.num_blocks_owned = kv_.num_owned();
+  plan.stats.num_blocks_free = kv_.num_free();
+  plan.stats.num_blocks_cached = kv_.num_cached();
+  in_flight_ = !plan.empty();
+  return plan;
+}
+
+std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled) {
+  in_flight_ = false;
+  std::vector<FinishedRequest> finished;
+  size_t next_sample = 0;
+  for (const ScheduledRequest& s : plan.requests) {
+    Request& r = at(s.id);
+    GB_CHECK(r.state == RequestState::Running && r.num_tokens_computed == s.start_pos);
+    r.num_tokens_computed += s.num_new_tokens;
+    kv_.mark_computed(s.id, r.num_tokens_computed);
+    if (!s.needs_logits) continue;
+    GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
+                 "on_step_done: one SampledToken per needs_logits request, in plan order");
+    const SampledToken& t = sampled[next_sample++];
+    r.output_ids.push_back(t.token);
+    FinishReason reason = FinishReason::None;
+    if (t.stop) reason = FinishReason::Stop;
+    else if (r.num_tokens_output() >= r.max_tokens) reason = FinishReason::MaxTokens;
+    else if (r.num_tokens_total() >= max_total_tokens_) reason = FinishReason::Length;
+    if (reason == FinishReason::None) continue;
+    kv_.free_request(s.id);
+    remove_from(running_, s.id);
+    finished.push_back({s.id, reason, std::move(r.output_ids)});
+    requests_.erase(s.id);
+  }
+  GB_CHECK_MSG(next_sample == sampled.size(), "on_step_done: more samples than requests needing logits");
+  return finished;
+}
+
+void Scheduler::on_step_failed(const StepPlan& plan) {
+  in_flight_ = false;
+  for (const ScheduledRequest& s : plan.requests) kv_.truncate(s.id, s.num_new_tokens);
+}
+
+Status Scheduler::check_invariants() const {
+  GB_TRY(kv_.check_invariants());
+  auto fail = [](const std::string& what) { return Status(make_error("Scheduler invariant: " + what)); };
+  if (running_.size() + waiting_.size() != requests_.size()) return fail("a request is in no list or in two");
+  for (RequestId id : running_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second.state != RequestState::Running) return fail("running list holds a non-running request");
+    const Request& r = it->second;
+    if (!kv_.has_request(id)) return fail("running request without a block table");
+    const BlockTable& t = kv_.table(id);
+    if (r.num_tokens_computed >= r.num_tokens_total()) return fail("running request with nothing left to compute");
+    if (r.num_tokens_total() > max_total_tokens_) return fail("request longer than the context limit");
+    if (!in_flight_ && (t.num_tokens != r.num_tokens_computed || t.num_computed != r.num_tokens_computed))
+      return fail("block table and request disagree on computed tokens");
+  }
+  for (RequestId id : waiting_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return fail("waiting list holds an unknown request");
+    const Request& r = it->second;
+    if (r.state != RequestState::Waiting && r.state != RequestState::Preempted) return fail("waiting request in a wrong state");
+    if (kv_.has_request(id) || r.num_tokens_computed != 0) return fail("waiting request holds blocks");
+  }
+  return {};
+}
+
+}  // namespace gb

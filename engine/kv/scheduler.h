@@ -1,0 +1,145 @@
+// Scheduler: continuous batching over a paged KV cache. Each step it decides
+// which requests run and how many of their tokens, under a token budget and a
+// sequence limit, and it owns the KvCacheManager that says where those tokens'
+// K/V live. It never touches tensors.
+//
+// Policy, in order, every schedule():
+//   1. Running requests that are decoding (one token left), interactive before
+//      batch, earlier arrival first. Decodes go first so a long prompt cannot
+//      starve them.
+//   2. Running requests still in prefill (or recompute): the next chunk,
+//      min(tokens left, budget left, max_prefill_chunk).
+//   3. Waiting requests in the same order, while budget and sequences remain:
+//      prefix-cache hit first, then a first chunk. Admission stops at the first
+//      request that does not fit (no overtaking, so big requests do not starve):
+//      it waits while the free blocks would drop below the watermark
+//      (admission_watermark x num_blocks), unless nothing is running.
+//   If a running request needs a block and none is left, the lowest-ranked
+//   running request (batch before interactive, latest arrival first) is
+//   preempted: its blocks are freed, it goes back to waiting and later
+//   recomputes prompt + output, so it finishes with the same tokens.
+//
+// Rejection: submit() refuses, with a message for that request only, a prompt
+// that can never run: empty, or with no room for one generated token within
+// min(max_context, num_blocks x block_size).
+//
+// The engine loop (runtime/) -- one step:
+//
+//   StepPlan plan = scheduler.schedule();
+//   if (plan.empty()) { wait for work; continue; }
+//   GB_TRY(backend.copy_blocks(plan.block_copies));
+//   BatchLayout layout = to_batch_layout(plan);
+//   GB_TRY(backend.forward(layout, logits));            // (plan.num_logits(), vocab)
+//   std::vector<SampledToken> sampled;                   // one per needs_logits, plan order
+//   for (row = 0; const ScheduledRequest& r : plan.requests)
+//     if (r.needs_logits) sampled.push_back({r.id, sample(logits row row++), is_stop});
+//   for (const FinishedRequest& f : scheduler.on_step_done(plan, sampled)) report(f);
+//   forward scheduler.kv_cache().drain_events() and plan.stats to the trace.
+//
+// If copy_blocks or forward fails, call on_step_failed(plan) instead of
+// on_step_done: the step's slots are given back and the requests run again.
+// submit() and cancel() are called between steps (never between schedule() and
+// on_step_done()).
+//
+// Thread: engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/result.h"
+#include "kv/kv_cache_manager.h"
+#include "kv/request.h"
+#include "kv/step_plan.h"
+
+namespace gb {
+
+struct SchedulerConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  int32_t max_batch_tokens = 512;   // tokens per forward pass (the TokenBudget)
+  int32_t max_seqs = 32;            // sequences per forward pass
+  int32_t max_context = 2048;       // prompt + output tokens per request
+  int32_t max_prefill_chunk = 0;    // 0: a prefill chunk may use the whole remaining budget
+  float admission_watermark = 0.01f;  // fraction of blocks admission keeps free
+};
+
+struct SampledToken {
+  RequestId id;
+  TokenId token = 0;
+  bool stop = false;  // the engine decided this token ends the request (EOS, stop string)
+};
+
+struct FinishedRequest {
+  RequestId id;
+  FinishReason reason = FinishReason::None;
+  std::vector<TokenId> output_ids;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& config);
+
+  // Queues a request, or returns an error naming it when it can never run.
+  Status submit(RequestSpec spec);
+  // Drops a waiting or running request and returns its blocks. False if unknown
+  // (already finished).
+  bool cancel(RequestId id);
+
+  StepPlan schedule();
+  // Records the step: advances num_tokens_computed, commits full blocks to the
+  // prefix cache, appends sampled tokens, finishes requests (their blocks freed).
+  std::vector<FinishedRequest> on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled);
+  // The step did not run: releases the slots it reserved.
+  void on_step_failed(const StepPlan& plan);
+
+  const Request* find(RequestId id) const;
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  const SchedulerConfig& config() const { return config_; }
+  // min(max_context, pool capacity): the most tokens one request can reach.
+  int32_t max_tokens_per_request() const { return max_total_tokens_; }
+  KvCacheManager& kv_cache() { return kv_; }
+  const KvCacheManager& kv_cache() const { return kv_; }
+
+  Status check_invariants() const;
+
+ private:
+  struct Entry {
+    RequestId id;
+    int32_t num_new_tokens;
+    bool is_decode;
+  };
+  struct StepState {
+    std::vector<Entry> entries;
+    std::vector<std::pair<RequestId, BlockCopy>> copies;
+    int32_t budget = 0;
+    StepPlan* plan = nullptr;
+  };
+
+  Request& at(RequestId id);
+  std::vector<TokenId> tokens_to_compute(const Request& r, int32_t n) const;
+  void schedule_running(StepState& step, bool decodes);
+  void schedule_waiting(StepState& step);
+  void preempt(RequestId victim, StepState& step);
+  RequestId lowest_ranked_running() const;
+  void sort_by_rank(std::vector<RequestId>& ids) const;
+  void remove_from(std::vector<RequestId>& list, RequestId id);
+  int32_t chunk_limit(int32_t budget) const;
+
+  SchedulerConfig config_;
+  KvCacheManager kv_;
+  int32_t max_total_tokens_;
+  int32_t watermark_blocks_;
+  std::unordered_map<RequestId, Request> requests_;  // waiting, preempted and running
+  std::vector<RequestId> running_;                   // holds blocks
+  std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)
+  uint64_t next_arrival_ = 0;
+  int64_t next_step_ = 0;
+  bool in_flight_ = false;  // between schedule() of a non-empty plan and on_step_done()
+};
+
+}  // namespace gb

@@ -1,0 +1,80 @@
+// StepPlan: what one engine step runs, decided by Scheduler::schedule() and read
+// by the engine loop (runtime/). to_batch_layout() flattens it for the backend.
+//
+// Per scheduled request: new tokens at positions start_pos ... start_pos +
+// num_new_tokens - 1, its whole block table, and whether the forward pass must
+// return logits (only when the step reaches the request's last known token; a
+// prefill chunk with prompt tokens left needs none).
+//
+// Logit rows: the backend writes one row per request with needs_logits, in the
+// order of `requests` (BatchLayout::logit_token_indices keeps that order).
+//
+// block_copies must be executed (Backend::copy_blocks) before the forward pass,
+// in list order: a block freed by a preemption can be a source early in the list
+// and a destination later.
+//
+// Plain value; built and read on the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "backend/batch_layout.h"
+#include "core/ids.h"
+
+namespace gb {
+
+struct ScheduledRequest {
+  RequestId id;
+  int32_t start_pos = 0;           // == num_tokens_computed before the step
+  int32_t num_new_tokens = 0;
+  std::vector<TokenId> token_ids;  // (num_new_tokens)
+  std::vector<int32_t> block_ids;  // (ceil((start_pos + num_new_tokens) / block_size))
+  bool needs_logits = false;
+  bool is_decode = false;          // one token after a computed prompt (else prefill/recompute)
+};
+
+// Per-step statistics. The scheduler fills counts; the engine fills the timings.
+struct StepStats {
+  int64_t step = 0;
+  int32_t num_seqs = 0;
+  int32_t num_prefill_tokens = 0;  // includes recompute after preemption
+  int32_t num_decode_tokens = 0;
+  int32_t num_running = 0;         // after scheduling
+  int32_t num_waiting = 0;         // waiting + preempted
+  int32_t num_blocks_owned = 0;
+  int32_t num_blocks_free = 0;
+  int32_t num_blocks_cached = 0;
+  int32_t num_prefix_hit_tokens = 0;  // tokens taken from the prefix cache at admission
+  int32_t num_preemptions = 0;
+  double schedule_ms = 0;  // engine
+  double forward_ms = 0;   // engine
+  double sample_ms = 0;    // engine
+};
+
+struct StepPlan {
+  std::vector<ScheduledRequest> requests;
+  std::vector<std::pair<int32_t, int32_t>> block_copies;  // (src, dst), run first, in order
+  std::vector<RequestId> preempted;                       // lost their blocks this step
+  int32_t block_size = 16;
+  StepStats stats;
+
+  bool empty() const { return requests.empty(); }
+  int32_t num_tokens() const {
+    int32_t n = 0;
+    for (const ScheduledRequest& r : requests) n += r.num_new_tokens;
+    return n;
+  }
+  int32_t num_logits() const {
+    int32_t n = 0;
+    for (const ScheduledRequest& r : requests) n += r.needs_logits ? 1 : 0;
+    return n;
+  }
+};
+
+// The backend's view of the plan: every request's new tokens, positions and
+// block table as flat arrays, logits only where needs_logits.
+BatchLayout to_batch_layout(const StepPlan& plan);
+
+}  // namespace gb
