@@ -1,0 +1,83 @@
+// Runs `glassbox-cli info` (and synth) as a subprocess on good and corrupt files
+// and checks the exit status and the message. The CLI's path comes from CMake
+// ($<TARGET_FILE:glassbox-cli>) as GLASSBOX_CLI_PATH.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "gb_test.h"
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult run_cli(const std::string& args) {
+  RunResult r;
+  const std::string command = std::string("'") + GLASSBOX_CLI_PATH + "' " + args + " 2>&1";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+  const std::string path = gbtest::temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+void expect_failure(const std::string& args, const std::string& file, const std::string& problem) {
+  const RunResult r = run_cli(args);
+  QVERIFY2(r.exit_code != 0, ("exit code 0 for: " + args).c_str());
+  QVERIFY2(r.output.find("glassbox-cli: error: " + file) != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find(problem) != std::string::npos, r.output.c_str());
+}
+
+}  // namespace
+
+GB_TEST(info_on_unknown_gguf_version_fails_with_message) {
+  // "GGUF", version 9, zero tensors, zero metadata.
+  const std::string path = write_file("v9.gguf", std::string("GGUF\x09\0\0\0", 8) + std::string(16, '\0'));
+  expect_failure("info '" + path + "'", path, "unsupported GGUF version 9");
+}
+
+GB_TEST(info_on_truncated_gguf_fails_with_message) {
+  const std::string path = write_file("short.gguf", std::string("GGUF\x03\0\0\0\x01\0", 10));
+  expect_failure("info '" + path + "'", path, "truncated file");
+}
+
+GB_TEST(info_on_missing_file_fails_with_message) {
+  const std::string path = gbtest::temp_dir() + "/nothing-here.gguf";
+  expect_failure("info '" + path + "'", path, "file not found");
+}
+
+GB_TEST(info_on_stories260k_reports_shape_and_kv_bytes) {
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K.bin");
+  const RunResult r = run_cli("info --json '" + path + "'");
+  QCOMPARE(r.exit_code, 0);
+  QVERIFY2(r.output.find("\"num_parameters\": 260032") != std::string::npos, r.output.c_str());
+  // 2 (K and V) x 5 layers x 4 kv heads x 8 head dims x 4 bytes.
+  QVERIFY2(r.output.find("\"kv_bytes_per_token_f32\": 1280") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("\"kv_bytes_per_token_f16\": 640") != std::string::npos, r.output.c_str());
+}
+
+GB_TEST(synth_then_info_round_trips) {
+  const std::string path = gbtest::temp_dir() + "/synth.gguf";
+  const RunResult w = run_cli("synth --shape stories260K --dtype f16 --seed 5 --out '" + path + "'");
+  QVERIFY2(w.exit_code == 0, w.output.c_str());
+  const RunResult r = run_cli("info '" + path + "'");
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  QVERIFY2(r.output.find("synthetic-stories260K") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("F16 x 36") != std::string::npos, r.output.c_str());  // 1 embedding + 5 x 7 matrices
+  const RunResult bad = run_cli("synth --shape nope --out '" + path + "'");
+  QVERIFY(bad.exit_code != 0);
+  QVERIFY2(bad.output.find("unknown shape 'nope'") != std::string::npos, bad.output.c_str());
+}
