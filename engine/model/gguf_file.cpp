@@ -175,13 +175,15 @@ class GgufParser {
     uint64_t num_elements = 1;
     for (auto& d : t.dims) {
       GB_TRY(cur_.read(d, "tensor dimension"));
-      // Any dimension above the file size is absurd; checking it keeps the
-      // product below 2^64 / 8 for four dims of a < 2^60-byte file.
-      if (d == 0 || d > cur_.size_bytes() * 8)
-        return fail("tensor " + t.name + " has an absurd dimension " + std::to_string(d));
+      // No tensor type packs more than 8 elements per byte, so a tensor with
+      // more elements than 8 x the file size cannot be stored in it. The
+      // division keeps the running product from overflowing.
+      const uint64_t max_elements = cur_.size_bytes() * 8;
+      if (d == 0) return fail("tensor " + t.name + " has an absurd dimension 0");
+      if (d > max_elements / num_elements)
+        return fail("tensor " + t.name + " has an absurd dimension " + std::to_string(d) +
+                    " (more elements than the file could hold)");
       num_elements *= d;
-      if (num_elements > cur_.size_bytes() * 8)
-        return fail("tensor " + t.name + " has more elements than the file could hold");
     }
     GB_TRY(cur_.read(t.ggml_type, "tensor type"));
     GB_TRY(cur_.read(t.offset, "tensor offset"));

@@ -221,3 +221,15 @@ GB_TEST(unsupported_llama2c_version) {
   gbtest::poke<uint32_t>(bytes, 4, 2);  // int8 export
   expect_load_error(gbtest::write_bytes("v2.bin", bytes), "unsupported llama2.c checkpoint version 2");
 }
+
+GB_TEST(absurd_tensor_dimension) {
+  auto bytes = gbtest::read_bytes(gbtest::write_tiny_gguf("dim-src.gguf"));
+  // token_embd.weight's ne[1] (vocab rows) follows its name and n_dims.
+  const size_t ne1 = gbtest::find_bytes(bytes, "token_embd.weight") + 17 + 4 + 8;
+  auto huge = bytes;
+  gbtest::poke<uint64_t>(huge, ne1, uint64_t{1} << 40);
+  expect_load_error(gbtest::write_bytes("huge-dim.gguf", huge),
+                    "tensor token_embd.weight has an absurd dimension 1099511627776");
+  gbtest::poke<uint64_t>(bytes, ne1, 0);
+  expect_load_error(gbtest::write_bytes("zero-dim.gguf", bytes), "tensor token_embd.weight has an absurd dimension 0");
+}
