@@ -52,7 +52,7 @@ int run_generate(const GenerateArgs& a) {
   if (!stats) return fail(stats.error().message);
   if (a.json) {
     print_json({{"done", true},
-                {"reason", std::string(finish_reason_name(stats->reason))},
+                {"reason", finish_reason_name(stats->reason)},
                 {"num_prompt_tokens", stats->num_prompt_tokens},
                 {"num_generated", stats->num_generated},
                 {"ttft_ms", stats->ttft_ms},
@@ -63,7 +63,7 @@ int run_generate(const GenerateArgs& a) {
     std::fwrite(stats->trailing_text.data(), 1, stats->trailing_text.size(), stdout);
     std::fputc('\n', stdout);
     std::fprintf(stderr, "\n[%d tokens, ttft %.1f ms, %.1f tok/s, %s]\n", stats->num_generated, stats->ttft_ms,
-                 stats->tokens_per_s, std::string(finish_reason_name(stats->reason)).c_str());
+                 stats->tokens_per_s, finish_reason_name(stats->reason));
   }
   return 0;
 }

@@ -41,16 +41,6 @@ TokenId sample_temperature(std::span<const float> logits, float temperature, dou
 }
 }  // namespace
 
-std::string_view finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Length: return "length";
-    case FinishReason::Eos: return "eos";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Context: return "context";
-  }
-  return "?";
-}
-
 std::vector<Candidate> top_candidates(std::span<const float> logits, int32_t n) {
   const size_t k = std::min(logits.size(), static_cast<size_t>(std::max(n, 0)));
   std::vector<TokenId> ids(logits.size());
@@ -122,7 +112,7 @@ Result<GenerateStats> Generator::generate(std::span<const TokenId> prompt_ids, c
 
     const bool is_end = options.stop_on_eos && (tok.id == tokenizer_->eos_id() || tok.id == tokenizer_->bos_id());
     if (is_end) {
-      stats.reason = FinishReason::Eos;
+      stats.reason = FinishReason::Stop;
       break;
     }
     tok.text = decoder.push(tok.id);
@@ -138,7 +128,7 @@ Result<GenerateStats> Generator::generate(std::span<const TokenId> prompt_ids, c
     }
     if (n + 1 == options.max_tokens) break;
     if (pos >= context_length_) {
-      stats.reason = FinishReason::Context;
+      stats.reason = FinishReason::Length;
       break;
     }
     t_step = Clock::now();

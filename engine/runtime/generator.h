@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "core/ids.h"
 #include "core/result.h"
+#include "kv/request.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,11 +49,9 @@ struct GenerateOptions {
   bool stop_on_eos = true;    // stop when the model emits EOS (or BOS, as llama2.c does)
 };
 
-enum class FinishReason { Length, Eos, Cancelled, Context };
-std::string_view finish_reason_name(FinishReason r);
 
 struct GenerateStats {
-  FinishReason reason = FinishReason::Length;
+  FinishReason reason = FinishReason::MaxTokens;
   int32_t num_prompt_tokens = 0;
   int32_t num_generated = 0;
   double ttft_ms = 0.0;        // start to first token (prefill + first sample)

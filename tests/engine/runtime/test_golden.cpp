@@ -87,7 +87,7 @@ void check_golden_case(const std::string& golden_rel, const std::string& model_r
              describe("token " + std::to_string(i) + " is " + std::to_string(generated[i]) + ", expected " +
                           std::to_string(expected[i]), model_rel, golden_rel).c_str());
   QCOMPARE(generated.size(), expected.size());
-  QCOMPARE(stats->reason == gb::FinishReason::Eos, g["stopped_on_bos"].get<bool>());
+  QCOMPARE(stats->reason == gb::FinishReason::Stop, g["stopped_on_bos"].get<bool>());
 
   if (!check_logits) return;
   for (const json& pos : g["topk_first_generated_positions"]) {

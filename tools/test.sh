@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite (command 2 of the README).
+# Installs missing Debian packages first. Test data comes from ../shared next to
+# the checkout, or from $GLASSBOX_SHARED_DIR.
+#   tools/test.sh                 # full build: UI, CUDA if nvcc is found
+#   tools/test.sh -L cpu          # extra arguments go to ctest
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+"$root/tools/install-deps.sh"
+
+build="${GLASSBOX_BUILD_DIR:-$root/build/test}"
+shared="${GLASSBOX_SHARED_DIR:-$root/../shared}"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
+cmake --build "$build" -j "$(nproc)"
+# One test at a time: CPU tests use every core, and timing-sensitive UI tests
+# must not compete with them.
+ctest --test-dir "$build" --output-on-failure --no-tests=error "$@"
