@@ -208,7 +208,9 @@ StepPlan Scheduler::schedule() {
   step.plan = &plan;
   schedule_running(step, /*decodes=*/true);
   schedule_running(step, /*decodes=*/false);
-  schedule_waiting(step);
+  // Blocks just ran out: admitting now would only take blocks the running
+  // requests need next step (and could re-admit the request just preempted).
+  if (plan.stats.num_preemptions == 0) schedule_waiting(step);
 
   for (const Entry& e : step.entries) {
     const Request& r = requests_.at(e.id);
@@ -259,6 +261,11 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     requests_.erase(s.id);
   }
   GB_CHECK_MSG(next_sample == sampled.size(), "on_step_done: more samples than requests needing logits");
+#if GB_EXPENSIVE_CHECKS_ENABLED
+  // Debug builds sweep every invariant after every step (O(blocks + requests)).
+  const Status ok = check_invariants();
+  GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
+#endif
   return finished;
 }
 

@@ -13,7 +13,8 @@
 //      prefix-cache hit first, then a first chunk. Admission stops at the first
 //      request that does not fit (no overtaking, so big requests do not starve):
 //      it waits while the free blocks would drop below the watermark
-//      (admission_watermark x num_blocks), unless nothing is running.
+//      (admission_watermark x num_blocks), unless nothing is running. No
+//      admission in a step that had to preempt.
 //   If a running request needs a block and none is left, the lowest-ranked
 //   running request (batch before interactive, latest arrival first) is
 //   preempted: its blocks are freed, it goes back to waiting and later

@@ -149,7 +149,14 @@ GB_TEST(out_of_blocks_is_a_nullopt_that_changes_nothing) {
 GB_TEST(fork_shares_full_blocks_and_copies_the_partial_one) {
   KvCacheManager kv(8, 4);
   run_prompt(kv, RequestId{1}, iota_tokens(6, 10));  // blocks 0 (full), 1 (2 tokens)
+  (void)kv.drain_events();
   auto copies = kv.fork(RequestId{1}, RequestId{2}, 6);
+  const auto events = kv.drain_events();  // shared 0, allocated 2, copied 1 -> 2
+  QCOMPARE(events.size(), size_t{3});
+  QVERIFY(events[0].kind == gb::KvEventKind::Shared && events[0].block == BlockId{0} && events[0].ref_count == 2);
+  QVERIFY(events[1].kind == gb::KvEventKind::Allocated && events[1].block == BlockId{2});
+  QVERIFY(events[2].kind == gb::KvEventKind::Copied && events[2].block == BlockId{2} &&
+          events[2].other_block == BlockId{1} && events[2].request == RequestId{2});
   QVERIFY(copies.has_value());
   QCOMPARE(copies->size(), size_t{1});
   QVERIFY(((*copies)[0] == gb::BlockCopy{BlockId{1}, BlockId{2}}));
