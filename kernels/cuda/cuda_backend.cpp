@@ -224,6 +224,10 @@ class CudaBackendImpl final : public CudaBackend {
   Status run_step(const BatchLayout& batch) {
     GB_TRY(require_pool());
     GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    // Normally a no-op (every step ends drained); after a step that failed
+    // midway it keeps the pinned staging buffer from being rewritten under an
+    // in-flight copy.
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
     const int32_t n = batch.num_tokens();
     if (n == 0) return {};
     GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size, stream_));
