@@ -236,7 +236,7 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
-std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled) {
+std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::span<const StepToken> sampled) {
   in_flight_ = false;
   std::vector<FinishedRequest> finished;
   size_t next_sample = 0;
@@ -247,8 +247,8 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     kv_.mark_computed(s.id, r.num_tokens_computed);
     if (!s.needs_logits) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
-                 "on_step_done: one SampledToken per needs_logits request, in plan order");
-    const SampledToken& t = sampled[next_sample++];
+                 "on_step_done: one StepToken per needs_logits request, in plan order");
+    const StepToken& t = sampled[next_sample++];
     r.output_ids.push_back(t.token);
     FinishReason reason = FinishReason::None;
     if (t.stop) reason = FinishReason::Stop;

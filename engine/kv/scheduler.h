@@ -31,7 +31,7 @@
 //   GB_TRY(backend.copy_blocks(plan.block_copies));
 //   BatchLayout layout = to_batch_layout(plan);
 //   GB_TRY(backend.forward(layout, logits));            // (plan.num_logits(), vocab)
-//   std::vector<SampledToken> sampled;                   // one per needs_logits, plan order
+//   std::vector<StepToken> sampled;                   // one per needs_logits, plan order
 //   for (row = 0; const ScheduledRequest& r : plan.requests)
 //     if (r.needs_logits) sampled.push_back({r.id, sample(logits row row++), is_stop});
 //   for (const FinishedRequest& f : scheduler.on_step_done(plan, sampled)) report(f);
@@ -67,7 +67,7 @@ struct SchedulerConfig {
   float admission_watermark = 0.01f;  // fraction of blocks admission keeps free
 };
 
-struct SampledToken {
+struct StepToken {
   RequestId id;
   TokenId token = 0;
   bool stop = false;  // the engine decided this token ends the request (EOS, stop string)
@@ -92,7 +92,7 @@ class Scheduler {
   StepPlan schedule();
   // Records the step: advances num_tokens_computed, commits full blocks to the
   // prefix cache, appends sampled tokens, finishes requests (their blocks freed).
-  std::vector<FinishedRequest> on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled);
+  std::vector<FinishedRequest> on_step_done(const StepPlan& plan, std::span<const StepToken> sampled);
   // The step did not run: releases the slots it reserved.
   void on_step_failed(const StepPlan& plan);
 

@@ -68,7 +68,7 @@ class Driver {
     model.copy_blocks(plan.block_copies);
     const std::vector<TokenId> tokens = model.forward(layout);
     if (!model.error().empty()) fail(model.error());
-    std::vector<gb::SampledToken> sampled;
+    std::vector<gb::StepToken> sampled;
     size_t row = 0;
     for (const gb::ScheduledRequest& r : plan.requests)
       if (r.needs_logits) sampled.push_back({r.id, tokens[row], is_stop(tokens[row])}), ++row;
