@@ -41,7 +41,7 @@ int run_generate(const GenerateArgs& a) {
   auto stats = generator.generate(prompt_ids, a.gen, [&](const GeneratedToken& t) {
     if (a.json) {
       nlohmann::json top = nlohmann::json::array();
-      for (const Candidate& c : t.top) top.push_back({{"id", c.id}, {"logit", c.logit}, {"logprob", c.logprob}});
+      for (const LogitCandidate& c : t.top) top.push_back({{"id", c.id}, {"logit", c.logit}, {"logprob", c.logprob}});
       print_json({{"id", t.id}, {"text", t.text}, {"logprob", t.logprob}, {"position", t.position}, {"top", top}});
     } else {
       std::fwrite(t.text.data(), 1, t.text.size(), stdout);

@@ -41,7 +41,7 @@ TokenId sample_temperature(std::span<const float> logits, float temperature, dou
 }
 }  // namespace
 
-std::vector<Candidate> top_candidates(std::span<const float> logits, int32_t n) {
+std::vector<LogitCandidate> top_candidates(std::span<const float> logits, int32_t n) {
   const size_t k = std::min(logits.size(), static_cast<size_t>(std::max(n, 0)));
   std::vector<TokenId> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
@@ -51,7 +51,7 @@ std::vector<Candidate> top_candidates(std::span<const float> logits, int32_t n) 
   };
   std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), by_logit);
   const float lse = log_sum_exp(logits);
-  std::vector<Candidate> top(k);
+  std::vector<LogitCandidate> top(k);
   for (size_t i = 0; i < k; ++i) {
     const float l = logits[static_cast<size_t>(ids[i])];
     top[i] = {ids[i], l, l - lse};

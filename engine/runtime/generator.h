@@ -24,7 +24,7 @@
 
 namespace gb {
 
-struct Candidate {
+struct LogitCandidate {
   TokenId id = 0;
   float logit = 0.0f;
   float logprob = 0.0f;  // log softmax of the raw logits
@@ -36,7 +36,7 @@ struct GeneratedToken {
   int32_t position = 0;          // position whose logits chose this token
   float logprob = 0.0f;          // log probability of `id` under the raw logits
   std::string text;              // complete UTF-8 text this token made available
-  std::vector<Candidate> top;    // top-N by logit, descending
+  std::vector<LogitCandidate> top;    // top-N by logit, descending
   double step_ms = 0.0;          // forward + sampling time that produced this token
 };
 
@@ -80,6 +80,6 @@ class Generator {
 
 // Top-n candidates of one logits row (partial selection, no full sort) with
 // log-softmax values.                                    logits: (vocab_size)
-std::vector<Candidate> top_candidates(std::span<const float> logits, int32_t n);
+std::vector<LogitCandidate> top_candidates(std::span<const float> logits, int32_t n);
 
 }  // namespace gb

@@ -74,7 +74,7 @@ void check_golden_case(const std::string& golden_rel, const std::string& model_r
   options.max_tokens = steps - static_cast<int>(prompt_ids.size()) + 1;  // run.c counts positions
   options.top_n = 10;
   std::vector<gb::TokenId> generated;
-  std::vector<std::vector<gb::Candidate>> tops;
+  std::vector<std::vector<gb::LogitCandidate>> tops;
   auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
     generated.push_back(t.id);
     tops.push_back(t.top);
@@ -164,7 +164,7 @@ GB_TEST(tiny_random_llama2_vocab_smoke) {
   options.stop_on_eos = false;
   options.top_n = 10;
   std::vector<gb::TokenId> generated;
-  std::vector<std::vector<gb::Candidate>> tops;
+  std::vector<std::vector<gb::LogitCandidate>> tops;
   auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
     generated.push_back(t.id);
     tops.push_back(t.top);
@@ -187,7 +187,7 @@ GB_TEST(tiny_random_llama2_vocab_smoke) {
     QCOMPARE(tops[gi][0].id, ref[0][0].get<gb::TokenId>());
     for (size_t k = 0; k < ref.size(); ++k) {
       const auto it = std::find_if(tops[gi].begin(), tops[gi].end(),
-                                   [&](const gb::Candidate& c) { return c.id == ref[k][0].get<gb::TokenId>(); });
+                                   [&](const gb::LogitCandidate& c) { return c.id == ref[k][0].get<gb::TokenId>(); });
       if (it == tops[gi].end()) continue;  // near-ties may reorder ranks 9/10
       QVERIFY2(std::abs(it->logit - ref[k][1].get<double>()) <= 5e-4, "tiny-random top-10 logit off by > 5e-4");
     }
