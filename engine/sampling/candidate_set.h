@@ -28,6 +28,14 @@ struct Candidate {
   float logit;
 };
 
+// The shared ranking as a function object, so std algorithms inline it (a
+// function pointer is not inlined and cost ~40% of a vocab-32000 step).
+struct RanksBefore {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
+};
+
 struct CandidateSet {
   std::vector<Candidate> items;  // (num_alive)
   int32_t vocab_size = 0;
@@ -47,9 +55,7 @@ struct CandidateSet {
   size_t size() const { return items.size(); }
   bool empty() const { return items.empty(); }
 
-  static bool ranks_before(const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  }
+  static bool ranks_before(const Candidate& a, const Candidate& b) { return RanksBefore{}(a, b); }
 
   float max_logit() const {
     float m = -INFINITY;
@@ -57,10 +63,12 @@ struct CandidateSet {
     return m;
   }
 
-  // log(sum exp(logit - shift)) in double; shift is normally max_logit().
+  // log(sum exp(logit - shift)), shift normally max_logit(). Each term is a float
+  // exp (about 1 ulp, and 3x cheaper than double exp on a vocabulary-sized
+  // pass); the sum is accumulated in double.
   double log_sum_exp(float shift) const {
     double z = 0.0;
-    for (const Candidate& c : items) z += std::exp(static_cast<double>(c.logit) - shift);
+    for (const Candidate& c : items) z += std::exp(c.logit - shift);
     return std::log(z);
   }
 
@@ -71,6 +79,26 @@ struct CandidateSet {
     std::erase_if(items, [](const Candidate& c) { return c.logit == -INFINITY; });
     if (items.size() != before) dense = false;
     return before - items.size();
+  }
+
+  // Writes the k best of `items` under RanksBefore into `out`, best first, in one
+  // pass with a k-element heap (its front is the worst kept so far, so most
+  // candidates cost one comparison). Cheaper than nth_element when k << n.
+  static void select_best(std::span<const Candidate> items, size_t k, std::vector<Candidate>& out) {
+    out.clear();
+    if (k == 0) return;
+    out.reserve(k);
+    for (const Candidate& c : items) {
+      if (out.size() < k) {
+        out.push_back(c);
+        std::push_heap(out.begin(), out.end(), RanksBefore{});
+      } else if (RanksBefore{}(c, out.front())) {
+        std::pop_heap(out.begin(), out.end(), RanksBefore{});
+        out.back() = c;
+        std::push_heap(out.begin(), out.end(), RanksBefore{});
+      }
+    }
+    std::sort_heap(out.begin(), out.end(), RanksBefore{});
   }
 
   void sort_by_id() {

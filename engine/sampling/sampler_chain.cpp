@@ -97,6 +97,8 @@ Status SamplerChain::run(std::span<const float> logits, std::span<const TokenId>
   probs_.resize(set_.size());
   double z = 0.0;
   for (size_t i = 0; i < set_.size(); ++i) {
+    // Double exp on purpose: a float exp underflows to 0 below logit - max = -103,
+    // which would silently drop kept tokens from the distribution's support.
     probs_[i] = std::exp(static_cast<double>(set_.items[i].logit) - m);
     z += probs_[i];
   }

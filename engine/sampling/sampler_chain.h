@@ -84,7 +84,7 @@ class SamplerChain {
   CandidateSet set_;            // (num_alive) working candidates
   std::vector<double> probs_;   // (num_alive) final probabilities, aligned with set_.items
   std::vector<int32_t> slot_of_id_;  // (vocab_size) index into record->top or -1; record only
-  std::vector<Candidate> scratch_;   // (num_alive) copy used to select the record's top-N
+  std::vector<Candidate> scratch_;   // (top_n_record) the record's top-N, best first
   float raw_max_ = 0.0f;             // max raw logit (record only)
   double raw_log_z_ = 0.0;           // log sum exp(raw - raw_max_) (record only)
 };

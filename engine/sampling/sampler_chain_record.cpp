@@ -2,8 +2,8 @@
 // top-N candidates' probability after every stage. Kept apart from the sampling
 // path (sampler_chain.cpp) because it is optional and only costs when asked for.
 //
-// Cost: begin_record is O(vocab) (one exp per candidate, one nth_element over a
-// copy, a sort of the N winners); record_stage is O(num_alive) for an active
+// Cost: begin_record is O(vocab) (one exp per candidate, one heap-selection pass
+// for the N winners); record_stage is O(num_alive) for an active
 // stage and O(N) for an inactive one. slot_of_id_ (vocab_size ints) maps a token
 // id to its row in record.top so a stage column is filled in one pass.
 #include <algorithm>
@@ -25,21 +25,17 @@ void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& reco
   raw_max_ = set_.max_logit();
   double z = 0.0, weighted = 0.0;
   for (const Candidate& c : set_.items) {
-    const double shifted = static_cast<double>(c.logit) - raw_max_;
-    const double e = std::exp(shifted);
+    const float shifted = c.logit - raw_max_;
+    const double e = std::exp(shifted);  // float exp: this pass touches the whole vocabulary
     z += e;
     weighted += e * shifted;
   }
   raw_log_z_ = std::log(z);
   record.entropy_before = static_cast<float>(raw_log_z_ - weighted / z);
 
-  // Top-N by raw logit: partial selection, then sort only the N winners.
+  // Top-N by raw logit: one heap pass, best first (no sort of the vocabulary).
   const size_t n = std::min(static_cast<size_t>(settings_.top_n_record), set_.size());
-  scratch_.assign(set_.items.begin(), set_.items.end());
-  if (n < scratch_.size())
-    std::nth_element(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), scratch_.end(),
-                     CandidateSet::ranks_before);
-  std::sort(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), CandidateSet::ranks_before);
+  CandidateSet::select_best(set_.items, n, scratch_);
 
   if (slot_of_id_.size() != logits.size()) slot_of_id_.assign(logits.size(), -1);
   record.top.resize(n);

@@ -15,7 +15,7 @@ void softmax(const CandidateSet& set, std::vector<double>& probs) {
   probs.resize(set.size());
   double z = 0.0;
   for (size_t i = 0; i < set.size(); ++i) {
-    probs[i] = std::exp(static_cast<double>(set.items[i].logit) - m);
+    probs[i] = std::exp(set.items[i].logit - m);
     z += probs[i];
   }
   for (double& p : probs) p /= z;
@@ -67,9 +67,17 @@ void apply_logit_bias(CandidateSet& set, std::span<const std::pair<TokenId, floa
 
 void apply_top_k(CandidateSet& set, int top_k) {
   if (top_k <= 0 || static_cast<size_t>(top_k) >= set.size()) return;
-  auto kth = set.items.begin() + top_k;
-  std::nth_element(set.items.begin(), kth, set.items.end(), CandidateSet::ranks_before);
-  set.items.erase(kth, set.items.end());
+  const size_t k = static_cast<size_t>(top_k);
+  if (k * 16 <= set.size()) {
+    // Small k (the common case, e.g. 40 of 32000): one heap pass.
+    std::vector<Candidate> best;
+    CandidateSet::select_best(set.items, k, best);
+    set.items.swap(best);
+  } else {
+    auto kth = set.items.begin() + top_k;
+    std::nth_element(set.items.begin(), kth, set.items.end(), RanksBefore{});
+    set.items.erase(kth, set.items.end());
+  }
   set.dense = false;
 }
 
@@ -78,7 +86,7 @@ void apply_top_p(CandidateSet& set, float top_p) {
   const float m = set.max_logit();
   const double log_z = set.log_sum_exp(m);
   const size_t keep = shortest_prefix_with_mass(
-      set.items, static_cast<double>(top_p), CandidateSet::ranks_before,
+      set.items, static_cast<double>(top_p), RanksBefore{},
       [&](const Candidate& c) { return std::exp(static_cast<double>(c.logit) - m - log_z); });
   set.items.resize(keep);
   set.dense = false;
@@ -87,11 +95,10 @@ void apply_top_p(CandidateSet& set, float top_p) {
 void apply_min_p(CandidateSet& set, float min_p) {
   if (min_p <= 0.0f || set.size() <= 1) return;
   const float m = set.max_logit();
-  // p_i >= min_p * p_max  <=>  exp(l_i - l_max) >= min_p: no normalizer needed.
+  // p_i >= min_p * p_max  <=>  l_i - l_max >= ln(min_p): no normalizer, no exp.
+  const double log_min_p = std::log(static_cast<double>(min_p));
   const size_t before = set.size();
-  std::erase_if(set.items, [&](const Candidate& c) {
-    return std::exp(static_cast<double>(c.logit) - m) < static_cast<double>(min_p);
-  });
+  std::erase_if(set.items, [&](const Candidate& c) { return static_cast<double>(c.logit) - m < log_min_p; });
   if (set.size() != before) set.dense = false;
 }
 
@@ -108,7 +115,7 @@ void apply_typical_p(CandidateSet& set, float typical_p) {
   double entropy = 0.0;
   for (size_t i = 0; i < set.size(); ++i) {
     const double log_p = static_cast<double>(set.items[i].logit) - m - log_z;
-    scored[i] = {set.items[i], std::exp(log_p), -log_p};  // deviation field holds -log p for now
+    scored[i] = {set.items[i], std::exp(static_cast<float>(log_p)), -log_p};  // deviation field holds -log p for now
     entropy -= scored[i].p * log_p;
   }
   for (Scored& s : scored) s.deviation = std::fabs(s.deviation - entropy);
@@ -150,7 +157,7 @@ void apply_xtc(CandidateSet& set, const XtcSettings& xtc, bool fire) {
 void apply_temperature(CandidateSet& set, float temperature) {
   if (temperature == 1.0f || set.empty()) return;
   if (temperature == 0.0f) {
-    auto best = std::min_element(set.items.begin(), set.items.end(), CandidateSet::ranks_before);
+    auto best = std::min_element(set.items.begin(), set.items.end(), RanksBefore{});
     const Candidate keep = *best;
     set.items.assign(1, keep);
     set.dense = false;

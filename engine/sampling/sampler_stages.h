@@ -9,8 +9,8 @@
 //              (logit descending, ties -> lower id first). k = 0 or k >= n: no-op.
 //   top_p:     the shortest prefix of that ranking whose cumulative probability
 //              is >= top_p (the token that crosses top_p is kept). top_p = 1: no-op.
-//   min_p:     every token with p >= min_p * p_max, i.e. exp(logit - max) >= min_p
-//              in double. Ties are all kept. min_p = 0: no-op.
+//   min_p:     every token with p >= min_p * p_max, evaluated as
+//              logit - max >= ln(min_p) in double. Ties are all kept. min_p = 0: no-op.
 //   typical_p: Meister et al., "Locally Typical Sampling" (TACL 2023): rank tokens
 //              by |-log p - H| ascending (H = entropy; ties -> lower id first) and
 //              keep the shortest prefix with cumulative probability >= typical_p.
