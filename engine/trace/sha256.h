@@ -1,0 +1,50 @@
+// Sha256: the SHA-256 hash of FIPS 180-4 (section 6.2), written from the standard
+// for the trace header's model fingerprint (the machine has no libssl). Streaming:
+// update() any number of times, then finish() once.
+//
+// Invariants: buffer_ holds fewer than 64 bytes between calls; num_bytes_ counts
+// every byte passed to update(). A finished hasher must be reset() before reuse.
+// Threads: a value type; one instance per thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace gb {
+
+class Sha256 {
+ public:
+  using Digest = std::array<uint8_t, 32>;
+
+  Sha256() { reset(); }
+  void reset();
+  void update(std::span<const std::byte> bytes);
+  void update(std::string_view text) { update(std::as_bytes(std::span(text.data(), text.size()))); }
+  Digest finish();
+
+  // Lowercase hex, 64 characters.
+  static std::string hex(const Digest& digest);
+
+ private:
+  void compress(const uint8_t* block);  // one 64-byte block into state_
+
+  std::array<uint32_t, 8> state_{};  // H0..H7
+  std::array<uint8_t, 64> buffer_{}; // (num_buffered_) bytes of a partial block
+  size_t num_buffered_ = 0;
+  uint64_t num_bytes_ = 0;
+  bool finished_ = false;
+};
+
+// SHA-256 of a string, lowercase hex.
+std::string sha256_hex(std::string_view text);
+
+// SHA-256 of a whole file, read in 1 MiB pieces; errors name the file.
+Result<std::string> sha256_file_hex(const std::string& path);
+
+}  // namespace gb

@@ -1,0 +1,148 @@
+// TraceEvent: one immutable fact about what the engine did, in the order it
+// happened. The engine thread appends events to one stream; the UI, the CLI, the
+// exporters and the benchmarks only read them. Every number the UI shows comes
+// from these events, so a recorded trace replays to the same screens.
+//
+// Schema version kTraceSchemaVersion; the JSON form of every event is documented
+// in docs/trace-format.md (bump the version when a field changes meaning).
+//
+// Common fields: `seq` (0, 1, 2 ... in stream order) and `t_us` (microseconds since
+// the engine started). Request-scoped events carry the request id.
+// Threads: plain values, safe to copy to any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/ids.h"
+#include "kv/kv_event.h"
+#include "sampling/token_record.h"
+
+namespace gb {
+
+inline constexpr int kTraceSchemaVersion = 1;
+
+// A request entered the queue.
+struct RequestSubmittedEvent {
+  RequestId request;
+  std::vector<TokenId> prompt_ids;
+  int32_t max_tokens = 0;
+  std::string priority;           // "interactive" | "batch"
+  std::string sampler_settings;   // JSON text of the request's SamplerSettings
+  std::optional<RequestId> parent;  // set for a fork (branch)
+  int32_t fork_position = 0;        // tokens shared with the parent
+};
+
+// The scheduler gave the request KV blocks for the first time (or again after a
+// preemption).
+struct RequestAdmittedEvent {
+  RequestId request;
+  int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache
+  double queue_ms = 0.0;          // submitted -> admitted
+};
+
+// Some of a request's tokens ran through the model without producing a token
+// (prompt prefill, recompute after preemption).
+struct PrefillChunkEvent {
+  RequestId request;
+  int64_t step = 0;
+  int32_t start_position = 0;
+  int32_t num_tokens = 0;
+};
+
+// Where a generated token came from (speculative decoding marks its own).
+enum class TokenOrigin : uint8_t { Plain, Accepted, Resampled, Bonus, Forced };
+const char* token_origin_name(TokenOrigin origin);
+
+struct TokenSampledEvent {
+  RequestId request;
+  int64_t step = 0;
+  int32_t position = 0;      // position of the token in the request (prompt included)
+  int32_t index = 0;         // 0 for the first generated token
+  TokenId token = 0;
+  std::string text;          // complete UTF-8 text this token made available (may be empty)
+  TokenOrigin origin = TokenOrigin::Plain;
+  TokenRecord record;        // candidates, stage probabilities, draw, timings
+};
+
+struct RequestPreemptedEvent {
+  RequestId request;
+  int64_t step = 0;
+};
+
+struct RequestFinishedEvent {
+  RequestId request;
+  std::string reason;  // "stop" | "max_tokens" | "length" | "cancelled" | "error"
+  int32_t num_prompt_tokens = 0;
+  int32_t num_generated = 0;
+  int32_t num_cached_tokens = 0;
+  double ttft_ms = 0.0;   // submitted -> first token
+  double tpot_ms = 0.0;   // mean time per output token after the first
+  double e2e_ms = 0.0;    // submitted -> finished
+  std::string text;       // the whole generated text
+};
+
+// One engine step: a forward pass over the scheduled tokens.
+struct StepEvent {
+  int64_t step = 0;
+  double start_ms = 0.0;     // since engine start
+  double schedule_ms = 0.0;
+  double forward_ms = 0.0;
+  double sample_ms = 0.0;
+  int32_t num_seqs = 0;
+  int32_t num_prefill_tokens = 0;
+  int32_t num_decode_tokens = 0;
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t num_blocks_owned = 0;
+  int32_t num_blocks_free = 0;
+  int32_t num_blocks_cached = 0;
+  int32_t num_blocks_total = 0;
+  int32_t num_prefix_hit_tokens = 0;
+  int32_t num_preemptions = 0;
+};
+
+// A change in the KV block pool (see kv/kv_event.h).
+struct KvTraceEvent {
+  int64_t step = 0;
+  KvEvent kv;
+};
+
+// One speculative verification (see the speculative decoding docs).
+struct SpeculativeEvent {
+  RequestId request;
+  int64_t step = 0;
+  std::string drafter;                 // "draft", "ngram", "self"
+  std::vector<TokenId> drafted;        // K proposed tokens
+  std::vector<float> q;                // drafter probability of each drafted token
+  std::vector<float> p;                // target probability of each drafted token
+  int32_t num_accepted = 0;
+  std::optional<TokenId> rejected;     // the first rejected drafted token
+  TokenId next = 0;                    // the resampled or bonus token
+  bool bonus = false;
+  double draft_ms = 0.0;
+  double verify_ms = 0.0;
+};
+
+struct ErrorEvent {
+  std::optional<RequestId> request;  // empty for engine-wide errors
+  std::string message;
+};
+
+using TraceEventBody = std::variant<RequestSubmittedEvent, RequestAdmittedEvent, PrefillChunkEvent, TokenSampledEvent,
+                                    RequestPreemptedEvent, RequestFinishedEvent, StepEvent, KvTraceEvent,
+                                    SpeculativeEvent, ErrorEvent>;
+
+struct TraceEvent {
+  uint64_t seq = 0;
+  int64_t t_us = 0;
+  TraceEventBody body;
+};
+
+// The event type's name as used in the JSON form ("request_submitted", ...).
+const char* trace_event_type(const TraceEventBody& body);
+
+}  // namespace gb
