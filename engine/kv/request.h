@@ -51,6 +51,9 @@ struct RequestSpec {
   Priority priority = Priority::Interactive;
   IsolationKey isolation;
   bool use_prefix_cache = true;
+  // Keep the KV blocks after the request finishes, so it can be forked later
+  // (branching a conversation); Scheduler::release() frees them.
+  bool retain_kv = false;
 };
 
 struct Request {
@@ -64,6 +67,7 @@ struct Request {
   RequestState state = RequestState::Waiting;
   IsolationKey isolation;
   bool use_prefix_cache = true;
+  bool retain_kv = false;
   int32_t num_prefix_hit_tokens = 0;  // summed over admissions
   int32_t num_preemptions = 0;
 

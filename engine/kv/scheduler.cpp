@@ -76,6 +76,7 @@ Status Scheduler::submit(RequestSpec spec) {
   r.arrival = next_arrival_++;
   r.isolation = std::move(spec.isolation);
   r.use_prefix_cache = spec.use_prefix_cache;
+  r.retain_kv = spec.retain_kv;
   waiting_.push_back(r.id);
   requests_.emplace(r.id, std::move(r));
   return {};
@@ -89,6 +90,57 @@ bool Scheduler::cancel(RequestId id) {
   remove_from(running_, id);
   remove_from(waiting_, id);
   requests_.erase(it);
+  return true;
+}
+
+Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_tokens,
+                       std::vector<TokenId> initial_output) {
+  GB_CHECK_MSG(!in_flight_, "Scheduler::fork between schedule() and on_step_done()");
+  GB_CHECK_MSG(!requests_.contains(child.id) && !retained_.contains(child.id), "Scheduler::fork: child id in use");
+  const std::string name = "fork of request " + std::to_string(parent.value);
+  int32_t computed = 0;
+  if (auto it = retained_.find(parent); it != retained_.end()) {
+    computed = it->second;
+  } else if (auto rt = requests_.find(parent); rt != requests_.end() && rt->second.state == RequestState::Running) {
+    computed = rt->second.num_tokens_computed;
+  } else {
+    return make_error(name + ": the parent holds no KV blocks (finished without retain_kv, waiting, or unknown)");
+  }
+  const auto num_prompt = static_cast<int32_t>(child.prompt_ids.size());
+  const auto num_total = num_prompt + static_cast<int32_t>(initial_output.size());
+  if (num_shared_tokens < 1 || num_shared_tokens > computed || num_shared_tokens > num_prompt)
+    return make_error(name + ": cannot share " + std::to_string(num_shared_tokens) + " tokens; the parent has computed " +
+                      std::to_string(computed));
+  if (num_total <= num_shared_tokens) return make_error(name + ": the child needs at least one token after the shared ones");
+  if (num_total >= max_total_tokens_) return make_error(name + ": the branch is longer than the context");
+  if (static_cast<int32_t>(initial_output.size()) >= child.max_tokens)
+    return make_error(name + ": max_tokens leaves no room to generate after the forced tokens");
+  auto copies = kv_.fork(parent, child.id, num_shared_tokens);
+  if (!copies) return make_error(name + ": no free KV block for the copy-on-write of the last block");
+  pending_copies_.insert(pending_copies_.end(), copies->begin(), copies->end());
+  Request r;
+  r.id = child.id;
+  r.prompt_ids = std::move(child.prompt_ids);
+  r.output_ids = std::move(initial_output);
+  r.max_tokens = child.max_tokens;
+  r.priority = child.priority;
+  r.arrival = next_arrival_++;
+  r.isolation = std::move(child.isolation);
+  r.use_prefix_cache = child.use_prefix_cache;
+  r.retain_kv = child.retain_kv;
+  r.num_tokens_computed = num_shared_tokens;
+  r.state = RequestState::Running;
+  running_.push_back(r.id);
+  requests_.emplace(r.id, std::move(r));
+  return {};
+}
+
+bool Scheduler::release(RequestId id) {
+  GB_CHECK_MSG(!in_flight_, "Scheduler::release between schedule() and on_step_done()");
+  auto it = retained_.find(id);
+  if (it == retained_.end()) return false;
+  kv_.free_request(id);
+  retained_.erase(it);
   return true;
 }
 
@@ -225,6 +277,10 @@ StepPlan Scheduler::schedule() {
     (e.is_decode ? plan.stats.num_decode_tokens : plan.stats.num_prefill_tokens) += e.num_new_tokens;
     plan.requests.push_back(std::move(s));
   }
+  // Fork copies first: their sources are shared, full or partial blocks that
+  // nothing in this step writes before the copy.
+  for (const BlockCopy& c : pending_copies_) plan.block_copies.emplace_back(c.src.value, c.dst.value);
+  pending_copies_.clear();
   for (const auto& [id, c] : step.copies) plan.block_copies.emplace_back(c.src.value, c.dst.value);
   plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
   plan.stats.num_running = num_running();
@@ -255,7 +311,8 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     else if (r.num_tokens_output() >= r.max_tokens) reason = FinishReason::MaxTokens;
     else if (r.num_tokens_total() >= max_total_tokens_) reason = FinishReason::Length;
     if (reason == FinishReason::None) continue;
-    kv_.free_request(s.id);
+    if (r.retain_kv) retained_[s.id] = r.num_tokens_computed;
+    else kv_.free_request(s.id);
     remove_from(running_, s.id);
     finished.push_back({s.id, reason, std::move(r.output_ids)});
     requests_.erase(s.id);

@@ -88,6 +88,19 @@ class Scheduler {
   // Drops a waiting or running request and returns its blocks. False if unknown
   // (already finished).
   bool cancel(RequestId id);
+  // Starts `child` as a copy-on-write fork of `parent` (running, or finished
+  // with retain_kv) sharing its first num_shared_tokens computed tokens: full
+  // blocks are shared, a partial last block is copied before the next forward
+  // pass. child.prompt_ids must begin with those tokens; the tokens after them
+  // are computed like a prompt. `initial_output` starts the child's output
+  // (e.g. the alternative token a user picked): it counts as generated and is
+  // computed next. Errors when the parent is unknown, has not computed that far,
+  // or no block is free for the copy.
+  Status fork(RequestId parent, RequestSpec child, int32_t num_shared_tokens,
+              std::vector<TokenId> initial_output = {});
+  // Frees the blocks a finished retain_kv request kept. False if it kept none.
+  bool release(RequestId id);
+  bool is_retained(RequestId id) const { return retained_.contains(id); }
 
   StepPlan schedule();
   // Records the step: advances num_tokens_computed, commits full blocks to the
@@ -138,6 +151,8 @@ class Scheduler {
   std::unordered_map<RequestId, Request> requests_;  // waiting, preempted and running
   std::vector<RequestId> running_;                   // holds blocks
   std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)
+  std::unordered_map<RequestId, int32_t> retained_;  // finished, blocks kept: id -> tokens computed
+  std::vector<BlockCopy> pending_copies_;            // fork copies to run before the next forward
   uint64_t next_arrival_ = 0;
   int64_t next_step_ = 0;
   bool in_flight_ = false;  // between schedule() of a non-empty plan and on_step_done()

@@ -1,0 +1,413 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kv/kv_pool_sizing.h"
+#include "kv/scheduler.h"
+#include "sampling/sampler_chain.h"
+#include "sampling/sampler_rng.h"
+#include "sampling/sampler_settings_json.h"
+#include "sampling/stop_string_matcher.h"
+
+namespace gb {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything the engine keeps per request beside the scheduler's Request.
+struct Engine::RequestState {
+  SamplerSettings settings;
+  std::unique_ptr<SamplerChain> chain;
+  SamplerRng rng;
+  std::unique_ptr<StopStringMatcher> stop;
+  std::unique_ptr<StreamingDecoder> decoder;
+  bool ignore_eos = false;
+  std::vector<TokenId> prompt_ids; // as submitted (a fork: the shared tokens)
+  int32_t num_prompt = 0;
+  int32_t num_generated = 0;
+  int32_t num_cached = 0;
+  bool admitted = false;
+  double submitted_ms = 0.0;
+  double first_token_ms = -1.0;
+  double last_token_ms = 0.0;
+  std::string text;              // emitted text so far
+};
+
+Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+               std::unique_ptr<Backend> backend, const EngineConfig& config)
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      backend_(std::move(backend)),
+      config_(config),
+      t0_(Clock::now()) {}
+
+Engine::~Engine() = default;
+
+double Engine::ms_now() const { return std::chrono::duration<double, std::milli>(Clock::now() - t0_).count(); }
+
+void Engine::publish(TraceEventBody body) {
+  TraceEvent e{next_seq_++, static_cast<int64_t>(ms_now() * 1000.0), std::move(body)};
+  if (sink_) sink_(e);
+  events_.push_back(std::move(e));
+}
+
+std::vector<TraceEvent> Engine::drain_events() {
+  std::vector<TraceEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+Status Engine::start() {
+  const ModelConfig& c = model_->config;
+  max_context_ = config_.max_context > 0 ? config_.max_context : c.context_length;
+  num_blocks_ = config_.num_blocks;
+  if (num_blocks_ <= 0 && config_.kv_bytes > 0) {
+    KvPoolRequest sizing;
+    sizing.num_bytes = static_cast<int64_t>(config_.kv_bytes);
+    sizing.block_size = config_.block_size;
+    auto spec = kv_pool_spec(c, sizing);
+    if (!spec) return spec.error();
+    num_blocks_ = spec->num_blocks;
+  }
+  // Default pool: room for max_seqs sequences at a quarter of the context each,
+  // and at least one full-context sequence.
+  if (num_blocks_ <= 0) {
+    const int32_t per_ctx = (max_context_ + config_.block_size - 1) / config_.block_size;
+    num_blocks_ = std::max(per_ctx, per_ctx * std::max(1, config_.max_seqs) / 4);
+  }
+  GB_TRY(backend_->init_kv_pool({num_blocks_, config_.block_size}));
+  SchedulerConfig sc;
+  sc.num_blocks = num_blocks_;
+  sc.block_size = config_.block_size;
+  sc.max_batch_tokens = config_.max_batch_tokens;
+  sc.max_seqs = config_.max_seqs;
+  sc.max_context = max_context_;
+  sc.max_prefill_chunk = config_.max_prefill_chunk;
+  sc.admission_watermark = config_.admission_watermark;
+  scheduler_ = std::make_unique<Scheduler>(sc);
+  logits_.clear();
+  return {};
+}
+
+Result<RequestId> Engine::submit(GenerationRequest request) {
+  GB_CHECK_MSG(scheduler_ != nullptr, "Engine::submit before start()");
+  const RequestId id{next_request_id_++};
+  const auto reject = [&](const std::string& message) -> Result<RequestId> {
+    publish(ErrorEvent{id, message});
+    return make_error(message);
+  };
+  if (Status st = validate(request.sampling); !st) return reject("request " + std::to_string(id.value) + ": " + st.error().message);
+  for (TokenId t : request.prompt_ids)
+    if (t < 0 || t >= model_->config.vocab_size)
+      return reject("request " + std::to_string(id.value) + ": prompt token id " + std::to_string(t) +
+                    " is outside the vocabulary");
+  if (request.isolation.model.empty()) request.isolation.model = model_->path;
+
+  auto rs = std::make_unique<RequestState>();
+  rs->settings = request.sampling;
+  rs->chain = std::make_unique<SamplerChain>(request.sampling);
+  rs->rng = SamplerRng(request.sampling.seed);
+  rs->stop = std::make_unique<StopStringMatcher>(request.sampling.stop_strings);
+  rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
+  rs->decoder->prime(request.prompt_ids);
+  rs->ignore_eos = request.ignore_eos;
+  rs->num_prompt = static_cast<int32_t>(request.prompt_ids.size());
+  rs->prompt_ids = request.prompt_ids;
+  rs->submitted_ms = ms_now();
+
+  RequestSpec spec;
+  spec.id = id;
+  spec.prompt_ids = request.prompt_ids;
+  spec.max_tokens = request.sampling.max_tokens;
+  spec.priority = request.priority;
+  spec.isolation = request.isolation;
+  spec.use_prefix_cache = request.use_prefix_cache;
+  spec.retain_kv = request.retain_kv;
+  if (Status st = scheduler_->submit(std::move(spec)); !st) return reject(st.error().message);
+
+  RequestSubmittedEvent ev;
+  ev.request = id;
+  ev.prompt_ids = request.prompt_ids;
+  ev.max_tokens = request.sampling.max_tokens;
+  ev.priority = request.priority == Priority::Interactive ? "interactive" : "batch";
+  ev.sampler_settings = sampler_settings_to_json(request.sampling);
+  publish(std::move(ev));
+  states_.emplace(id, std::move(rs));
+  return id;
+}
+
+Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                               int32_t max_tokens) {
+  GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
+  auto pit = states_.find(parent);
+  if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
+  const RequestState& ps = *pit->second;
+  // The parent's tokens: from the scheduler while it runs, else from its record.
+  std::vector<TokenId> tokens;
+  if (const Request* r = scheduler_->find(parent)) tokens = r->all_tokens();
+  else tokens = retained_tokens_.count(parent) ? retained_tokens_[parent] : std::vector<TokenId>{};
+  if (num_tokens < 1 || num_tokens > static_cast<int32_t>(tokens.size()))
+    return make_error("fork: request " + std::to_string(parent.value) + " has no token " + std::to_string(num_tokens));
+  if (forced_next && (*forced_next < 0 || *forced_next >= model_->config.vocab_size))
+    return make_error("fork: token id " + std::to_string(*forced_next) + " is outside the vocabulary");
+
+  const RequestId id{next_request_id_++};
+  auto rs = std::make_unique<RequestState>();
+  rs->settings = ps.settings;
+  rs->settings.max_tokens = max_tokens;
+  rs->chain = std::make_unique<SamplerChain>(rs->settings);
+  // Same seed, but the counter continues from the branch point, so a branch that
+  // changes nothing would replay the parent's draws.
+  rs->rng = SamplerRng(ps.settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - ps.num_prompt)));
+  rs->stop = std::make_unique<StopStringMatcher>(rs->settings.stop_strings);
+  rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
+  rs->ignore_eos = ps.ignore_eos;
+  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
+  rs->decoder->prime(shared);
+  rs->num_prompt = num_tokens;
+  rs->submitted_ms = ms_now();
+
+  // With a forced token the child shares every given token and starts its
+  // output with the forced one (computed next); without one it shares all but
+  // the last token and recomputes that to get its logits.
+  RequestSpec spec;
+  spec.id = id;
+  spec.prompt_ids = shared;
+  spec.max_tokens = max_tokens;
+  spec.isolation.model = model_->path;
+  spec.retain_kv = true;
+  std::vector<TokenId> initial_output;
+  if (forced_next) initial_output.push_back(*forced_next);
+  const int32_t num_shared = forced_next ? num_tokens : num_tokens - 1;
+  if (num_shared < 1) return make_error("fork: nothing to share before token 1");
+  rs->prompt_ids = shared;
+  if (Status st = scheduler_->fork(parent, std::move(spec), num_shared, initial_output); !st) return st.error();
+
+  RequestSubmittedEvent ev;
+  ev.request = id;
+  ev.prompt_ids = shared;
+  ev.max_tokens = max_tokens;
+  ev.priority = "interactive";
+  ev.sampler_settings = sampler_settings_to_json(rs->settings);
+  ev.parent = parent;
+  ev.fork_position = num_tokens;
+  publish(std::move(ev));
+  if (forced_next) {
+    // The chosen alternative is the child's first generated token.
+    TokenSampledEvent tok;
+    tok.request = id;
+    tok.step = step_index_;
+    tok.position = num_tokens;
+    tok.index = 0;
+    tok.token = *forced_next;
+    tok.origin = TokenOrigin::Forced;
+    tok.text = rs->decoder->push(*forced_next);
+    rs->text += tok.text;
+    rs->num_generated = 1;
+    rs->first_token_ms = rs->last_token_ms = ms_now();
+    rs->rng.advance();
+    publish(std::move(tok));
+  }
+  states_.emplace(id, std::move(rs));
+  return id;
+}
+
+bool Engine::cancel(RequestId id) {
+  auto it = states_.find(id);
+  if (it == states_.end()) return false;
+  const bool was_live = scheduler_->cancel(id);
+  if (was_live) {
+    RequestState& rs = *it->second;
+    finish(id, "cancelled", rs, rs.num_generated);
+  }
+  return was_live;
+}
+
+bool Engine::release(RequestId id) {
+  retained_tokens_.erase(id);
+  const bool released = scheduler_->release(id);
+  if (released) forward_kv_events();
+  return released;
+}
+
+Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& settings) {
+  auto it = states_.find(id);
+  if (it == states_.end()) return make_error("request " + std::to_string(id.value) + " is unknown");
+  GB_TRY(validate(settings));
+  RequestState& rs = *it->second;
+  const uint64_t counter = rs.rng.counter();
+  rs.settings = settings;
+  rs.chain = std::make_unique<SamplerChain>(settings);
+  rs.rng = SamplerRng(settings.seed, counter);
+  rs.stop = std::make_unique<StopStringMatcher>(settings.stop_strings);
+  return {};
+}
+
+bool Engine::has_work() const { return scheduler_ && scheduler_->has_work(); }
+
+void Engine::forward_kv_events() {
+  std::vector<KvEvent> kv = scheduler_->kv_cache().drain_events();
+  if (!config_.record_kv_events) return;
+  for (const KvEvent& e : kv) publish(KvTraceEvent{step_index_, e});
+}
+
+void Engine::finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated) {
+  RequestFinishedEvent ev;
+  ev.request = id;
+  ev.reason = reason;
+  ev.num_prompt_tokens = rs.num_prompt;
+  ev.num_generated = num_generated;
+  ev.num_cached_tokens = rs.num_cached;
+  const double now = ms_now();
+  ev.ttft_ms = rs.first_token_ms >= 0 ? rs.first_token_ms - rs.submitted_ms : 0.0;
+  ev.tpot_ms = num_generated > 1 ? (rs.last_token_ms - rs.first_token_ms) / (num_generated - 1) : 0.0;
+  ev.e2e_ms = now - rs.submitted_ms;
+  ev.text = rs.text;
+  publish(std::move(ev));
+}
+
+Result<bool> Engine::step() {
+  GB_CHECK_MSG(scheduler_ != nullptr, "Engine::step before start()");
+  const double t_start = ms_now();
+  StepPlan plan = scheduler_->schedule();
+  const double t_scheduled = ms_now();
+  for (RequestId id : plan.preempted) {
+    publish(RequestPreemptedEvent{id, plan.stats.step});
+    if (auto it = states_.find(id); it != states_.end()) it->second->admitted = false;
+  }
+  if (plan.empty()) {
+    forward_kv_events();
+    return false;
+  }
+  step_index_ = plan.stats.step;
+  const int32_t vocab = model_->config.vocab_size;
+
+  // Admissions and prefill chunks are known before the forward pass.
+  for (const ScheduledRequest& s : plan.requests) {
+    RequestState& rs = *states_.at(s.id);
+    if (!rs.admitted) {
+      rs.admitted = true;
+      const Request* r = scheduler_->find(s.id);
+      rs.num_cached = r ? r->num_prefix_hit_tokens : 0;
+      publish(RequestAdmittedEvent{s.id, rs.num_cached, t_start - rs.submitted_ms});
+    }
+    if (!s.is_decode) publish(PrefillChunkEvent{s.id, plan.stats.step, s.start_pos, s.num_new_tokens});
+  }
+
+  Status st = backend_->copy_blocks(plan.block_copies);
+  BatchLayout layout;
+  if (st) {
+    layout = to_batch_layout(plan);
+    logits_.resize(static_cast<size_t>(plan.num_logits()) * static_cast<size_t>(vocab));
+    st = backend_->forward(layout, logits_);
+  }
+  const double t_forward = ms_now();
+  if (!st) {
+    scheduler_->on_step_failed(plan);
+    publish(ErrorEvent{std::nullopt, "forward pass failed: " + st.error().message});
+    return st.error();
+  }
+
+  // Sample one token per request that reached its last known token.
+  std::vector<StepToken> sampled;
+  std::vector<RequestId> failed;
+  std::vector<TokenSampledEvent> token_events;
+  int32_t row = 0;
+  for (const ScheduledRequest& s : plan.requests) {
+    if (!s.needs_logits) continue;
+    const std::span<const float> logits(logits_.data() + static_cast<size_t>(row++) * static_cast<size_t>(vocab),
+                                        static_cast<size_t>(vocab));
+    RequestState& rs = *states_.at(s.id);
+    const Request* r = scheduler_->find(s.id);
+    const double t_sample0 = ms_now();
+    TokenSampledEvent ev;
+    ev.request = s.id;
+    ev.step = plan.stats.step;
+    ev.position = s.start_pos + s.num_new_tokens;
+    ev.index = rs.num_generated;
+    TokenRecord* record = config_.record_tokens && rs.settings.top_n_record > 0 ? &ev.record : nullptr;
+    {
+      const std::vector<TokenId> history = r->all_tokens();
+      auto tok = rs.chain->sample(logits, history, rs.rng, record);
+      if (!tok) {
+        failed.push_back(s.id);
+        publish(ErrorEvent{s.id, "request " + std::to_string(s.id.value) + ": " + tok.error().message});
+        sampled.push_back({s.id, tokenizer_->eos_id(), true});
+        continue;
+      }
+      ev.token = tok->id;
+    }
+    const TokenId chosen = ev.token;
+    const bool is_eos = (!rs.ignore_eos && ev.token == tokenizer_->eos_id()) || ev.token == tokenizer_->bos_id() ||
+                        rs.settings.is_stop_token(ev.token);
+    bool stop = is_eos;
+    if (!is_eos) {
+      StopMatch m = rs.stop->feed(rs.decoder->push(ev.token));
+      ev.text = std::move(m.text);
+      stop = m.stopped;
+      rs.text += ev.text;
+      const double now = ms_now();
+      if (rs.first_token_ms < 0) rs.first_token_ms = now;
+      rs.last_token_ms = now;
+      ++rs.num_generated;
+      ev.record.forward_ms = t_forward - t_scheduled;
+      ev.record.sample_ms = now - t_sample0;
+      token_events.push_back(std::move(ev));
+    }
+    sampled.push_back({s.id, chosen, stop});
+  }
+  const double t_sampled = ms_now();
+
+  std::vector<FinishedRequest> finished = scheduler_->on_step_done(plan, sampled);
+  for (TokenSampledEvent& ev : token_events) publish(std::move(ev));
+  forward_kv_events();
+
+  StepEvent se;
+  se.step = plan.stats.step;
+  se.start_ms = t_start;
+  se.schedule_ms = t_scheduled - t_start;
+  se.forward_ms = t_forward - t_scheduled;
+  se.sample_ms = t_sampled - t_forward;
+  se.num_seqs = plan.stats.num_seqs;
+  se.num_prefill_tokens = plan.stats.num_prefill_tokens;
+  se.num_decode_tokens = plan.stats.num_decode_tokens;
+  se.num_running = scheduler_->num_running();
+  se.num_waiting = scheduler_->num_waiting();
+  se.num_blocks_owned = scheduler_->kv_cache().num_owned();
+  se.num_blocks_free = scheduler_->kv_cache().num_free();
+  se.num_blocks_cached = scheduler_->kv_cache().num_cached();
+  se.num_blocks_total = num_blocks_;
+  se.num_prefix_hit_tokens = plan.stats.num_prefix_hit_tokens;
+  se.num_preemptions = plan.stats.num_preemptions;
+  publish(se);
+  if (config_.check_invariants) {
+    const Status ok = scheduler_->check_invariants();
+    GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
+  }
+
+  for (FinishedRequest& f : finished) {
+    RequestState& rs = *states_.at(f.id);
+    std::string tail = rs.stop->flush();
+    if (f.reason != FinishReason::Stop) tail += rs.decoder->flush();
+    rs.text += tail;
+    const bool errored = std::find(failed.begin(), failed.end(), f.id) != failed.end();
+    if (scheduler_->is_retained(f.id)) {
+      // Prompt + outputs (a fork's forced token included), for later forks.
+      std::vector<TokenId> all = rs.prompt_ids;
+      all.insert(all.end(), f.output_ids.begin(), f.output_ids.end());
+      retained_tokens_[f.id] = std::move(all);
+    }
+    finish(f.id, errored ? "error" : finish_reason_name(f.reason), rs, rs.num_generated);
+  }
+  return true;
+}
+
+Status Engine::run_until_idle() {
+  while (has_work()) {
+    auto stepped = step();
+    if (!stepped) return stepped.error();
+  }
+  return {};
+}
+
+}  // namespace gb

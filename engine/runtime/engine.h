@@ -1,0 +1,140 @@
+// Engine: continuous-batching inference for many requests on one backend, and
+// the one producer of the trace-event stream.
+//
+// step() = schedule -> run model -> sample -> append (after nano-vllm):
+//   1. Scheduler::schedule() picks requests and token counts under the budget.
+//   2. The backend runs copy-on-write block copies, then one forward pass over
+//      the whole ragged batch (BatchLayout).
+//   3. Each request that needs a token samples it with its own SamplerChain and
+//      SamplerRng (so a request's tokens do not depend on what else is batched),
+//      checks stop tokens / stop strings / max tokens.
+//   4. Scheduler::on_step_done() appends the tokens and finishes requests; KV
+//      events, step statistics and tokens become TraceEvents.
+//
+// Thread: one thread owns an Engine (the CLI's main thread, or the UI's engine
+// thread). Observers get events through drain_events() or the sink callback,
+// which runs on that thread and must not block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/ids.h"
+#include "core/result.h"
+#include "kv/isolation_key.h"
+#include "kv/request.h"
+#include "model/model.h"
+#include "sampling/sampler_settings.h"
+#include "tokenizer/tokenizer.h"
+#include "trace/trace_event.h"
+
+namespace gb {
+
+class Scheduler;
+class SamplerChain;
+class SamplerRng;
+class StopStringMatcher;
+
+struct EngineConfig {
+  int32_t num_blocks = 0;          // KV pool blocks; 0: derive from kv_bytes or context
+  size_t kv_bytes = 0;             // KV pool size in bytes (used when num_blocks == 0)
+  int32_t block_size = 16;
+  int32_t max_batch_tokens = 512;
+  int32_t max_seqs = 32;
+  int32_t max_context = 0;         // 0: the model's context length
+  int32_t max_prefill_chunk = 0;   // 0: whole budget
+  float admission_watermark = 0.01f;
+  bool record_kv_events = true;    // emit KvTraceEvents
+  bool record_tokens = true;       // fill TokenRecords (top-N candidates per token)
+  // Sweep the scheduler's and block pool's invariants after every step (always
+  // on in debug builds; tests turn it on everywhere).
+  bool check_invariants = GB_EXPENSIVE_CHECKS_ENABLED != 0;
+};
+
+struct GenerationRequest {
+  std::vector<TokenId> prompt_ids;  // BOS included if wanted
+  // Sampler chain, seed, max_tokens, stop strings and stop token ids.
+  SamplerSettings sampling;
+  Priority priority = Priority::Interactive;
+  IsolationKey isolation;           // empty model field: the engine fills the model identity
+  bool use_prefix_cache = true;
+  bool ignore_eos = false;          // do not stop at EOS (BOS always stops, as in llama2.c)
+  bool retain_kv = false;           // keep KV after finishing so the request can be forked
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+         std::unique_ptr<Backend> backend, const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Initialises the KV pool; call once before submitting.
+  Status start();
+
+  // Queues a request. Errors (invalid sampler settings, a prompt that can never
+  // fit) are returned for this request only and also emitted as an ErrorEvent.
+  Result<RequestId> submit(GenerationRequest request);
+  // Branches `parent` after its first num_tokens tokens (prompt + output), then
+  // continues with `forced_next` as the next token if given (a copy-on-write
+  // fork of the KV blocks, no re-prefill). The child keeps the parent's settings.
+  Result<RequestId> fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                         int32_t max_tokens);
+  bool cancel(RequestId id);
+  // Frees the KV blocks a finished retain_kv request kept.
+  bool release(RequestId id);
+  // New settings apply from the request's next sampled token.
+  Status set_sampler_settings(RequestId id, const SamplerSettings& settings);
+
+  // Runs one step. False when there was nothing to do.
+  Result<bool> step();
+  // Steps until every request has finished (CLI, tests).
+  Status run_until_idle();
+  bool has_work() const;
+
+  std::vector<TraceEvent> drain_events();
+  void set_event_sink(std::function<void(const TraceEvent&)> sink) { sink_ = std::move(sink); }
+
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  Backend& backend() { return *backend_; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t max_context() const { return max_context_; }
+
+ private:
+  struct RequestState;
+  void publish(TraceEventBody body);
+  double ms_now() const;
+  Status run_step_or_fail();
+  void forward_kv_events();
+  void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<Backend> backend_;
+  EngineConfig config_;
+  std::unique_ptr<Scheduler> scheduler_;
+  int32_t num_blocks_ = 0;
+  int32_t max_context_ = 0;
+  std::unordered_map<RequestId, std::unique_ptr<RequestState>> states_;
+  uint64_t next_request_id_ = 1;
+  int64_t step_index_ = 0;
+  uint64_t next_seq_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<TraceEvent> events_;
+  std::function<void(const TraceEvent&)> sink_;
+  std::unordered_map<RequestId, std::vector<TokenId>> retained_tokens_;  // finished, KV kept
+  std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
+};
+
+}  // namespace gb
