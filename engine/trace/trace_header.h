@@ -1,0 +1,71 @@
+// TraceHeader: the first line of a JSON Lines trace — what produced the events
+// (engine version, model file and its SHA-256, tokenizer, default sampler
+// settings, seed, creation time), so a trace can be matched to its model and
+// replayed. Format name "glassbox-trace", schema version kTraceSchemaVersion.
+//
+// JSON (keys of "model" flattened from ModelConfig):
+//   {"type":"header","format":"glassbox-trace","schema_version":1,
+//    "engine_version":"0.1.0","created":"2025-01-02T03:04:05Z","seed":42,
+//    "model":{"path","name","sha256","format","architecture","dim",...,"tied_classifier"},
+//    "tokenizer":{"kind","path","vocab_size","bos_id","eos_id"},
+//    "sampler_settings":{...} | null}
+// Threads: plain values and pure functions (make_trace_header reads the model file).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/result.h"
+#include "model/model_config.h"
+
+namespace gb {
+
+struct Model;
+class Tokenizer;
+struct SamplerSettings;
+
+inline constexpr const char* kTraceFormatName = "glassbox-trace";
+
+struct TraceModelInfo {
+  std::string path;
+  std::string name;
+  std::string sha256;        // lowercase hex of the model file; "" when not computed
+  std::string format;        // model_format_name: "GGUF", "llama2.c (version 1)", ...
+  std::string architecture;  // e.g. "llama"
+  ModelConfig config;        // shapes as loaded (context_length as asked for)
+};
+
+struct TraceTokenizerInfo {
+  std::string kind;  // Tokenizer::kind(): "sentencepiece", "llama2c", "gguf-spm"; "" = none
+  std::string path;  // tokenizer file, "" when embedded in the model
+  int32_t vocab_size = 0;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+};
+
+struct TraceHeader {
+  int schema_version = 1;        // kTraceSchemaVersion when written by this engine
+  std::string engine_version;    // GLASSBOX_VERSION
+  TraceModelInfo model;
+  TraceTokenizerInfo tokenizer;
+  std::string sampler_settings;  // JSON text of the default SamplerSettings, "" = none
+  uint64_t seed = 0;
+  std::string created;           // UTC, ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"
+};
+
+nlohmann::json trace_header_to_json(const TraceHeader& header);
+// Checks "type" == "header", "format" and that schema_version is one this reader
+// knows (newer versions are refused with a message saying so).
+Result<TraceHeader> trace_header_from_json(const nlohmann::json& j);
+
+// Fills a header for a run: engine version, now, model facts, tokenizer facts,
+// settings and their seed. hash_model reads the whole model file for its SHA-256
+// (about a second per GB); without it sha256 stays "".
+Result<TraceHeader> make_trace_header(const Model& model, const Tokenizer* tokenizer, const std::string& tokenizer_path,
+                                      const SamplerSettings& settings, bool hash_model);
+
+// Current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string utc_timestamp_now();
+
+}  // namespace gb
