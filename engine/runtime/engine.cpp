@@ -5,6 +5,7 @@
 
 #include "kv/kv_pool_sizing.h"
 #include "kv/scheduler.h"
+#include "sampling/reasoning_budget.h"
 #include "sampling/sampler_chain.h"
 #include "sampling/sampler_rng.h"
 #include "sampling/sampler_settings_json.h"
@@ -21,6 +22,7 @@ struct Engine::RequestState {
   SamplerRng rng;
   std::unique_ptr<StopStringMatcher> stop;
   std::unique_ptr<StreamingDecoder> decoder;
+  std::unique_ptr<ReasoningBudget> budget;  // present when settings.reasoning.max_tokens >= 0
   bool ignore_eos = false;
   std::vector<TokenId> prompt_ids; // as submitted (a fork: the shared tokens)
   int32_t num_prompt = 0;
@@ -32,6 +34,37 @@ struct Engine::RequestState {
   double last_token_ms = 0.0;
   std::string text;              // emitted text so far
 };
+
+namespace {
+// The last token id of a text's encoding: the id a marker string ends with.
+std::optional<TokenId> last_token_of(const Tokenizer& tokenizer, const std::string& text) {
+  const std::vector<TokenId> ids = tokenizer.encode(text, false);
+  if (ids.empty()) return std::nullopt;
+  return ids.back();
+}
+}  // namespace
+
+// Fills what only the tokenizer knows: DRY's breaker ids from its breaker
+// strings, and XTC's protected ids (newline and EOS, as text-generation-webui
+// exempts them).
+void Engine::complete_settings(SamplerSettings& s) const {
+  if (s.dry.sequence_breaker_ids.empty())
+    for (const std::string& b : s.dry.sequence_breakers)
+      if (auto id = last_token_of(*tokenizer_, b)) s.dry.sequence_breaker_ids.push_back(*id);
+  if (s.xtc.protected_ids.empty()) {
+    s.xtc.protected_ids.push_back(tokenizer_->eos_id());
+    if (auto nl = last_token_of(*tokenizer_, "\n")) s.xtc.protected_ids.push_back(*nl);
+  }
+}
+
+void Engine::reset_helpers(RequestState& rs) const {
+  rs.chain = std::make_unique<SamplerChain>(rs.settings);
+  rs.stop = std::make_unique<StopStringMatcher>(rs.settings.stop_strings);
+  rs.budget.reset();
+  if (rs.settings.reasoning.max_tokens >= 0)
+    rs.budget = std::make_unique<ReasoningBudget>(rs.settings.reasoning,
+                                                  tokenizer_->encode(rs.settings.reasoning.close_marker, false));
+}
 
 Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
                std::unique_ptr<Backend> backend, const EngineConfig& config)
@@ -105,9 +138,9 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
 
   auto rs = std::make_unique<RequestState>();
   rs->settings = request.sampling;
-  rs->chain = std::make_unique<SamplerChain>(request.sampling);
+  complete_settings(rs->settings);
+  reset_helpers(*rs);
   rs->rng = SamplerRng(request.sampling.seed);
-  rs->stop = std::make_unique<StopStringMatcher>(request.sampling.stop_strings);
   rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
   rs->decoder->prime(request.prompt_ids);
   rs->ignore_eos = request.ignore_eos;
@@ -155,11 +188,10 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
   auto rs = std::make_unique<RequestState>();
   rs->settings = ps.settings;
   rs->settings.max_tokens = max_tokens;
-  rs->chain = std::make_unique<SamplerChain>(rs->settings);
+  reset_helpers(*rs);
   // Same seed, but the counter continues from the branch point, so a branch that
   // changes nothing would replay the parent's draws.
   rs->rng = SamplerRng(ps.settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - ps.num_prompt)));
-  rs->stop = std::make_unique<StopStringMatcher>(rs->settings.stop_strings);
   rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
   rs->ignore_eos = ps.ignore_eos;
   std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
@@ -236,10 +268,14 @@ Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& setting
   GB_TRY(validate(settings));
   RequestState& rs = *it->second;
   const uint64_t counter = rs.rng.counter();
+  // Stop strings and the reasoning budget keep their state: only the chain and
+  // the seed change from the next token on.
+  const int32_t max_tokens = rs.settings.max_tokens;
   rs.settings = settings;
-  rs.chain = std::make_unique<SamplerChain>(settings);
+  rs.settings.max_tokens = max_tokens;
+  complete_settings(rs.settings);
+  rs.chain = std::make_unique<SamplerChain>(rs.settings);
   rs.rng = SamplerRng(settings.seed, counter);
-  rs.stop = std::make_unique<StopStringMatcher>(settings.stop_strings);
   return {};
 }
 
@@ -326,7 +362,14 @@ Result<bool> Engine::step() {
     ev.position = s.start_pos + s.num_new_tokens;
     ev.index = rs.num_generated;
     TokenRecord* record = config_.record_tokens && rs.settings.top_n_record > 0 ? &ev.record : nullptr;
-    {
+    const std::span<const TokenId> forced =
+        rs.budget ? rs.budget->forced_next() : std::span<const TokenId>{};
+    if (!forced.empty()) {
+      // Reasoning budget spent: the close marker is appended instead of sampling.
+      ev.token = forced.front();
+      ev.origin = TokenOrigin::Forced;
+      rs.rng.advance();
+    } else {
       const std::vector<TokenId> history = r->all_tokens();
       auto tok = rs.chain->sample(logits, history, rs.rng, record);
       if (!tok) {
@@ -342,7 +385,9 @@ Result<bool> Engine::step() {
                         rs.settings.is_stop_token(ev.token);
     bool stop = is_eos;
     if (!is_eos) {
-      StopMatch m = rs.stop->feed(rs.decoder->push(ev.token));
+      const std::string piece = rs.decoder->push(ev.token);
+      if (rs.budget) rs.budget->observe(ev.token, piece);
+      StopMatch m = rs.stop->feed(piece);
       ev.text = std::move(m.text);
       stop = m.stopped;
       rs.text += ev.text;

@@ -117,6 +117,8 @@ class Engine {
   double ms_now() const;
   Status run_step_or_fail();
   void forward_kv_events();
+  void complete_settings(SamplerSettings& settings) const;
+  void reset_helpers(RequestState& rs) const;
   void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
 
   std::shared_ptr<const Model> model_;
