@@ -1,21 +1,33 @@
-// `glassbox-cli generate`: stream a completion to stdout, or one JSON object per
-// token with --json (see docs/trace-format.md for the fields).
+// `glassbox-cli generate`: one request through the Engine. Streams text to
+// stdout, or with --json one JSON object per line: the prompt ids, each token
+// with its sampler record, then a summary line (docs/trace-format.md).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
-#include "runtime/generator.h"
+#include "cli/sampler_options.h"
+#include "cli/token_json.h"
+#include "runtime/engine.h"
+#include "trace/chrome_trace.h"
+#include "trace/trace_header.h"
+#include "trace/trace_jsonl.h"
 
 namespace gb::cli {
 namespace {
 
 struct GenerateArgs {
   ModelOptions model;
+  SamplerOptions sampler;
   std::string prompt;
-  GenerateOptions gen;
+  int32_t max_tokens = 256;
   bool json = false;
+  bool ignore_eos = false;
+  bool no_echo = false;
+  std::string trace_path;
+  std::string chrome_trace_path;
 };
 
 void print_json(const nlohmann::json& j) {
@@ -25,45 +37,83 @@ void print_json(const nlohmann::json& j) {
   std::fflush(stdout);
 }
 
-int run_generate(const GenerateArgs& a) {
+void print_text(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+Status write_traces(const GenerateArgs& a, const ModelSession& session, const SamplerSettings& settings,
+                    const std::vector<TraceEvent>& trace) {
+  auto header = make_trace_header(*session.model, session.tokenizer.get(), a.model.tokenizer_path, settings, true);
+  if (!header) return header.error();
+  if (!a.trace_path.empty()) GB_TRY(write_trace_jsonl(a.trace_path, *header, trace));
+  if (!a.chrome_trace_path.empty()) GB_TRY(write_chrome_trace(a.chrome_trace_path, *header, trace));
+  return {};
+}
+
+int run_generate(GenerateArgs& a) {
+  auto settings = finish_sampler_options(a.sampler);
+  if (!settings) return fail(settings.error().message);
+  settings->max_tokens = a.max_tokens;
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
-  const std::vector<TokenId> prompt_ids = session->tokenizer->encode(a.prompt, true);
-  Generator generator(session->model, session->tokenizer, *session->backend, session->context_length);
 
-  if (a.json) print_json({{"prompt_ids", prompt_ids}, {"prompt", a.prompt}});
-  else {
-    // Like llama2.c, echo the prompt, then stream the continuation.
-    const std::string prompt_text = session->tokenizer->decode(prompt_ids);
-    std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
-    std::fflush(stdout);
-  }
-  auto stats = generator.generate(prompt_ids, a.gen, [&](const GeneratedToken& t) {
-    if (a.json) {
-      nlohmann::json top = nlohmann::json::array();
-      for (const LogitCandidate& c : t.top) top.push_back({{"id", c.id}, {"logit", c.logit}, {"logprob", c.logprob}});
-      print_json({{"id", t.id}, {"text", t.text}, {"logprob", t.logprob}, {"position", t.position}, {"top", top}});
-    } else {
-      std::fwrite(t.text.data(), 1, t.text.size(), stdout);
-      std::fflush(stdout);
+  GenerationRequest request;
+  request.prompt_ids = session->tokenizer->encode(a.prompt, true);
+  request.sampling = *settings;
+  request.ignore_eos = a.ignore_eos;
+  EngineConfig config;
+  config.max_seqs = 1;
+  config.max_context = session->context_length;
+  config.record_tokens = true;
+  Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
+  if (Status st = engine.start(); !st) return fail(st.error().message);
+
+  std::optional<RequestFinishedEvent> finished;
+  std::string error;
+  std::vector<TraceEvent> trace;
+  const bool keep_trace = !a.trace_path.empty() || !a.chrome_trace_path.empty();
+  engine.set_event_sink([&](const TraceEvent& e) {
+    if (keep_trace) trace.push_back(e);
+    if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
+      if (a.json) print_json(token_json(*t));
+      else print_text(t->text);
+    } else if (const auto* f = std::get_if<RequestFinishedEvent>(&e.body)) {
+      finished = *f;
+    } else if (const auto* err = std::get_if<ErrorEvent>(&e.body)) {
+      error = err->message;
     }
-    return true;
   });
-  if (!stats) return fail(stats.error().message);
+
+  if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
+  else if (!a.no_echo) print_text(session->tokenizer->decode(request.prompt_ids));
+  auto id = engine.submit(request);
+  if (!id) return fail(id.error().message);
+  while (engine.has_work()) {
+    auto stepped = engine.step();
+    if (!stepped) return fail(stepped.error().message);
+    (void)engine.drain_events();  // the sink has seen them
+  }
+  if (!error.empty()) return fail(error);
+  if (!finished) return fail("the request ended without a result");
+  const double tokens_per_s = finished->tpot_ms > 0 ? 1000.0 / finished->tpot_ms : 0.0;
   if (a.json) {
     print_json({{"done", true},
-                {"reason", finish_reason_name(stats->reason)},
-                {"num_prompt_tokens", stats->num_prompt_tokens},
-                {"num_generated", stats->num_generated},
-                {"ttft_ms", stats->ttft_ms},
-                {"tpot_ms", stats->tpot_ms},
-                {"tokens_per_s", stats->tokens_per_s},
-                {"trailing_text", stats->trailing_text}});
+                {"reason", finished->reason},
+                {"num_prompt_tokens", finished->num_prompt_tokens},
+                {"num_generated", finished->num_generated},
+                {"ttft_ms", finished->ttft_ms},
+                {"tpot_ms", finished->tpot_ms},
+                {"tokens_per_s", tokens_per_s},
+                {"e2e_ms", finished->e2e_ms},
+                {"text", finished->text}});
   } else {
-    std::fwrite(stats->trailing_text.data(), 1, stats->trailing_text.size(), stdout);
     std::fputc('\n', stdout);
-    std::fprintf(stderr, "\n[%d tokens, ttft %.1f ms, %.1f tok/s, %s]\n", stats->num_generated, stats->ttft_ms,
-                 stats->tokens_per_s, finish_reason_name(stats->reason));
+    std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished->num_generated,
+                 finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
+  }
+  if (keep_trace) {
+    if (Status st = write_traces(a, *session, request.sampling, trace); !st) return fail(st.error().message);
   }
   return 0;
 }
@@ -72,11 +122,13 @@ const CommandRegistrar registrar("generate", "Generate text from a prompt", [](C
   auto a = std::make_shared<GenerateArgs>();
   add_model_options(sub, a->model);
   sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)");
-  sub.add_option("--max-tokens,-n", a->gen.max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber);
-  sub.add_option("--temperature", a->gen.temperature, "Sampling temperature (0 = greedy)");
-  sub.add_option("--seed", a->gen.seed, "Random seed");
-  sub.add_option("--top-n", a->gen.top_n, "Candidates reported per token in --json")->check(CLI::Range(1, 1000));
-  sub.add_flag("--json", a->json, "One JSON object per line: prompt_ids, then each token, then a summary");
+  sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_sampler_options(sub, a->sampler);
+  sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
+  sub.add_flag("--json", a->json, "One JSON object per line: prompt ids, each token with its record, a summary");
+  sub.add_flag("--no-echo", a->no_echo, "Do not print the prompt before the generated text");
+  sub.add_option("--trace", a->trace_path, "Write the session trace as JSON Lines");
+  sub.add_option("--chrome-trace", a->chrome_trace_path, "Write a Chrome / Perfetto trace (JSON)");
   return [a] { return run_generate(*a); };
 });
 

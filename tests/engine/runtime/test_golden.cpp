@@ -10,7 +10,7 @@
 #include "backend/backend.h"
 #include "gb_test.h"
 #include "model/model.h"
-#include "runtime/generator.h"
+#include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -45,6 +45,49 @@ Loaded load(const std::string& model_path, const std::string& tokenizer_path) {
   return {*model, *tokenizer};
 }
 
+struct Run {
+  std::vector<gb::TokenId> tokens;
+  std::vector<std::vector<std::pair<gb::TokenId, float>>> tops;  // (id, raw logit), best first
+  std::string reason;
+  std::string error;
+};
+
+// Greedy generation through the Engine (the path every front end uses).
+Run run_greedy(const Loaded& m, const std::vector<gb::TokenId>& prompt, int max_tokens, bool stop_at_eos) {
+  gb::EngineConfig config;
+  config.max_seqs = 1;
+  config.max_context = 512;
+  config.check_invariants = true;
+  gb::Engine engine(m.model, m.tokenizer, gb::make_cpu_backend(m.model), config);
+  Run run;
+  if (auto st = engine.start(); !st) {
+    run.error = st.error().message;
+    return run;
+  }
+  gb::GenerationRequest request;
+  request.prompt_ids = prompt;
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = max_tokens;
+  request.sampling.top_n_record = 10;
+  request.ignore_eos = !stop_at_eos;
+  if (auto id = engine.submit(request); !id) {
+    run.error = id.error().message;
+    return run;
+  }
+  if (auto st = engine.run_until_idle(); !st) run.error = st.error().message;
+  for (const gb::TraceEvent& e : engine.drain_events()) {
+    if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) {
+      run.tokens.push_back(t->token);
+      std::vector<std::pair<gb::TokenId, float>> top;
+      for (const auto& c : t->record.top) top.emplace_back(c.id, c.logit);
+      run.tops.push_back(std::move(top));
+    } else if (const auto* f = std::get_if<gb::RequestFinishedEvent>(&e.body)) {
+      run.reason = f->reason;
+    }
+  }
+  return run;
+}
+
 std::string describe(const std::string& what, const std::string& model, const std::string& golden) {
   return what + " (model " + model + ", golden " + golden + ")";
 }
@@ -67,27 +110,19 @@ void check_golden_case(const std::string& golden_rel, const std::string& model_r
   QVERIFY2(prompt_ids == g["prompt_tokens"].get<std::vector<gb::TokenId>>(),
            describe("prompt ids differ", model_rel, golden_rel).c_str());
 
-  auto backend = gb::make_cpu_backend(m.model);
-  gb::Generator generator(m.model, m.tokenizer, *backend, 512);
-  gb::GenerateOptions options;
   const int steps = g["steps"].get<int>();
-  options.max_tokens = steps - static_cast<int>(prompt_ids.size()) + 1;  // run.c counts positions
-  options.top_n = 10;
-  std::vector<gb::TokenId> generated;
-  std::vector<std::vector<gb::LogitCandidate>> tops;
-  auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
-    generated.push_back(t.id);
-    tops.push_back(t.top);
-    return true;
-  });
-  QVERIFY2(stats.ok(), stats.ok() ? "" : stats.error().message.c_str());
+  // run.c counts positions, the prompt included.
+  const Run run = run_greedy(m, prompt_ids, steps - static_cast<int>(prompt_ids.size()) + 1, true);
+  QVERIFY2(run.error.empty(), run.error.c_str());
+  const auto& generated = run.tokens;
+  const auto& tops = run.tops;
   const auto expected = g["generated_tokens"].get<std::vector<gb::TokenId>>();
   for (size_t i = 0; i < std::min(expected.size(), generated.size()); ++i)
     QVERIFY2(generated[i] == expected[i],
              describe("token " + std::to_string(i) + " is " + std::to_string(generated[i]) + ", expected " +
                           std::to_string(expected[i]), model_rel, golden_rel).c_str());
   QCOMPARE(generated.size(), expected.size());
-  QCOMPARE(stats->reason == gb::FinishReason::Stop, g["stopped_on_bos"].get<bool>());
+  QCOMPARE(run.reason == "stop", g["stopped_on_bos"].get<bool>());
 
   if (!check_logits) return;
   for (const json& pos : g["topk_first_generated_positions"]) {
@@ -98,10 +133,10 @@ void check_golden_case(const std::string& golden_rel, const std::string& model_r
     for (size_t k = 0; k < ref.size(); ++k) {
       const auto id = ref[k][0].get<gb::TokenId>();
       const double logit = ref[k][1].get<double>();
-      QVERIFY2(tops[gi][k].id == id, describe("top-10 id order at gen " + std::to_string(gi), model_rel, golden_rel).c_str());
-      QVERIFY2(std::abs(tops[gi][k].logit - logit) <= logit_tolerance,
+      QVERIFY2(tops[gi][k].first == id, describe("top-10 id order at gen " + std::to_string(gi), model_rel, golden_rel).c_str());
+      QVERIFY2(std::abs(tops[gi][k].second - logit) <= logit_tolerance,
                describe("top-10 logit at gen " + std::to_string(gi) + " off by " +
-                            std::to_string(std::abs(tops[gi][k].logit - logit)), model_rel, golden_rel).c_str());
+                            std::to_string(std::abs(tops[gi][k].second - logit)), model_rel, golden_rel).c_str());
     }
   }
 }
@@ -157,20 +192,10 @@ GB_TEST(tiny_random_llama2_vocab_smoke) {
   if (!m.model) return;
   const auto prompt_ids = m.tokenizer->encode(g["prompt"].get<std::string>(), true);
   QVERIFY(prompt_ids == g["prompt_tokens"].get<std::vector<gb::TokenId>>());
-  auto backend = gb::make_cpu_backend(m.model);
-  gb::Generator generator(m.model, m.tokenizer, *backend, 512);
-  gb::GenerateOptions options;
-  options.max_tokens = g["n_generated"].get<int>();
-  options.stop_on_eos = false;
-  options.top_n = 10;
-  std::vector<gb::TokenId> generated;
-  std::vector<std::vector<gb::LogitCandidate>> tops;
-  auto stats = generator.generate(prompt_ids, options, [&](const gb::GeneratedToken& t) {
-    generated.push_back(t.id);
-    tops.push_back(t.top);
-    return true;
-  });
-  QVERIFY(stats.ok());
+  const Run run = run_greedy(m, prompt_ids, g["n_generated"].get<int>(), false);
+  QVERIFY2(run.error.empty(), run.error.c_str());
+  const auto& generated = run.tokens;
+  const auto& tops = run.tops;
   // The reference lists token 8 for every position from 32 on (generated index
   // 28+), the same id four times in a row from a model whose logits are otherwise
   // nearly flat: an artefact of how that run crossed position 32, not something a
@@ -184,12 +209,12 @@ GB_TEST(tiny_random_llama2_vocab_smoke) {
   for (const json& pos : g["topk_first_generated_positions"]) {
     const auto& ref = pos["top10"];
     const size_t gi = pos["gen_index"].get<size_t>();
-    QCOMPARE(tops[gi][0].id, ref[0][0].get<gb::TokenId>());
+    QCOMPARE(tops[gi][0].first, ref[0][0].get<gb::TokenId>());
     for (size_t k = 0; k < ref.size(); ++k) {
       const auto it = std::find_if(tops[gi].begin(), tops[gi].end(),
-                                   [&](const gb::LogitCandidate& c) { return c.id == ref[k][0].get<gb::TokenId>(); });
+                                   [&](const auto& c) { return c.first == ref[k][0].get<gb::TokenId>(); });
       if (it == tops[gi].end()) continue;  // near-ties may reorder ranks 9/10
-      QVERIFY2(std::abs(it->logit - ref[k][1].get<double>()) <= 5e-4, "tiny-random top-10 logit off by > 5e-4");
+      QVERIFY2(std::abs(it->second - ref[k][1].get<double>()) <= 5e-4, "tiny-random top-10 logit off by > 5e-4");
     }
   }
 }
@@ -198,10 +223,14 @@ GB_TEST(prompt_longer_than_context_is_an_error) {
   GB_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
   Loaded m = load(model_path, "");
   if (!m.model) return;
-  auto backend = gb::make_cpu_backend(m.model);
-  gb::Generator generator(m.model, m.tokenizer, *backend, 8);
-  const std::vector<gb::TokenId> prompt(9, 300);
-  auto stats = generator.generate(prompt, {}, [](const gb::GeneratedToken&) { return true; });
-  QVERIFY(!stats.ok());
-  QVERIFY(stats.error().message.find("prompt is 9 tokens but the context is 8") != std::string::npos);
+  gb::EngineConfig config;
+  config.max_context = 8;
+  gb::Engine engine(m.model, m.tokenizer, gb::make_cpu_backend(m.model), config);
+  QVERIFY(engine.start().ok());
+  gb::GenerationRequest request;
+  request.prompt_ids.assign(9, 300);
+  auto id = engine.submit(request);
+  QVERIFY(!id.ok());
+  QVERIFY2(id.error().message.find("prompt of 9 tokens leaves no room to generate in a 8-token context") !=
+               std::string::npos, id.error().message.c_str());
 }

@@ -1,0 +1,45 @@
+#include "cli/token_json.h"
+
+#include <cmath>
+
+#include "sampling/sampler_stage.h"
+
+namespace gb::cli {
+
+nlohmann::json token_json(const TokenSampledEvent& t) {
+  const TokenRecord& r = t.record;
+  nlohmann::json j = {{"id", t.token}, {"text", t.text}, {"position", t.position}, {"index", t.index},
+                      {"origin", token_origin_name(t.origin)}};
+  if (r.top.empty()) return j;  // forced tokens have no record
+  // log Z of the raw logits, from the best candidate (its probability is never tiny),
+  // so log probabilities stay finite where float probabilities underflow.
+  const double log_z = r.top.front().logit - std::log(static_cast<double>(r.top.front().prob_before));
+  j["logprob"] = r.chosen_logit - log_z;
+  j["prob"] = r.chosen_prob;
+  j["rank"] = r.chosen_rank;
+  j["draw"] = r.draw;
+  j["entropy_before"] = r.entropy_before;
+  j["entropy_after"] = r.entropy_after;
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < r.stages.size(); ++s)
+    stages.push_back({{"stage", std::string(sampler_stage_name(r.stages[s]))},
+                      {"active", r.stage_active[s] != 0},
+                      {"num_candidates", r.num_candidates_after_stage[s]}});
+  j["stages"] = stages;
+  nlohmann::json top = nlohmann::json::array();
+  for (const CandidateRecord& c : r.top) {
+    nlohmann::json after = nlohmann::json::array();
+    for (float p : c.prob_after_stage) after.push_back(p);
+    nlohmann::json cj = {{"id", c.id}, {"logit", c.logit}, {"logprob", c.logit - log_z}, {"prob", c.prob_before},
+                         {"prob_after_stage", after}};
+    if (c.removed_by_stage >= 0)
+      cj["removed_by"] = std::string(sampler_stage_name(r.stages[static_cast<size_t>(c.removed_by_stage)]));
+    top.push_back(std::move(cj));
+  }
+  j["top"] = std::move(top);
+  j["forward_ms"] = r.forward_ms;
+  j["sample_ms"] = r.sample_ms;
+  return j;
+}
+
+}  // namespace gb::cli
