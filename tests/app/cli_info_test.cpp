@@ -4,29 +4,14 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
+#include "cli_runner.h"
 #include "gb_test.h"
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-RunResult run_cli(const std::string& args) {
-  RunResult r;
-  const std::string command = std::string("'") + GLASSBOX_CLI_PATH + "' " + args + " 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using RunResult = gbtest::CliResult;
+using gbtest::run_cli;
 
 std::string write_file(const std::string& name, const std::string& bytes) {
   const std::string path = gbtest::temp_dir() + "/" + name;

@@ -1,0 +1,125 @@
+// `glassbox-cli generate` end to end as a user runs it: golden ids in --json,
+// the fields each line must carry, text mode, traces, and clear failures.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.h"
+#include "gb_test.h"
+
+namespace {
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+GB_TEST(generate_json_reproduces_golden_ids_and_fields) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  GB_REQUIRE_SHARED(golden_path, "testdata/golden/lily_cake_n256.json");
+  std::ifstream gf(golden_path);
+  const nlohmann::json g = nlohmann::json::parse(gf);
+  const auto prompt_ids = g["prompt_tokens"].get<std::vector<int>>();
+  const int max_tokens = g["steps"].get<int>() - static_cast<int>(prompt_ids.size()) + 1;
+  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt " + quote(g["prompt"].get<std::string>()) +
+                                     " --max-tokens " + std::to_string(max_tokens) + " --json",
+                                 false);
+  QCOMPARE(r.exit_code, 0);
+  const auto lines = json_lines(r.output);
+  QVERIFY(lines.size() >= 3);
+  QVERIFY(lines.front()["prompt_ids"].get<std::vector<int>>() == prompt_ids);
+  std::vector<int> ids;
+  std::string text;
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    const auto& t = lines[i];
+    ids.push_back(t["id"].get<int>());
+    text += t["text"].get<std::string>();
+    QVERIFY(t["logprob"].is_number_float() && t["logprob"].get<double>() <= 0.0);
+    QVERIFY(t["top"].is_array() && t["top"].size() >= 10);
+    for (const auto& c : t["top"]) QVERIFY(c.contains("id") && c.contains("logit") && c.contains("logprob"));
+    QCOMPARE(t["top"][0]["id"].get<int>(), t["id"].get<int>());  // greedy: the best candidate
+  }
+  QVERIFY(ids == g["generated_tokens"].get<std::vector<int>>());
+  const auto& done = lines.back();
+  QVERIFY(done["done"].get<bool>());
+  for (const char* key : {"reason", "ttft_ms", "tpot_ms", "tokens_per_s"}) QVERIFY2(done.contains(key), key);
+  QVERIFY(done["ttft_ms"].get<double>() > 0.0);
+  // The streamed text pieces add up to the run.c output after the prompt.
+  const std::string expected_text = g["decoded_text"].get<std::string>();
+  QVERIFY(expected_text.size() > text.size());
+  QCOMPARE(expected_text.substr(expected_text.size() - text.size()), text);
+}
+
+GB_TEST(generate_text_mode_prints_prompt_and_continuation) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  GB_REQUIRE_SHARED(golden_path, "testdata/golden/once_upon_a_time_n64.txt");
+  std::ifstream gf(golden_path);
+  std::stringstream expected;
+  expected << gf.rdbuf();
+  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once upon a time' --max-tokens 60", false);
+  QCOMPARE(r.exit_code, 0);
+  QCOMPARE(r.output, expected.str() + "\n");
+}
+
+GB_TEST(generate_writes_jsonl_and_chrome_traces) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.gguf");
+  const std::string jsonl = gbtest::temp_dir() + "/gen.jsonl", chrome = gbtest::temp_dir() + "/gen.json";
+  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --ctx 512 --prompt 'Lily' --max-tokens 8 --temperature 0.8 --seed 7 --trace " +
+                                 quote(jsonl) + " --chrome-trace " + quote(chrome));
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  std::ifstream jf(jsonl);
+  std::string first;
+  std::getline(jf, first);
+  const auto header = nlohmann::json::parse(first);
+  QCOMPARE(header["type"].get<std::string>(), std::string("header"));
+  QCOMPARE(header["model"]["sha256"].get<std::string>().size(), size_t{64});
+  std::ifstream cf(chrome);
+  const auto c = nlohmann::json::parse(cf);
+  QVERIFY(c["traceEvents"].is_array() && !c["traceEvents"].empty());
+}
+
+GB_TEST(generate_same_seed_same_tokens) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string args = "generate --model " + quote(model) +
+                           " --prompt 'The dog' --max-tokens 40 --temperature 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 42 --no-echo";
+  const auto a = gbtest::run_cli(args, false), b = gbtest::run_cli(args, false);
+  QCOMPARE(a.exit_code, 0);
+  QCOMPARE(a.output, b.output);
+  const auto c = gbtest::run_cli(args + " --seed 43", false);
+  QVERIFY2(c.output != a.output, "a different seed should give a different sample of 40 tokens");
+}
+
+GB_TEST(generate_prompt_longer_than_context_fails_clearly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --ctx 4 --prompt 'Once upon a time there was a dog'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("glassbox-cli: error:") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("context") != std::string::npos, r.output.c_str());
+}
+
+GB_TEST(generate_bad_sampler_settings_fail_clearly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  for (const char* bad : {"--top-p 0", "--temperature -1", "--top-k -3", "--logit-bias 5=abc", "--samplers top_k,bogus"}) {
+    const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt x " + bad);
+    QVERIFY2(r.exit_code != 0, bad);
+    QVERIFY2(r.output.find("glassbox-cli: error:") != std::string::npos, (std::string(bad) + ": " + r.output).c_str());
+  }
+}
+
+GB_TEST(generate_missing_model_and_vocab_mismatch_fail_clearly) {
+  GB_REQUIRE_SHARED(tiny, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  GB_REQUIRE_SHARED(tok, "models/stories260K/tok512.bin");
+  auto r = gbtest::run_cli("generate --model /nonexistent/model.gguf --prompt x");
+  QVERIFY(r.exit_code != 0 && r.output.find("/nonexistent/model.gguf") != std::string::npos);
+  r = gbtest::run_cli("generate --model " + quote(tiny) + " --tokenizer " + quote(tok) + " --prompt x");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("does not match model vocab size") != std::string::npos, r.output.c_str());
+}
