@@ -1,0 +1,163 @@
+// JSON Lines files: export -> import -> export is byte-identical; each line
+// starts with its type; every line passes the strict validator; the importer's
+// errors carry FILE:LINE and the problem; writes are atomic, so a failed write
+// (forced at every stage, or an unwritable directory) leaves the old file intact.
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gb_test.h"
+#include "trace/trace_json.h"
+#include "trace/trace_jsonl.h"
+#include "trace/trace_schema.h"
+#include "trace_test_events.h"
+
+namespace {
+
+gb::TraceHeader sample_header() {
+  gb::TraceHeader h;
+  h.schema_version = gb::kTraceSchemaVersion;
+  h.engine_version = "0.1.0";
+  h.created = "2025-01-02T03:04:05Z";
+  h.seed = 42;
+  h.model.path = "/models/stories260K.bin";
+  h.model.name = "stories260K";
+  h.model.sha256 = std::string(64, 'a');
+  h.model.format = "llama2.c (legacy)";
+  h.model.architecture = "llama";
+  h.model.config.dim = 64;
+  h.model.config.num_layers = 5;
+  h.model.config.rms_eps = 1e-5f;
+  h.tokenizer = {"llama2c", "/models/tok512.bin", 512, 1, 2};
+  h.sampler_settings = R"({"seed":42,"temperature":0.8})";
+  return h;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+size_t count_files(const std::string& dir) {
+  size_t n = 0;
+  DIR* d = ::opendir(dir.c_str());
+  while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
+
+void expect_import_error(const std::string& text, const std::string& expect) {
+  auto r = gb::parse_trace_jsonl(text, "t.jsonl");
+  QVERIFY2(!r.ok(), expect.c_str());
+  QVERIFY2(r.error().message.find(expect) != std::string::npos, r.error().message.c_str());
+}
+
+}  // namespace
+
+GB_TEST(export_import_export_is_byte_identical) {
+  const auto events = gbtest::every_event_type();
+  const std::string path = gbtest::temp_dir() + "/trace.jsonl";
+  QVERIFY(gb::write_trace_jsonl(path, sample_header(), events).ok());
+  const std::string first = slurp(path);
+  auto file = gb::read_trace_jsonl(path);
+  QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
+  QCOMPARE(file.value().events.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) QVERIFY(gb::trace_events_equal(events[i], file.value().events[i]));
+  QCOMPARE(file.value().header.model.name, std::string("stories260K"));
+  QCOMPARE(file.value().header.seed, uint64_t{42});
+  QCOMPARE(file.value().header.model.config.rms_eps, 1e-5f);
+  const std::string path2 = gbtest::temp_dir() + "/trace2.jsonl";
+  QVERIFY(gb::write_trace_jsonl(path2, file.value().header, file.value().events).ok());
+  QVERIFY(first == slurp(path2));
+}
+
+GB_TEST(lines_lead_with_type_and_pass_the_validator) {
+  const std::string text = gb::format_trace_jsonl(sample_header(), gbtest::every_event_type());
+  const auto lines = lines_of(text);
+  QCOMPARE(lines.size(), size_t{15});
+  QVERIFY2(lines[0].rfind(R"({"type":"header","format":"glassbox-trace","schema_version":1,)", 0) == 0, lines[0].c_str());
+  QVERIFY2(lines[1].rfind(R"({"type":"request_submitted","seq":0,"t_us":0,)", 0) == 0, lines[1].c_str());
+  for (const std::string& line : lines) {
+    const gb::Status s = gb::validate_trace_json_line(nlohmann::json::parse(line));
+    QVERIFY2(s.ok(), s.ok() ? "" : (s.error().message + " in " + line).c_str());
+  }
+  // The header embeds the sampler settings as an object, not a string.
+  QVERIFY(nlohmann::json::parse(lines[0])["sampler_settings"].is_object());
+}
+
+GB_TEST(importer_reports_file_line_and_problem) {
+  const std::string header = gb::trace_header_line(sample_header()) + "\n";
+  const auto events = gbtest::every_event_type();
+  const std::string e0 = gb::trace_event_line(events[0]) + "\n";
+  const std::string e1 = gb::trace_event_line(events[1]) + "\n";
+  expect_import_error("", "t.jsonl: empty trace");
+  expect_import_error(e0, "t.jsonl:1: expected the header line");
+  expect_import_error(header + e0 + "{\"type\":\"step\",\n", "t.jsonl:3: not valid JSON");
+  expect_import_error(header + e0 + "[1,2]\n", "t.jsonl:3: expected a JSON object");
+  expect_import_error(header + "\n" + e0, "t.jsonl:2: empty line");
+  expect_import_error(header + R"({"type":"teleport","seq":1,"t_us":0})" "\n",
+                      "t.jsonl:2: unknown event type \"teleport\"");
+  expect_import_error(header + e1 + e0, "t.jsonl:3: seq 0 after seq 1: events out of order");
+  std::string bad_field = e0;
+  bad_field.replace(bad_field.find("\"max_tokens\":64"), 15, "\"max_tokens\":\"64\"");
+  expect_import_error(header + bad_field, "t.jsonl:2: request_submitted: max_tokens: expected an integer");
+
+  gb::TraceHeader newer = sample_header();
+  newer.schema_version = gb::kTraceSchemaVersion + 1;
+  expect_import_error(gb::trace_header_line(newer) + "\n" + e0, "t.jsonl:1: trace schema version 2 is newer");
+  std::string wrong_format = header;
+  wrong_format.replace(wrong_format.find("glassbox-trace"), 14, "other-trace");
+  expect_import_error(wrong_format, "t.jsonl:1: header.format: expected \"glassbox-trace\"");
+
+  // A missing final newline and CRLF line ends are accepted.
+  auto crlf = gb::parse_trace_jsonl(header.substr(0, header.size() - 1) + "\r\n" + e0.substr(0, e0.size() - 1), "t");
+  QVERIFY2(crlf.ok(), crlf.ok() ? "" : crlf.error().message.c_str());
+  QCOMPARE(crlf.value().events.size(), size_t{1});
+  auto missing = gb::read_trace_jsonl(gbtest::temp_dir() + "/none.jsonl");
+  QVERIFY(!missing.ok());
+  QVERIFY(missing.error().message.find("none.jsonl: cannot open") != std::string::npos);
+}
+
+GB_TEST(failed_write_at_any_stage_keeps_the_old_file) {
+  const std::string dir = gbtest::temp_dir() + "/atomic";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/trace.jsonl";
+  QVERIFY(gb::write_file_atomically(path, "old contents\n").ok());
+  for (auto stage : {gb::AtomicWriteStage::Open, gb::AtomicWriteStage::Write, gb::AtomicWriteStage::Sync,
+                     gb::AtomicWriteStage::Rename}) {
+    const gb::Status s = gb::write_trace_jsonl(path, sample_header(), gbtest::every_event_type(),
+                                               [stage](gb::AtomicWriteStage at) { return at != stage; });
+    QVERIFY(!s.ok());
+    QVERIFY2(s.error().message.rfind(path + ": ", 0) == 0, s.error().message.c_str());
+    QCOMPARE(slurp(path), std::string("old contents\n"));
+    QCOMPARE(count_files(dir), size_t{1});  // the temporary file was removed
+  }
+  QVERIFY(gb::write_trace_jsonl(path, sample_header(), {}).ok());
+  QVERIFY(slurp(path).rfind("{\"type\":\"header\"", 0) == 0);
+  QCOMPARE(count_files(dir), size_t{1});
+}
+
+GB_TEST(unwritable_directory_keeps_the_old_file) {
+  if (::geteuid() == 0) QSKIP("running as root: directory permissions do not stop writes (the hook test covers this)");
+  const std::string dir = gbtest::temp_dir() + "/readonly";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/trace.jsonl";
+  QVERIFY(gb::write_file_atomically(path, "old\n").ok());
+  ::chmod(dir.c_str(), 0555);
+  const gb::Status s = gb::write_trace_jsonl(path, sample_header(), gbtest::every_event_type());
+  ::chmod(dir.c_str(), 0755);
+  QVERIFY(!s.ok());
+  QVERIFY2(s.error().message.find("cannot create temporary file") != std::string::npos, s.error().message.c_str());
+  QCOMPARE(slurp(path), std::string("old\n"));
+}
