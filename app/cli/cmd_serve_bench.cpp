@@ -1,0 +1,224 @@
+// `glassbox-cli serve-bench`: replays a workload (JSONL) through the continuous-
+// batching Engine in real time and reports serving metrics: TTFT and TPOT
+// percentiles, queueing delay, throughput, KV peak use, prefix hit rate,
+// preemptions. This is how a user sizes a deployment, and how the scheduler's
+// guarantees are checked from outside.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/command_registry.h"
+#include "cli/model_session.h"
+#include "cli/workload.h"
+#include "kv/kv_pool_sizing.h"
+
+namespace gb::cli {
+namespace {
+
+struct ServeBenchArgs {
+  ModelOptions model;
+  std::string workload;
+  int64_t kv_blocks = 0;
+  int64_t kv_bytes = 0;
+  int32_t block_size = 16;
+  int32_t max_batch_tokens = 512;
+  int32_t max_seqs = 32;
+  int32_t max_prefill_chunk = 0;
+  bool json = false;
+  bool emit_tokens = false;
+  bool no_prefix_cache = false;
+};
+
+struct RequestResult {
+  std::string finish_reason = "pending";
+  std::string error;
+  double queue_ms = -1, ttft_ms = -1, tpot_ms = -1, e2e_ms = -1;
+  int32_t num_prompt_tokens = 0, num_cached_tokens = 0, num_preemptions = 0;
+  std::vector<TokenId> generated;
+};
+
+// Linear interpolation between closest ranks (numpy's default).
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+int run_serve_bench(const ServeBenchArgs& a) {
+  auto session = open_model_session(a.model);
+  if (!session) return fail(session.error().message);
+  auto workload = load_workload(a.workload, *session->tokenizer);
+  if (!workload) return fail(workload.error().message);
+  if (a.kv_blocks > 0 && a.kv_bytes > 0) return fail("give --kv-blocks or --kv-bytes, not both");
+
+  EngineConfig config;
+  config.block_size = a.block_size;
+  config.max_batch_tokens = a.max_batch_tokens;
+  config.max_seqs = a.max_seqs;
+  config.max_prefill_chunk = a.max_prefill_chunk;
+  config.max_context = session->context_length;
+  config.record_kv_events = false;
+  if (a.kv_blocks > 0 || a.kv_bytes > 0) {
+    KvPoolRequest pool;
+    if (a.kv_blocks > 0) pool.num_blocks = a.kv_blocks;
+    else pool.num_bytes = a.kv_bytes;
+    pool.block_size = a.block_size;
+    auto spec = kv_pool_spec(session->model->config, pool);
+    if (!spec) return fail(spec.error().message);
+    config.num_blocks = spec->num_blocks;
+  }
+  const ModelConfig model_config = session->model->config;
+  Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
+  if (Status st = engine.start(); !st) return fail(st.error().message);
+  const size_t bytes_per_block = kv_bytes_per_block(model_config, a.block_size);
+
+  std::vector<RequestResult> results(workload->size());
+  std::map<uint64_t, size_t> index_of;  // request id -> workload index
+  int32_t peak_blocks = 0, preemptions = 0;
+  int64_t generated_tokens = 0;
+  engine.set_event_sink([&](const TraceEvent& e) {
+    const auto at = [&](RequestId id) -> RequestResult* {
+      auto it = index_of.find(id.value);
+      return it == index_of.end() ? nullptr : &results[it->second];
+    };
+    if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
+      if (auto* r = at(t->request)) r->generated.push_back(t->token);
+      ++generated_tokens;
+    } else if (const auto* adm = std::get_if<RequestAdmittedEvent>(&e.body)) {
+      if (auto* r = at(adm->request); r && r->queue_ms < 0) r->queue_ms = adm->queue_ms;
+    } else if (const auto* pre = std::get_if<RequestPreemptedEvent>(&e.body)) {
+      if (auto* r = at(pre->request)) ++r->num_preemptions;
+    } else if (const auto* f = std::get_if<RequestFinishedEvent>(&e.body)) {
+      if (auto* r = at(f->request)) {
+        r->finish_reason = f->reason;
+        r->ttft_ms = f->ttft_ms;
+        r->tpot_ms = f->tpot_ms;
+        r->e2e_ms = f->e2e_ms;
+        r->num_cached_tokens = f->num_cached_tokens;
+      }
+    } else if (const auto* s = std::get_if<StepEvent>(&e.body)) {
+      peak_blocks = std::max(peak_blocks, s->num_blocks_owned);
+      preemptions += s->num_preemptions;
+    } else if (const auto* err = std::get_if<ErrorEvent>(&e.body)) {
+      if (err->request)
+        if (auto* r = at(*err->request)) r->error = err->message;
+    }
+  });
+
+  // Submit in arrival order, in real time.
+  std::vector<size_t> order(workload->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return (*workload)[x].arrival_ms < (*workload)[y].arrival_ms; });
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t next = 0;
+  while (next < order.size() || engine.has_work()) {
+    while (next < order.size() && (*workload)[order[next]].arrival_ms <= elapsed_ms()) {
+      const size_t i = order[next++];
+      results[i].num_prompt_tokens = static_cast<int32_t>((*workload)[i].request.prompt_ids.size());
+      auto id = engine.submit((*workload)[i].request);
+      if (id) index_of[id->value] = i;
+      else {
+        results[i].finish_reason = "rejected";
+        results[i].error = id.error().message;
+      }
+    }
+    if (!engine.has_work()) {
+      if (next < order.size()) {
+        const double wait = (*workload)[order[next]].arrival_ms - elapsed_ms();
+        if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wait));
+      }
+      continue;
+    }
+    auto stepped = engine.step();
+    if (!stepped) return fail(stepped.error().message);
+    (void)engine.drain_events();
+  }
+  const double wall_s = elapsed_ms() / 1000.0;
+
+  std::vector<double> ttft, tpot, queue;
+  int64_t prompt_tokens = 0, cached_tokens = 0;
+  for (const RequestResult& r : results) {
+    if (r.ttft_ms >= 0 && r.finish_reason != "rejected") ttft.push_back(r.ttft_ms);
+    if (r.tpot_ms > 0) tpot.push_back(r.tpot_ms);
+    if (r.queue_ms >= 0) queue.push_back(r.queue_ms);
+    if (r.finish_reason != "rejected") {
+      prompt_tokens += r.num_prompt_tokens;
+      cached_tokens += r.num_cached_tokens;
+    }
+  }
+  nlohmann::json summary = {
+      {"num_requests", results.size()},
+      {"ttft_ms_p50", percentile(ttft, 50)}, {"ttft_ms_p90", percentile(ttft, 90)}, {"ttft_ms_p99", percentile(ttft, 99)},
+      {"tpot_ms_p50", percentile(tpot, 50)}, {"tpot_ms_p90", percentile(tpot, 90)},
+      {"queue_ms_p50", percentile(queue, 50)}, {"queue_ms_p90", percentile(queue, 90)},
+      {"throughput_tok_s", wall_s > 0 ? static_cast<double>(generated_tokens) / wall_s : 0.0},
+      {"generated_tokens", generated_tokens},
+      {"wall_s", wall_s},
+      {"kv_peak_blocks", peak_blocks},
+      {"kv_peak_bytes", static_cast<double>(peak_blocks) * static_cast<double>(bytes_per_block)},
+      {"kv_pool_blocks", engine.num_blocks()},
+      {"kv_bytes_per_block", bytes_per_block},
+      {"prefix_hit_rate", prompt_tokens > 0 ? static_cast<double>(cached_tokens) / static_cast<double>(prompt_tokens) : 0.0},
+      {"preemptions", preemptions},
+  };
+  nlohmann::json requests = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RequestResult& r = results[i];
+    nlohmann::json j = {{"index", i},
+                        {"finish_reason", r.finish_reason},
+                        {"ttft_ms", r.ttft_ms},
+                        {"tpot_ms", r.tpot_ms},
+                        {"queue_ms", r.queue_ms},
+                        {"num_prompt_tokens", r.num_prompt_tokens},
+                        {"num_cached_tokens", r.num_cached_tokens},
+                        {"num_generated", r.generated.size()},
+                        {"num_preemptions", r.num_preemptions}};
+    if (!r.error.empty()) j["error"] = r.error;
+    if (a.emit_tokens) j["generated_ids"] = r.generated;
+    requests.push_back(std::move(j));
+  }
+  if (a.json) {
+    std::printf("%s\n", nlohmann::json({{"summary", summary}, {"requests", requests}}).dump(2).c_str());
+  } else {
+    std::printf("%zu requests in %.2f s: %.1f tok/s\n", results.size(), wall_s, summary["throughput_tok_s"].get<double>());
+    std::printf("TTFT ms p50 %.1f p90 %.1f p99 %.1f | TPOT ms p50 %.2f p90 %.2f | queue ms p50 %.1f\n",
+                percentile(ttft, 50), percentile(ttft, 90), percentile(ttft, 99), percentile(tpot, 50),
+                percentile(tpot, 90), percentile(queue, 50));
+    std::printf("KV peak %d of %d blocks (%.1f MB), prefix hit rate %.3f, preemptions %d\n", peak_blocks,
+                engine.num_blocks(), summary["kv_peak_bytes"].get<double>() / 1e6,
+                summary["prefix_hit_rate"].get<double>(), preemptions);
+    for (const RequestResult& r : results)
+      if (!r.error.empty()) std::printf("  rejected/error: %s\n", r.error.c_str());
+  }
+  return 0;
+}
+
+const CommandRegistrar registrar("serve-bench", "Replay a request workload through continuous batching",
+                                 [](CLI::App& sub) -> CommandRunner {
+  auto a = std::make_shared<ServeBenchArgs>();
+  add_model_options(sub, a->model);
+  sub.add_option("--workload", a->workload, "JSONL workload: prompt|prompt_ids, max_tokens, arrival_ms, priority, sampling, isolation_key")->required();
+  sub.add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks")->check(CLI::PositiveNumber);
+  sub.add_option("--kv-bytes", a->kv_bytes, "KV pool size in bytes")->check(CLI::PositiveNumber);
+  sub.add_option("--block-size", a->block_size, "Tokens per KV block")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget per step")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--max-seqs", a->max_seqs, "Sequences per step")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--max-prefill-chunk", a->max_prefill_chunk, "Largest prefill chunk (0 = budget)");
+  sub.add_flag("--json", a->json, "One JSON object: summary and requests");
+  sub.add_flag("--emit-tokens", a->emit_tokens, "Include every request's generated ids");
+  return [a] { return run_serve_bench(*a); };
+});
+
+}  // namespace
+}  // namespace gb::cli
