@@ -1,0 +1,132 @@
+// glassbox: the Qt workbench.
+//   glassbox [--model PATH] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
+//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE]
+// With --screenshot: load the model, generate for the prompt, select the most
+// uncertain token, render the window (or one panel) to PNG and exit. Works with
+// QT_QPA_PLATFORM=offscreen.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QIcon>
+#include <QTimer>
+#include <cstdio>
+
+#include "chat_panel.h"
+#include "main_window.h"
+#include "session_model.h"
+
+namespace {
+
+// Picks the generated token with the lowest chosen probability, so the
+// inspector shows an interesting distribution.
+void selectInterestingToken(gbui::MainWindow& window) {
+  gbui::SessionModel* model = window.sessionModel();
+  std::optional<std::pair<quint64, int>> best;
+  float bestProb = 2.0f;
+  for (const auto& [key, r] : model->requests())
+    for (const gbui::UiToken& t : r.tokens)
+      if (t.prob < bestProb && t.top.size() > 2) {
+        bestProb = t.prob;
+        best = std::make_pair(key, t.index);
+      }
+  if (best) model->selectToken(best->first, best->second);
+}
+
+int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString& panel) {
+  QWidget* target = &window;
+  if (!panel.isEmpty()) {
+    target = window.panel(panel);
+    if (!target) {
+      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, model)\n",
+                   qPrintable(panel));
+      return 2;
+    }
+    if (auto* dock = qobject_cast<QDockWidget*>(target->parentWidget())) dock->raise();
+  }
+  QApplication::processEvents();
+  if (!target->grab().save(path, "PNG")) {
+    std::fprintf(stderr, "glassbox: cannot write %s\n", qPrintable(path));
+    return 1;
+  }
+  std::printf("glassbox: wrote %s\n", qPrintable(path));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("Glassbox");
+  QApplication::setApplicationName("glassbox");
+  QApplication::setApplicationVersion(GLASSBOX_VERSION);
+  QApplication::setWindowIcon(QIcon(":/glassbox/glassbox.svg"));
+  QCommandLineParser parser;
+  parser.setApplicationDescription("Glassbox: a workbench that shows what happens inside LLM inference.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption model({"m", "model"}, "Model file (.gguf or llama2.c .bin).", "PATH");
+  const QCommandLineOption prompt({"p", "prompt"}, "Prompt to generate from at start.", "TEXT");
+  const QCommandLineOption maxTokens("max-tokens", "Tokens to generate.", "N", "128");
+  const QCommandLineOption screenshot("screenshot", "Render to PNG after generating, then exit.", "FILE.png");
+  const QCommandLineOption panel("panel", "Screenshot only this panel.", "NAME");
+  const QCommandLineOption device("device", "auto, cpu or cuda.", "DEVICE", "auto");
+  const QCommandLineOption session("session", "Session autosave file.", "FILE");
+  const QCommandLineOption width("width", "Window width for screenshots.", "PX", "1500");
+  const QCommandLineOption height("height", "Window height for screenshots.", "PX", "950");
+  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height});
+  parser.process(app);
+
+  const bool shot = parser.isSet(screenshot);
+  // Screenshots start from a fresh session so they do not depend on autosave state.
+  const QString sessionPath = parser.isSet(session) ? parser.value(session)
+                              : shot ? QDir::temp().filePath("glassbox-screenshot-session.json") : QString();
+  if (shot) QFile::remove(sessionPath);
+  gbui::MainWindow window(sessionPath);
+  window.setDevice(parser.value(device));
+  if (shot) window.resize(parser.value(width).toInt(), parser.value(height).toInt());
+  window.show();
+
+  const QString promptText = parser.value(prompt);
+  window.chat()->setMaxTokens(parser.value(maxTokens).toInt());
+  if (!promptText.isEmpty()) window.chat()->setInputText(promptText);
+  if (shot) {
+    // Completion mode: base models such as stories260K simply continue the text.
+    gbui::Conversation c;
+    c.completionMode = true;
+    window.chat()->setConversation(c);
+    window.chat()->setInputText(promptText);
+  }
+  int exitCode = 0;
+  auto finish = [&](int code) {
+    exitCode = code;
+    QTimer::singleShot(0, &app, [&] { app.exit(exitCode); });
+  };
+  if (parser.isSet(model)) {
+    QObject::connect(&window, &gbui::MainWindow::modelReady, &window, [&] {
+      if (!promptText.isEmpty()) window.chat()->send();
+      else if (shot) finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel)));
+    });
+    QObject::connect(&window, &gbui::MainWindow::loadFailed, &window, [&](const QString& message) {
+      std::fprintf(stderr, "glassbox: %s\n", qPrintable(message));
+      if (shot) finish(1);
+    });
+    window.openModel(parser.value(model));
+  } else if (shot) {
+    QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
+  }
+  if (shot && !promptText.isEmpty()) {
+    QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&] {
+      if (window.chat()->activeRequest() != 0 || window.sessionModel()->requests().empty()) return;
+      selectInterestingToken(window);
+      QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
+    });
+    QTimer::singleShot(180000, &window, [&] {
+      std::fprintf(stderr, "glassbox: generation did not finish in 180 s\n");
+      finish(1);
+    });
+  }
+  const int rc = app.exec();
+  return rc != 0 ? rc : exitCode;
+}

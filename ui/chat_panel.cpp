@@ -1,0 +1,296 @@
+#include "chat_panel.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "session_model.h"
+
+namespace gbui {
+
+ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  auto* bar = new QHBoxLayout;
+  mode_ = new QComboBox;
+  mode_->addItems({tr("Chat"), tr("Completion")});
+  format_ = new QComboBox;
+  format_->addItems({"plain", "chatml", "llama2", "llama3"});
+  format_->setToolTip(tr("Prompt format (chosen from the model's chat template when it names one)"));
+  color_ = new QComboBox;
+  color_->addItems({tr("Probability"), tr("Entropy"), tr("Rank")});
+  color_->setToolTip(tr("Colour tokens by"));
+  maxTokens_ = new QSpinBox;
+  maxTokens_->setRange(1, 32768);
+  maxTokens_->setValue(256);
+  maxTokens_->setPrefix(tr("max "));
+  bar->addWidget(mode_);
+  bar->addWidget(format_);
+  bar->addWidget(new QLabel(tr("Colour:")));
+  bar->addWidget(color_);
+  bar->addWidget(maxTokens_);
+  bar->addStretch();
+  prevBranch_ = new QPushButton(QStringLiteral("<"));
+  nextBranch_ = new QPushButton(QStringLiteral(">"));
+  prevBranch_->setFixedWidth(28);
+  nextBranch_->setFixedWidth(28);
+  branchLabel_ = new QLabel;
+  bar->addWidget(prevBranch_);
+  bar->addWidget(branchLabel_);
+  bar->addWidget(nextBranch_);
+  layout->addLayout(bar);
+
+  system_ = new QLineEdit;
+  system_->setPlaceholderText(tr("System prompt (chat mode)"));
+  layout->addWidget(system_);
+  view_ = new TokenView;
+  layout->addWidget(view_, 1);
+  input_ = new QPlainTextEdit;
+  input_->setPlaceholderText(tr("Type a message, Ctrl+Enter to send"));
+  input_->setMaximumHeight(90);
+  layout->addWidget(input_);
+  auto* buttons = new QHBoxLayout;
+  status_ = new QLabel;
+  send_ = new QPushButton(tr("Send"));
+  stop_ = new QPushButton(tr("Stop"));
+  regenerate_ = new QPushButton(tr("Regenerate"));
+  edit_ = new QPushButton(tr("Edit last"));
+  buttons->addWidget(status_, 1);
+  for (QPushButton* b : {edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
+  layout->addLayout(buttons);
+
+  auto* sendKey = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
+  sendKey->setContext(Qt::WidgetWithChildrenShortcut);
+  auto* stopKey = new QShortcut(QKeySequence(Qt::Key_Escape), this);
+  stopKey->setContext(Qt::WidgetWithChildrenShortcut);
+  connect(sendKey, &QShortcut::activated, this, &ChatPanel::send);
+  connect(stopKey, &QShortcut::activated, this, &ChatPanel::stop);
+  connect(send_, &QPushButton::clicked, this, &ChatPanel::send);
+  connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
+  connect(regenerate_, &QPushButton::clicked, this, &ChatPanel::regenerate);
+  connect(edit_, &QPushButton::clicked, this, &ChatPanel::editLast);
+  connect(prevBranch_, &QPushButton::clicked, this, [this] { showBranch(-1); });
+  connect(nextBranch_, &QPushButton::clicked, this, [this] { showBranch(1); });
+  connect(color_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    view_->setColorMode(static_cast<ColorMode>(i));
+    rerender();
+  });
+  connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    conversation_.completionMode = i == 1;
+    system_->setEnabled(i == 0);
+  });
+  connect(format_, &QComboBox::currentTextChanged, this, [this](const QString& f) { conversation_.format = f; });
+  connect(system_, &QLineEdit::textChanged, this, [this](const QString& s) { conversation_.systemPrompt = s; });
+  connect(view_, &TokenView::tokenClicked, this, &ChatPanel::tokenClicked);
+  connect(model_, &SessionModel::batchApplied, this, &ChatPanel::onBatch);
+  connect(model_, &SessionModel::cleared, this, &ChatPanel::rerender);
+  connect(model_, &SessionModel::tokenSelected, view_, &TokenView::setSelected);
+  updateButtons();
+}
+
+void ChatPanel::setConversation(const Conversation& conversation) {
+  conversation_ = conversation;
+  system_->setText(conversation.systemPrompt);
+  mode_->setCurrentIndex(conversation.completionMode ? 1 : 0);
+  format_->setCurrentText(conversation.format);
+  rerender();
+}
+
+void ChatPanel::setFormat(ChatFormat format) { format_->setCurrentText(chatFormatName(format)); }
+ChatFormat ChatPanel::format() const { return chatFormatFromName(format_->currentText()); }
+void ChatPanel::setInputText(const QString& text) { input_->setPlainText(text); }
+void ChatPanel::setMaxTokens(int maxTokens) { maxTokens_->setValue(maxTokens); }
+int ChatPanel::maxTokens() const { return maxTokens_->value(); }
+
+int ChatPanel::turnOf(RequestKey request) const {
+  for (RequestKey key = request; key != 0;) {
+    for (int i = 0; i < conversation_.turns.size(); ++i)
+      if (conversation_.turns[i].branches.contains(key)) return i;
+    const RequestInfo* r = model_->request(key);
+    key = r && r->parent ? *r->parent : 0;
+  }
+  return -1;
+}
+
+std::vector<UiToken> ChatPanel::displayedTokens(RequestKey request) const {
+  const RequestInfo* r = model_->request(request);
+  if (!r) return {};
+  std::vector<UiToken> out;
+  if (r->parent) {
+    if (const RequestInfo* p = model_->request(*r->parent)) {
+      out = displayedTokens(*r->parent);
+      // Parent's tokens at generated index < fork point stay; the rest is replaced.
+      const int keep = r->forkPosition - static_cast<int>(p->promptIds.size());
+      const int parentBase = static_cast<int>(out.size()) - static_cast<int>(p->tokens.size());
+      out.resize(static_cast<size_t>(std::clamp(parentBase + keep, 0, static_cast<int>(out.size()))));
+    }
+  }
+  out.insert(out.end(), r->tokens.begin(), r->tokens.end());
+  return out;
+}
+
+QString ChatPanel::turnText(RequestKey request) const {
+  QString text;
+  for (const UiToken& t : displayedTokens(request)) text += t.text;
+  return text;
+}
+
+void ChatPanel::rerender() {
+  view_->clearAll();
+  rendered_ = 0;
+  renderedTokens_ = 0;
+  if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
+    view_->appendLabel(tr("System"));
+    view_->appendPlain(conversation_.systemPrompt);
+  }
+  for (const Turn& turn : conversation_.turns) {
+    const bool assistant = turn.role == QLatin1String("assistant");
+    if (!conversation_.completionMode) view_->appendLabel(assistant ? tr("Assistant") : tr("User"));
+    if (!assistant) {
+      view_->appendPlain(turn.text);
+      continue;
+    }
+    const RequestKey key = turn.currentRequest();
+    const std::vector<UiToken> tokens = displayedTokens(key);
+    if (tokens.empty()) view_->appendPlain(turn.text);
+    for (const UiToken& t : tokens) view_->appendToken(t);
+    rendered_ = key;
+    renderedTokens_ = static_cast<int>(tokens.size());
+  }
+  if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
+  updateButtons();
+}
+
+void ChatPanel::onBatch() {
+  bool finishedActive = false;
+  if (active_ != 0) {
+    const RequestInfo* r = model_->request(active_);
+    finishedActive = r && r->finished;
+  }
+  // Fast path: new tokens of the request at the end of the view are appended.
+  const bool atEnd = !conversation_.turns.isEmpty() && conversation_.turns.back().currentRequest() == rendered_ &&
+                     rendered_ != 0;
+  if (atEnd) {
+    const std::vector<UiToken> tokens = displayedTokens(rendered_);
+    if (static_cast<int>(tokens.size()) >= renderedTokens_) {
+      for (size_t i = static_cast<size_t>(renderedTokens_); i < tokens.size(); ++i) view_->appendToken(tokens[i]);
+      renderedTokens_ = static_cast<int>(tokens.size());
+    } else {
+      rerender();
+    }
+  } else if (!conversation_.turns.isEmpty() && conversation_.turns.back().currentRequest() != 0) {
+    rerender();
+  }
+  if (finishedActive) {
+    const RequestInfo* r = model_->request(active_);
+    const int turn = turnOf(active_);
+    if (turn >= 0) conversation_.turns[turn].text = turnText(active_);
+    status_->setText(tr("%1 tokens, %2 (TTFT %3 ms, %4 ms/token)")
+                         .arg(r->finish.numGenerated)
+                         .arg(r->finish.reason)
+                         .arg(r->finish.ttftMs, 0, 'f', 1)
+                         .arg(r->finish.tpotMs, 0, 'f', 2));
+    active_ = 0;
+    emit conversationChanged();
+    updateButtons();
+  }
+}
+
+void ChatPanel::updateButtons() {
+  const bool busy = active_ != 0;
+  send_->setEnabled(!busy);
+  stop_->setEnabled(busy);
+  const bool hasAnswer = !conversation_.turns.isEmpty() && conversation_.turns.back().role == QLatin1String("assistant");
+  regenerate_->setEnabled(!busy && hasAnswer);
+  edit_->setEnabled(!busy && conversation_.turns.size() >= 2);
+  int n = 0, cur = 0;
+  if (hasAnswer) {
+    n = static_cast<int>(conversation_.turns.back().branches.size());
+    cur = conversation_.turns.back().current;
+  }
+  branchLabel_->setText(n > 1 ? QStringLiteral("%1/%2").arg(cur + 1).arg(n) : QString());
+  prevBranch_->setVisible(n > 1);
+  nextBranch_->setVisible(n > 1);
+  branchLabel_->setVisible(n > 1);
+}
+
+void ChatPanel::submitTurn(int assistantTurn) {
+  const ChatFormat f = conversation_.completionMode ? ChatFormat::Plain : format();
+  const QString prompt = renderChatPrompt(f, conversation_.messagesBefore(assistantTurn));
+  status_->setText(tr("generating..."));
+  emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value());
+}
+
+void ChatPanel::send() {
+  if (active_ != 0) return;
+  const QString text = input_->toPlainText();
+  if (text.isEmpty() && conversation_.turns.isEmpty()) return;
+  conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
+  conversation_.turns.push_back({QStringLiteral("assistant"), QString(), {}, 0});
+  input_->clear();
+  rerender();
+  submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
+  emit conversationChanged();
+}
+
+void ChatPanel::stop() {
+  if (active_ != 0) emit stopRequested(active_);
+}
+
+void ChatPanel::regenerate() {
+  if (active_ != 0 || conversation_.turns.isEmpty() || conversation_.turns.back().role != QLatin1String("assistant"))
+    return;
+  submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
+}
+
+void ChatPanel::editLast() {
+  if (active_ != 0 || conversation_.turns.size() < 2) return;
+  conversation_.turns.pop_back();
+  input_->setPlainText(conversation_.turns.back().text);
+  conversation_.turns.pop_back();
+  rerender();
+  emit conversationChanged();
+}
+
+void ChatPanel::clearConversation() {
+  conversation_.turns.clear();
+  active_ = 0;
+  status_->clear();
+  rerender();
+  emit conversationChanged();
+}
+
+void ChatPanel::onRequestSubmitted(quint64 tag, quint64 request) {
+  if (tag >= static_cast<quint64>(conversation_.turns.size())) return;
+  Turn& turn = conversation_.turns[static_cast<int>(tag)];
+  turn.branches.push_back(request);
+  turn.current = static_cast<int>(turn.branches.size()) - 1;
+  active_ = request;
+  rerender();
+  emit conversationChanged();
+}
+
+void ChatPanel::onRequestFailed(quint64 tag, const QString& message) {
+  Q_UNUSED(tag);
+  status_->setText(tr("Error: %1").arg(message));
+  active_ = 0;
+  updateButtons();
+}
+
+void ChatPanel::showBranch(int delta) {
+  if (conversation_.turns.isEmpty()) return;
+  Turn& turn = conversation_.turns.back();
+  if (turn.branches.isEmpty()) return;
+  turn.current = std::clamp(turn.current + delta, 0, static_cast<int>(turn.branches.size()) - 1);
+  turn.text = turnText(turn.currentRequest());
+  rerender();
+  emit conversationChanged();
+}
+
+}  // namespace gbui

@@ -1,0 +1,229 @@
+// EngineController: commands in, UiEvent batches out. See engine_controller.h.
+// Translation of engine values into ui_events.h values lives in
+// engine_controller_events.cpp (same class, split to keep files small).
+#include "engine_controller.h"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QThread>
+#include <map>
+
+#include "engine_controller_state.h"
+
+#if defined(GLASSBOX_HAVE_CUDA) && __has_include("cuda/cuda_backend.h")
+#include "cuda/cuda_backend.h"
+#define GLASSBOX_UI_CUDA 1
+#endif
+
+namespace gbui {
+
+EngineController::EngineController(QObject* parent) : QObject(parent), state_(std::make_unique<State>()) {
+  stepTimer_ = new QTimer(this);
+  stepTimer_->setInterval(0);
+  connect(stepTimer_, &QTimer::timeout, this, &EngineController::runSteps);
+  flushTimer_ = new QTimer(this);
+  flushTimer_->setInterval(flushIntervalMs());
+  connect(flushTimer_, &QTimer::timeout, this, &EngineController::flush);
+}
+
+EngineController::~EngineController() = default;
+
+QString EngineController::defaultSamplerJson() {
+  return QString::fromStdString(gb::sampler_settings_to_json(gb::SamplerSettings{}, 2));
+}
+
+QString EngineController::validateSamplerJson(const QString& json) {
+  auto parsed = gb::sampler_settings_from_json(json.toStdString(), "sampler settings");
+  return parsed ? QString() : QString::fromStdString(parsed.error().message);
+}
+
+QString EngineController::canonicalSamplerJson(const QString& json, int indent) {
+  auto parsed = gb::sampler_settings_from_json(json.toStdString(), "sampler settings");
+  return parsed ? QString::fromStdString(gb::sampler_settings_to_json(*parsed, indent)) : QString();
+}
+
+void EngineController::setPaused(bool paused) {
+  paused_.store(paused);
+  if (!paused) QMetaObject::invokeMethod(this, [this] { scheduleSteps(); }, Qt::QueuedConnection);
+}
+
+void EngineController::loadModel(const QString& path, const QString& device, int contextLength) {
+  const int generation = loadGeneration_.load();
+  gb::LoadOptions options;
+  options.context_length = contextLength;
+  auto model = gb::load_model(path.toStdString(), options);
+  if (!model) {
+    emit modelLoadFailed(path, QString::fromStdString(model.error().message));
+    return;
+  }
+  auto tokenizer = gb::load_tokenizer(**model, "");
+  if (!tokenizer) {
+    emit modelLoadFailed(path, QString::fromStdString(tokenizer.error().message));
+    return;
+  }
+  std::unique_ptr<gb::Backend> backend;
+#if defined(GLASSBOX_UI_CUDA)
+  if (device != "cpu") {
+    std::string why;
+    if (gb::cuda_device_available(&why)) {
+      auto cuda = gb::make_cuda_backend(*model, {});
+      if (!cuda) {
+        emit modelLoadFailed(path, QString::fromStdString(cuda.error().message));
+        return;
+      }
+      backend = std::move(*cuda);
+    } else if (device == "cuda") {
+      emit modelLoadFailed(path, QString::fromStdString("--device cuda: " + why));
+      return;
+    }
+  }
+#else
+  if (device == "cuda") {
+    emit modelLoadFailed(path, tr("This build of Glassbox has no CUDA backend."));
+    return;
+  }
+#endif
+  if (!backend) backend = gb::make_cpu_backend(*model);
+  gb::EngineConfig config;
+  config.max_context = (*model)->config.context_length;
+  // A pool of a few full contexts: enough to show sharing, small enough to see.
+  config.num_blocks = std::max(16, 4 * ((config.max_context + config.block_size - 1) / config.block_size));
+  auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(backend), config);
+  if (gb::Status s = engine->start(); !s.ok()) {
+    emit modelLoadFailed(path, QString::fromStdString(s.error().message));
+    return;
+  }
+  if (generation != loadGeneration_.load()) return;  // cancelled while loading: drop it
+  stepTimer_->stop();
+  pending_.clear();
+  state_->reset();
+  state_->model = *model;
+  state_->tokenizer = *tokenizer;
+  state_->engine = std::move(engine);
+  state_->vocab = vocabularyTexts();
+  emit modelLoaded(modelInfo());
+}
+
+void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens) {
+  if (!state_->engine) {
+    emit requestFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
+  if (!settings) {
+    emit requestFailed(tag, QString::fromStdString(settings.error().message));
+    return;
+  }
+  gb::GenerationRequest request;
+  request.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
+  request.sampling = *settings;
+  request.sampling.max_tokens = maxTokens;
+  request.retain_kv = true;  // so any token can be branched later
+  auto id = state_->engine->submit(std::move(request));
+  collectEvents();
+  if (!id) {
+    emit requestFailed(tag, QString::fromStdString(id.error().message));
+    return;
+  }
+  emit requestSubmitted(tag, id->value);
+  scheduleSteps();
+}
+
+void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens) {
+  if (!state_->engine) {
+    emit requestFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  std::optional<gb::TokenId> forced;
+  if (forcedToken >= 0) forced = forcedToken;
+  auto id = state_->engine->fork(gb::RequestId{parent}, numTokens, forced, maxTokens);
+  collectEvents();
+  if (!id) {
+    emit requestFailed(tag, QString::fromStdString(id.error().message));
+    return;
+  }
+  emit requestSubmitted(tag, id->value);
+  scheduleSteps();
+}
+
+void EngineController::cancel(quint64 request) {
+  if (!state_->engine) return;
+  state_->engine->cancel(gb::RequestId{request});
+  collectEvents();
+}
+
+void EngineController::setSamplerSettings(quint64 request, const QString& samplerJson) {
+  if (!state_->engine) return;
+  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
+  if (!settings) {
+    emit engineError(QString::fromStdString(settings.error().message));
+    return;
+  }
+  if (gb::Status s = state_->engine->set_sampler_settings(gb::RequestId{request}, *settings); !s.ok())
+    emit engineError(QString::fromStdString(s.error().message));
+}
+
+void EngineController::scheduleSteps() {
+  if (!flushTimer_->isActive()) flushTimer_->start();
+  if (state_->engine && !paused_.load() && state_->engine->has_work() && !stepTimer_->isActive())
+    stepTimer_->start();
+}
+
+bool EngineController::stepOnce() {
+  if (!state_->engine) return false;
+  auto did = state_->engine->step();
+  collectEvents();
+  if (!did) {
+    emit engineError(QString::fromStdString(did.error().message));
+    return false;
+  }
+  return *did;
+}
+
+void EngineController::runSteps() {
+  // Several small steps per tick keep per-tick overhead low for tiny models, while
+  // returning to the event loop every few ms lets commands (cancel, sliders) in.
+  QElapsedTimer budget;
+  budget.start();
+  while (!paused_.load() && state_->engine && state_->engine->has_work() && budget.elapsed() < 8) stepOnce();
+  if (paused_.load() || !state_->engine || !state_->engine->has_work()) {
+    stepTimer_->stop();
+    flush();
+    if (state_->engine && !state_->engine->has_work()) emit idle();
+  }
+}
+
+void EngineController::flush() {
+  if (pending_.empty()) return;
+  auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
+  pending_.clear();
+  emit eventsReady(batch);
+}
+
+QString EngineController::kvSnapshotSummary() const {
+  if (!state_->engine) return {};
+  const gb::KvSnapshot snap = state_->engine->scheduler().kv_cache().snapshot();
+  return QStringLiteral("%1 %2 %3 %4")
+      .arg(snap.num_owned)
+      .arg(snap.num_free)
+      .arg(snap.num_cached)
+      .arg(static_cast<int>(snap.blocks.size()));
+}
+
+QVector<int> EngineController::kvRefCounts() const {
+  QVector<int> out;
+  if (!state_->engine) return out;
+  for (const gb::KvBlockView& b : state_->engine->scheduler().kv_cache().snapshot().blocks) out.push_back(b.ref_count);
+  return out;
+}
+
+QVector<int> EngineController::tokensOf(quint64 request) const {
+  QVector<int> out;
+  if (!state_->engine) return out;
+  const gb::Request* r = state_->engine->scheduler().find(gb::RequestId{request});
+  if (!r) return out;
+  for (int i = 0; i < r->num_tokens_total(); ++i) out.push_back(r->token_at(i));
+  return out;
+}
+
+}  // namespace gbui

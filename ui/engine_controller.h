@@ -1,0 +1,98 @@
+// EngineController: the one bridge between Qt and the engine (STYLE.md, Seams).
+// It lives on its own QThread and owns the gb::Engine, the model, tokenizer and
+// backend. The UI talks to it only through queued slot calls (commands) and
+// receives UiEvent batches through queued signals, at most one per flush
+// interval (16 ms, about 60 Hz), so a fast engine never floods the UI thread.
+//
+// Invariants: every engine object is created, used and destroyed on the
+// controller's thread; no signal carries an engine type (only ui_events.h
+// values); the UI never waits on this object. Engine errors arrive as signals.
+// Threads: construct on any thread, then moveToThread(); call slots only through
+// queued connections / QMetaObject::invokeMethod. cancelLoad() and
+// setPaused() are atomic flags and may be called directly from any thread.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <atomic>
+#include <memory>
+
+#include "ui_events.h"
+
+namespace gbui {
+
+class EngineController : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineController(QObject* parent = nullptr);
+  ~EngineController() override;
+
+  // Sampler settings cross the seam as JSON text (engine/sampling/sampler_settings_json.h).
+  static QString defaultSamplerJson();
+  // "" when `json` parses and validates, else the engine's message.
+  static QString validateSamplerJson(const QString& json);
+  static QString canonicalSamplerJson(const QString& json, int indent);  // "" when invalid
+
+  void cancelLoad() { loadGeneration_.fetch_add(1); }
+  void setPaused(bool paused);
+  bool isPaused() const { return paused_.load(); }
+  int flushIntervalMs() const { return 16; }
+
+ public slots:
+  // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
+  void loadModel(const QString& path, const QString& device, int contextLength);
+  // Encodes `prompt` (BOS first) and submits it. Emits requestSubmitted(tag, id) or
+  // requestFailed(tag, message).
+  void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens);
+  // Branches `parent` after numTokens tokens (prompt + output), forcing `forcedToken`
+  // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
+  void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
+  void cancel(quint64 request);
+  void setSamplerSettings(quint64 request, const QString& samplerJson);
+  // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
+  void exportTrace(const QString& path, const QString& format);
+  // Reads a recorded trace; emits traceOpened(info, events) or traceOpenFailed.
+  void openTrace(const QString& path);
+  // Moves the pending events out now (tests; also called by the flush timer).
+  void flush();
+  // Runs one engine step now and queues its events (tests drive the engine with
+  // this while paused). False when there was nothing to do or the step failed.
+  bool stepOnce();
+  // Tests: the engine's own view, checked against the UI's models.
+  // Returns "owned free cached total" of the KV pool from the scheduler snapshot.
+  QString kvSnapshotSummary() const;
+  // Token ids of a request's prompt + output as the engine knows them.
+  QVector<int> tokensOf(quint64 request) const;
+  // Ref counts per block from the engine's snapshot (index = block id).
+  QVector<int> kvRefCounts() const;
+
+ signals:
+  void modelLoaded(const gbui::UiModelInfo& info);
+  void modelLoadFailed(const QString& path, const QString& message);
+  void requestSubmitted(quint64 tag, quint64 request);
+  void requestFailed(quint64 tag, const QString& message);
+  void eventsReady(const gbui::UiEventBatch& events);
+  void engineError(const QString& message);
+  void idle();  // no work left after a step
+  void exportFinished(const QString& path, const QString& error);
+  void traceOpened(const gbui::UiModelInfo& info, const gbui::UiEventBatch& events);
+  void traceOpenFailed(const QString& path, const QString& message);
+
+ private:
+  struct State;  // engine objects; defined in the .cpp so this header stays engine-free
+  void runSteps();
+  void scheduleSteps();
+  void collectEvents();
+  UiModelInfo modelInfo() const;
+  QVector<QString> vocabularyTexts() const;
+
+  std::unique_ptr<State> state_;
+  QTimer* stepTimer_ = nullptr;   // zero-interval: one engine step per tick
+  QTimer* flushTimer_ = nullptr;  // display rate: moves pending events to the UI
+  std::vector<UiEvent> pending_;
+  std::atomic<int> loadGeneration_{0};
+  std::atomic<bool> paused_{false};
+};
+
+}  // namespace gbui

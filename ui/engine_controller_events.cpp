@@ -1,0 +1,257 @@
+// EngineController, part two: engine values -> ui_events.h values, the model
+// info summary, and trace export / import. Runs on the controller's thread.
+#include <map>
+#include <type_traits>
+
+#include "engine_controller_state.h"
+
+namespace gbui {
+namespace {
+
+QString tokenText(const QVector<QString>& vocab, int id) {
+  if (id >= 0 && id < vocab.size()) return vocab[id];
+  return QStringLiteral("#%1").arg(id);
+}
+
+std::optional<RequestKey> keyOf(gb::RequestId id) {
+  if (id == gb::kNoRequest) return std::nullopt;
+  return id.value;
+}
+
+UiToken toUiToken(const gb::TokenSampledEvent& e, const QVector<QString>& vocab) {
+  UiToken t;
+  t.request = e.request.value;
+  t.step = e.step;
+  t.position = e.position;
+  t.index = e.index;
+  t.tokenId = e.token;
+  t.text = QString::fromStdString(e.text);
+  t.piece = tokenText(vocab, e.token);
+  t.origin = static_cast<int>(e.origin);
+  const gb::TokenRecord& r = e.record;
+  for (gb::SamplerStage s : r.stages) {
+    const std::string_view name = gb::sampler_stage_name(s);
+    t.stages << QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+  }
+  for (uint8_t a : r.stage_active) t.stageActive << (a != 0);
+  for (int32_t n : r.num_candidates_after_stage) t.numAfterStage << n;
+  t.numCandidatesBefore = r.num_candidates_before;
+  t.top.reserve(static_cast<qsizetype>(r.top.size()));
+  for (const gb::CandidateRecord& c : r.top) {
+    UiCandidate u;
+    u.id = c.id;
+    u.text = tokenText(vocab, c.id);
+    u.logit = c.logit;
+    u.probBefore = c.prob_before;
+    u.probAfter = QVector<float>(c.prob_after_stage.begin(), c.prob_after_stage.end());
+    u.removedByStage = c.removed_by_stage;
+    t.top.push_back(std::move(u));
+  }
+  t.entropyBefore = r.entropy_before;
+  t.entropyAfter = r.entropy_after;
+  t.prob = r.chosen_prob;
+  t.probBefore = r.chosen_prob_before;
+  t.rank = r.chosen_rank;
+  t.draw = r.draw;
+  t.xtcFired = r.xtc_fired;
+  t.forwardMs = r.forward_ms;
+  t.sampleMs = r.sample_ms;
+  return t;
+}
+
+}  // namespace
+
+UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab) {
+  UiEvent out;
+  out.seq = event.seq;
+  out.tUs = event.t_us;
+  out.body = std::visit(
+      [&](const auto& e) -> UiEventBody {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, gb::RequestSubmittedEvent>) {
+          UiSubmitted u;
+          u.request = e.request.value;
+          if (e.parent) u.parent = e.parent->value;
+          u.forkPosition = e.fork_position;
+          u.promptIds = QVector<int>(e.prompt_ids.begin(), e.prompt_ids.end());
+          u.maxTokens = e.max_tokens;
+          u.samplerJson = QString::fromStdString(e.sampler_settings);
+          return u;
+        } else if constexpr (std::is_same_v<E, gb::RequestAdmittedEvent>) {
+          return UiAdmitted{e.request.value, e.num_cached_tokens, e.queue_ms};
+        } else if constexpr (std::is_same_v<E, gb::PrefillChunkEvent>) {
+          return UiPrefill{e.request.value, e.step, e.start_position, e.num_tokens};
+        } else if constexpr (std::is_same_v<E, gb::TokenSampledEvent>) {
+          UiToken t = toUiToken(e, vocab);
+          t.tMs = static_cast<double>(event.t_us) / 1000.0;
+          return t;
+        } else if constexpr (std::is_same_v<E, gb::RequestPreemptedEvent>) {
+          return UiPreempted{e.request.value, e.step};
+        } else if constexpr (std::is_same_v<E, gb::RequestFinishedEvent>) {
+          UiFinished f;
+          f.request = e.request.value;
+          f.reason = QString::fromStdString(e.reason);
+          f.text = QString::fromStdString(e.text);
+          f.numPromptTokens = e.num_prompt_tokens;
+          f.numGenerated = e.num_generated;
+          f.numCachedTokens = e.num_cached_tokens;
+          f.ttftMs = e.ttft_ms;
+          f.tpotMs = e.tpot_ms;
+          f.e2eMs = e.e2e_ms;
+          return f;
+        } else if constexpr (std::is_same_v<E, gb::StepEvent>) {
+          return UiStep{e.step, e.start_ms, e.schedule_ms, e.forward_ms, e.sample_ms, e.num_seqs,
+                        e.num_prefill_tokens, e.num_decode_tokens, e.num_running, e.num_waiting,
+                        e.num_blocks_owned, e.num_blocks_free, e.num_blocks_cached, e.num_blocks_total,
+                        e.num_prefix_hit_tokens, e.num_preemptions};
+        } else if constexpr (std::is_same_v<E, gb::KvTraceEvent>) {
+          UiKv k;
+          k.step = e.step;
+          k.kind = static_cast<UiKvKind>(e.kv.kind);
+          k.block = e.kv.block.value;
+          k.request = keyOf(e.kv.request);
+          k.otherBlock = e.kv.other_block.value;
+          k.refCount = e.kv.ref_count;
+          return k;
+        } else if constexpr (std::is_same_v<E, gb::ErrorEvent>) {
+          UiError err;
+          if (e.request) err.request = e.request->value;
+          err.message = QString::fromStdString(e.message);
+          return err;
+        } else {
+          // Speculative decoding has no panel yet; keep the stream's order with an
+          // informational entry rather than dropping the event silently.
+          static_assert(std::is_same_v<E, gb::SpeculativeEvent>);
+          return UiError{keyOf(e.request), QStringLiteral("speculative verification: %1 accepted").arg(e.num_accepted)};
+        }
+      },
+      event.body);
+  return out;
+}
+
+void EngineController::collectEvents() {
+  if (!state_->engine) return;
+  std::vector<gb::TraceEvent> events = state_->engine->drain_events();
+  pending_.reserve(pending_.size() + events.size());
+  for (const gb::TraceEvent& e : events) pending_.push_back(toUiEvent(e, state_->vocab));
+  state_->recorded.insert(state_->recorded.end(), std::make_move_iterator(events.begin()),
+                          std::make_move_iterator(events.end()));
+}
+
+QVector<QString> EngineController::vocabularyTexts() const {
+  QVector<QString> out;
+  const gb::Tokenizer& tok = *state_->tokenizer;
+  out.reserve(tok.vocab_size());
+  for (int i = 0; i < tok.vocab_size(); ++i) out.push_back(QString::fromStdString(tok.token_bytes(i)));
+  return out;
+}
+
+UiModelInfo EngineController::modelInfo() const {
+  const gb::Model& m = *state_->model;
+  const gb::ModelConfig& c = m.config;
+  UiModelInfo info;
+  info.path = QString::fromStdString(m.path);
+  info.name = QString::fromStdString(m.name);
+  const std::string_view format = gb::model_format_name(m.format);
+  info.format = QString::fromUtf8(format.data(), static_cast<qsizetype>(format.size()));
+  info.architecture = QString::fromStdString(c.architecture);
+  info.chatTemplate = QString::fromStdString(m.chat_template);
+  const std::string_view kind = state_->tokenizer->kind();
+  info.tokenizerKind = QString::fromUtf8(kind.data(), static_cast<qsizetype>(kind.size()));
+  info.shapes = {{"dim", QString::number(c.dim)},           {"hidden_dim", QString::number(c.hidden_dim)},
+                 {"layers", QString::number(c.num_layers)}, {"heads", QString::number(c.num_heads)},
+                 {"kv heads", QString::number(c.num_kv_heads)}, {"head_dim", QString::number(c.head_dim)},
+                 {"rope_dim", QString::number(c.rope_dim)}, {"vocab", QString::number(c.vocab_size)},
+                 {"rope base", QString::number(c.rope_freq_base)}, {"rms eps", QString::number(c.rms_eps)},
+                 {"tied classifier", c.tied_classifier ? "yes" : "no"}};
+  for (const auto& [k, v] : m.metadata) info.metadata.push_back({QString::fromStdString(k), QString::fromStdString(v)});
+  std::map<std::string, int> types;
+  for (const gb::TensorView* t : m.all_tensors()) ++types[std::string(gb::dtype_info(t->dtype).name)];
+  for (const auto& [k, n] : types) info.tensorTypes.push_back({QString::fromStdString(k), QString::number(n)});
+  info.numParameters = m.num_parameters();
+  info.weightBytes = m.weight_bytes();
+  info.contextLength = state_->engine->max_context();
+  info.vocabSize = c.vocab_size;
+  info.numLayers = c.num_layers;
+  info.numKvHeads = c.num_kv_heads;
+  info.headDim = c.head_dim;
+  info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
+  info.kvPoolBytes = state_->engine->backend().kv_pool_bytes();
+  info.numBlocks = state_->engine->num_blocks();
+  info.blockSize = state_->engine->scheduler().kv_cache().snapshot().block_size;
+  const gb::DeviceInfo d = state_->engine->backend().device_info();
+  info.deviceBackend = QString::fromStdString(d.backend);
+  info.deviceName = QString::fromStdString(d.name);
+  info.deviceMemoryUsed = d.memory_used_bytes;
+  info.deviceMemoryTotal = d.memory_total_bytes;
+  info.numThreads = d.num_threads;
+  info.bosId = state_->tokenizer->bos_id();
+  info.eosId = state_->tokenizer->eos_id();
+  info.vocab = state_->vocab;
+  return info;
+}
+
+void EngineController::exportTrace(const QString& path, const QString& format) {
+  if (!state_->model) {
+    emit exportFinished(path, tr("Nothing to export: no model is loaded."));
+    return;
+  }
+  auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
+  if (!header) {
+    emit exportFinished(path, QString::fromStdString(header.error().message));
+    return;
+  }
+  const gb::Status s = format == QLatin1String("chrome")
+                           ? gb::write_chrome_trace(path.toStdString(), *header, state_->recorded)
+                           : gb::write_trace_jsonl(path.toStdString(), *header, state_->recorded);
+  emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
+}
+
+void EngineController::openTrace(const QString& path) {
+  auto file = gb::read_trace_jsonl(path.toStdString());
+  if (!file) {
+    emit traceOpenFailed(path, QString::fromStdString(file.error().message));
+    return;
+  }
+  const gb::TraceHeader& h = file->header;
+  const gb::ModelConfig& c = h.model.config;
+  UiModelInfo info;
+  info.path = QString::fromStdString(h.model.path);
+  info.name = QString::fromStdString(h.model.name) + tr(" (replay)");
+  info.format = QString::fromStdString(h.model.format);
+  info.architecture = QString::fromStdString(c.architecture);
+  info.tokenizerKind = QString::fromStdString(h.tokenizer.kind);
+  info.shapes = {{"dim", QString::number(c.dim)}, {"hidden_dim", QString::number(c.hidden_dim)},
+                 {"layers", QString::number(c.num_layers)}, {"heads", QString::number(c.num_heads)},
+                 {"kv heads", QString::number(c.num_kv_heads)}, {"head_dim", QString::number(c.head_dim)},
+                 {"vocab", QString::number(c.vocab_size)}};
+  info.metadata = {{"trace", path}, {"created", QString::fromStdString(h.created)},
+                   {"engine version", QString::fromStdString(h.engine_version)},
+                   {"model sha256", QString::fromStdString(h.model.sha256)}};
+  info.contextLength = c.context_length;
+  info.vocabSize = c.vocab_size;
+  info.numLayers = c.num_layers;
+  info.numKvHeads = c.num_kv_heads;
+  info.headDim = c.head_dim;
+  info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
+  info.blockSize = 16;  // EngineConfig's default; the trace does not record it
+  info.deviceBackend = tr("replay");
+  info.bosId = h.tokenizer.bos_id;
+  info.eosId = h.tokenizer.eos_id;
+  // Token texts come from the model's tokenizer when the file is still there;
+  // otherwise the panels show ids.
+  if (auto model = gb::load_model(h.model.path)) {
+    if (auto tok = gb::load_tokenizer(**model, "")) {
+      for (int i = 0; i < (*tok)->vocab_size(); ++i) info.vocab.push_back(QString::fromStdString((*tok)->token_bytes(i)));
+    }
+  }
+  auto events = std::make_shared<std::vector<UiEvent>>();
+  events->reserve(file->events.size());
+  for (const gb::TraceEvent& e : file->events) {
+    events->push_back(toUiEvent(e, info.vocab));
+    if (const auto* step = std::get_if<gb::StepEvent>(&e.body)) info.numBlocks = std::max(info.numBlocks, step->num_blocks_total);
+  }
+  emit traceOpened(info, events);
+}
+
+}  // namespace gbui

@@ -1,0 +1,44 @@
+// EngineController::State: the engine objects the controller owns. Private to
+// the controller's own .cpp files (the bridge); nothing else includes it.
+// Threads: the controller's thread only.
+#pragma once
+
+#include <QString>
+#include <QVector>
+#include <memory>
+#include <vector>
+
+#include "engine_controller.h"
+// Qt's `emit` keyword macro would rewrite gb::Engine's private emit() member.
+#pragma push_macro("emit")
+#undef emit
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "sampling/sampler_settings_json.h"
+#include "tokenizer/tokenizer.h"
+#include "trace/chrome_trace.h"
+#include "trace/trace_event.h"
+#include "trace/trace_header.h"
+#include "trace/trace_jsonl.h"
+#include "kv/scheduler.h"
+#pragma pop_macro("emit")
+
+namespace gbui {
+
+struct EngineController::State {
+  std::shared_ptr<const gb::Model> model;
+  std::shared_ptr<const gb::Tokenizer> tokenizer;
+  std::unique_ptr<gb::Engine> engine;
+  QVector<QString> vocab;                 // (vocab_size) decoded text per id
+  std::vector<gb::TraceEvent> recorded;   // every event of this session, for export
+
+  void reset() {
+    engine.reset();
+    recorded.clear();
+  }
+};
+
+// Engine value -> UI value (engine_controller_events.cpp).
+UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab);
+
+}  // namespace gbui

@@ -1,0 +1,39 @@
+// KvCachePanel: the live block grid beside used/cached/free blocks over steps,
+// and the numbers that size a deployment: bytes per token (formula
+// 2 x layers x kv_heads x head_dim x 4 next to the measured pool bytes / pool
+// tokens), capacity in tokens, prefix hit rate, preemptions. Everything comes
+// from SessionModel, i.e. from trace events.
+// Threads: UI thread.
+#pragma once
+
+#include <QWidget>
+
+class QCustomPlot;
+class QLabel;
+
+namespace gbui {
+
+class KvGridWidget;
+class SessionModel;
+
+class KvCachePanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit KvCachePanel(SessionModel* model, QWidget* parent = nullptr);
+  KvGridWidget* grid() const { return grid_; }
+  QCustomPlot* plot() const { return plot_; }
+  QString statsText() const;
+
+ public slots:
+  void refresh();
+
+ private:
+  void rebuildPlot();
+  SessionModel* model_;
+  KvGridWidget* grid_;
+  QCustomPlot* plot_;
+  QLabel* stats_;
+  size_t plottedSteps_ = 0;
+};
+
+}  // namespace gbui

@@ -1,0 +1,313 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTimer>
+
+#include "chat_panel.h"
+#include "engine_controller.h"
+#include "kv_cache_panel.h"
+#include "model_info_panel.h"
+#include "performance_panel.h"
+#include "sampling_panel.h"
+#include "session_model.h"
+#include "token_inspector_panel.h"
+
+namespace gbui {
+
+MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
+    : QMainWindow(parent), controller_(new EngineController), model_(new SessionModel(this)), sessionPath_(sessionPath) {
+  qRegisterMetaType<gbui::UiEventBatch>();
+  qRegisterMetaType<gbui::UiModelInfo>();
+  setWindowTitle(tr("Glassbox"));
+  setAcceptDrops(true);
+  setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+  if (sessionPath_.isEmpty()) {
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    QDir().mkpath(dir);
+    sessionPath_ = dir + QStringLiteral("/session.json");
+  }
+
+  controller_->moveToThread(&engineThread_);
+  connect(&engineThread_, &QThread::finished, controller_, &QObject::deleteLater);
+  engineThread_.setObjectName(QStringLiteral("glassbox-engine"));
+  engineThread_.start();
+
+  chat_ = new ChatPanel(model_);
+  setCentralWidget(chat_);
+  sampling_ = new SamplingPanel;
+  inspector_ = new TokenInspectorPanel(model_);
+  kv_ = new KvCachePanel(model_);
+  performance_ = new PerformancePanel(model_);
+  info_ = new ModelInfoPanel(model_);
+  addDock(sampling_, tr("Sampling"), "sampling", Qt::LeftDockWidgetArea);
+  addDock(info_, tr("Model"), "model", Qt::LeftDockWidgetArea);
+  addDock(inspector_, tr("Token inspector"), "inspector", Qt::RightDockWidgetArea);
+  QDockWidget* kvDock = addDock(kv_, tr("KV cache"), "kv", Qt::BottomDockWidgetArea);
+  QDockWidget* perfDock = addDock(performance_, tr("Performance"), "performance", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(kvDock, perfDock);
+  kvDock->raise();
+
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 0);
+  progress_->setMaximumWidth(160);
+  progress_->setVisible(false);
+  cancelLoad_ = new QPushButton(tr("Cancel"));
+  cancelLoad_->setVisible(false);
+  statusModel_ = new QLabel(tr("No model"));
+  statusBar()->addWidget(statusModel_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancelLoad_);
+  connect(cancelLoad_, &QPushButton::clicked, this, &MainWindow::cancelLoad);
+
+  // Engine -> UI: queued signals (different threads).
+  connect(controller_, &EngineController::eventsReady, model_, &SessionModel::apply);
+  connect(controller_, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
+  connect(controller_, &EngineController::modelLoadFailed, this, &MainWindow::onLoadFailed);
+  connect(controller_, &EngineController::requestSubmitted, chat_, &ChatPanel::onRequestSubmitted);
+  connect(controller_, &EngineController::requestFailed, chat_, &ChatPanel::onRequestFailed);
+  connect(controller_, &EngineController::engineError, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+  connect(controller_, &EngineController::exportFinished, this, [this](const QString& path, const QString& error) {
+    if (!error.isEmpty()) showError(tr("Export trace"), error);
+    else statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+    emit exported(path, error);
+  });
+  connect(controller_, &EngineController::traceOpened, this, [this](const UiModelInfo& info, const UiEventBatch& events) {
+    model_->setModelInfo(info);
+    model_->setReplay(true);
+    Conversation replay;
+    replay.completionMode = true;
+    for (const auto& e : *events)
+      if (const auto* s = std::get_if<UiSubmitted>(&e.body); s && !s->parent)
+        replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
+    model_->apply(events);
+    chat_->setConversation(replay);
+    statusModel_->setText(tr("Replay: %1").arg(info.name));
+    emit traceReady();
+  });
+  connect(controller_, &EngineController::traceOpenFailed, this,
+          [this](const QString& path, const QString& m) { showError(tr("Open trace"), tr("%1\n\n%2").arg(path, m)); });
+
+  // UI -> engine: queued invocations only.
+  connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {
+    const QString json = sampling_->submitJson();
+    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens); });
+  });
+  connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
+    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->cancel(request); });
+  });
+  connect(chat_, &ChatPanel::tokenClicked, model_, &SessionModel::selectToken);
+  connect(sampling_, &SamplingPanel::settingsChanged, this, [this](const QString& json) {
+    const RequestKey active = chat_->activeRequest();
+    if (active != 0) QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->setSamplerSettings(active, json); });
+    autosave_->start();
+  });
+  connect(inspector_, &TokenInspectorPanel::branchRequested, this, [this](quint64 request, int index, int tokenId) {
+    const RequestInfo* r = model_->request(request);
+    const int turn = chat_->turnOf(request);
+    if (!r || turn < 0 || chat_->activeRequest() != 0) return;
+    const int numTokens = static_cast<int>(r->promptIds.size()) + index;
+    const int maxTokens = chat_->maxTokens();
+    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
+  });
+
+  autosave_ = new QTimer(this);
+  autosave_->setSingleShot(true);
+  autosave_->setInterval(500);
+  connect(autosave_, &QTimer::timeout, this, &MainWindow::saveSession);
+  connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
+
+  buildMenus();
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  if (!settings.contains("window/geometry")) resize(1400, 900);
+  restoreSession();
+}
+
+MainWindow::~MainWindow() {
+  controller_->cancelLoad();
+  controller_->setPaused(true);
+  engineThread_.quit();
+  engineThread_.wait();
+}
+
+QDockWidget* MainWindow::addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(name);  // restoreState() finds docks by object name
+  dock->setWidget(widget);
+  addDockWidget(area, dock);
+  return dock;
+}
+
+QWidget* MainWindow::panel(const QString& name) const {
+  if (name == QLatin1String("chat")) return chat_;
+  if (auto* dock = findChild<QDockWidget*>(name)) return dock->widget();
+  return nullptr;
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open model..."), QKeySequence::Open, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.gguf *.bin);;All files (*)"));
+    if (!path.isEmpty()) openModel(path);
+  });
+  recentMenu_ = file->addMenu(tr("Recent models"));
+  rebuildRecentMenu();
+  file->addSeparator();
+  file->addAction(tr("Open &trace..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), {}, tr("Trace (*.jsonl);;All files (*)"));
+    if (!path.isEmpty()) openTrace(path);
+  });
+  file->addAction(tr("&Export trace (JSON Lines)..."), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), {}, tr("JSON Lines (*.jsonl)"));
+    if (!path.isEmpty()) exportTrace(path, "jsonl");
+  });
+  file->addAction(tr("Export trace (&Chrome / Perfetto)..."), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), {}, tr("JSON (*.json)"));
+    if (!path.isEmpty()) exportTrace(path, "chrome");
+  });
+  file->addSeparator();
+  file->addAction(tr("New conversation"), QKeySequence::New, chat_, &ChatPanel::clearConversation);
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* engine = menuBar()->addMenu(tr("&Engine"));
+  QAction* pause = engine->addAction(tr("&Pause"));
+  pause->setCheckable(true);
+  connect(pause, &QAction::toggled, this, [this](bool on) { controller_->setPaused(on); });
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+}
+
+void MainWindow::openModel(const QString& path) {
+  loading_ = true;
+  lastError_.clear();
+  progress_->setVisible(true);
+  cancelLoad_->setVisible(true);
+  statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
+  const QString device = device_;
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0); });
+}
+
+void MainWindow::cancelLoad() {
+  if (!loading_) return;
+  controller_->cancelLoad();
+  loading_ = false;
+  progress_->setVisible(false);
+  cancelLoad_->setVisible(false);
+  statusModel_->setText(model_->hasModel() ? model_->modelInfo().name : tr("No model"));
+}
+
+void MainWindow::onModelLoaded(const UiModelInfo& info) {
+  loading_ = false;
+  progress_->setVisible(false);
+  cancelLoad_->setVisible(false);
+  model_->setReplay(false);
+  model_->setModelInfo(info);
+  chat_->setFormat(detectChatFormat(info.chatTemplate));
+  statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
+  rememberRecent(info.path);
+  autosave_->start();
+  emit modelReady();
+}
+
+void MainWindow::onLoadFailed(const QString& path, const QString& message) {
+  if (!loading_) return;  // cancelled
+  loading_ = false;
+  progress_->setVisible(false);
+  cancelLoad_->setVisible(false);
+  statusModel_->setText(model_->hasModel() ? model_->modelInfo().name : tr("No model"));
+  showError(tr("Cannot open model"), tr("%1\n\n%2").arg(path, message));
+  emit loadFailed(message);
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+  lastError_ = message;
+  // Window-modal but non-blocking: the event loop (and the engine) keep running.
+  auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->setObjectName(QStringLiteral("errorDialog"));
+  box->open();
+}
+
+void MainWindow::openTrace(const QString& path) {
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->openTrace(path); });
+}
+
+void MainWindow::exportTrace(const QString& path, const QString& format) {
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->exportTrace(path, format); });
+}
+
+void MainWindow::rememberRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recentModels").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  settings.setValue("recentModels", recent.mid(0, 8));
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recentMenu_->clear();
+  for (const QString& path : QSettings().value("recentModels").toStringList())
+    recentMenu_->addAction(path, this, [this, path] { openModel(path); });
+  recentMenu_->setEnabled(!recentMenu_->isEmpty());
+}
+
+void MainWindow::saveSession() {
+  const QJsonObject session{{"model", model_->isReplay() ? QString() : model_->modelInfo().path},
+                            {"conversation", chat_->conversation().toJson()},
+                            {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()}};
+  QSaveFile file(sessionPath_);  // write to a temporary, rename on commit: no torn files
+  if (file.open(QIODevice::WriteOnly)) {
+    file.write(QJsonDocument(session).toJson());
+    file.commit();
+  }
+}
+
+void MainWindow::restoreSession() {
+  QFile file(sessionPath_);
+  if (!file.open(QIODevice::ReadOnly)) return;
+  const QJsonObject session = QJsonDocument::fromJson(file.readAll()).object();
+  if (session.contains("sampler"))
+    sampling_->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
+  chat_->setConversation(Conversation::fromJson(session.value("conversation").toObject()));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  saveSession();
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  if (urls.isEmpty()) return;
+  const QString path = urls.front().toLocalFile();
+  if (path.endsWith(QLatin1String(".jsonl"))) openTrace(path);
+  else openModel(path);
+}
+
+}  // namespace gbui

@@ -1,0 +1,101 @@
+// MainWindow: the workbench shell. Owns the engine thread and its
+// EngineController, the SessionModel fed by the controller's event batches, and
+// the panels as QDockWidgets (layout saved with QSettings). File menu: open model
+// (also drag and drop), recent models, open / export trace; the session
+// (conversation and sampler settings) is autosaved atomically.
+// Threads: UI thread; the controller runs on engineThread_.
+#pragma once
+
+#include <QMainWindow>
+#include <QThread>
+
+#include "ui_events.h"
+
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTimer;
+
+namespace gbui {
+
+class ChatPanel;
+class EngineController;
+class KvCachePanel;
+class ModelInfoPanel;
+class PerformancePanel;
+class SamplingPanel;
+class SessionModel;
+class TokenInspectorPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // sessionPath: autosave file; empty = QStandardPaths::AppDataLocation/session.json.
+  explicit MainWindow(const QString& sessionPath = {}, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  EngineController* controller() const { return controller_; }
+  SessionModel* sessionModel() const { return model_; }
+  ChatPanel* chat() const { return chat_; }
+  SamplingPanel* sampling() const { return sampling_; }
+  TokenInspectorPanel* inspector() const { return inspector_; }
+  KvCachePanel* kvCache() const { return kv_; }
+  PerformancePanel* performance() const { return performance_; }
+  ModelInfoPanel* modelInfo() const { return info_; }
+  // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance", "model").
+  QWidget* panel(const QString& name) const;
+  bool isLoading() const { return loading_; }
+  QString lastError() const { return lastError_; }
+  void setDevice(const QString& device) { device_ = device; }
+
+ public slots:
+  void openModel(const QString& path);
+  void cancelLoad();
+  void openTrace(const QString& path);
+  void exportTrace(const QString& path, const QString& format);
+  void saveSession();
+
+ signals:
+  void modelReady();
+  void loadFailed(const QString& message);
+  void traceReady();
+  void exported(const QString& path, const QString& error);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildMenus();
+  QDockWidget* addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);
+  void onModelLoaded(const UiModelInfo& info);
+  void onLoadFailed(const QString& path, const QString& message);
+  void rememberRecent(const QString& path);
+  void rebuildRecentMenu();
+  void restoreSession();
+  void showError(const QString& title, const QString& message);
+
+  QThread engineThread_;
+  EngineController* controller_;
+  SessionModel* model_;
+  ChatPanel* chat_;
+  SamplingPanel* sampling_;
+  TokenInspectorPanel* inspector_;
+  KvCachePanel* kv_;
+  PerformancePanel* performance_;
+  ModelInfoPanel* info_;
+  QMenu* recentMenu_ = nullptr;
+  QProgressBar* progress_;
+  QPushButton* cancelLoad_;
+  QLabel* statusModel_;
+  QTimer* autosave_;
+  QString sessionPath_;
+  QString device_ = QStringLiteral("auto");
+  QString lastError_;
+  bool loading_ = false;
+};
+
+}  // namespace gbui

@@ -1,0 +1,76 @@
+#include "model_info_panel.h"
+
+#include <QHeaderView>
+#include <QLocale>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include "session_model.h"
+
+namespace gbui {
+
+ModelInfoPanel::ModelInfoPanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  tree_ = new QTreeWidget;
+  tree_->setHeaderLabels({tr("Property"), tr("Value")});
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  layout->addWidget(tree_);
+  connect(model_, &SessionModel::modelChanged, this, &ModelInfoPanel::refresh);
+  refresh();
+}
+
+void ModelInfoPanel::refresh() {
+  tree_->clear();
+  const UiModelInfo& m = model_->modelInfo();
+  if (m.path.isEmpty()) {
+    new QTreeWidgetItem(tree_, {tr("No model"), tr("File > Open model, or drop a .gguf / .bin file here")});
+    return;
+  }
+  const QLocale locale;
+  auto group = [&](const QString& name) {
+    auto* item = new QTreeWidgetItem(tree_, {name});
+    item->setExpanded(true);
+    QFont f = item->font(0);
+    f.setBold(true);
+    item->setFont(0, f);
+    return item;
+  };
+  auto* file = group(tr("File"));
+  for (const auto& [k, v] : QVector<QPair<QString, QString>>{
+           {tr("name"), m.name}, {tr("path"), m.path}, {tr("format"), m.format},
+           {tr("architecture"), m.architecture}, {tr("tokenizer"), m.tokenizerKind},
+           {tr("parameters"), locale.toString(m.numParameters)},
+           {tr("weights"), locale.formattedDataSize(static_cast<qint64>(m.weightBytes))},
+           {tr("context length"), QString::number(m.contextLength)},
+           {tr("chat template"), m.chatTemplate.isEmpty() ? tr("(none)") : m.chatTemplate.left(80)}})
+    new QTreeWidgetItem(file, {k, v});
+  auto* shapes = group(tr("Shapes"));
+  for (const auto& [k, v] : m.shapes) new QTreeWidgetItem(shapes, {k, v});
+  auto* types = group(tr("Tensor types"));
+  for (const auto& [k, v] : m.tensorTypes) new QTreeWidgetItem(types, {k, tr("%1 tensors").arg(v)});
+  auto* kv = group(tr("KV cache"));
+  const int poolTokens = m.numBlocks * m.blockSize;
+  new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),
+                           tr("%1 = 2 x %2 x %3 x %4 x 4").arg(m.kvBytesPerTokenFormula).arg(m.numLayers).arg(m.numKvHeads).arg(m.headDim)});
+  new QTreeWidgetItem(kv, {tr("bytes/token (measured)"),
+                           poolTokens > 0 && m.kvPoolBytes > 0 ? QString::number(m.kvPoolBytes / poolTokens) : tr("n/a")});
+  new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens, %4")
+                                           .arg(m.numBlocks)
+                                           .arg(m.blockSize)
+                                           .arg(poolTokens)
+                                           .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))});
+  auto* device = group(tr("Device"));
+  new QTreeWidgetItem(device, {tr("backend"), m.deviceBackend});
+  new QTreeWidgetItem(device, {tr("name"), m.deviceName});
+  new QTreeWidgetItem(device, {tr("threads"), QString::number(m.numThreads)});
+  new QTreeWidgetItem(device, {tr("memory used"), locale.formattedDataSize(static_cast<qint64>(m.deviceMemoryUsed))});
+  if (m.deviceMemoryTotal > 0)
+    new QTreeWidgetItem(device, {tr("memory total"), locale.formattedDataSize(static_cast<qint64>(m.deviceMemoryTotal))});
+  auto* meta = group(tr("Metadata"));
+  meta->setExpanded(false);
+  for (const auto& [k, v] : m.metadata) new QTreeWidgetItem(meta, {k, v.left(200)});
+}
+
+}  // namespace gbui

@@ -1,0 +1,54 @@
+// PerformancePanel: live charts from trace events — per-token latency (TTFT for
+// a request's first token, then TPOT) over the token index, TTFT per request,
+// rolling tokens/s, and the step time split (schedule / forward / sample) with
+// the queue length. A scrolling window, pause, PNG and CSV export.
+// Points are appended as batches arrive and plots use queued replots, so many
+// batches per frame cost one repaint.
+// Threads: UI thread.
+#pragma once
+
+#include <QWidget>
+#include <map>
+
+#include "ui_events.h"
+
+class QCheckBox;
+class QCustomPlot;
+class QLabel;
+class QSpinBox;
+
+namespace gbui {
+
+class SessionModel;
+
+class PerformancePanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PerformancePanel(SessionModel* model, QWidget* parent = nullptr);
+  int numLatencyPoints() const;
+  QCustomPlot* latencyPlot() const { return latency_; }
+  QString csv() const;
+
+ public slots:
+  void onBatch(const gbui::UiEventBatch& batch);
+  void reset();
+  bool exportPng(const QString& path);
+  bool exportCsv(const QString& path);
+
+ private:
+  void rescale();
+  SessionModel* model_;
+  QCustomPlot* latency_;
+  QCustomPlot* ttft_;
+  QCustomPlot* throughput_;
+  QCustomPlot* steps_;
+  QCheckBox* pause_;
+  QSpinBox* window_;
+  QLabel* summary_;
+  std::map<RequestKey, double> lastTokenMs_;
+  std::vector<double> tokenTimesMs_;  // every token's time, for the rolling rate
+  int numTokens_ = 0;
+  int numRequests_ = 0;
+};
+
+}  // namespace gbui

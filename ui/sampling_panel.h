@@ -1,0 +1,68 @@
+// SamplingPanel: one slider + spin box per sampler setting, the chain order as a
+// drag-to-reorder checklist (unchecked stages are left out), seed fixed or
+// random, and presets saved / loaded as JSON files in the engine's
+// SamplerSettings JSON shape. Every change emits settingsChanged with the full
+// JSON, which MainWindow applies to the running request's next token.
+// Threads: UI thread.
+#pragma once
+
+#include <QJsonObject>
+#include <QWidget>
+#include <vector>
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QListWidget;
+class QSlider;
+class QSpinBox;
+
+namespace gbui {
+
+class SamplingPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SamplingPanel(QWidget* parent = nullptr);
+
+  // The settings as shown (seed as entered).
+  QString settingsJson() const;
+  // For a new request: like settingsJson(), with a fresh seed when "random" is on.
+  QString submitJson() const;
+  // Loads settings JSON (a preset); "" on success, else the engine's message.
+  QString setSettingsJson(const QString& json);
+  // Sets one numeric field by its JSON key ("temperature", "dry.multiplier", ...)
+  // as if the user moved its slider.
+  bool setValue(const QString& key, double value);
+  double value(const QString& key) const;
+  QSlider* slider(const QString& key) const;
+
+ public slots:
+  void savePreset();
+  void loadPreset();
+  void resetDefaults();
+
+ signals:
+  void settingsChanged(const QString& json);
+
+ private:
+  struct Field {
+    QString key;  // "temperature" or "dry.multiplier"
+    double min = 0, max = 1;
+    int decimals = 2;
+    QSlider* slider = nullptr;
+    QDoubleSpinBox* spin = nullptr;
+  };
+  void addField(QFormLayout* form, const QString& key, const QString& label, double min, double max,
+                int decimals);
+  void onChanged();
+  const Field* field(const QString& key) const;
+
+  std::vector<Field> fields_;
+  QListWidget* order_;
+  QSpinBox* seed_;
+  QCheckBox* randomSeed_;
+  QJsonObject base_;     // fields without a widget (stop strings, logit bias ...)
+  bool updating_ = false;
+};
+
+}  // namespace gbui

@@ -1,0 +1,191 @@
+#include "session_model.h"
+
+#include <algorithm>
+
+namespace gbui {
+
+QVector<int> RequestInfo::allTokenIds() const {
+  QVector<int> ids = promptIds;
+  for (const UiToken& t : tokens) ids.push_back(t.tokenId);
+  return ids;
+}
+
+SessionModel::SessionModel(QObject* parent) : QObject(parent) {}
+
+void SessionModel::clear() {
+  requests_.clear();
+  steps_.clear();
+  events_.clear();
+  cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
+  lastWriter_.clear();
+  selected_.reset();
+  emit cleared();
+}
+
+void SessionModel::setModelInfo(const UiModelInfo& info) {
+  info_ = info;
+  clear();
+  emit modelChanged();
+}
+
+const RequestInfo* SessionModel::request(RequestKey key) const {
+  auto it = requests_.find(key);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+const UiToken* SessionModel::token(RequestKey key, int index) const {
+  const RequestInfo* r = request(key);
+  if (!r || index < 0 || index >= static_cast<int>(r->tokens.size())) return nullptr;
+  return &r->tokens[static_cast<size_t>(index)];
+}
+
+QString SessionModel::tokenText(int id) const {
+  if (id >= 0 && id < info_.vocab.size()) return info_.vocab[id];
+  return QStringLiteral("#%1").arg(id);
+}
+
+void SessionModel::selectToken(RequestKey request, int index) {
+  selected_ = std::make_pair(request, index);
+  emit tokenSelected(request, index);
+}
+
+void SessionModel::apply(const UiEventBatch& batch) {
+  if (!batch || batch->empty()) return;
+  for (const UiEvent& e : *batch) applyOne(e);
+  events_.insert(events_.end(), batch->begin(), batch->end());
+  emit batchApplied(batch);
+}
+
+KvCell& SessionModel::cell(int block) {
+  if (block >= cells_.size()) cells_.resize(block + 1);
+  return cells_[block];
+}
+
+void SessionModel::applyOne(const UiEvent& e) {
+  const double tMs = static_cast<double>(e.tUs) / 1000.0;
+  std::visit(
+      [&](const auto& b) {
+        using B = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<B, UiSubmitted>) {
+          RequestInfo& r = requests_[b.request];
+          r.key = b.request;
+          r.parent = b.parent;
+          r.forkPosition = b.forkPosition;
+          r.promptIds = b.promptIds;
+          r.samplerJson = b.samplerJson;
+          r.submittedMs = tMs;
+        } else if constexpr (std::is_same_v<B, UiAdmitted>) {
+          requests_[b.request].admittedMs = tMs;
+        } else if constexpr (std::is_same_v<B, UiToken>) {
+          requests_[b.request].tokens.push_back(b);
+        } else if constexpr (std::is_same_v<B, UiPreempted>) {
+          ++requests_[b.request].numPreemptions;
+        } else if constexpr (std::is_same_v<B, UiFinished>) {
+          RequestInfo& r = requests_[b.request];
+          r.finished = true;
+          r.finish = b;
+        } else if constexpr (std::is_same_v<B, UiStep>) {
+          steps_.push_back(b);
+          if (b.total > cells_.size()) cells_.resize(b.total);
+        } else if constexpr (std::is_same_v<B, UiKv>) {
+          applyKv(b);
+        } else if constexpr (std::is_same_v<B, UiError>) {
+          emit errorReported(b.message);
+        }
+      },
+      e.body);
+}
+
+// Block tables are rebuilt from the pool's events: a request gains blocks in
+// position order (prefix hits and shared fork blocks first, then allocations),
+// swaps a block on copy-on-write, and loses blocks when it releases them.
+void SessionModel::applyKv(const UiKv& kv) {
+  KvCell& c = cell(kv.block);
+  c.refCount = kv.refCount;
+  auto addOwner = [&](RequestKey key) {
+    if (!c.owners.contains(key)) c.owners.push_back(key);
+    requests_[key].blockTable.push_back(kv.block);
+  };
+  switch (kv.kind) {
+    case UiKvKind::Allocated:
+      if (kv.request) {
+        addOwner(*kv.request);
+        lastWriter_[kv.block] = *kv.request;
+      }
+      c.hasHash = false;
+      break;
+    case UiKvKind::PrefixHit:
+    case UiKvKind::Shared:
+      if (kv.request) addOwner(*kv.request);
+      break;
+    case UiKvKind::Copied:
+      if (kv.request) {
+        RequestInfo& r = requests_[*kv.request];
+        const qsizetype at = r.blockTable.indexOf(kv.otherBlock);
+        if (at >= 0) r.blockTable[at] = kv.block;
+        else r.blockTable.push_back(kv.block);
+        if (!c.owners.contains(*kv.request)) c.owners.push_back(*kv.request);
+        lastWriter_[kv.block] = *kv.request;
+        if (kv.otherBlock >= 0 && kv.otherBlock < cells_.size()) cells_[kv.otherBlock].owners.removeAll(*kv.request);
+      }
+      break;
+    case UiKvKind::Released:
+      if (kv.request) {
+        c.owners.removeAll(*kv.request);
+        requests_[*kv.request].blockTable.removeAll(kv.block);
+      }
+      break;
+    case UiKvKind::Freed:
+      c.owners.clear();
+      break;
+    case UiKvKind::Cached:
+      c.hasHash = true;
+      break;
+    case UiKvKind::Evicted:
+    case UiKvKind::Uncached:
+      c.hasHash = false;
+      break;
+  }
+}
+
+KvCounts SessionModel::kvCounts() const {
+  KvCounts k;
+  k.total = static_cast<int>(cells_.size());
+  for (const KvCell& c : cells_) {
+    if (c.owned()) ++k.owned;
+    else if (c.cached()) ++k.cached;
+    else ++k.free;
+  }
+  return k;
+}
+
+int SessionModel::filledSlots(int block) const {
+  if (block < 0 || block >= cells_.size()) return 0;
+  const KvCell& c = cells_[block];
+  if (!c.owned() && !c.cached()) return 0;
+  if (c.cached()) return blockSize();  // only full blocks are committed
+  return static_cast<int>(blockTokens(block).size());
+}
+
+QVector<int> SessionModel::blockTokens(int block) const {
+  auto writer = lastWriter_.find(block);
+  std::vector<RequestKey> candidates;
+  if (block >= 0 && block < cells_.size())
+    candidates.assign(cells_[block].owners.begin(), cells_[block].owners.end());
+  if (writer != lastWriter_.end()) candidates.push_back(writer->second);
+  for (RequestKey key : candidates) {
+    const RequestInfo* r = request(key);
+    if (!r) continue;
+    const qsizetype at = r->blockTable.indexOf(block);
+    if (at < 0) continue;
+    // K/V exists for every token except the newest sampled one (not yet run).
+    const QVector<int> ids = r->allTokenIds();
+    const int computed = static_cast<int>(ids.size()) - (r->tokens.empty() ? 0 : 1);
+    const int begin = static_cast<int>(at) * blockSize();
+    const int end = std::min(computed, begin + blockSize());
+    return end > begin ? ids.mid(begin, end - begin) : QVector<int>{};
+  }
+  return {};
+}
+
+}  // namespace gbui

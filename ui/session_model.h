@@ -1,0 +1,104 @@
+// SessionModel: the UI-owned picture of one engine session, built only from
+// UiEvents (so a live run and a replayed trace give the same state). Requests
+// with their prompt and tokens, the KV block map, step statistics, errors, and
+// which token is selected. Panels read it and listen to its signals.
+//
+// Invariants: events are applied in `seq` order exactly once; a KV block's state
+// follows the last KV event that named it (owned: refCount > 0; cached:
+// refCount == 0 with a prefix hash; otherwise free), so the counts match the
+// engine's pool statistics after every step.
+// Threads: UI thread only.
+#pragma once
+
+#include <QObject>
+#include <QSet>
+#include <map>
+#include <vector>
+
+#include "ui_events.h"
+
+namespace gbui {
+
+struct RequestInfo {
+  RequestKey key = 0;
+  std::optional<RequestKey> parent;
+  int forkPosition = 0;
+  QVector<int> promptIds;
+  QString samplerJson;
+  std::vector<UiToken> tokens;  // generated tokens in order
+  QVector<int> blockTable;      // KV blocks in position order, from KV events
+  bool finished = false;
+  UiFinished finish;
+  double submittedMs = 0.0;
+  double admittedMs = -1.0;
+  int numPreemptions = 0;
+  // Prompt + generated ids (a fork's prompt already holds the parent's tokens).
+  QVector<int> allTokenIds() const;
+};
+
+struct KvCell {
+  int refCount = 0;
+  bool hasHash = false;
+  QVector<RequestKey> owners;  // requests whose tables hold the block
+  bool owned() const { return refCount > 0; }
+  bool cached() const { return refCount == 0 && hasHash; }
+};
+
+struct KvCounts {
+  int owned = 0, cached = 0, free = 0, total = 0;
+};
+
+class SessionModel : public QObject {
+  Q_OBJECT
+ public:
+  explicit SessionModel(QObject* parent = nullptr);
+
+  void clear();
+  void setModelInfo(const UiModelInfo& info);
+  const UiModelInfo& modelInfo() const { return info_; }
+  bool hasModel() const { return !info_.path.isEmpty(); }
+  void setReplay(bool replay) { replay_ = replay; }
+  bool isReplay() const { return replay_; }
+
+  void apply(const UiEventBatch& batch);
+
+  const std::map<RequestKey, RequestInfo>& requests() const { return requests_; }
+  const RequestInfo* request(RequestKey key) const;
+  const UiToken* token(RequestKey key, int index) const;
+  const std::vector<UiStep>& steps() const { return steps_; }
+  const std::vector<UiEvent>& events() const { return events_; }
+  const QVector<KvCell>& kvCells() const { return cells_; }
+  KvCounts kvCounts() const;
+  int blockSize() const { return info_.blockSize > 0 ? info_.blockSize : 16; }
+  // Slots of `block` holding valid tokens, from its owner's table and token count.
+  int filledSlots(int block) const;
+  // Token ids stored in `block` (empty when unknown, e.g. cached without owner).
+  QVector<int> blockTokens(int block) const;
+  QString tokenText(int id) const;
+
+  void selectToken(RequestKey request, int index);
+  std::optional<std::pair<RequestKey, int>> selectedToken() const { return selected_; }
+
+ signals:
+  void modelChanged();
+  void cleared();
+  void batchApplied(const gbui::UiEventBatch& batch);
+  void tokenSelected(quint64 request, int index);
+  void errorReported(const QString& message);
+
+ private:
+  void applyOne(const UiEvent& e);
+  void applyKv(const UiKv& kv);
+  KvCell& cell(int block);
+
+  UiModelInfo info_;
+  bool replay_ = false;
+  std::map<RequestKey, RequestInfo> requests_;
+  std::vector<UiStep> steps_;
+  std::vector<UiEvent> events_;  // everything applied, for replay comparisons
+  QVector<KvCell> cells_;        // (numBlocks) index = block id
+  std::map<int, RequestKey> lastWriter_;  // block -> request that filled it
+  std::optional<std::pair<RequestKey, int>> selected_;
+};
+
+}  // namespace gbui

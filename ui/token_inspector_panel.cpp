@@ -1,0 +1,183 @@
+#include "token_inspector_panel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "session_model.h"
+
+namespace gbui {
+namespace {
+
+QString visible(const QString& text) {
+  QString t = text;
+  t.replace('\n', QStringLiteral("\\n"));
+  t.replace(' ', QStringLiteral("\u2423"));
+  return t.isEmpty() ? QStringLiteral("\u00b7") : t;
+}
+
+}  // namespace
+
+TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  header_ = new QLabel(tr("Click a generated token to inspect it."));
+  header_->setWordWrap(true);
+  header_->setTextFormat(Qt::RichText);
+  layout->addWidget(header_);
+  auto* split = new QSplitter(Qt::Vertical);
+  plot_ = new QCustomPlot;
+  plot_->setMinimumHeight(180);
+  plot_->yAxis->setLabel(tr("probability"));
+  plot_->yAxis2->setVisible(true);
+  plot_->yAxis2->setLabel(tr("cumulative / draw"));
+  plot_->yAxis2->setRange(0, 1);
+  plot_->legend->setVisible(true);
+  plot_->legend->setFont(QFont(font().family(), 8));
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  split->addWidget(plot_);
+  table_ = new QTableWidget;
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->verticalHeader()->setVisible(false);
+  table_->verticalHeader()->setDefaultSectionSize(20);
+  split->addWidget(table_);
+  layout->addWidget(split, 1);
+  branch_ = new QPushButton(tr("Branch with the selected candidate"));
+  layout->addWidget(branch_);
+  connect(branch_, &QPushButton::clicked, this, [this] { branchFromRow(table_->currentRow()); });
+  connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { branchFromRow(row); });
+  connect(model_, &SessionModel::tokenSelected, this, &TokenInspectorPanel::showToken);
+  connect(model_, &SessionModel::cleared, this, &TokenInspectorPanel::clearView);
+}
+
+void TokenInspectorPanel::clearView() {
+  shown_.reset();
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  table_->clear();
+  table_->setRowCount(0);
+  header_->setText(tr("Click a generated token to inspect it."));
+}
+
+void TokenInspectorPanel::showToken(quint64 request, int index) {
+  const UiToken* t = model_->token(request, index);
+  if (!t) return;
+  shown_ = std::make_pair(request, index);
+  QString stages;
+  for (int s = 0; s < t->stages.size(); ++s)
+    if (s < t->stageActive.size() && t->stageActive[s])
+      stages += QStringLiteral(" %1\u2192%2").arg(t->stages[s]).arg(s < t->numAfterStage.size() ? t->numAfterStage[s] : 0);
+  header_->setText(tr("<b>%1</b> (id %2, request %3, token %4) &nbsp; p = %5 (raw %6), rank %7<br>"
+                      "entropy %8 \u2192 %9 nats, draw %10%11<br><small>candidates %12:%13</small>")
+                       .arg(visible(t->piece).toHtmlEscaped())
+                       .arg(t->tokenId)
+                       .arg(request)
+                       .arg(index)
+                       .arg(t->prob, 0, 'f', 4)
+                       .arg(t->probBefore, 0, 'f', 4)
+                       .arg(t->rank)
+                       .arg(t->entropyBefore, 0, 'f', 3)
+                       .arg(t->entropyAfter, 0, 'f', 3)
+                       .arg(t->draw, 0, 'f', 4)
+                       .arg(t->xtcFired ? tr(", XTC fired") : QString())
+                       .arg(t->numCandidatesBefore)
+                       .arg(stages));
+
+  // Bars: raw probability (grey), final probability (blue), chosen (orange).
+  const int n = static_cast<int>(t->top.size());
+  QVector<double> x, before, after, chosen, cumulative;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  double cum = 0.0, maxP = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const UiCandidate& c = t->top[i];
+    const double final = c.probAfter.isEmpty() ? c.probBefore : c.probAfter.back();
+    x << i;
+    before << c.probBefore;
+    after << (c.id == t->tokenId ? 0.0 : final);
+    chosen << (c.id == t->tokenId ? final : 0.0);
+    cum += final;
+    cumulative << cum;
+    maxP = std::max({maxP, static_cast<double>(c.probBefore), final});
+    ticker->addTick(i, visible(c.text));
+  }
+  plot_->clearPlottables();
+  plot_->clearItems();
+  auto addBars = [&](const QVector<double>& y, const QColor& color, const QString& name, double offset) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    QVector<double> xs = x;
+    for (double& v : xs) v += offset;
+    bars->setData(xs, y, true);
+    bars->setWidth(0.38);
+    bars->setPen(Qt::NoPen);
+    bars->setBrush(color);
+    bars->setName(name);
+  };
+  addBars(before, QColor(170, 170, 170), tr("before sampling"), -0.2);
+  addBars(after, QColor(70, 120, 200), tr("after chain"), 0.2);
+  addBars(chosen, QColor(240, 140, 30), tr("chosen"), 0.2);
+  auto* cumGraph = new QCPGraph(plot_->xAxis, plot_->yAxis2);
+  cumGraph->setData(x, cumulative, true);
+  cumGraph->setLineStyle(QCPGraph::lsStepCenter);
+  cumGraph->setPen(QPen(QColor(60, 160, 90), 1.5));
+  cumGraph->setName(tr("cumulative final"));
+  auto* draw = new QCPItemStraightLine(plot_);
+  draw->point1->setAxes(plot_->xAxis, plot_->yAxis2);
+  draw->point2->setAxes(plot_->xAxis, plot_->yAxis2);
+  draw->point1->setCoords(0, t->draw);
+  draw->point2->setCoords(1, t->draw);
+  draw->setPen(QPen(QColor(200, 40, 40), 1, Qt::DashLine));
+  for (int i = 0; i < n; ++i) {
+    const UiCandidate& c = t->top[i];
+    if (c.removedByStage < 0 || c.removedByStage >= t->stages.size()) continue;
+    auto* label = new QCPItemText(plot_);
+    label->position->setCoords(i, c.probBefore + maxP * 0.04);
+    label->setText(QStringLiteral("\u00d7") + t->stages[c.removedByStage]);
+    label->setRotation(-90);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    label->setFont(QFont(font().family(), 7));
+    label->setColor(QColor(180, 50, 50));
+  }
+  plot_->xAxis->setTicker(ticker);
+  plot_->xAxis->setTickLabelRotation(60);
+  plot_->xAxis->setRange(-0.7, std::max(1, n) - 0.3);
+  plot_->yAxis->setRange(0, std::max(0.05, maxP * 1.35));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+
+  // Table: every stage column, exactly the record's numbers.
+  QStringList headers = {tr("token"), tr("id"), tr("logit"), tr("p raw")};
+  for (const QString& s : t->stages) headers << tr("after %1").arg(s);
+  headers << tr("removed by");
+  table_->clear();
+  table_->setColumnCount(static_cast<int>(headers.size()));
+  table_->setHorizontalHeaderLabels(headers);
+  table_->setRowCount(n);
+  for (int i = 0; i < n; ++i) {
+    const UiCandidate& c = t->top[i];
+    int col = 0;
+    auto set = [&](const QString& text) { table_->setItem(i, col++, new QTableWidgetItem(text)); };
+    set(visible(c.text));
+    set(QString::number(c.id));
+    set(QString::number(c.logit, 'f', 3));
+    set(QString::number(c.probBefore, 'g', 6));
+    for (float p : c.probAfter) set(QString::number(p, 'g', 6));
+    set(c.removedByStage >= 0 && c.removedByStage < t->stages.size() ? t->stages[c.removedByStage] : QString());
+    if (c.id == t->tokenId)
+      for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
+  }
+  table_->resizeColumnsToContents();
+}
+
+void TokenInspectorPanel::branchFromRow(int row) {
+  if (!shown_ || row < 0) return;
+  const UiToken* t = model_->token(shown_->first, shown_->second);
+  if (!t || row >= t->top.size()) return;
+  emit branchRequested(shown_->first, shown_->second, t->top[row].id);
+}
+
+}  // namespace gbui

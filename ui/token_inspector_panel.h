@@ -1,0 +1,50 @@
+// TokenInspectorPanel: for the selected token, a bar chart of its top-N
+// candidates (probability before sampling, after the last stage, the chosen one
+// highlighted, removed ones marked with the stage that removed them), the
+// cumulative final distribution with the random draw, and a table with the
+// probability after every stage. Double-clicking a candidate (or "Branch")
+// asks to branch the conversation with that token (branchRequested).
+// Threads: UI thread.
+#pragma once
+
+#include <QWidget>
+
+#include "ui_events.h"
+
+class QCustomPlot;
+class QLabel;
+class QPushButton;
+class QTableWidget;
+
+namespace gbui {
+
+class SessionModel;
+
+class TokenInspectorPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TokenInspectorPanel(SessionModel* model, QWidget* parent = nullptr);
+
+  QTableWidget* table() const { return table_; }
+  QCustomPlot* plot() const { return plot_; }
+  std::optional<std::pair<RequestKey, int>> shownToken() const { return shown_; }
+
+ public slots:
+  void showToken(quint64 request, int index);
+  void branchFromRow(int row);
+
+ signals:
+  // Branch `request` before its generated token `index`, forcing `tokenId`.
+  void branchRequested(quint64 request, int index, int tokenId);
+
+ private:
+  void clearView();
+  SessionModel* model_;
+  QLabel* header_;
+  QCustomPlot* plot_;
+  QTableWidget* table_;
+  QPushButton* branch_;
+  std::optional<std::pair<RequestKey, int>> shown_;
+};
+
+}  // namespace gbui

@@ -1,0 +1,127 @@
+#include "token_view.h"
+
+#include <QMouseEvent>
+#include <QTextBlock>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+namespace gbui {
+
+TokenView::TokenView(QWidget* parent) : QTextEdit(parent) {
+  setReadOnly(true);
+  setMouseTracking(true);
+  viewport()->setMouseTracking(true);
+  setUndoRedoEnabled(false);
+  document()->setDocumentMargin(10);
+}
+
+void TokenView::clearAll() {
+  clear();
+  spans_.clear();
+}
+
+void TokenView::appendLabel(const QString& text) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  if (!document()->isEmpty()) c.insertBlock();
+  QTextCharFormat f;
+  f.setFontWeight(QFont::Bold);
+  f.setForeground(palette().color(QPalette::Highlight));
+  c.insertText(text, f);
+  c.insertBlock();
+}
+
+void TokenView::appendPlain(const QString& text) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  c.insertText(text, QTextCharFormat());
+}
+
+void TokenView::appendToken(const UiToken& token) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  const int begin = c.position();
+  QTextCharFormat f;
+  f.setBackground(colorFor(token));
+  // A token that completes no character yet (part of a UTF-8 sequence) still gets
+  // a visible, selectable cell.
+  c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
+  spans_.push_back({begin, c.position(), token});
+  ensureCursorVisible();
+}
+
+QString TokenView::tokenText() const {
+  QString out;
+  for (const Span& s : spans_) out += s.token.text;
+  return out;
+}
+
+QColor TokenView::colorFor(const UiToken& t) const {
+  // Light tints so text stays readable: green = confident, red = unlikely.
+  double score = 0.0;  // 0 bad .. 1 good
+  switch (mode_) {
+    case ColorMode::Probability: score = std::clamp(static_cast<double>(t.prob), 0.0, 1.0); break;
+    case ColorMode::Entropy: score = 1.0 - std::clamp(static_cast<double>(t.entropyBefore) / 4.0, 0.0, 1.0); break;
+    case ColorMode::Rank: score = t.rank <= 0 ? 1.0 : std::max(0.0, 0.7 - 0.15 * t.rank); break;
+  }
+  return QColor::fromHsvF(static_cast<float>(score * 0.33), 0.35f, 1.0f);
+}
+
+QString TokenView::tooltipFor(const UiToken& t) const {
+  QString tip = QStringLiteral("<b>%1</b> id %2<br>p = %3 (raw %4), rank %5, entropy %6 nats")
+                    .arg(t.piece.toHtmlEscaped())
+                    .arg(t.tokenId)
+                    .arg(t.prob, 0, 'f', 3)
+                    .arg(t.probBefore, 0, 'f', 3)
+                    .arg(t.rank)
+                    .arg(t.entropyBefore, 0, 'f', 2);
+  int shown = 0;
+  for (const UiCandidate& c : t.top) {
+    if (c.id == t.tokenId) continue;
+    tip += QStringLiteral("<br>&nbsp;&nbsp;%1 (%2): %3").arg(c.text.toHtmlEscaped()).arg(c.id).arg(c.probBefore, 0, 'f', 3);
+    if (++shown == 3) break;
+  }
+  return tip;
+}
+
+const UiToken* TokenView::tokenAt(int pos) const {
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), pos, [](int p, const Span& s) { return p < s.begin; });
+  if (it == spans_.begin()) return nullptr;
+  --it;
+  return pos < it->end ? &it->token : nullptr;
+}
+
+void TokenView::setSelected(RequestKey request, int index) {
+  QList<QTextEdit::ExtraSelection> sel;
+  for (const Span& s : spans_) {
+    if (s.token.request != request || s.token.index != index) continue;
+    QTextEdit::ExtraSelection e;
+    e.cursor = QTextCursor(document());
+    e.cursor.setPosition(s.begin);
+    e.cursor.setPosition(s.end, QTextCursor::KeepAnchor);
+    e.format.setUnderlineStyle(QTextCharFormat::SingleUnderline);
+    e.format.setFontUnderline(true);
+    e.format.setUnderlineColor(Qt::blue);
+    e.format.setFontWeight(QFont::Bold);
+    sel.push_back(e);
+  }
+  setExtraSelections(sel);
+}
+
+void TokenView::mouseMoveEvent(QMouseEvent* event) {
+  const QTextCursor c = cursorForPosition(event->position().toPoint());
+  if (const UiToken* t = tokenAt(c.position()))
+    QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*t), this);
+  else
+    QToolTip::hideText();
+  QTextEdit::mouseMoveEvent(event);
+}
+
+void TokenView::mousePressEvent(QMouseEvent* event) {
+  const QTextCursor c = cursorForPosition(event->position().toPoint());
+  if (const UiToken* t = tokenAt(c.position())) emit tokenClicked(t->request, t->index);
+  QTextEdit::mousePressEvent(event);
+}
+
+}  // namespace gbui

@@ -1,0 +1,54 @@
+// TokenView: the chat transcript. Plain text (prompts, role labels) and
+// generated tokens, each token a span whose background encodes its probability,
+// entropy or rank. Hover shows id, probability and the top 3 alternatives;
+// a click selects the token (tokenClicked). Tokens are appended incrementally
+// while streaming, so a long answer costs O(new tokens) per frame.
+// Threads: UI thread.
+#pragma once
+
+#include <QTextEdit>
+#include <vector>
+
+#include "ui_events.h"
+
+namespace gbui {
+
+enum class ColorMode { Probability, Entropy, Rank };
+
+class TokenView : public QTextEdit {
+  Q_OBJECT
+ public:
+  explicit TokenView(QWidget* parent = nullptr);
+
+  void setColorMode(ColorMode mode) { mode_ = mode; }
+  ColorMode colorMode() const { return mode_; }
+  void clearAll();
+  void appendLabel(const QString& text);  // bold role label on its own line
+  void appendPlain(const QString& text);
+  void appendToken(const UiToken& token);
+  int numTokenSpans() const { return static_cast<int>(spans_.size()); }
+  // Concatenated text of every token span, in order (tests compare it with the engine).
+  QString tokenText() const;
+  QColor colorFor(const UiToken& token) const;
+  QString tooltipFor(const UiToken& token) const;
+  // The token under a document position, or nullptr.
+  const UiToken* tokenAt(int documentPosition) const;
+  void setSelected(RequestKey request, int index);
+
+ signals:
+  void tokenClicked(quint64 request, int index);
+
+ protected:
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+
+ private:
+  struct Span {
+    int begin = 0, end = 0;
+    UiToken token;
+  };
+  ColorMode mode_ = ColorMode::Probability;
+  std::vector<Span> spans_;  // ascending, non-overlapping document ranges
+};
+
+}  // namespace gbui

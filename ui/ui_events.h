@@ -1,0 +1,121 @@
+// UI-side copies of the engine's trace events: plain values with Qt strings,
+// produced by EngineController (the one class that sees engine headers) and
+// consumed by SessionModel and the panels, which never include engine headers.
+// One UiEvent per TraceEvent, same order, same `seq`, so a replayed trace and a
+// live run feed the panels identically.
+// Threads: plain values; created on the engine thread, read on the UI thread.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <QVector>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <variant>
+#include <vector>
+
+namespace gbui {
+
+using RequestKey = quint64;  // gb::RequestId::value
+
+struct UiCandidate {
+  int id = 0;
+  QString text;               // decoded bytes of the token
+  float logit = 0.0f;
+  float probBefore = 0.0f;    // raw softmax, temperature 1
+  QVector<float> probAfter;   // (numStages) after each stage
+  int removedByStage = -1;    // index into UiToken::stages, -1 survived
+};
+
+struct UiToken {
+  RequestKey request = 0;
+  qint64 step = 0;
+  int position = 0;
+  int index = 0;              // 0 = first generated token
+  int tokenId = 0;
+  QString text;               // text this token made available (may be empty)
+  QString piece;              // the token's own bytes, for tooltips
+  int origin = 0;             // gb::TokenOrigin
+  QStringList stages;         // (numStages) names in run order
+  QVector<bool> stageActive;  // (numStages)
+  QVector<int> numAfterStage; // (numStages)
+  int numCandidatesBefore = 0;
+  QVector<UiCandidate> top;
+  float entropyBefore = 0.0f, entropyAfter = 0.0f;
+  float prob = 0.0f;          // final distribution
+  float probBefore = 0.0f;    // raw softmax
+  int rank = -1;
+  double draw = 0.0;
+  bool xtcFired = false;
+  double forwardMs = 0.0, sampleMs = 0.0;
+  double tMs = 0.0;           // event time since engine start
+};
+
+struct UiSubmitted {
+  RequestKey request = 0;
+  std::optional<RequestKey> parent;
+  int forkPosition = 0;
+  QVector<int> promptIds;
+  int maxTokens = 0;
+  QString samplerJson;
+};
+struct UiAdmitted { RequestKey request = 0; int numCachedTokens = 0; double queueMs = 0.0; };
+struct UiPrefill { RequestKey request = 0; qint64 step = 0; int start = 0; int numTokens = 0; };
+struct UiPreempted { RequestKey request = 0; qint64 step = 0; };
+struct UiFinished {
+  RequestKey request = 0;
+  QString reason, text;
+  int numPromptTokens = 0, numGenerated = 0, numCachedTokens = 0;
+  double ttftMs = 0.0, tpotMs = 0.0, e2eMs = 0.0;
+};
+struct UiStep {
+  qint64 step = 0;
+  double startMs = 0.0, scheduleMs = 0.0, forwardMs = 0.0, sampleMs = 0.0;
+  int numSeqs = 0, numPrefill = 0, numDecode = 0, numRunning = 0, numWaiting = 0;
+  int owned = 0, free = 0, cached = 0, total = 0, prefixHitTokens = 0, preemptions = 0;
+};
+// Same numbering as gb::KvEventKind.
+enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached };
+struct UiKv {
+  qint64 step = 0;
+  UiKvKind kind = UiKvKind::Allocated;
+  int block = -1;
+  std::optional<RequestKey> request;
+  int otherBlock = -1;
+  int refCount = 0;
+};
+struct UiError { std::optional<RequestKey> request; QString message; };
+
+using UiEventBody = std::variant<UiSubmitted, UiAdmitted, UiPrefill, UiToken, UiPreempted, UiFinished, UiStep, UiKv,
+                                 UiError>;
+struct UiEvent {
+  quint64 seq = 0;
+  qint64 tUs = 0;
+  UiEventBody body;
+};
+using UiEventBatch = std::shared_ptr<const std::vector<UiEvent>>;
+
+// What the model info panel shows; filled once when a model loads (or a trace opens).
+struct UiModelInfo {
+  QString path, name, format, architecture, chatTemplate, tokenizerKind;
+  QVector<QPair<QString, QString>> shapes;    // (label, value)
+  QVector<QPair<QString, QString>> metadata;
+  QVector<QPair<QString, QString>> tensorTypes;  // (dtype, count)
+  quint64 numParameters = 0;
+  quint64 weightBytes = 0;
+  int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
+  quint64 kvBytesPerTokenFormula = 0;  // 2 x layers x kv_heads x head_dim x 4
+  quint64 kvPoolBytes = 0;             // measured: Backend::kv_pool_bytes()
+  int numBlocks = 0, blockSize = 0;
+  QString deviceBackend, deviceName;
+  quint64 deviceMemoryUsed = 0, deviceMemoryTotal = 0;
+  int numThreads = 0;
+  int bosId = -1, eosId = -1;
+  QVector<QString> vocab;  // decoded text per token id (hover text, replay)
+};
+
+}  // namespace gbui
+
+Q_DECLARE_METATYPE(gbui::UiEventBatch)
+Q_DECLARE_METATYPE(gbui::UiModelInfo)
