@@ -15,6 +15,8 @@
 #include "cli/model_session.h"
 #include "cli/workload.h"
 #include "kv/kv_pool_sizing.h"
+#include "kv/kv_snapshot.h"
+#include "kv/scheduler.h"
 
 namespace gb::cli {
 namespace {
@@ -81,7 +83,9 @@ int run_serve_bench(const ServeBenchArgs& a) {
 
   std::vector<RequestResult> results(workload->size());
   std::map<uint64_t, size_t> index_of;  // request id -> workload index
-  int32_t peak_blocks = 0, preemptions = 0;
+  int32_t peak_blocks = 0, preemptions = 0, max_running = 0;
+  double waste_max = 0.0, waste_sum = 0.0;  // empty slots in owned blocks per running sequence
+  int64_t waste_samples = 0;
   int64_t generated_tokens = 0;
   engine.set_event_sink([&](const TraceEvent& e) {
     const auto at = [&](RequestId id) -> RequestResult* {
@@ -106,6 +110,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
     } else if (const auto* s = std::get_if<StepEvent>(&e.body)) {
       peak_blocks = std::max(peak_blocks, s->num_blocks_owned);
       preemptions += s->num_preemptions;
+      max_running = std::max(max_running, s->num_running);
     } else if (const auto* err = std::get_if<ErrorEvent>(&e.body)) {
       if (err->request)
         if (auto* r = at(*err->request)) r->error = err->message;
@@ -126,7 +131,9 @@ int run_serve_bench(const ServeBenchArgs& a) {
     while (next < order.size() && (*workload)[order[next]].arrival_ms <= elapsed_ms()) {
       const size_t i = order[next++];
       results[i].num_prompt_tokens = static_cast<int32_t>((*workload)[i].request.prompt_ids.size());
-      auto id = engine.submit((*workload)[i].request);
+      GenerationRequest request = (*workload)[i].request;
+      if (a.no_prefix_cache) request.use_prefix_cache = false;
+      auto id = engine.submit(std::move(request));
       if (id) index_of[id->value] = i;
       else {
         results[i].finish_reason = "rejected";
@@ -143,6 +150,23 @@ int run_serve_bench(const ServeBenchArgs& a) {
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
     (void)engine.drain_events();
+    // Internal fragmentation: empty slots in owned blocks, per sequence holding blocks.
+    const KvSnapshot snap = engine.scheduler().kv_cache().snapshot();
+    int64_t empty_slots = 0;
+    std::vector<uint64_t> holders;
+    for (const KvBlockView& b : snap.blocks) {
+      if (b.ref_count == 0) continue;
+      empty_slots += snap.block_size - b.num_filled;
+      for (RequestId o : b.owners) holders.push_back(o.value);
+    }
+    std::sort(holders.begin(), holders.end());
+    holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+    if (!holders.empty()) {
+      const double per_seq = static_cast<double>(empty_slots) / static_cast<double>(holders.size());
+      waste_max = std::max(waste_max, per_seq);
+      waste_sum += per_seq;
+      ++waste_samples;
+    }
   }
   const double wall_s = elapsed_ms() / 1000.0;
 
@@ -171,6 +195,11 @@ int run_serve_bench(const ServeBenchArgs& a) {
       {"kv_bytes_per_block", bytes_per_block},
       {"prefix_hit_rate", prompt_tokens > 0 ? static_cast<double>(cached_tokens) / static_cast<double>(prompt_tokens) : 0.0},
       {"preemptions", preemptions},
+      {"max_running_seqs", max_running},
+      // Sequences the same bytes would hold if each got a contiguous max-context slab.
+      {"contiguous_equivalent_seqs", engine.num_blocks() * a.block_size / std::max(1, engine.max_context())},
+      {"kv_waste_slots_per_seq_max", waste_max},
+      {"kv_waste_slots_per_seq_mean", waste_samples > 0 ? waste_sum / static_cast<double>(waste_samples) : 0.0},
   };
   nlohmann::json requests = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -217,6 +246,7 @@ const CommandRegistrar registrar("serve-bench", "Replay a request workload throu
   sub.add_option("--max-prefill-chunk", a->max_prefill_chunk, "Largest prefill chunk (0 = budget)");
   sub.add_flag("--json", a->json, "One JSON object: summary and requests");
   sub.add_flag("--emit-tokens", a->emit_tokens, "Include every request's generated ids");
+  sub.add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not reuse cached prefixes (cold runs)");
   return [a] { return run_serve_bench(*a); };
 });
 
