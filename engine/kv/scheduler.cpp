@@ -205,6 +205,7 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
     const int32_t left = r.num_tokens_total() - r.num_tokens_computed;
     const int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
     const std::vector<TokenId> tokens = tokens_to_compute(r, n);
+    if (decodes && try_schedule_draft(id, tokens, step)) continue;
     for (;;) {
       if (auto copies = kv_.append_slots(id, tokens)) {
         for (const BlockCopy& c : *copies) step.copies.emplace_back(id, c);
@@ -217,6 +218,39 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
       if (victim == id) break;
     }
   }
+}
+
+void Scheduler::set_draft(RequestId id, std::vector<TokenId> draft_ids) {
+  GB_CHECK_MSG(!in_flight_, "Scheduler::set_draft between schedule() and on_step_done()");
+  if (draft_ids.empty()) drafts_.erase(id);
+  else drafts_[id] = std::move(draft_ids);
+}
+
+bool Scheduler::try_schedule_draft(RequestId id, const std::vector<TokenId>& last, StepState& step) {
+  auto it = drafts_.find(id);
+  if (it == drafts_.end() || step.budget < 2) return false;
+  const Request& r = requests_.at(id);
+  // Every draft token ends up in the output if accepted: stay within max_tokens
+  // and the context (the engine bounds k the same way; this is the backstop).
+  const int32_t room = std::min(r.max_tokens - r.num_tokens_output(), max_total_tokens_ - r.num_tokens_total());
+  const int32_t num_draft =
+      std::min({static_cast<int32_t>(it->second.size()), step.budget - 1, room - 1});
+  if (num_draft < 1) return false;
+  std::vector<TokenId> tokens = last;
+  tokens.insert(tokens.end(), it->second.begin(), it->second.begin() + num_draft);
+  // Drafts are an optimisation: decode plainly rather than take blocks the
+  // other running requests may need this step (one each at most) and make
+  // them preempt someone for slots that may be rolled back.
+  const int32_t needed = kv_.num_blocks_needed(id, static_cast<int32_t>(tokens.size()));
+  if (needed > kv_.num_blocks_needed(id, 1) &&
+      kv_.num_available() - needed < static_cast<int32_t>(running_.size()))
+    return false;
+  auto copies = kv_.append_slots(id, tokens);
+  if (!copies) return false;
+  for (const BlockCopy& c : *copies) step.copies.emplace_back(id, c);
+  step.entries.push_back({id, 1 + num_draft, true, num_draft});
+  step.budget -= 1 + num_draft;
+  return true;
 }
 
 void Scheduler::schedule_waiting(StepState& step) {
@@ -272,7 +306,9 @@ StepPlan Scheduler::schedule() {
     s.num_new_tokens = e.num_new_tokens;
     s.token_ids = tokens_to_compute(r, e.num_new_tokens);
     s.block_ids = kv_.table(e.id).block_ids();
-    s.needs_logits = s.start_pos + s.num_new_tokens == r.num_tokens_total();
+    // A verification needs logits at every position (to_batch_layout gives the
+    // last one; the engine widens the rows for entries with drafts).
+    s.needs_logits = s.start_pos + s.num_new_tokens == r.num_tokens_total() || e.num_draft > 0;
     s.is_decode = e.is_decode;
     (e.is_decode ? plan.stats.num_decode_tokens : plan.stats.num_prefill_tokens) += e.num_new_tokens;
     plan.requests.push_back(std::move(s));
@@ -282,6 +318,7 @@ StepPlan Scheduler::schedule() {
   for (const BlockCopy& c : pending_copies_) plan.block_copies.emplace_back(c.src.value, c.dst.value);
   pending_copies_.clear();
   for (const auto& [id, c] : step.copies) plan.block_copies.emplace_back(c.src.value, c.dst.value);
+  drafts_.clear();  // a draft that did not get scheduled is stale next step
   plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
   plan.stats.num_running = num_running();
   plan.stats.num_waiting = num_waiting();
@@ -299,12 +336,28 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
   for (const ScheduledRequest& s : plan.requests) {
     Request& r = at(s.id);
     GB_CHECK(r.state == RequestState::Running && r.num_tokens_computed == s.start_pos);
-    r.num_tokens_computed += s.num_new_tokens;
+    // A verification (decode with drafts): only the last token and the
+    // accepted drafts stay computed; the rejected drafts' slots are rolled back.
+    const int32_t num_draft = s.is_decode ? s.num_new_tokens - 1 : 0;
+    int32_t num_accepted = 0;
+    if (num_draft > 0) {
+      GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
+                   "on_step_done: one StepToken per needs_logits request, in plan order");
+      num_accepted = sampled[next_sample].num_accepted_draft;
+      GB_CHECK_MSG(num_accepted >= 0 && num_accepted <= num_draft, "on_step_done: more accepted drafts than drafted");
+      kv_.truncate(s.id, num_draft - num_accepted);
+    } else {
+      GB_CHECK_MSG(next_sample >= sampled.size() || sampled[next_sample].id != s.id ||
+                       sampled[next_sample].num_accepted_draft == 0,
+                   "on_step_done: accepted drafts for a request that had none");
+    }
+    r.num_tokens_computed += s.num_new_tokens - (num_draft - num_accepted);
     kv_.mark_computed(s.id, r.num_tokens_computed);
     if (!s.needs_logits) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
                  "on_step_done: one StepToken per needs_logits request, in plan order");
     const StepToken& t = sampled[next_sample++];
+    r.output_ids.insert(r.output_ids.end(), s.token_ids.begin() + 1, s.token_ids.begin() + 1 + num_accepted);
     r.output_ids.push_back(t.token);
     FinishReason reason = FinishReason::None;
     if (t.stop) reason = FinishReason::Stop;

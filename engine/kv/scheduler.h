@@ -37,6 +37,16 @@
 //   for (const FinishedRequest& f : scheduler.on_step_done(plan, sampled)) report(f);
 //   forward scheduler.kv_cache().drain_events() and plan.stats to the trace.
 //
+// Speculative decoding (engine/speculative/): before schedule(), the engine may
+// give a decoding request draft tokens with set_draft(). schedule() then
+// reserves slots for [last token, draft...] (cut to the budget; dropped, never
+// preempting anyone, when the pool is short) and the entry has is_decode with
+// num_new_tokens = 1 + drafts and needs_logits (the engine asks the backend for
+// logits at every one of those positions). The StepToken for it says how many
+// drafts were accepted; on_step_done() keeps their K/V, truncates the rejected
+// slots from the block table, and appends the accepted drafts plus the token.
+// Drafts not scheduled in this step are dropped.
+//
 // If copy_blocks or forward fails, call on_step_failed(plan) instead of
 // on_step_done: the step's slots are given back and the requests run again.
 // submit() and cancel() are called between steps (never between schedule() and
@@ -71,6 +81,9 @@ struct StepToken {
   RequestId id;
   TokenId token = 0;
   bool stop = false;  // the engine decided this token ends the request (EOS, stop string)
+  // Verification entries only: the first num_accepted_draft drafted tokens
+  // (token_ids[1 ..]) are kept and come before `token` in the output.
+  int32_t num_accepted_draft = 0;
 };
 
 struct FinishedRequest {
@@ -102,6 +115,10 @@ class Scheduler {
   bool release(RequestId id);
   bool is_retained(RequestId id) const { return retained_.contains(id); }
 
+  // Draft tokens for a running, decoding request, verified in the next step
+  // (see above). Replaces an earlier draft; empty clears it.
+  void set_draft(RequestId id, std::vector<TokenId> draft_ids);
+
   StepPlan schedule();
   // Records the step: advances num_tokens_computed, commits full blocks to the
   // prefix cache, appends sampled tokens, finishes requests (their blocks freed).
@@ -126,6 +143,7 @@ class Scheduler {
     RequestId id;
     int32_t num_new_tokens;
     bool is_decode;
+    int32_t num_draft = 0;  // of num_new_tokens, drafted tokens to verify
   };
   struct StepState {
     std::vector<Entry> entries;
@@ -138,6 +156,9 @@ class Scheduler {
   std::vector<TokenId> tokens_to_compute(const Request& r, int32_t n) const;
   void schedule_running(StepState& step, bool decodes);
   void schedule_waiting(StepState& step);
+  // Schedules [last, draft...] for a decoding request with a draft; false
+  // (nothing changed) when it has none or it does not fit.
+  bool try_schedule_draft(RequestId id, const std::vector<TokenId>& last, StepState& step);
   void preempt(RequestId victim, StepState& step);
   RequestId lowest_ranked_running() const;
   void sort_by_rank(std::vector<RequestId>& ids) const;
@@ -153,6 +174,7 @@ class Scheduler {
   std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)
   std::unordered_map<RequestId, int32_t> retained_;  // finished, blocks kept: id -> tokens computed
   std::vector<BlockCopy> pending_copies_;            // fork copies to run before the next forward
+  std::unordered_map<RequestId, std::vector<TokenId>> drafts_;  // set_draft(), consumed by schedule()
   uint64_t next_arrival_ = 0;
   int64_t next_step_ = 0;
   bool in_flight_ = false;  // between schedule() of a non-empty plan and on_step_done()

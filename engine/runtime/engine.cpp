@@ -10,6 +10,7 @@
 #include "sampling/sampler_rng.h"
 #include "sampling/sampler_settings_json.h"
 #include "sampling/stop_string_matcher.h"
+#include "speculative/speculative_decoder.h"
 
 namespace gb {
 
@@ -108,7 +109,9 @@ Status Engine::start() {
     const int32_t per_ctx = (max_context_ + config_.block_size - 1) / config_.block_size;
     num_blocks_ = std::max(per_ctx, per_ctx * std::max(1, config_.max_seqs) / 4);
   }
-  GB_TRY(backend_->init_kv_pool({num_blocks_, config_.block_size}));
+  // Self-draft scratch blocks sit past the scheduler's blocks: the scheduler
+  // never hands them out, the SpeculativeDecoder does.
+  GB_TRY(backend_->init_kv_pool({num_blocks_ + std::max(0, config_.num_scratch_blocks), config_.block_size}));
   SchedulerConfig sc;
   sc.num_blocks = num_blocks_;
   sc.block_size = config_.block_size;
@@ -118,6 +121,13 @@ Status Engine::start() {
   sc.max_prefill_chunk = config_.max_prefill_chunk;
   sc.admission_watermark = config_.admission_watermark;
   scheduler_ = std::make_unique<Scheduler>(sc);
+  SpeculativeLimits limits;
+  limits.max_context = max_context_;
+  limits.max_seqs = config_.max_seqs;
+  limits.block_size = config_.block_size;
+  limits.scratch_first = num_blocks_;
+  limits.num_scratch = std::max(0, config_.num_scratch_blocks);
+  spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, limits);
   logits_.clear();
   return {};
 }
@@ -156,7 +166,14 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   spec.isolation = request.isolation;
   spec.use_prefix_cache = request.use_prefix_cache;
   spec.retain_kv = request.retain_kv;
-  if (Status st = scheduler_->submit(std::move(spec)); !st) return reject(st.error().message);
+  if (request.speculative) {
+    if (Status st = spec_->add_request(id, *request.speculative, rs->settings); !st)
+      return reject("request " + std::to_string(id.value) + ": " + st.error().message);
+  }
+  if (Status st = scheduler_->submit(std::move(spec)); !st) {
+    spec_->finish(id);
+    return reject(st.error().message);
+  }
 
   RequestSubmittedEvent ev;
   ev.request = id;
@@ -276,6 +293,7 @@ Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& setting
   complete_settings(rs.settings);
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
   rs.rng = SamplerRng(settings.seed, counter);
+  spec_->set_sampler_settings(id, rs.settings);
   return {};
 }
 
@@ -288,6 +306,7 @@ void Engine::forward_kv_events() {
 }
 
 void Engine::finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated) {
+  spec_->finish(id);  // drafter state released, statistics kept
   RequestFinishedEvent ev;
   ev.request = id;
   ev.reason = reason;
@@ -302,8 +321,40 @@ void Engine::finish(RequestId id, const std::string& reason, RequestState& rs, i
   publish(std::move(ev));
 }
 
+std::optional<SpeculativeStats> Engine::speculative_stats(RequestId id) const {
+  return spec_ ? spec_->stats(id) : std::nullopt;
+}
+
+// Step 0 of speculative decoding: every running request that is decoding and
+// asked for it gets a draft, bounded so that accepted drafts never pass
+// max_tokens or the context. A drafter error is reported for that request and
+// turns speculation off for it (it continues plainly).
+void Engine::propose_drafts() {
+  for (RequestId id : spec_->live_requests()) {
+    const Request* r = scheduler_->find(id);
+    if (r == nullptr || r->state != gb::RequestState::Running || !r->is_decoding()) continue;
+    RequestState& rs = *states_.at(id);
+    if (rs.budget) continue;  // forced close-marker tokens are not drafted
+    const int32_t max_k = std::min({r->max_tokens - r->num_tokens_output() - 1,
+                                    scheduler_->max_tokens_per_request() - r->num_tokens_total() - 1,
+                                    config_.max_batch_tokens - 1});
+    if (max_k < 1) continue;
+    const std::vector<TokenId> tokens = r->all_tokens();
+    const std::vector<int32_t> blocks = scheduler_->kv_cache().table(id).block_ids();
+    auto draft = spec_->propose(id, tokens, r->num_tokens_prompt(), max_k, blocks, rs.rng.counter());
+    if (!draft) {
+      publish(ErrorEvent{id, "request " + std::to_string(id.value) + ": drafting failed, decoding plainly: " +
+                                 draft.error().message});
+      spec_->finish(id);
+      continue;
+    }
+    if (!draft->empty()) scheduler_->set_draft(id, std::move(*draft));
+  }
+}
+
 Result<bool> Engine::step() {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::step before start()");
+  propose_drafts();
   const double t_start = ms_now();
   StepPlan plan = scheduler_->schedule();
   const double t_scheduled = ms_now();
@@ -334,7 +385,17 @@ Result<bool> Engine::step() {
   BatchLayout layout;
   if (st) {
     layout = to_batch_layout(plan);
-    logits_.resize(static_cast<size_t>(plan.num_logits()) * static_cast<size_t>(vocab));
+    // Verifications need logits at every position of [last, drafts...]:
+    // rebuild the logit rows (plan order; all rows of a verification in a row).
+    layout.logit_token_indices.clear();
+    int32_t first = 0;
+    for (const ScheduledRequest& s : plan.requests) {
+      const bool verifies = s.is_decode && s.num_new_tokens > 1;
+      for (int32_t i = verifies ? 0 : s.num_new_tokens - 1; s.needs_logits && i < s.num_new_tokens; ++i)
+        layout.logit_token_indices.push_back(first + i);
+      first += s.num_new_tokens;
+    }
+    logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(vocab));
     st = backend_->forward(layout, logits_);
   }
   const double t_forward = ms_now();
@@ -348,9 +409,67 @@ Result<bool> Engine::step() {
   std::vector<StepToken> sampled;
   std::vector<RequestId> failed;
   std::vector<TokenSampledEvent> token_events;
+  std::vector<SpeculativeEvent> spec_events;
+  // Stop checks, text and the event for one emitted token; true when the token
+  // ends the request (EOS and stop tokens are not emitted as events).
+  auto emit = [&](RequestState& rs, TokenSampledEvent ev, double t_sample0) {
+    const bool is_eos = (!rs.ignore_eos && ev.token == tokenizer_->eos_id()) || ev.token == tokenizer_->bos_id() ||
+                        rs.settings.is_stop_token(ev.token);
+    if (is_eos) return true;
+    const std::string piece = rs.decoder->push(ev.token);
+    if (rs.budget) rs.budget->observe(ev.token, piece);
+    StopMatch m = rs.stop->feed(piece);
+    ev.text = std::move(m.text);
+    rs.text += ev.text;
+    const double now = ms_now();
+    if (rs.first_token_ms < 0) rs.first_token_ms = now;
+    rs.last_token_ms = now;
+    ++rs.num_generated;
+    ev.record.forward_ms = t_forward - t_scheduled;
+    ev.record.sample_ms = now - t_sample0;
+    token_events.push_back(std::move(ev));
+    return m.stopped;
+  };
   int32_t row = 0;
   for (const ScheduledRequest& s : plan.requests) {
     if (!s.needs_logits) continue;
+    if (s.is_decode && s.num_new_tokens > 1) {
+      // Verification: rows for [last, d_1..d_k]; emit accepted drafts, then the
+      // resampled or bonus token, stopping early at EOS or a stop string.
+      const int32_t num_draft = s.num_new_tokens - 1;
+      const std::span<const float> rows(logits_.data() + static_cast<size_t>(row) * static_cast<size_t>(vocab),
+                                        static_cast<size_t>(num_draft + 1) * static_cast<size_t>(vocab));
+      row += num_draft + 1;
+      RequestState& rs = *states_.at(s.id);
+      const double t_sample0 = ms_now();
+      auto out = spec_->verify(s.id, rows, num_draft, scheduler_->find(s.id)->all_tokens(), *rs.chain, rs.rng,
+                               t_forward - t_scheduled, plan.stats.step);
+      if (!out) {
+        failed.push_back(s.id);
+        publish(ErrorEvent{s.id, "request " + std::to_string(s.id.value) + ": " + out.error().message});
+        sampled.push_back({s.id, tokenizer_->eos_id(), true});
+        continue;
+      }
+      StepToken st_token{s.id, -1, false};
+      for (size_t i = 0; i < out->tokens.size(); ++i) {
+        TokenSampledEvent ev;
+        ev.request = s.id;
+        ev.step = plan.stats.step;
+        ev.position = s.start_pos + 1 + static_cast<int32_t>(i);
+        ev.index = rs.num_generated;
+        ev.token = out->tokens[i].token;
+        ev.origin = out->tokens[i].origin;
+        st_token.token = ev.token;
+        st_token.num_accepted_draft = static_cast<int32_t>(i);  // the drafts before this token
+        if (emit(rs, std::move(ev), t_sample0)) {
+          st_token.stop = true;
+          break;
+        }
+      }
+      sampled.push_back(st_token);
+      spec_events.push_back(std::move(out->event));
+      continue;
+    }
     const std::span<const float> logits(logits_.data() + static_cast<size_t>(row++) * static_cast<size_t>(vocab),
                                         static_cast<size_t>(vocab));
     RequestState& rs = *states_.at(s.id);
@@ -381,29 +500,16 @@ Result<bool> Engine::step() {
       ev.token = tok->id;
     }
     const TokenId chosen = ev.token;
-    const bool is_eos = (!rs.ignore_eos && ev.token == tokenizer_->eos_id()) || ev.token == tokenizer_->bos_id() ||
-                        rs.settings.is_stop_token(ev.token);
-    bool stop = is_eos;
-    if (!is_eos) {
-      const std::string piece = rs.decoder->push(ev.token);
-      if (rs.budget) rs.budget->observe(ev.token, piece);
-      StopMatch m = rs.stop->feed(piece);
-      ev.text = std::move(m.text);
-      stop = m.stopped;
-      rs.text += ev.text;
-      const double now = ms_now();
-      if (rs.first_token_ms < 0) rs.first_token_ms = now;
-      rs.last_token_ms = now;
-      ++rs.num_generated;
-      ev.record.forward_ms = t_forward - t_scheduled;
-      ev.record.sample_ms = now - t_sample0;
-      token_events.push_back(std::move(ev));
-    }
+    const bool stop = emit(rs, std::move(ev), t_sample0);
     sampled.push_back({s.id, chosen, stop});
+    // A speculative request that decoded without a draft (fallback, no n-gram
+    // match, budget): its cost is the adaptive K's baseline.
+    if (spec_->has(s.id)) spec_->on_plain_step(s.id, t_forward - t_scheduled, s.is_decode);
   }
   const double t_sampled = ms_now();
 
   std::vector<FinishedRequest> finished = scheduler_->on_step_done(plan, sampled);
+  for (SpeculativeEvent& ev : spec_events) publish(std::move(ev));
   for (TokenSampledEvent& ev : token_events) publish(std::move(ev));
   forward_kv_events();
 

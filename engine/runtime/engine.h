@@ -10,6 +10,11 @@
 //      checks stop tokens / stop strings / max tokens.
 //   4. Scheduler::on_step_done() appends the tokens and finishes requests; KV
 //      events, step statistics and tokens become TraceEvents.
+// Speculative decoding (GenerationRequest::speculative, engine/speculative/)
+// adds a step 0 -- each decoding request's drafter proposes tokens, handed to
+// the scheduler with set_draft() -- and in step 3 such a request verifies its
+// drafts against the logits of all drafted positions and emits the accepted
+// ones plus one more (SpeculativeDecoder; docs/speculative.md).
 //
 // Thread: one thread owns an Engine (the CLI's main thread, or the UI's engine
 // thread). Observers get events through drain_events() or the sink callback,
@@ -32,6 +37,8 @@
 #include "kv/request.h"
 #include "model/model.h"
 #include "sampling/sampler_settings.h"
+#include "speculative/speculative_config.h"
+#include "speculative/speculative_stats.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/trace_event.h"
 
@@ -41,6 +48,7 @@ class Scheduler;
 class SamplerChain;
 class SamplerRng;
 class StopStringMatcher;
+class SpeculativeDecoder;
 
 struct EngineConfig {
   int32_t num_blocks = 0;          // KV pool blocks; 0: derive from kv_bytes or context
@@ -56,6 +64,10 @@ struct EngineConfig {
   // Sweep the scheduler's and block pool's invariants after every step (always
   // on in debug builds; tests turn it on everywhere).
   bool check_invariants = GB_EXPENSIVE_CHECKS_ENABLED != 0;
+  // Extra KV blocks past the scheduler's pool for self-drafting requests'
+  // drafted positions (self_draft_scratch_blocks(k_max, block_size) each).
+  // 0: self-draft requests are refused.
+  int32_t num_scratch_blocks = 0;
 };
 
 struct GenerationRequest {
@@ -67,6 +79,10 @@ struct GenerationRequest {
   bool use_prefix_cache = true;
   bool ignore_eos = false;          // do not stop at EOS (BOS always stops, as in llama2.c)
   bool retain_kv = false;           // keep KV after finishing so the request can be forked
+  // Draft and verify (greedy: token-identical to plain decoding; sampled: the
+  // same distribution). Not inherited by forks; off while a reasoning budget
+  // forces tokens.
+  std::optional<SpeculativeConfig> speculative;
 };
 
 class Engine {
@@ -110,6 +126,9 @@ class Engine {
   Scheduler& scheduler() { return *scheduler_; }
   int32_t num_blocks() const { return num_blocks_; }
   int32_t max_context() const { return max_context_; }
+  // Drafted / accepted counts, acceptance by position, timings of a request
+  // that asked for speculative decoding (also after it finished); else nullopt.
+  std::optional<SpeculativeStats> speculative_stats(RequestId id) const;
 
  private:
   struct RequestState;
@@ -120,6 +139,7 @@ class Engine {
   void complete_settings(SamplerSettings& settings) const;
   void reset_helpers(RequestState& rs) const;
   void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
+  void propose_drafts();
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -137,6 +157,7 @@ class Engine {
   std::function<void(const TraceEvent&)> sink_;
   std::unordered_map<RequestId, std::vector<TokenId>> retained_tokens_;  // finished, KV kept
   std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
+  std::unique_ptr<SpeculativeDecoder> spec_;  // drafters and verifier (created by start())
 };
 
 }  // namespace gb

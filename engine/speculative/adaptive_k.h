@@ -1,0 +1,65 @@
+// AdaptiveK: one request's choice, before each decode step, between drafting k
+// tokens and plain decoding, and of k itself.
+//
+// k: after a verification with all k accepted, k + 1; after a rejection at
+// position a (a accepted), min(k - 1, a + 1); always within [k_min, k_max].
+//
+// Fallback ("drafting must not cost more than it saves"):
+//   timing mode   -- exponential moving averages of milliseconds per emitted
+//                    token, speculative (draft + verify step, divided by the
+//                    tokens it emitted) and plain (a plain decode step). The
+//                    request starts with kBaselineSteps plain steps to measure
+//                    the plain cost. After kMinVerifications speculative steps,
+//                    if speculative >= kMargin x plain, it decodes plainly for a
+//                    cooldown (16 tokens, doubling on each consecutive failure
+//                    up to 512, reset when speculation pays), then probes again.
+//                    The worst case is a few probes per cooldown, which keeps a
+//                    never-useful drafter within a few percent of plain decoding.
+//   deterministic -- (timing_fallback = false) the same cooldowns, but the test
+//                    is on tokens emitted per verification (EMA < kMinTokensPerStep),
+//                    so the sequence of choices, and therefore seeded sampled
+//                    output, does not depend on timings.
+//
+// Plain value; engine thread.
+#pragma once
+
+#include <cstdint>
+
+namespace gb {
+
+class AdaptiveK {
+ public:
+  static constexpr int32_t kBaselineSteps = 2;
+  static constexpr int32_t kMinVerifications = 4;
+  static constexpr double kMargin = 0.97;
+  static constexpr double kMinTokensPerStep = 1.3;
+  static constexpr int32_t kMinCooldown = 16;
+  static constexpr int32_t kMaxCooldown = 512;
+
+  AdaptiveK(int32_t k, int32_t k_min, int32_t k_max, bool adaptive, bool timing);
+
+  // The k to draft this step; 0 means decode plainly.
+  int32_t next_k() const;
+  int32_t k() const { return k_; }
+  // A verification: drafted `num_drafted`, kept `num_accepted`, `ms` for draft + step.
+  void on_verified(int32_t num_drafted, int32_t num_accepted, double ms);
+  // A plain decode step (no draft) that took `ms`.
+  void on_plain(double ms);
+  int32_t num_fallbacks() const { return num_fallbacks_; }
+  bool in_fallback() const { return plain_left_ > 0; }
+
+ private:
+  void decide();
+
+  int32_t k_, k_min_, k_max_;
+  bool adaptive_, timing_;
+  int32_t plain_left_ = 0;         // plain steps before speculating again
+  int32_t cooldown_ = kMinCooldown;
+  int32_t verifications_since_probe_ = 0;
+  double ema_spec_ms_per_token_ = -1.0;
+  double ema_plain_ms_per_token_ = -1.0;
+  double ema_tokens_per_step_ = -1.0;
+  int32_t num_fallbacks_ = 0;
+};
+
+}  // namespace gb

@@ -1,0 +1,127 @@
+// SpeculativeDecoder = DraftProposer + Verifier, for every request of one
+// Engine that asked for speculative decoding. The Engine calls it at three
+// points of its step loop (runtime/engine.cpp); the Scheduler only sees a
+// decoding request with more than one new token (kv/scheduler.h, set_draft).
+//
+//   before schedule():  propose()  -> up to k drafted tokens d_1..d_k
+//                       Scheduler::set_draft(id, d)
+//   schedule + forward: the target computes [last, d_1..d_k] at once, with
+//                       logits for all k + 1 positions (one target forward)
+//   after forward:      verify()   -> accepted d_1..d_m, then the resampled or
+//                       bonus token; the engine emits them (stop checks per
+//                       token) and on_step_done() truncates the k - m rejected
+//                       slots from the block table (KvCacheManager::truncate)
+//
+// Random draws (sampled mode), all from the request's seed, so seeded runs
+// repeat exactly: drafted token at output index j uses the speculative stream
+// (seed scrambled, counter j) lane 0, its acceptance test lane 1; the resampled
+// or bonus token at output index j uses the request's own SamplerRng at
+// counter j (the lane plain decoding would use). The request's rng advances
+// once per emitted token.
+//
+// Owns the draft models (one per path, shared by requests), the self-draft
+// scratch blocks (block ids [scratch_first, scratch_first + num_scratch) of the
+// target backend's pool, beyond the scheduler's blocks), and per-request
+// state and statistics (kept after the request finishes, for the CLI).
+//
+// Thread: engine thread only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/ids.h"
+#include "core/result.h"
+#include "model/model.h"
+#include "sampling/sampler_settings.h"
+#include "speculative/adaptive_k.h"
+#include "speculative/draft_proposer.h"
+#include "speculative/speculative_config.h"
+#include "speculative/speculative_stats.h"
+#include "speculative/verifier.h"
+#include "tokenizer/tokenizer.h"
+#include "trace/trace_event.h"
+
+namespace gb {
+
+class DraftModel;
+class SamplerChain;
+
+struct SpeculativeLimits {
+  int32_t max_context = 0;
+  int32_t max_seqs = 1;
+  int32_t block_size = 16;
+  int32_t scratch_first = 0;   // first scratch block id in the target pool
+  int32_t num_scratch = 0;     // scratch blocks there (0: self-draft unavailable)
+};
+
+// Scratch blocks one self-drafting request needs for drafts of up to k_max tokens.
+int32_t self_draft_scratch_blocks(int32_t k_max, int32_t block_size);
+
+// One token verification emits, in order.
+struct EmittedToken {
+  TokenId token = -1;
+  TokenOrigin origin = TokenOrigin::Plain;
+};
+
+struct VerifyOutcome {
+  std::vector<EmittedToken> tokens;  // accepted drafts, then the resampled or bonus token
+  SpeculativeEvent event;            // step, timings and tokens filled in
+};
+
+class SpeculativeDecoder {
+ public:
+  SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
+                     Backend& target_backend, const SpeculativeLimits& limits);
+  ~SpeculativeDecoder();
+
+  // Sets up the request's drafter (loading a draft model on first use, with the
+  // vocabulary check). Errors name the file or the setting.
+  Status add_request(RequestId id, const SpeculativeConfig& config, const SamplerSettings& settings);
+  bool has(RequestId id) const { return requests_.contains(id); }
+
+  // Before schedule(): the draft for a decoding request, at most max_k tokens
+  // (the engine's bound from max_tokens and the context). Empty: decode plainly.
+  // tokens: prompt + output; block_ids: the request's target block table.
+  Result<std::vector<TokenId>> propose(RequestId id, std::span<const TokenId> tokens, int32_t num_prompt, int32_t max_k,
+                                       std::span<const int32_t> block_ids, uint64_t output_index);
+  // After the forward: verify the first num_drafted tokens of the draft
+  // (schedule() may have cut it) against logits (num_drafted + 1 rows of vocab).
+  // history: prompt + output before the draft; chain/rng: the request's own.
+  Result<VerifyOutcome> verify(RequestId id, std::span<const float> logits, int32_t num_drafted,
+                               std::span<const TokenId> history, SamplerChain& chain, SamplerRng& rng,
+                               double forward_ms, int64_t step);
+  // A step that gave a speculative request a token without a draft; `decode`
+  // false for the prefill step (counted, but not a baseline for the timing).
+  void on_plain_step(RequestId id, double ms, bool decode);
+  // Requests with live drafters, in id order (deterministic drafting order).
+  std::vector<RequestId> live_requests() const;
+  // The request ended: drafter state released, statistics kept.
+  void finish(RequestId id);
+  // The new sampler settings apply to the draft chain too.
+  void set_sampler_settings(RequestId id, const SamplerSettings& settings);
+
+  std::optional<SpeculativeStats> stats(RequestId id) const;
+
+ private:
+  struct PerRequest;
+  Result<std::shared_ptr<DraftModel>> draft_model(const SpeculativeConfig& config);
+  std::vector<int32_t> take_scratch(int32_t n);
+
+  std::shared_ptr<const Model> target_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  Backend& backend_;
+  SpeculativeLimits limits_;
+  std::map<std::string, std::shared_ptr<DraftModel>> draft_models_;  // by path
+  std::vector<int32_t> free_scratch_;
+  std::unordered_map<RequestId, std::unique_ptr<PerRequest>> requests_;
+  std::unordered_map<RequestId, SpeculativeStats> finished_;
+};
+
+}  // namespace gb
