@@ -6,7 +6,7 @@
 // when this build's generate has no --trace option.
 #include <sstream>
 
-#include "cli_run.h"
+#include "cli_runner.h"
 #include "gb_test.h"
 #include "trace/sha256.h"
 #include "trace/trace_jsonl.h"

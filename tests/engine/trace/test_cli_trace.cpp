@@ -1,7 +1,7 @@
 // `glassbox-cli trace summary|export-chrome|validate` on a hand-built trace
 // (trace_test_events.h) whose summary numbers are worked out by hand there, and
 // on broken files (the message must carry FILE:LINE).
-#include "cli_run.h"
+#include "cli_runner.h"
 #include "gb_test.h"
 #include "trace/trace_jsonl.h"
 #include "trace/trace_schema.h"

@@ -1,5 +1,6 @@
-// Runs glassbox-cli (path from CMake as GLASSBOX_CLI_PATH) as a subprocess and
-// captures stdout and stderr together, for the trace CLI tests.
+// Runs glassbox-cli as a subprocess for the CLI tests. The binary's path comes
+// from CMake ($<TARGET_FILE:glassbox-cli>) as GLASSBOX_CLI_PATH, which each test
+// target that includes this header defines.
 #pragma once
 
 #include <cstdio>
@@ -12,12 +13,14 @@ namespace gbtest {
 
 struct CliResult {
   int exit_code = -1;
-  std::string output;
+  std::string output;  // stdout, and stderr too when merged
 };
 
-inline CliResult run_cli(const std::string& args, bool with_stderr = true) {
+// `args` is appended to the quoted binary path as shell words.
+inline CliResult run_cli(const std::string& args, bool merge_stderr = true) {
   CliResult r;
-  const std::string command = std::string("'") + GLASSBOX_CLI_PATH + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string command =
+      std::string("'") + GLASSBOX_CLI_PATH + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   std::FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
   char buf[4096];
@@ -28,6 +31,7 @@ inline CliResult run_cli(const std::string& args, bool with_stderr = true) {
   return r;
 }
 
+// The whole file as bytes ("" if unreadable).
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
