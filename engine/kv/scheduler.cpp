@@ -304,7 +304,14 @@ StepPlan Scheduler::schedule() {
     s.id = e.id;
     s.start_pos = r.num_tokens_computed;
     s.num_new_tokens = e.num_new_tokens;
-    s.token_ids = tokens_to_compute(r, e.num_new_tokens);
+    if (e.num_draft > 0) {
+      // The last known token, then the drafts (not yet part of the request).
+      s.token_ids = tokens_to_compute(r, 1);
+      const std::vector<TokenId>& d = drafts_.at(e.id);
+      s.token_ids.insert(s.token_ids.end(), d.begin(), d.begin() + e.num_draft);
+    } else {
+      s.token_ids = tokens_to_compute(r, e.num_new_tokens);
+    }
     s.block_ids = kv_.table(e.id).block_ids();
     // A verification needs logits at every position (to_batch_layout gives the
     // last one; the engine widens the rows for entries with drafts).

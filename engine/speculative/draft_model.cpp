@@ -12,8 +12,13 @@ Status check_same_vocabulary(const Tokenizer& target, const std::string& target_
     return make_error(draft_name + ": cannot draft for " + target_name + ": its vocabulary has " +
                       std::to_string(draft.vocab_size()) + " tokens, the target's has " +
                       std::to_string(target.vocab_size()) + " (a draft model must share the target's vocabulary)");
+  // Same token = same bytes in decoded text and the same kind (control, byte
+  // fallback). Stored pieces are not compared: the llama2.c tokenizer stores
+  // BOS as "\n<s>\n" and spaces as ' ', a GGUF vocabulary "<s>" and U+2581,
+  // for the very same vocabulary.
   for (TokenId id = 0; id < target.vocab_size(); ++id) {
-    if (target.token_piece(id) != draft.token_piece(id))
+    if (target.token_bytes(id) != draft.token_bytes(id) || target.is_control(id) != draft.is_control(id) ||
+        target.is_byte(id) != draft.is_byte(id))
       return make_error(draft_name + ": cannot draft for " + target_name + ": token " + std::to_string(id) + " is '" +
                         draft.token_piece(id) + "' in the draft but '" + target.token_piece(id) +
                         "' in the target (a draft model must share the target's vocabulary)");

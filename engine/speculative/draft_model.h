@@ -14,8 +14,9 @@
 //
 //   draft pool blocks of this request: | b0 | b1 | ... |   (ceil(tokens / block_size))
 //
-// Vocabulary check at load: same number of tokens and the same piece for every
-// id, else an error naming both files and the first difference.
+// Vocabulary check at load: same number of tokens, and for every id the same
+// decoded bytes and kind (control / byte), else an error naming both files and
+// the first difference.
 //
 // Thread: engine thread only.
 #pragma once

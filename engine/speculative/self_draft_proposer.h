@@ -30,13 +30,16 @@ namespace gb {
 
 class SelfDraftProposer final : public DraftProposer {
  public:
-  // scratch: block ids in the target backend's pool reserved for this request,
-  // at least 1 + ceil((k_max - 1) / block_size) + 1 of them.
+  // scratch: block ids in the target backend's pool reserved for this request
+  // (self_draft_scratch_blocks(k_max, block_size) of them), may start empty.
   SelfDraftProposer(Backend& target, int32_t num_layers, int32_t vocab_size, std::vector<int32_t> scratch)
       : target_(target), num_layers_(num_layers), vocab_size_(vocab_size), scratch_(std::move(scratch)) {}
   std::string_view name() const override { return "self"; }
   Result<Draft> propose(const DraftInput& input) override;
+  // Scratch is lent while the request drafts (SpeculativeDecoder); without
+  // any, propose() drafts nothing.
   const std::vector<int32_t>& scratch_blocks() const { return scratch_; }
+  void set_scratch_blocks(std::vector<int32_t> scratch) { scratch_ = std::move(scratch); }
 
  private:
   Backend& target_;

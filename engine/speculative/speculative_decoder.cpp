@@ -32,7 +32,12 @@ struct SpeculativeDecoder::PerRequest {
   SpeculativeStats stats;
   Draft pending;          // the last proposal, verified after the forward pass
   double pending_draft_ms = 0.0;
-  std::vector<int32_t> scratch;  // self-draft scratch blocks, returned at finish
+  // Self-draft: scratch blocks borrowed from the decoder's free list at the
+  // first draft and held until the request finishes (more requests than
+  // scratch: the rest decode plainly until some finish).
+  SelfDraftProposer* self_draft = nullptr;
+  int32_t num_scratch_needed = 0;
+  std::vector<int32_t> scratch;
 };
 
 SpeculativeDecoder::SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
@@ -88,14 +93,17 @@ Status SpeculativeDecoder::add_request(RequestId id, const SpeculativeConfig& co
         return make_error("speculative: self-draft layers must be in 1.." + std::to_string(num_layers - 1) + " for " +
                           target_->path + " (" + std::to_string(num_layers) + " layers), got " +
                           std::to_string(config.self_layers));
+      // Scratch blocks are lent per drafting step while the request runs (see
+      // propose()); here only check that the engine has any to lend.
       const int32_t need = self_draft_scratch_blocks(config.k_max, limits_.block_size);
-      pr->scratch = take_scratch(need);
-      if (pr->scratch.empty())
-        return make_error("speculative: no self-draft scratch blocks left (EngineConfig::num_scratch_blocks = " +
-                          std::to_string(limits_.num_scratch) + "; each self-drafting request needs " +
-                          std::to_string(need) + ")");
+      if (limits_.num_scratch < need)
+        return make_error("speculative: self-draft needs EngineConfig::num_scratch_blocks >= " + std::to_string(need) +
+                          " (self_draft_scratch_blocks(k_max, block_size)), the engine has " +
+                          std::to_string(limits_.num_scratch));
       pr->proposer = std::make_unique<SelfDraftProposer>(backend_, config.self_layers, target_->config.vocab_size,
-                                                         pr->scratch);
+                                                         std::vector<int32_t>{});
+      pr->self_draft = static_cast<SelfDraftProposer*>(pr->proposer.get());
+      pr->num_scratch_needed = need;
       break;
     }
     case DrafterKind::Custom:
@@ -129,6 +137,11 @@ Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span
   pr.pending_draft_ms = 0.0;
   const int32_t k = std::min(max_k, pr.adaptive.next_k());
   if (k < 1) return std::vector<TokenId>{};
+  if (pr.self_draft != nullptr && pr.scratch.empty()) {
+    pr.scratch = take_scratch(pr.num_scratch_needed);
+    if (pr.scratch.empty()) return std::vector<TokenId>{};  // none free now: decode plainly
+    pr.self_draft->set_scratch_blocks(pr.scratch);
+  }
   DraftInput in;
   in.tokens = tokens;
   in.num_prompt = num_prompt;
