@@ -145,6 +145,7 @@ void ChatPanel::rerender() {
   view_->clearAll();
   rendered_ = 0;
   renderedTokens_ = 0;
+  renderedOwn_ = 0;
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendPlain(conversation_.systemPrompt);
@@ -162,6 +163,8 @@ void ChatPanel::rerender() {
     for (const UiToken& t : tokens) view_->appendToken(t);
     rendered_ = key;
     renderedTokens_ = static_cast<int>(tokens.size());
+    const RequestInfo* r = model_->request(key);
+    renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
   }
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
@@ -177,10 +180,15 @@ void ChatPanel::onBatch() {
   const bool atEnd = !conversation_.turns.isEmpty() && conversation_.turns.back().currentRequest() == rendered_ &&
                      rendered_ != 0;
   if (atEnd) {
-    const std::vector<UiToken> tokens = displayedTokens(rendered_);
-    if (static_cast<int>(tokens.size()) >= renderedTokens_) {
-      for (size_t i = static_cast<size_t>(renderedTokens_); i < tokens.size(); ++i) view_->appendToken(tokens[i]);
-      renderedTokens_ = static_cast<int>(tokens.size());
+    // Only the newest tokens are appended; the request's earlier tokens (and any
+    // fork ancestry) are already in the view.
+    const RequestInfo* r = model_->request(rendered_);
+    const int own = r ? static_cast<int>(r->tokens.size()) : 0;
+    if (r && own >= renderedOwn_) {
+      for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
+      renderedTokens_ += own - renderedOwn_;
+      renderedOwn_ = own;
+      view_->ensureCursorVisible();
     } else {
       rerender();
     }

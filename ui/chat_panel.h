@@ -86,7 +86,8 @@ class ChatPanel : public QWidget {
   QLabel* status_;
   RequestKey active_ = 0;        // the streaming request, 0 when idle
   RequestKey rendered_ = 0;      // request whose tokens end the view
-  int renderedTokens_ = 0;       // of those, how many are shown
+  int renderedTokens_ = 0;       // of those, how many are shown (fork ancestry included)
+  int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
 };
 
 }  // namespace gbui

@@ -171,8 +171,13 @@ void EngineController::scheduleSteps() {
 
 bool EngineController::stepOnce() {
   if (!state_->engine) return false;
+  QElapsedTimer timer;
+  timer.start();
   auto did = state_->engine->step();
+  stepMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
+  timer.restart();
   collectEvents();
+  translateMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
   if (!did) {
     emit engineError(QString::fromStdString(did.error().message));
     return false;

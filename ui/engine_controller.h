@@ -66,6 +66,10 @@ class EngineController : public QObject {
   QVector<int> tokensOf(quint64 request) const;
   // Ref counts per block from the engine's snapshot (index = block id).
   QVector<int> kvRefCounts() const;
+  // Milliseconds spent in Engine::step() and in translating / queueing events
+  // (the tracing + UI share of the engine thread's time).
+  double stepMs() const { return stepMs_; }
+  double translateMs() const { return translateMs_; }
 
  signals:
   void modelLoaded(const gbui::UiModelInfo& info);
@@ -93,6 +97,8 @@ class EngineController : public QObject {
   std::vector<UiEvent> pending_;
   std::atomic<int> loadGeneration_{0};
   std::atomic<bool> paused_{false};
+  double stepMs_ = 0.0;
+  double translateMs_ = 0.0;
 };
 
 }  // namespace gbui

@@ -164,7 +164,16 @@ int SessionModel::filledSlots(int block) const {
   const KvCell& c = cells_[block];
   if (!c.owned() && !c.cached()) return 0;
   if (c.cached()) return blockSize();  // only full blocks are committed
-  return static_cast<int>(blockTokens(block).size());
+  // Counted without copying token lists: this runs for every cell on every paint.
+  for (RequestKey key : c.owners) {
+    const RequestInfo* r = request(key);
+    if (!r) continue;
+    const qsizetype at = r->blockTable.indexOf(block);
+    if (at < 0) continue;
+    const int computed = static_cast<int>(r->promptIds.size() + r->tokens.size()) - (r->tokens.empty() ? 0 : 1);
+    return std::clamp(computed - static_cast<int>(at) * blockSize(), 0, blockSize());
+  }
+  return 0;
 }
 
 QVector<int> SessionModel::blockTokens(int block) const {

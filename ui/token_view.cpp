@@ -48,7 +48,6 @@ void TokenView::appendToken(const UiToken& token) {
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
   spans_.push_back({begin, c.position(), token});
-  ensureCursorVisible();
 }
 
 QString TokenView::tokenText() const {
@@ -65,7 +64,10 @@ QColor TokenView::colorFor(const UiToken& t) const {
     case ColorMode::Entropy: score = 1.0 - std::clamp(static_cast<double>(t.entropyBefore) / 4.0, 0.0, 1.0); break;
     case ColorMode::Rank: score = t.rank <= 0 ? 1.0 : std::max(0.0, 0.7 - 0.15 * t.rank); break;
   }
-  return QColor::fromHsvF(static_cast<float>(score * 0.33), 0.35f, 1.0f);
+  // 16 levels: identical formats are shared by the document, which keeps long
+  // transcripts cheap to lay out.
+  const double level = std::round(score * 15.0) / 15.0;
+  return QColor::fromHsvF(static_cast<float>(level * 0.33), 0.35f, 1.0f);
 }
 
 QString TokenView::tooltipFor(const UiToken& t) const {

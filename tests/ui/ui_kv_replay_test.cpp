@@ -1,0 +1,169 @@
+// KV map and replay: the grid built from KV trace events agrees with the
+// engine's own pool snapshot after every step; a branch shares its prefix
+// blocks (refcount 2); an exported trace re-opens to the same panels.
+#include <QApplication>
+#include <QFile>
+
+#include "engine_controller.h"
+#include "kv_cache_panel.h"
+#include "kv_grid_widget.h"
+#include "performance_panel.h"
+#include "token_inspector_panel.h"
+#include "ui_test_support.h"
+
+using namespace gbuitest;
+
+class UiKvReplayTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName("GlassboxTest");
+    qRegisterMetaType<gbui::UiEventBatch>();
+    qRegisterMetaType<gbui::UiModelInfo>();
+    QVERIFY2(QFile::exists(storiesPath()), qPrintable("missing test data: " + storiesPath()));
+  }
+
+  void gridMatchesEngineAfterEachStep() {
+    // Controller on this thread, stepped by hand: a deterministic per-step check.
+    gbui::EngineController controller;
+    gbui::SessionModel model;
+    gbui::KvGridWidget grid(&model);
+    connect(&controller, &gbui::EngineController::eventsReady, &model, &gbui::SessionModel::apply);
+    connect(&controller, &gbui::EngineController::modelLoaded, &model, &gbui::SessionModel::setModelInfo);
+    controller.setPaused(true);
+    controller.loadModel(storiesPath(), "cpu", 0);
+    QVERIFY(model.hasModel());
+    QCOMPARE(grid.numCells(), model.modelInfo().numBlocks);
+    // Two requests with a shared 30-token prefix, the second after the first
+    // committed its full blocks: prefix hits, cached blocks and frees all happen.
+    const QString prefix = "Once upon a time there was a little girl named Lily. She liked to play in the park";
+    controller.submit(1, prefix, kGreedyJson, 24);
+    int steps = 0;
+    bool second = false;
+    while (controller.stepOnce()) {
+      controller.flush();
+      ++steps;
+      const gbui::KvCounts k = model.kvCounts();
+      const QString engine = controller.kvSnapshotSummary();
+      QCOMPARE(QStringLiteral("%1 %2 %3 %4").arg(k.owned).arg(k.free).arg(k.cached).arg(k.total), engine);
+      QCOMPARE(grid.numCells(), k.total);
+      // And the step event's own statistics agree.
+      const gbui::UiStep& s = model.steps().back();
+      QCOMPARE(s.owned, k.owned);
+      QCOMPARE(s.cached, k.cached);
+      QCOMPARE(s.free, k.free);
+      if (!second && steps == 3) {
+        controller.submit(2, prefix + " with her dog", kGreedyJson, 16);
+        second = true;
+      }
+    }
+    QVERIFY(steps > 20);
+    QVERIFY(second);
+    int hit = 0;
+    for (const auto& [key, r] : model.requests()) hit += r.finish.numCachedTokens;
+    QVERIFY2(hit >= 16, qPrintable(QString("prefix hit tokens %1").arg(hit)));
+    // Every owned block's refcount equals the engine's.
+    const QVector<int> refs = controller.kvRefCounts();
+    QCOMPARE(refs.size(), model.kvCells().size());
+    for (int b = 0; b < refs.size(); ++b) QCOMPARE(model.kvCells()[b].refCount, refs[b]);
+  }
+
+  void branchSharesBlocksWithRefcountTwo() {
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    QCOMPARE(window->sampling()->setSettingsJson(kGreedyJson), QString());
+    QVERIFY(generate(*window, "Once upon a time", 30));
+    const gbui::RequestKey parent = window->chat()->conversation().turns.back().currentRequest();
+    const gbui::RequestInfo* p = window->sessionModel()->request(parent);
+    QVERIFY(p && p->tokens.size() == 30);
+    // Branch before generated token 20 with its second candidate.
+    window->sessionModel()->selectToken(parent, 20);
+    const int alternative = window->sessionModel()->token(parent, 20)->top[1].id;
+    window->inspector()->branchFromRow(1);
+    QVERIFY(QTest::qWaitFor([&] { return window->chat()->conversation().turns.back().branches.size() == 2; }, 10000));
+    QVERIFY(QTest::qWaitFor([&] { return window->chat()->activeRequest() == 0; }, 30000));
+    const gbui::RequestKey child = window->chat()->conversation().turns.back().currentRequest();
+    const gbui::RequestInfo* c = window->sessionModel()->request(child);
+    QVERIFY(c && c->parent && *c->parent == parent);
+    QCOMPARE(c->forkPosition, static_cast<int>(p->promptIds.size()) + 20);
+    QVERIFY(!c->tokens.empty());
+    QCOMPARE(c->tokens.front().tokenId, alternative);
+    // The chat shows the parent's first 20 tokens, then the branch.
+    const std::vector<gbui::UiToken> shown = window->chat()->displayedTokens(child);
+    QCOMPARE(static_cast<int>(shown.size()), 20 + static_cast<int>(c->tokens.size()));
+    for (int i = 0; i < 20; ++i) QCOMPARE(shown[static_cast<size_t>(i)].tokenId, p->tokens[static_cast<size_t>(i)].tokenId);
+    // Full blocks before the fork point are shared, not copied: refcount 2.
+    QVector<int> shared;
+    for (int b : c->blockTable)
+      if (p->blockTable.contains(b)) shared.push_back(b);
+    const int fullBlocks = c->forkPosition / window->sessionModel()->blockSize();
+    QCOMPARE(static_cast<int>(shared.size()), fullBlocks);
+    QVector<int> engineRefs;
+    QMetaObject::invokeMethod(window->controller(), [&] { engineRefs = window->controller()->kvRefCounts(); },
+                              Qt::BlockingQueuedConnection);
+    for (int b : shared) {
+      QCOMPARE(window->sessionModel()->kvCells()[b].refCount, 2);
+      QCOMPARE(engineRefs[b], 2);
+    }
+    // Branch navigation: back to the first answer and forth again.
+    window->chat()->showBranch(-1);
+    QCOMPARE(window->chat()->conversation().turns.back().currentRequest(), parent);
+    window->chat()->showBranch(1);
+    QCOMPARE(window->chat()->conversation().turns.back().currentRequest(), child);
+  }
+
+  void exportThenOpenReplaysSamePanels() {
+    QTemporaryDir dir;
+    auto live = makeWindow(dir);
+    QVERIFY(loadStories(*live));
+    QCOMPARE(live->sampling()->setSettingsJson(R"({"temperature":0.9,"seed":5})"), QString());
+    QVERIFY(generate(*live, "Once upon a time", 25));
+    const QString path = dir.filePath("run.jsonl");
+    QSignalSpy exported(live.get(), &gbui::MainWindow::exported);
+    live->exportTrace(path, "jsonl");
+    QVERIFY(exported.wait(10000));
+    QCOMPARE(exported.front().at(1).toString(), QString());
+
+    QTemporaryDir dir2;
+    auto replay = makeWindow(dir2);
+    QSignalSpy opened(replay.get(), &gbui::MainWindow::traceReady);
+    replay->openTrace(path);
+    QVERIFY(opened.wait(10000));
+    gbui::SessionModel* a = live->sessionModel();
+    gbui::SessionModel* b = replay->sessionModel();
+    QVERIFY(b->isReplay());
+    QCOMPARE(b->requests().size(), a->requests().size());
+    for (const auto& [key, ra] : a->requests()) {
+      const gbui::RequestInfo* rb = b->request(key);
+      QVERIFY(rb);
+      QCOMPARE(rb->promptIds, ra.promptIds);
+      QCOMPARE(rb->tokens.size(), ra.tokens.size());
+      for (size_t i = 0; i < ra.tokens.size(); ++i) {
+        QCOMPARE(rb->tokens[i].tokenId, ra.tokens[i].tokenId);
+        QCOMPARE(rb->tokens[i].text, ra.tokens[i].text);
+        QCOMPARE(rb->tokens[i].prob, ra.tokens[i].prob);
+        QCOMPARE(rb->tokens[i].top.size(), ra.tokens[i].top.size());
+        for (qsizetype j = 0; j < ra.tokens[i].top.size(); ++j) {
+          QCOMPARE(rb->tokens[i].top[j].id, ra.tokens[i].top[j].id);
+          QCOMPARE(rb->tokens[i].top[j].text, ra.tokens[i].top[j].text);
+          QCOMPARE(rb->tokens[i].top[j].probAfter, ra.tokens[i].top[j].probAfter);
+        }
+      }
+      QCOMPARE(rb->blockTable, ra.blockTable);
+    }
+    QCOMPARE(b->steps().size(), a->steps().size());
+    QCOMPARE(b->kvCells().size(), a->kvCells().size());
+    const gbui::KvCounts ka = a->kvCounts(), kb = b->kvCounts();
+    QCOMPARE(kb.owned, ka.owned);
+    QCOMPARE(kb.cached, ka.cached);
+    QCOMPARE(kb.free, ka.free);
+    QCOMPARE(replay->chat()->view()->tokenText(), live->chat()->view()->tokenText());
+    QCOMPARE(replay->performance()->numLatencyPoints(), live->performance()->numLatencyPoints());
+    QCOMPARE(replay->kvCache()->grid()->numCells(), live->kvCache()->grid()->numCells());
+  }
+};
+
+QTEST_MAIN(UiKvReplayTest)
+#include "ui_kv_replay_test.moc"
