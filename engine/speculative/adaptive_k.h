@@ -11,10 +11,12 @@
 //                    request starts with kBaselineSteps plain steps to measure
 //                    the plain cost. After kMinVerifications speculative steps,
 //                    if speculative >= kMargin x plain, it decodes plainly for a
-//                    cooldown (16 tokens, doubling on each consecutive failure
-//                    up to 512, reset when speculation pays), then probes again.
-//                    The worst case is a few probes per cooldown, which keeps a
-//                    never-useful drafter within a few percent of plain decoding.
+//                    cooldown (32 tokens, x4 on each consecutive failure up to
+//                    2048, reset when speculation pays), then probes again with
+//                    k halved (a probe costs ~kMinVerifications x k tokens at the
+//                    speculative price). Probes then take a shrinking share of
+//                    the tokens, so a never-useful drafter converges to plain
+//                    speed (measured in docs/speculative.md).
 //   deterministic -- (timing_fallback = false) the same cooldowns, but the test
 //                    is on tokens emitted per verification (EMA < kMinTokensPerStep),
 //                    so the sequence of choices, and therefore seeded sampled
@@ -30,11 +32,11 @@ namespace gb {
 class AdaptiveK {
  public:
   static constexpr int32_t kBaselineSteps = 2;
-  static constexpr int32_t kMinVerifications = 4;
+  static constexpr int32_t kMinVerifications = 3;
   static constexpr double kMargin = 0.97;
   static constexpr double kMinTokensPerStep = 1.3;
-  static constexpr int32_t kMinCooldown = 16;
-  static constexpr int32_t kMaxCooldown = 512;
+  static constexpr int32_t kMinCooldown = 32;
+  static constexpr int32_t kMaxCooldown = 2048;
 
   AdaptiveK(int32_t k, int32_t k_min, int32_t k_max, bool adaptive, bool timing);
 
