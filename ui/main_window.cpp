@@ -138,7 +138,12 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
-  if (!settings.contains("window/geometry")) resize(1400, 900);
+  if (!settings.contains("window/state")) {
+    resize(1400, 900);
+    resizeDocks({findChild<QDockWidget*>("inspector")}, {460}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget*>("sampling")}, {330}, Qt::Horizontal);
+    resizeDocks({kvDock}, {300}, Qt::Vertical);
+  }
   restoreSession();
 }
 

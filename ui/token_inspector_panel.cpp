@@ -38,7 +38,12 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   plot_->yAxis2->setRange(0, 1);
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  // Legend in its own row under the chart so it never hides bars.
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->setMinimumHeight(240);
   split->addWidget(plot_);
   table_ = new QTableWidget;
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
