@@ -11,6 +11,8 @@
 #include "cli/sampler_options.h"
 #include "cli/token_json.h"
 #include "runtime/engine.h"
+#include "speculative/speculative_decoder.h"
+#include "speculative/speculative_stats.h"
 #include "trace/chrome_trace.h"
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
@@ -28,6 +30,7 @@ struct GenerateArgs {
   bool no_echo = false;
   std::string trace_path;
   std::string chrome_trace_path;
+  std::string speculative;  // ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]
 };
 
 void print_json(const nlohmann::json& j) {
@@ -63,6 +66,12 @@ int run_generate(GenerateArgs& a) {
   request.sampling = *settings;
   request.ignore_eos = a.ignore_eos;
   EngineConfig config;
+  if (!a.speculative.empty()) {
+    auto spec = parse_speculative_spec(a.speculative);
+    if (!spec) return fail(spec.error().message);
+    request.speculative = *spec;
+    config.num_scratch_blocks = self_draft_scratch_blocks(spec->k_max, config.block_size);
+  }
   config.max_seqs = 1;
   config.max_context = session->context_length;
   config.record_tokens = true;
@@ -97,8 +106,9 @@ int run_generate(GenerateArgs& a) {
   if (!error.empty()) return fail(error);
   if (!finished) return fail("the request ended without a result");
   const double tokens_per_s = finished->tpot_ms > 0 ? 1000.0 / finished->tpot_ms : 0.0;
+  const std::optional<SpeculativeStats> spec_stats = engine.speculative_stats(*id);
   if (a.json) {
-    print_json({{"done", true},
+    nlohmann::json done = {{"done", true},
                 {"reason", finished->reason},
                 {"num_prompt_tokens", finished->num_prompt_tokens},
                 {"num_generated", finished->num_generated},
@@ -106,11 +116,14 @@ int run_generate(GenerateArgs& a) {
                 {"tpot_ms", finished->tpot_ms},
                 {"tokens_per_s", tokens_per_s},
                 {"e2e_ms", finished->e2e_ms},
-                {"text", finished->text}});
+                {"text", finished->text}};
+    if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
+    print_json(done);
   } else {
     std::fputc('\n', stdout);
     std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished->num_generated,
                  finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
+    if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
   }
   if (keep_trace) {
     if (Status st = write_traces(a, *session, request.sampling, trace); !st) return fail(st.error().message);
@@ -129,6 +142,8 @@ const CommandRegistrar registrar("generate", "Generate text from a prompt", [](C
   sub.add_flag("--no-echo", a->no_echo, "Do not print the prompt before the generated text");
   sub.add_option("--trace", a->trace_path, "Write the session trace as JSON Lines");
   sub.add_option("--chrome-trace", a->chrome_trace_path, "Write a Chrome / Perfetto trace (JSON)");
+  sub.add_option("--speculative", a->speculative,
+                 "Speculative decoding: ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]");
   return [a] { return run_generate(*a); };
 });
 

@@ -36,6 +36,11 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
   }
 }
 
+// Below this many multiply-adds a dispatch costs more than it saves (a wake-up
+// is a few microseconds; 2^18 MACs take ~20 us on one core), so small products
+// (stories260K's 64x64 matrices, single-token attention) run on the caller.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -84,18 +89,18 @@ void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*,
   // in multiples of 4 rows (the kernel's tile height).
   int64_t total = 0;
   for (const auto& m : mats) total += m.first->rows;
-  pool_.parallel_for(
-      total,
-      [&](int64_t begin, int64_t end, int) {
-        int64_t base = 0;
-        for (const auto& [w, y] : mats) {
-          const int64_t lo = std::max(begin, base), hi = std::min(end, base + w->rows);
-          if (lo < hi)
-            kernels::matmul(y, w->rows, x, w->data, to_elem(w->dtype), num_tokens, w->cols, lo - base, hi - base);
-          base += w->rows;
-        }
-      },
-      4);
+  const auto run = [&](int64_t begin, int64_t end, int) {
+    int64_t base = 0;
+    for (const auto& [w, y] : mats) {
+      const int64_t lo = std::max(begin, base), hi = std::min(end, base + w->rows);
+      if (lo < hi)
+        kernels::matmul(y, w->rows, x, w->data, to_elem(w->dtype), num_tokens, w->cols, lo - base, hi - base);
+      base += w->rows;
+    }
+  };
+  const int64_t macs = total * mats.begin()->first->cols * num_tokens;
+  if (macs < kMinParallelMacs) run(0, total, 0);
+  else pool_.parallel_for(total, run, 4);
 }
 
 void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
@@ -111,7 +116,8 @@ void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
   for (int32_t s = 0; s < batch.num_seqs(); ++s)
     for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i)
       seq_of[static_cast<size_t>(i)] = s;
-  pool_.parallel_for(static_cast<int64_t>(num_tokens) * c.num_heads, [&](int64_t begin, int64_t end, int thread) {
+  const int64_t num_tasks = static_cast<int64_t>(num_tokens) * c.num_heads;
+  const auto run = [&](int64_t begin, int64_t end, int thread) {
     float* scores = scores_.data() + static_cast<size_t>(thread) * static_cast<size_t>(max_ctx);
     for (int64_t task = begin; task < end; ++task) {
       const int32_t i = static_cast<int32_t>(task / c.num_heads);
@@ -128,7 +134,10 @@ void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
       kernels::paged_attention_head(att_.data() + qo, q_.data() + qo, kv, h / group,
                                     batch.positions[static_cast<size_t>(i)] + 1, scores);
     }
-  });
+  };
+  const int64_t macs = num_tasks * max_ctx * c.head_dim * 2;
+  if (macs < kMinParallelMacs) run(0, num_tasks, 0);
+  else pool_.parallel_for(num_tasks, run);
 }
 
 Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) const {
