@@ -123,3 +123,27 @@ GB_TEST(generate_missing_model_and_vocab_mismatch_fail_clearly) {
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find("does not match model vocab size") != std::string::npos, r.output.c_str());
 }
+
+GB_TEST(generate_speculative_greedy_equals_plain_and_reports_stats) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  GB_REQUIRE_SHARED(draft, "models/stories260K/stories260K_L4_draft.bin");
+  const std::string base = "generate --model " + quote(model) + " --prompt 'Lily wanted to bake a cake' --max-tokens 80 --json";
+  const auto plain = json_lines(gbtest::run_cli(base, false).output);
+  for (const std::string& spec : std::vector<std::string>{"ngram:n=2,k=4", "draft:" + draft + ":k=3", "self:3:k=2"}) {
+    const auto r = gbtest::run_cli(base + " --speculative " + quote(spec), false);
+    QVERIFY2(r.exit_code == 0, spec.c_str());
+    const auto lines = json_lines(r.output);
+    QCOMPARE(lines.size(), plain.size());
+    for (size_t i = 1; i + 1 < lines.size(); ++i) {
+      QCOMPARE(lines[i]["id"].get<int>(), plain[i]["id"].get<int>());
+      const std::string origin = lines[i]["origin"].get<std::string>();
+      QVERIFY2(origin == "plain" || origin == "accepted" || origin == "resampled" || origin == "bonus", origin.c_str());
+    }
+    const auto& s = lines.back()["speculative"];
+    for (const char* key : {"drafted", "accepted", "acceptance_rate", "mean_accepted_length", "target_forwards"})
+      QVERIFY2(s.contains(key), key);
+    QVERIFY(s["target_forwards"].get<int>() > 0);
+  }
+  const auto bad = gbtest::run_cli(base + " --speculative bogus");
+  QVERIFY(bad.exit_code != 0 && bad.output.find("--speculative") != std::string::npos);
+}
