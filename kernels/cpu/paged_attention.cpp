@@ -2,12 +2,32 @@
 
 #include <cmath>
 
+#include "cpu/matmul.h"
 #include "cpu/ops.h"
 
 namespace gb::kernels {
 
+namespace avx2 {
+void paged_attention_head(float* out, const float* q, const float* k_cache, const float* v_cache,
+                          const int32_t* block_table, int32_t block_size, int32_t num_kv_heads, int32_t head_dim,
+                          int32_t kv_head, int32_t num_ctx, float scale, float* scores);
+}
+
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores) {
+#if defined(__x86_64__)
+  if (matmul_has_simd() && kv.head_dim % 8 == 0) {
+    avx2::paged_attention_head(out, q, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads,
+                               kv.head_dim, kv_head, num_ctx, 1.0f / std::sqrt(static_cast<float>(kv.head_dim)),
+                               scores);
+    return;
+  }
+#endif
+  paged_attention_head_reference(out, q, kv, kv_head, num_ctx, scores);
+}
+
+void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
+                                    int32_t num_ctx, float* scores) {
   const int32_t d = kv.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int32_t t = 0; t < num_ctx; ++t) {

@@ -30,7 +30,11 @@ struct PagedKvView {
   }
 };
 
+// Uses the AVX2 path when the CPU has it and head_dim % 8 == 0.
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores);
+// The scalar oracle (run.c's arithmetic).
+void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
+                                    int32_t num_ctx, float* scores);
 
 }  // namespace gb::kernels

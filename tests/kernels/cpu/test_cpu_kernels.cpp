@@ -143,3 +143,24 @@ GB_TEST(paged_attention_matches_contiguous_formula) {
     QVERIFY(std::abs(o - out[static_cast<size_t>(i)]) < 1e-5);
   }
 }
+
+GB_TEST(paged_attention_simd_matches_reference) {
+  for (int32_t d : {8, 16, 64, 128}) {
+    for (int32_t ctx : {1, 7, 16, 33, 300}) {
+      const int32_t kv_heads = 3, bs = 16, nblocks = (ctx + bs - 1) / bs + 2;
+      const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 11u + static_cast<uint32_t>(d));
+      const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 12u + static_cast<uint32_t>(ctx));
+      const auto q = random_floats(static_cast<size_t>(d), 13);
+      std::vector<int32_t> table(static_cast<size_t>(nblocks));
+      for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 5 + 1) % nblocks;  // scrambled
+      PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+      std::vector<float> s1(static_cast<size_t>(ctx)), s2(static_cast<size_t>(ctx)), o1(static_cast<size_t>(d)),
+          o2(static_cast<size_t>(d));
+      paged_attention_head(o1.data(), q.data(), kv, 2, ctx, s1.data());
+      paged_attention_head_reference(o2.data(), q.data(), kv, 2, ctx, s2.data());
+      for (int32_t i = 0; i < d; ++i)  // outputs are convex combinations of N(0,1) values
+        QVERIFY2(std::abs(o1[static_cast<size_t>(i)] - o2[static_cast<size_t>(i)]) <= 2e-5f,
+                 ("attention d " + std::to_string(d) + " ctx " + std::to_string(ctx)).c_str());
+    }
+  }
+}
