@@ -9,9 +9,6 @@
 #include <vector>
 
 #include "engine_controller.h"
-// Qt's `emit` keyword macro would rewrite gb::Engine's private emit() member.
-#pragma push_macro("emit")
-#undef emit
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "sampling/sampler_settings_json.h"
@@ -21,7 +18,6 @@
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
 #include "kv/scheduler.h"
-#pragma pop_macro("emit")
 
 namespace gbui {
 
