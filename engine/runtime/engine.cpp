@@ -43,6 +43,33 @@ std::optional<TokenId> last_token_of(const Tokenizer& tokenizer, const std::stri
   if (ids.empty()) return std::nullopt;
   return ids.back();
 }
+
+// The inspector's record for a token the picker did not choose (an accepted
+// draft, a verifier's resample or bonus, a forced token): the candidates and
+// stage probabilities are those of this position's logits and history; the
+// chosen-token fields describe `token`. `draw` is -1: no picker draw was used.
+void record_for_token(SamplerChain& chain, std::span<const float> logits, std::span<const TokenId> history,
+                      TokenId token, TokenRecord& record) {
+  if (!chain.sample_with_draws(logits, history, 0.5, 1.0, &record)) {
+    record = TokenRecord{};
+    return;
+  }
+  record.chosen = token;
+  record.chosen_logit = logits[static_cast<size_t>(token)];
+  record.draw = -1.0;
+  record.chosen_prob = 0.0f;
+  record.chosen_prob_before = 0.0f;
+  if (!record.top.empty()) {
+    const double log_z = record.top.front().logit - std::log(static_cast<double>(record.top.front().prob_before));
+    record.chosen_prob_before = static_cast<float>(std::exp(record.chosen_logit - log_z));
+  }
+  for (const CandidateRecord& c : record.top)
+    if (c.id == token && c.removed_by_stage < 0 && !c.prob_after_stage.empty()) record.chosen_prob = c.prob_after_stage.back();
+  int32_t rank = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    rank += logits[i] > record.chosen_logit || (logits[i] == record.chosen_logit && static_cast<TokenId>(i) < token);
+  record.chosen_rank = rank;
+}
 }  // namespace
 
 // Fills what only the tokenizer knows: DRY's breaker ids from its breaker
@@ -451,6 +478,7 @@ Result<bool> Engine::step() {
         continue;
       }
       StepToken st_token{s.id, -1, false};
+      std::vector<TokenId> history = scheduler_->find(s.id)->all_tokens();
       for (size_t i = 0; i < out->tokens.size(); ++i) {
         TokenSampledEvent ev;
         ev.request = s.id;
@@ -459,6 +487,11 @@ Result<bool> Engine::step() {
         ev.index = rs.num_generated;
         ev.token = out->tokens[i].token;
         ev.origin = out->tokens[i].origin;
+        if (config_.record_tokens && rs.settings.top_n_record > 0) {
+          const std::span<const float> row_i = rows.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+          record_for_token(*rs.chain, row_i, history, ev.token, ev.record);
+        }
+        history.push_back(ev.token);
         st_token.token = ev.token;
         st_token.num_accepted_draft = static_cast<int32_t>(i);  // the drafts before this token
         if (emit(rs, std::move(ev), t_sample0)) {
@@ -488,6 +521,7 @@ Result<bool> Engine::step() {
       ev.token = forced.front();
       ev.origin = TokenOrigin::Forced;
       rs.rng.advance();
+      if (record) record_for_token(*rs.chain, logits, r->all_tokens(), ev.token, *record);
     } else {
       const std::vector<TokenId> history = r->all_tokens();
       auto tok = rs.chain->sample(logits, history, rs.rng, record);

@@ -138,6 +138,10 @@ GB_TEST(generate_speculative_greedy_equals_plain_and_reports_stats) {
       QCOMPARE(lines[i]["id"].get<int>(), plain[i]["id"].get<int>());
       const std::string origin = lines[i]["origin"].get<std::string>();
       QVERIFY2(origin == "plain" || origin == "accepted" || origin == "resampled" || origin == "bonus", origin.c_str());
+      // Every token line carries its record, drafted or not (greedy: rank 0).
+      QVERIFY2(lines[i].contains("logprob") && lines[i]["top"].size() >= 10, (spec + ": token without a record").c_str());
+      QCOMPARE(lines[i]["rank"].get<int>(), 0);
+      QCOMPARE(lines[i]["top"][0]["logit"].get<double>(), plain[i]["top"][0]["logit"].get<double>());
     }
     const auto& s = lines.back()["speculative"];
     for (const char* key : {"drafted", "accepted", "acceptance_rate", "mean_accepted_length", "target_forwards"})
