@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "gb_test.h"
+#include "stories_fixture.h"
 #include "kv/scheduler.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -21,38 +22,15 @@ struct Output {
   int32_t num_cached = 0;
 };
 
-struct Fixture {
-  std::shared_ptr<const gb::Model> model;
-  std::shared_ptr<const gb::Tokenizer> tokenizer;
-  bool ok() const { return model && tokenizer; }
-};
-
-Fixture load_stories() {
-  Fixture f;
-  const std::string path = gbtest::shared_file("models/stories260K/stories260K.bin");
-  if (path.empty()) return f;
-  gb::LoadOptions options;
-  options.context_length = 512;
-  auto model = gb::load_model(path, options);
-  if (!model) return f;
-  auto tok = gb::load_tokenizer(**model, "");
-  if (!tok) return f;
-  f.model = *model;
-  f.tokenizer = *tok;
-  return f;
-}
+using Fixture = gbtest::StoriesFixture;
+using gbtest::load_stories;
 
 #define REQUIRE_FIXTURE(f)                                                               \
   const Fixture f = load_stories();                                                      \
   if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
 
 std::unique_ptr<gb::Engine> make_engine(const Fixture& f, gb::EngineConfig config) {
-  config.check_invariants = true;
-  gb::CpuBackendOptions cpu;
-  cpu.num_threads = 1;
-  auto engine = std::make_unique<gb::Engine>(f.model, f.tokenizer, gb::make_cpu_backend(f.model, cpu), config);
-  GB_CHECK(engine->start().ok());
-  return engine;
+  return gbtest::make_test_engine(f, config);
 }
 
 gb::GenerationRequest greedy(std::vector<gb::TokenId> prompt, int max_tokens) {

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "gb_test.h"
+#include "stories_fixture.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "speculative/draft_model.h"
@@ -20,38 +21,15 @@
 
 namespace spectest {
 
-struct Fixture {
-  std::shared_ptr<const gb::Model> model;
-  std::shared_ptr<const gb::Tokenizer> tokenizer;
-  std::string model_path;
-  bool ok() const { return model && tokenizer; }
-};
+using Fixture = gbtest::StoriesFixture;
+using gbtest::load_stories;
 
 inline std::string shared(const std::string& rel) { return gbtest::shared_file(rel); }
 
-inline Fixture load_stories() {
-  Fixture f;
-  f.model_path = shared("models/stories260K/stories260K.bin");
-  if (f.model_path.empty()) return f;
-  gb::LoadOptions options;
-  options.context_length = 512;
-  auto model = gb::load_model(f.model_path, options);
-  if (!model) return f;
-  auto tok = gb::load_tokenizer(**model, "");
-  if (!tok) return f;
-  f.model = *model;
-  f.tokenizer = *tok;
-  return f;
-}
-
 inline std::unique_ptr<gb::Engine> make_engine(const Fixture& f, gb::EngineConfig config = {}) {
-  config.check_invariants = true;  // scheduler + block pool swept after every step (rollbacks included)
+  // Scheduler + block pool are swept after every step (rollbacks included).
   if (config.num_scratch_blocks == 0) config.num_scratch_blocks = 64;
-  gb::CpuBackendOptions cpu;
-  cpu.num_threads = 1;
-  auto engine = std::make_unique<gb::Engine>(f.model, f.tokenizer, gb::make_cpu_backend(f.model, cpu), config);
-  GB_CHECK(engine->start().ok());
-  return engine;
+  return gbtest::make_test_engine(f, config);
 }
 
 // Proposes the perfect drafter's tokens shifted by one: the first drafted
