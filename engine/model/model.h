@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ struct Model {
 };
 
 struct LoadOptions {
+  // Called with the fraction read (0..1) while the weights are read into memory;
+  // returning false cancels the load ("loading cancelled"). When set, every page
+  // of the file is touched during load_model() (so a slow disk is read here, with
+  // progress, and not during the first forward pass); without it pages are read
+  // lazily. May be called from the loading thread only.
+  std::function<bool(double fraction)> progress;
   // Largest context the caller may use; 0 keeps the file's declared context.
   // A value above the file's context is honoured (stories260K.gguf declares 128
   // but was trained at 512); config.context_length reports what was asked for.

@@ -200,6 +200,24 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
+// Touches every page of the mapping in 8 MiB chunks, reporting progress after
+// each chunk and stopping if the callback says so.
+Status read_all_pages(const MappedFile& file, const std::string& path, const std::function<bool(double)>& progress) {
+  constexpr size_t kChunk = size_t{8} << 20;
+  constexpr size_t kPage = 4096;
+  const auto* bytes = reinterpret_cast<const volatile unsigned char*>(file.data());
+  const size_t size = file.size_bytes();
+  unsigned sink = 0;
+  for (size_t begin = 0; begin < size; begin += kChunk) {
+    if (!progress(static_cast<double>(begin) / static_cast<double>(size))) return make_error(path + ": loading cancelled");
+    const size_t end = std::min(size, begin + kChunk);
+    for (size_t off = begin; off < end; off += kPage) sink += bytes[off];
+  }
+  (void)sink;
+  if (!progress(1.0)) return make_error(path + ": loading cancelled");
+  return {};
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const Model>> load_model(const std::string& path, const LoadOptions& options) {
@@ -234,6 +252,8 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
     GB_TRY(st);
     describe_llama2c(*model);
   }
+
+  if (options.progress) GB_TRY(read_all_pages(*file, path, options.progress));
 
   ModelConfig& c = model->config;
   if (options.context_length < 0 || options.context_length > kMaxContextLength)

@@ -4,6 +4,7 @@
 // vocab 32000, untied, F16 matrices). The README states the three stories260K
 // files hold bit-identical tensors and the F16 file holds round-to-nearest-even
 // fp16 of them; we compare every tensor against that.
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/convert.h"
@@ -138,4 +139,25 @@ GB_TEST(llama2_tiny_random_loads_untied_with_llama2_vocab) {
   QVERIFY(m->vocabulary.has_value());
   QCOMPARE(m->vocabulary->tokens.size(), size_t{32000});
   QCOMPARE(m->vocabulary->tokens[1], std::string("<s>"));
+}
+
+GB_TEST(load_progress_reaches_one_and_cancel_stops_the_load) {
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+  std::vector<double> seen;
+  gb::LoadOptions options;
+  options.progress = [&](double f) {
+    seen.push_back(f);
+    return true;
+  };
+  auto model = gb::load_model(path, options);
+  QVERIFY(model.ok());
+  QVERIFY(!seen.empty());
+  QCOMPARE(seen.front(), 0.0);
+  QCOMPARE(seen.back(), 1.0);
+  QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+  options.progress = [](double) { return false; };
+  auto cancelled = gb::load_model(path, options);
+  QVERIFY(!cancelled.ok());
+  QVERIFY2(cancelled.error().message.find(path + ": loading cancelled") != std::string::npos,
+           cancelled.error().message.c_str());
 }
