@@ -42,6 +42,12 @@ QString EngineController::canonicalSamplerJson(const QString& json, int indent) 
   return parsed ? QString::fromStdString(gb::sampler_settings_to_json(*parsed, indent)) : QString();
 }
 
+QString EngineController::validateSpeculativeSpec(const QString& spec) {
+  if (spec.isEmpty()) return {};
+  auto parsed = gb::parse_speculative_spec(spec.toStdString());
+  return parsed ? QString() : QString::fromStdString(parsed.error().message);
+}
+
 void EngineController::setPaused(bool paused) {
   paused_.store(paused);
   if (!paused) QMetaObject::invokeMethod(this, [this] { scheduleSteps(); }, Qt::QueuedConnection);
@@ -88,6 +94,10 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   config.max_context = (*model)->config.context_length;
   // A pool of a few full contexts: enough to show sharing, small enough to see.
   config.num_blocks = std::max(16, 4 * ((config.max_context + config.block_size - 1) / config.block_size));
+  // Self drafting writes drafted positions to scratch blocks past the pool; room
+  // for a few drafting requests at the default K bound (more decode plainly).
+  config.num_scratch_blocks =
+      kSelfDraftSeqs * gb::self_draft_scratch_blocks(gb::SpeculativeConfig{}.k_max, config.block_size);
   auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(backend), config);
   if (gb::Status s = engine->start(); !s.ok()) {
     emit modelLoadFailed(path, QString::fromStdString(s.error().message));
@@ -104,7 +114,8 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   emit modelLoaded(modelInfo());
 }
 
-void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens) {
+void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
+                              const QString& speculativeSpec) {
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;
@@ -119,6 +130,14 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
   request.sampling = *settings;
   request.sampling.max_tokens = maxTokens;
   request.retain_kv = true;  // so any token can be branched later
+  if (!speculativeSpec.isEmpty()) {
+    auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
+    if (!spec) {
+      emit requestFailed(tag, QString::fromStdString(spec.error().message));
+      return;
+    }
+    request.speculative = std::move(*spec);
+  }
   auto id = state_->engine->submit(std::move(request));
   collectEvents();
   if (!id) {

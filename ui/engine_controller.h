@@ -33,6 +33,13 @@ class EngineController : public QObject {
   // "" when `json` parses and validates, else the engine's message.
   static QString validateSamplerJson(const QString& json);
   static QString canonicalSamplerJson(const QString& json, int indent);  // "" when invalid
+  // Speculative decoding crosses the seam as the CLI's text form ("" = off;
+  // "ngram:n=2,k=4", "draft:PATH:k=3", "self:3:k=2"). "" when `spec` parses,
+  // else the engine's message. Model-dependent checks (the draft model's
+  // vocabulary, self layers) happen at submit and arrive as requestFailed.
+  static QString validateSpeculativeSpec(const QString& spec);
+  // Self-drafting requests that can draft at once (scratch KV blocks reserved at load).
+  static constexpr int kSelfDraftSeqs = 4;
 
   void cancelLoad() { loadGeneration_.fetch_add(1); }
   void setPaused(bool paused);
@@ -42,9 +49,10 @@ class EngineController : public QObject {
  public slots:
   // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
   void loadModel(const QString& path, const QString& device, int contextLength);
-  // Encodes `prompt` (BOS first) and submits it. Emits requestSubmitted(tag, id) or
-  // requestFailed(tag, message).
-  void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens);
+  // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
+  // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).
+  void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
+              const QString& speculativeSpec = {});
   // Branches `parent` after numTokens tokens (prompt + output), forcing `forcedToken`
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);

@@ -119,10 +119,21 @@ UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab) {
           err.message = QString::fromStdString(e.message);
           return err;
         } else {
-          // Speculative decoding has no panel yet; keep the stream's order with an
-          // informational entry rather than dropping the event silently.
           static_assert(std::is_same_v<E, gb::SpeculativeEvent>);
-          return UiError{keyOf(e.request), QStringLiteral("speculative verification: %1 accepted").arg(e.num_accepted)};
+          UiSpeculative u;
+          u.request = e.request.value;
+          u.step = e.step;
+          u.drafter = QString::fromStdString(e.drafter);
+          u.drafted = QVector<int>(e.drafted.begin(), e.drafted.end());
+          u.q = QVector<float>(e.q.begin(), e.q.end());
+          u.p = QVector<float>(e.p.begin(), e.p.end());
+          u.numAccepted = e.num_accepted;
+          u.rejected = e.rejected ? *e.rejected : -1;
+          u.next = e.next;
+          u.bonus = e.bonus;
+          u.draftMs = e.draft_ms;
+          u.verifyMs = e.verify_ms;
+          return u;
         }
       },
       event.body);

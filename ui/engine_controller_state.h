@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "sampling/sampler_settings_json.h"
+#include "speculative/speculative_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/chrome_trace.h"
 #include "trace/trace_event.h"

@@ -28,6 +28,8 @@
 #include "performance_panel.h"
 #include "sampling_panel.h"
 #include "session_model.h"
+#include "speculative_panel.h"
+#include "speculative_settings.h"
 #include "token_inspector_panel.h"
 
 namespace gbui {
@@ -57,12 +59,15 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   kv_ = new KvCachePanel(model_);
   performance_ = new PerformancePanel(model_);
   info_ = new ModelInfoPanel(model_);
+  speculative_ = new SpeculativePanel(model_);
   addDock(sampling_, tr("Sampling"), "sampling", Qt::LeftDockWidgetArea);
   addDock(info_, tr("Model"), "model", Qt::LeftDockWidgetArea);
   addDock(inspector_, tr("Token inspector"), "inspector", Qt::RightDockWidgetArea);
   QDockWidget* kvDock = addDock(kv_, tr("KV cache"), "kv", Qt::BottomDockWidgetArea);
   QDockWidget* perfDock = addDock(performance_, tr("Performance"), "performance", Qt::BottomDockWidgetArea);
+  QDockWidget* specDock = addDock(speculative_, tr("Speculative"), "speculative", Qt::BottomDockWidgetArea);
   tabifyDockWidget(kvDock, perfDock);
+  tabifyDockWidget(perfDock, specDock);
   kvDock->raise();
 
   progress_ = new QProgressBar;
@@ -83,6 +88,10 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   connect(controller_, &EngineController::modelLoadFailed, this, &MainWindow::onLoadFailed);
   connect(controller_, &EngineController::requestSubmitted, chat_, &ChatPanel::onRequestSubmitted);
   connect(controller_, &EngineController::requestFailed, chat_, &ChatPanel::onRequestFailed);
+  // A refused request (bad speculative spec, a draft model with another
+  // vocabulary) is shown; the window and the loaded model stay as they were.
+  connect(controller_, &EngineController::requestFailed, this,
+          [this](quint64, const QString& message) { showError(tr("Request refused"), message); });
   connect(controller_, &EngineController::engineError, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
   connect(controller_, &EngineController::exportFinished, this, [this](const QString& path, const QString& error) {
     if (!error.isEmpty()) showError(tr("Export trace"), error);
@@ -108,7 +117,8 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   // UI -> engine: queued invocations only.
   connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {
     const QString json = sampling_->submitJson();
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens); });
+    const QString spec = sampling_->speculative()->spec();
+    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec); });
   });
   connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->cancel(request); });
@@ -133,6 +143,7 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   autosave_->setInterval(500);
   connect(autosave_, &QTimer::timeout, this, &MainWindow::saveSession);
   connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
+  connect(sampling_->speculative(), &SpeculativeSettings::specChanged, autosave_, qOverload<>(&QTimer::start));
 
   buildMenus();
   QSettings settings;
@@ -278,7 +289,8 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::saveSession() {
   const QJsonObject session{{"model", model_->isReplay() ? QString() : model_->modelInfo().path},
                             {"conversation", chat_->conversation().toJson()},
-                            {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()}};
+                            {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},
+                            {"speculative", sampling_->speculative()->spec()}};
   QSaveFile file(sessionPath_);  // write to a temporary, rename on commit: no torn files
   if (file.open(QIODevice::WriteOnly)) {
     file.write(QJsonDocument(session).toJson());
@@ -292,6 +304,7 @@ void MainWindow::restoreSession() {
   const QJsonObject session = QJsonDocument::fromJson(file.readAll()).object();
   if (session.contains("sampler"))
     sampling_->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
+  sampling_->speculative()->setSpec(session.value("speculative").toString());
   chat_->setConversation(Conversation::fromJson(session.value("conversation").toObject()));
 }
 

@@ -27,6 +27,7 @@ class ModelInfoPanel;
 class PerformancePanel;
 class SamplingPanel;
 class SessionModel;
+class SpeculativePanel;
 class TokenInspectorPanel;
 
 class MainWindow : public QMainWindow {
@@ -44,7 +45,9 @@ class MainWindow : public QMainWindow {
   KvCachePanel* kvCache() const { return kv_; }
   PerformancePanel* performance() const { return performance_; }
   ModelInfoPanel* modelInfo() const { return info_; }
-  // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance", "model").
+  SpeculativePanel* speculativePanel() const { return speculative_; }
+  // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
+  // "speculative", "model").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -87,6 +90,7 @@ class MainWindow : public QMainWindow {
   KvCachePanel* kv_;
   PerformancePanel* performance_;
   ModelInfoPanel* info_;
+  SpeculativePanel* speculative_;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;

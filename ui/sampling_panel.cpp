@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "engine_controller.h"
+#include "speculative_settings.h"
 
 namespace gbui {
 namespace {
@@ -82,6 +83,8 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
   order_->setToolTip(tr("Chain order: drag to reorder, untick to leave a stage out"));
   order_->setMaximumHeight(190);
   form->addRow(tr("Chain order"), order_);
+  speculative_ = new SpeculativeSettings;
+  form->addRow(speculative_);
   scroll->setWidget(inner);
   outer->addWidget(scroll);
 

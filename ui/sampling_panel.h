@@ -2,7 +2,8 @@
 // drag-to-reorder checklist (unchecked stages are left out), seed fixed or
 // random, and presets saved / loaded as JSON files in the engine's
 // SamplerSettings JSON shape. Every change emits settingsChanged with the full
-// JSON, which MainWindow applies to the running request's next token.
+// JSON, which MainWindow applies to the running request's next token. Below the
+// sliders, SpeculativeSettings picks the drafter for new requests.
 // Threads: UI thread.
 #pragma once
 
@@ -18,6 +19,8 @@ class QSlider;
 class QSpinBox;
 
 namespace gbui {
+
+class SpeculativeSettings;
 
 class SamplingPanel : public QWidget {
   Q_OBJECT
@@ -35,6 +38,7 @@ class SamplingPanel : public QWidget {
   bool setValue(const QString& key, double value);
   double value(const QString& key) const;
   QSlider* slider(const QString& key) const;
+  SpeculativeSettings* speculative() const { return speculative_; }
 
  public slots:
   void savePreset();
@@ -61,6 +65,7 @@ class SamplingPanel : public QWidget {
   QListWidget* order_;
   QSpinBox* seed_;
   QCheckBox* randomSeed_;
+  SpeculativeSettings* speculative_;
   QJsonObject base_;     // fields without a widget (stop strings, logit bias ...)
   bool updating_ = false;
 };

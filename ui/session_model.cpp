@@ -77,7 +77,13 @@ void SessionModel::applyOne(const UiEvent& e) {
         } else if constexpr (std::is_same_v<B, UiAdmitted>) {
           requests_[b.request].admittedMs = tMs;
         } else if constexpr (std::is_same_v<B, UiToken>) {
-          requests_[b.request].tokens.push_back(b);
+          RequestInfo& r = requests_[b.request];
+          r.tokens.push_back(b);
+          annotateDraft(r, r.tokens.back());
+        } else if constexpr (std::is_same_v<B, UiSpeculative>) {
+          RequestInfo& r = requests_[b.request];
+          r.speculative.push_back(b);
+          r.numFromLastVerification = 0;
         } else if constexpr (std::is_same_v<B, UiPreempted>) {
           ++requests_[b.request].numPreemptions;
         } else if constexpr (std::is_same_v<B, UiFinished>) {
@@ -94,6 +100,25 @@ void SessionModel::applyOne(const UiEvent& e) {
         }
       },
       e.body);
+}
+
+// A verification's tokens follow its UiSpeculative (same request, same step):
+// accepted drafts d_1..d_m in order, then the resampled or bonus token.
+void SessionModel::annotateDraft(RequestInfo& r, UiToken& t) const {
+  const auto origin = static_cast<UiTokenOrigin>(t.origin);
+  if (origin != UiTokenOrigin::Accepted && origin != UiTokenOrigin::Resampled && origin != UiTokenOrigin::Bonus) return;
+  if (r.speculative.empty() || r.speculative.back().step != t.step) return;
+  const UiSpeculative& v = r.speculative.back();
+  const int slot = r.numFromLastVerification++;
+  t.drafter = v.drafter;
+  t.numDrafted = static_cast<int>(v.drafted.size());
+  t.draftPosition = origin == UiTokenOrigin::Bonus ? t.numDrafted : slot;
+  if (slot < v.q.size()) t.draftQ = v.q[slot];
+  if (slot < v.p.size()) t.draftP = v.p[slot];
+  if (origin == UiTokenOrigin::Resampled && v.rejected >= 0) {
+    t.rejectedId = v.rejected;
+    t.rejectedText = tokenText(v.rejected);
+  }
 }
 
 // Block tables are rebuilt from the pool's events: a request gains blocks in

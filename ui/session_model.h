@@ -32,6 +32,8 @@ struct RequestInfo {
   double submittedMs = 0.0;
   double admittedMs = -1.0;
   int numPreemptions = 0;
+  std::vector<UiSpeculative> speculative;  // verifications in order (empty: plain decoding)
+  int numFromLastVerification = 0;         // tokens applied since speculative.back()
   // Prompt + generated ids (a fork's prompt already holds the parent's tokens).
   QVector<int> allTokenIds() const;
 };
@@ -89,6 +91,7 @@ class SessionModel : public QObject {
  private:
   void applyOne(const UiEvent& e);
   void applyKv(const UiKv& kv);
+  void annotateDraft(RequestInfo& r, UiToken& t) const;
   KvCell& cell(int block);
 
   UiModelInfo info_;

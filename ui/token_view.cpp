@@ -44,10 +44,43 @@ void TokenView::appendToken(const UiToken& token) {
   const int begin = c.position();
   QTextCharFormat f;
   f.setBackground(colorFor(token));
+  if (const auto style = originUnderline(token.origin); style != QTextCharFormat::NoUnderline) {
+    f.setUnderlineStyle(style);
+    f.setUnderlineColor(originColor(token.origin));
+  }
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
   spans_.push_back({begin, c.position(), token});
+}
+
+QTextCharFormat::UnderlineStyle TokenView::originUnderline(int origin) {
+  switch (static_cast<UiTokenOrigin>(origin)) {
+    case UiTokenOrigin::Accepted: return QTextCharFormat::SingleUnderline;
+    case UiTokenOrigin::Resampled: return QTextCharFormat::WaveUnderline;
+    case UiTokenOrigin::Bonus: return QTextCharFormat::DotLine;
+    case UiTokenOrigin::Forced: return QTextCharFormat::DashUnderline;
+    case UiTokenOrigin::Plain: break;
+  }
+  return QTextCharFormat::NoUnderline;
+}
+
+QColor TokenView::originColor(int origin) {
+  switch (static_cast<UiTokenOrigin>(origin)) {
+    case UiTokenOrigin::Accepted: return QColor(0, 140, 60);
+    case UiTokenOrigin::Resampled: return QColor(210, 30, 30);
+    case UiTokenOrigin::Bonus: return QColor(130, 40, 200);
+    case UiTokenOrigin::Forced: return QColor(90, 90, 90);
+    case UiTokenOrigin::Plain: break;
+  }
+  return {};
+}
+
+QTextCharFormat TokenView::spanFormat(int i) const {
+  const Span& s = spans_[static_cast<size_t>(i)];
+  QTextCursor c(document());
+  c.setPosition(s.begin + 1);  // the format of the character before the cursor
+  return c.charFormat();
 }
 
 QString TokenView::tokenText() const {
@@ -83,6 +116,35 @@ QString TokenView::tooltipFor(const UiToken& t) const {
     if (c.id == t.tokenId) continue;
     tip += QStringLiteral("<br>&nbsp;&nbsp;%1 (%2): %3").arg(c.text.toHtmlEscaped()).arg(c.id).arg(c.probBefore, 0, 'f', 3);
     if (++shown == 3) break;
+  }
+  switch (static_cast<UiTokenOrigin>(t.origin)) {
+    case UiTokenOrigin::Accepted:
+      tip += QStringLiteral("<br><span style='color:#008c3c'>drafted by %1 at position %2 of %3 (q=%4, p=%5), accepted</span>")
+                 .arg(t.drafter)
+                 .arg(t.draftPosition + 1)
+                 .arg(t.numDrafted)
+                 .arg(t.draftQ, 0, 'f', 3)
+                 .arg(t.draftP, 0, 'f', 3);
+      break;
+    case UiTokenOrigin::Resampled:
+      tip += QStringLiteral("<br><span style='color:#d21e1e'>drafted <b>%1</b> (id %2, q=%3, p=%4) rejected at position %5 "
+                            "of %6; resampled <b>%7</b></span>")
+                 .arg(t.rejectedText.toHtmlEscaped())
+                 .arg(t.rejectedId)
+                 .arg(t.draftQ, 0, 'f', 3)
+                 .arg(t.draftP, 0, 'f', 3)
+                 .arg(t.draftPosition + 1)
+                 .arg(t.numDrafted)
+                 .arg(t.piece.toHtmlEscaped());
+      break;
+    case UiTokenOrigin::Bonus:
+      tip += QStringLiteral("<br><span style='color:#8228c8'>all %1 drafted tokens (%2) accepted; bonus token from the "
+                            "target</span>")
+                 .arg(t.numDrafted)
+                 .arg(t.drafter);
+      break;
+    case UiTokenOrigin::Forced: tip += QStringLiteral("<br>forced (not sampled)"); break;
+    case UiTokenOrigin::Plain: break;
   }
   return tip;
 }

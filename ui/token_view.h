@@ -1,11 +1,15 @@
 // TokenView: the chat transcript. Plain text (prompts, role labels) and
 // generated tokens, each token a span whose background encodes its probability,
 // entropy or rank. Hover shows id, probability and the top 3 alternatives;
-// a click selects the token (tokenClicked). Tokens are appended incrementally
+// a click selects the token (tokenClicked). Speculative decoding marks tokens by
+// origin: accepted drafted tokens get a solid green underline, resampled tokens
+// (the target rejected the draft there) a red wavy one, bonus tokens a dotted
+// purple one; the hover names the rejected drafted token with its q and p. Tokens are appended incrementally
 // while streaming, so a long answer costs O(new tokens) per frame.
 // Threads: UI thread.
 #pragma once
 
+#include <QTextCharFormat>
 #include <QTextEdit>
 #include <vector>
 
@@ -31,6 +35,12 @@ class TokenView : public QTextEdit {
   QString tokenText() const;
   QColor colorFor(const UiToken& token) const;
   QString tooltipFor(const UiToken& token) const;
+  // The underline that marks a token's origin (NoUnderline for plain tokens).
+  static QTextCharFormat::UnderlineStyle originUnderline(int origin);
+  static QColor originColor(int origin);
+  // The character format the document holds for token span `i` (tests read the markers back).
+  QTextCharFormat spanFormat(int i) const;
+  const UiToken& spanToken(int i) const { return spans_[static_cast<size_t>(i)].token; }
   // The token under a document position, or nullptr.
   const UiToken* tokenAt(int documentPosition) const;
   void setSelected(RequestKey request, int index);

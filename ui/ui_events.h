@@ -28,6 +28,9 @@ struct UiCandidate {
   int removedByStage = -1;    // index into UiToken::stages, -1 survived
 };
 
+// Same numbering as gb::TokenOrigin.
+enum class UiTokenOrigin { Plain, Accepted, Resampled, Bonus, Forced };
+
 struct UiToken {
   RequestKey request = 0;
   qint64 step = 0;
@@ -36,7 +39,7 @@ struct UiToken {
   int tokenId = 0;
   QString text;               // text this token made available (may be empty)
   QString piece;              // the token's own bytes, for tooltips
-  int origin = 0;             // gb::TokenOrigin
+  int origin = 0;             // gb::TokenOrigin (UiTokenOrigin)
   QStringList stages;         // (numStages) names in run order
   QVector<bool> stageActive;  // (numStages)
   QVector<int> numAfterStage; // (numStages)
@@ -50,6 +53,29 @@ struct UiToken {
   bool xtcFired = false;
   double forwardMs = 0.0, sampleMs = 0.0;
   double tMs = 0.0;           // event time since engine start
+  // Speculative decoding (origin Accepted / Resampled / Bonus): filled by
+  // SessionModel from the verification's UiSpeculative, so replay shows the same.
+  int draftPosition = -1;     // index in the draft (accepted: its slot; resampled: the rejected slot)
+  int numDrafted = 0;         // draft length of that verification
+  QString drafter;            // "ngram", "draft", "self"
+  float draftQ = 0.0f, draftP = 0.0f;  // q and p of the drafted token at draftPosition
+  int rejectedId = -1;        // resampled: the drafted token the target rejected
+  QString rejectedText;
+};
+
+// One verification of a drafted run (gb::SpeculativeEvent). It precedes the
+// UiToken events it produced (same request and step).
+struct UiSpeculative {
+  RequestKey request = 0;
+  qint64 step = 0;
+  QString drafter;
+  QVector<int> drafted;       // (k) proposed tokens
+  QVector<float> q, p;        // (<= k) drafter / target probability of each examined drafted token
+  int numAccepted = 0;
+  int rejected = -1;          // first rejected drafted token, -1 none
+  int next = 0;               // resampled or bonus token
+  bool bonus = false;
+  double draftMs = 0.0, verifyMs = 0.0;
 };
 
 struct UiSubmitted {
@@ -88,7 +114,7 @@ struct UiKv {
 struct UiError { std::optional<RequestKey> request; QString message; };
 
 using UiEventBody = std::variant<UiSubmitted, UiAdmitted, UiPrefill, UiToken, UiPreempted, UiFinished, UiStep, UiKv,
-                                 UiError>;
+                                 UiSpeculative, UiError>;
 struct UiEvent {
   quint64 seq = 0;
   qint64 tUs = 0;

@@ -1,9 +1,11 @@
 // glassbox: the Qt workbench.
 //   glassbox [--model PATH] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
-//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE]
+//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC]
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
-// QT_QPA_PLATFORM=offscreen.
+// QT_QPA_PLATFORM=offscreen. With --speculative (e.g. "ngram:n=2,k=4") the prompt
+// is generated twice, plainly and then speculatively (a second branch), so the
+// Speculative panel can compare the two.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -14,8 +16,11 @@
 #include <cstdio>
 
 #include "chat_panel.h"
+#include "engine_controller.h"
 #include "main_window.h"
 #include "session_model.h"
+#include "speculative_settings.h"
+#include "sampling_panel.h"
 
 namespace {
 
@@ -39,7 +44,7 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   if (!panel.isEmpty()) {
     target = window.panel(panel);
     if (!target) {
-      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, model)\n",
+      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model)\n",
                    qPrintable(panel));
       return 2;
     }
@@ -75,7 +80,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption session("session", "Session autosave file.", "FILE");
   const QCommandLineOption width("width", "Window width for screenshots.", "PX", "1500");
   const QCommandLineOption height("height", "Window height for screenshots.", "PX", "950");
-  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height});
+  const QCommandLineOption speculative("speculative", "After a plain run, regenerate with this drafter spec.", "SPEC");
+  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative});
   parser.process(app);
 
   const bool shot = parser.isSet(screenshot);
@@ -116,9 +122,25 @@ int main(int argc, char** argv) {
   } else if (shot) {
     QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
   }
+  const QString specText = parser.value(speculative);
+  if (!specText.isEmpty()) {
+    if (const QString problem = window.sampling()->speculative()->setSpec(QString()); !problem.isEmpty()) return 2;
+    if (const QString problem = gbui::EngineController::validateSpeculativeSpec(specText); !problem.isEmpty()) {
+      std::fprintf(stderr, "glassbox: %s\n", qPrintable(problem));
+      return 2;
+    }
+  }
+  bool speculated = specText.isEmpty();
   if (shot && !promptText.isEmpty()) {
     QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&] {
       if (window.chat()->activeRequest() != 0 || window.sessionModel()->requests().empty()) return;
+      if (!speculated) {
+        // The plain run finished: the same prompt again, speculating.
+        speculated = true;
+        window.sampling()->speculative()->setSpec(specText);
+        QTimer::singleShot(0, &window, [&] { window.chat()->regenerate(); });
+        return;
+      }
       selectInterestingToken(window);
       QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
     });

@@ -1,0 +1,155 @@
+#include "speculative_settings.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStackedWidget>
+
+#include "engine_controller.h"
+
+namespace gbui {
+
+SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  form->setContentsMargins(0, 0, 0, 0);
+  form->setLabelAlignment(Qt::AlignRight);
+  mode_ = new QComboBox;
+  mode_->addItems({tr("Off"), tr("n-gram (prompt lookup)"), tr("Draft model"), tr("Self-draft (first layers)")});
+  mode_->setToolTip(tr("Speculative decoding for new requests: a drafter proposes K tokens, the model verifies "
+                       "them in one forward pass (greedy output is unchanged)"));
+  form->addRow(tr("Speculative"), mode_);
+
+  // One page of drafter-specific controls per mode; K is shared.
+  pages_ = new QStackedWidget;
+  pages_->addWidget(new QWidget);
+  auto* ngramPage = new QWidget;
+  auto* ngramRow = new QHBoxLayout(ngramPage);
+  ngramRow->setContentsMargins(0, 0, 0, 0);
+  ngramN_ = new QSpinBox;
+  ngramN_->setRange(1, 8);
+  ngramN_->setValue(2);
+  ngramN_->setPrefix(tr("n = "));
+  ngramN_->setToolTip(tr("Longest suffix matched against the prompt and the text so far"));
+  ngramRow->addWidget(ngramN_);
+  ngramRow->addStretch();
+  pages_->addWidget(ngramPage);
+  auto* draftPage = new QWidget;
+  auto* draftRow = new QHBoxLayout(draftPage);
+  draftRow->setContentsMargins(0, 0, 0, 0);
+  draftPath_ = new QLineEdit;
+  draftPath_->setPlaceholderText(tr("draft model file (same vocabulary)"));
+  auto* browseButton = new QPushButton(tr("..."));
+  browseButton->setFixedWidth(30);
+  draftRow->addWidget(draftPath_, 1);
+  draftRow->addWidget(browseButton);
+  pages_->addWidget(draftPage);
+  auto* selfPage = new QWidget;
+  auto* selfRow = new QHBoxLayout(selfPage);
+  selfRow->setContentsMargins(0, 0, 0, 0);
+  selfLayers_ = new QSpinBox;
+  selfLayers_->setRange(1, 256);
+  selfLayers_->setValue(3);
+  selfLayers_->setPrefix(tr("layers "));
+  selfLayers_->setToolTip(tr("The draft runs the model's first L layers (fewer than the model has)"));
+  selfRow->addWidget(selfLayers_);
+  selfRow->addStretch();
+  pages_->addWidget(selfPage);
+  pages_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  form->addRow(QString(), pages_);
+
+  k_ = new QSpinBox;
+  k_->setRange(1, 16);
+  k_->setValue(4);
+  k_->setToolTip(tr("Draft length to start with (adapts within [1, 8] by acceptance)"));
+  form->addRow(tr("Draft K"), k_);
+  error_ = new QLabel;
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c02020"));
+  error_->setVisible(false);
+  form->addRow(QString(), error_);
+
+  connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    pages_->setCurrentIndex(i);
+    k_->setEnabled(i != 0);
+    onChanged();
+  });
+  connect(browseButton, &QPushButton::clicked, this, &SpeculativeSettings::browse);
+  connect(draftPath_, &QLineEdit::textChanged, this, &SpeculativeSettings::onChanged);
+  for (QSpinBox* s : {ngramN_, selfLayers_, k_}) connect(s, &QSpinBox::valueChanged, this, &SpeculativeSettings::onChanged);
+  k_->setEnabled(false);
+}
+
+SpeculativeSettings::Mode SpeculativeSettings::mode() const { return static_cast<Mode>(mode_->currentIndex()); }
+void SpeculativeSettings::setMode(Mode mode) { mode_->setCurrentIndex(static_cast<int>(mode)); }
+void SpeculativeSettings::setDraftPath(const QString& path) { draftPath_->setText(path); }
+void SpeculativeSettings::setK(int k) { k_->setValue(k); }
+
+QString SpeculativeSettings::spec() const {
+  const int k = k_->value();
+  switch (mode()) {
+    case Mode::Off: return {};
+    case Mode::Ngram: return QStringLiteral("ngram:n=%1,k=%2").arg(ngramN_->value()).arg(k);
+    case Mode::DraftModel: return QStringLiteral("draft:%1:k=%2").arg(draftPath_->text().trimmed()).arg(k);
+    case Mode::SelfDraft: return QStringLiteral("self:%1:k=%2").arg(selfLayers_->value()).arg(k);
+  }
+  return {};
+}
+
+QString SpeculativeSettings::error() const { return EngineController::validateSpeculativeSpec(spec()); }
+
+QString SpeculativeSettings::setSpec(const QString& spec) {
+  const QString problem = EngineController::validateSpeculativeSpec(spec);
+  if (!problem.isEmpty()) return problem;
+  updating_ = true;
+  // The parser accepted it; split the text form back into the controls.
+  const auto keyValue = [](const QString& options, const QString& key, int fallback) {
+    for (const QString& kv : options.split(',', Qt::SkipEmptyParts))
+      if (kv.startsWith(key + '=')) return kv.mid(key.size() + 1).toInt();
+    return fallback;
+  };
+  if (spec.isEmpty()) {
+    setMode(Mode::Off);
+  } else if (spec.startsWith(QLatin1String("ngram"))) {
+    const QString options = spec.section(':', 1);
+    ngramN_->setValue(keyValue(options, "n", 3));
+    k_->setValue(keyValue(options, "k", 4));
+    setMode(Mode::Ngram);
+  } else if (spec.startsWith(QLatin1String("self:"))) {
+    selfLayers_->setValue(spec.section(':', 1, 1).toInt());
+    k_->setValue(keyValue(spec.section(':', 2), "k", 4));
+    setMode(Mode::SelfDraft);
+  } else if (spec.startsWith(QLatin1String("draft:"))) {
+    QString rest = spec.mid(6);
+    const QString last = rest.section(':', -1);
+    if (rest.contains(':') && last.contains('=')) {
+      k_->setValue(keyValue(last, "k", 4));
+      rest = rest.section(':', 0, -2);
+    }
+    draftPath_->setText(rest);
+    setMode(Mode::DraftModel);
+  }
+  updating_ = false;
+  onChanged();
+  return {};
+}
+
+void SpeculativeSettings::onChanged() {
+  if (updating_) return;
+  const QString problem = error();
+  error_->setText(problem);
+  error_->setVisible(!problem.isEmpty());
+  emit specChanged(spec());
+}
+
+void SpeculativeSettings::browse() {
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Draft model"), draftPath_->text(), tr("Models (*.gguf *.bin);;All files (*)"));
+  if (!path.isEmpty()) draftPath_->setText(path);
+}
+
+}  // namespace gbui
