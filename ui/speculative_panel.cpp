@@ -56,11 +56,11 @@ SpeculativePanel::SpeculativePanel(SessionModel* model, QWidget* parent) : QWidg
   summary_ = new QLabel;
   summary_->setTextFormat(Qt::RichText);
   summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  summary_->setMinimumWidth(300);
+  summary_->setMinimumWidth(360);
   summary_->setWordWrap(true);
   layout->addWidget(acceptance_, 3);
   layout->addWidget(timing_, 2);
-  layout->addWidget(summary_, 2);
+  layout->addWidget(summary_, 3);
   connect(model_, &SessionModel::batchApplied, this, &SpeculativePanel::onBatch);
   connect(model_, &SessionModel::cleared, this, &SpeculativePanel::reset);
   reset();
@@ -187,6 +187,10 @@ QString SpeculativePanel::summaryText() const {
           tr("Speed-up: decode tokens/s (after the first token) of speculative vs plain requests finished in this "
              "session. Tokens per target forward (%1) is the bound with a free drafter.")
               .arg(s.tokensPerForward, 0, 'f', 2) +
+          QStringLiteral("</p><p>") +
+          tr("In the chat: <span style='color:#008c3c; text-decoration:underline'>accepted draft</span>, "
+             "<span style='color:#d21e1e'>resampled (draft rejected; hover for it)</span>, "
+             "<span style='color:#8228c8'>bonus</span>.") +
           QStringLiteral("</p>");
   return html;
 }

@@ -45,8 +45,10 @@ void TokenView::appendToken(const UiToken& token) {
   QTextCharFormat f;
   f.setBackground(colorFor(token));
   if (const auto style = originUnderline(token.origin); style != QTextCharFormat::NoUnderline) {
+    // Underline and text in the origin's colour: a thin underline alone is hard to spot.
     f.setUnderlineStyle(style);
     f.setUnderlineColor(originColor(token.origin));
+    f.setForeground(originColor(token.origin));
   }
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.

@@ -1,18 +1,22 @@
 // glassbox: the Qt workbench.
 //   glassbox [--model PATH] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
-//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC]
+//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
 // QT_QPA_PLATFORM=offscreen. With --speculative (e.g. "ngram:n=2,k=4") the prompt
-// is generated twice, plainly and then speculatively (a second branch), so the
-// Speculative panel can compare the two.
+// is generated twice, speculatively and then plainly (a second branch), so the
+// Speculative panel can compare the two; the speculative run goes first so that
+// warm-up costs, if anything, count against it. The chat then shows the
+// speculative branch.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QIcon>
+#include <QPainter>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "chat_panel.h"
@@ -51,7 +55,20 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
     if (auto* dock = qobject_cast<QDockWidget*>(target->parentWidget())) dock->raise();
   }
   QApplication::processEvents();
-  if (!target->grab().save(path, "PNG")) {
+  QImage image = target->grab().toImage();
+  if (panel == QLatin1String("speculative")) {
+    // The chart alone hides the inline markers: the chat's token view goes on top.
+    const QImage chat = window.chat()->view()->grab().toImage();
+    QImage both(std::max(chat.width(), image.width()), chat.height() + image.height(), QImage::Format_RGB32);
+    both.fill(window.palette().color(QPalette::Window));
+    QPainter painter(&both);
+    painter.drawImage(0, 0, chat);
+    painter.drawImage(0, chat.height(), image);
+    painter.end();
+    // Flat UI colours: 256 indexed colours keep the file small for the README.
+    image = both.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
+  }
+  if (!image.save(path, "PNG")) {
     std::fprintf(stderr, "glassbox: cannot write %s\n", qPrintable(path));
     return 1;
   }
@@ -80,8 +97,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption session("session", "Session autosave file.", "FILE");
   const QCommandLineOption width("width", "Window width for screenshots.", "PX", "1500");
   const QCommandLineOption height("height", "Window height for screenshots.", "PX", "950");
-  const QCommandLineOption speculative("speculative", "After a plain run, regenerate with this drafter spec.", "SPEC");
-  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative});
+  const QCommandLineOption speculative("speculative", "Generate with this drafter spec, then plainly, to compare.", "SPEC");
+  const QCommandLineOption sampler("sampler", "Sampler settings JSON for the run.", "JSON");
+  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler});
   parser.process(app);
 
   const bool shot = parser.isSet(screenshot);
@@ -122,25 +140,35 @@ int main(int argc, char** argv) {
   } else if (shot) {
     QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
   }
+  if (parser.isSet(sampler)) {
+    if (const QString problem = window.sampling()->setSettingsJson(parser.value(sampler)); !problem.isEmpty()) {
+      std::fprintf(stderr, "glassbox: --sampler: %s\n", qPrintable(problem));
+      return 2;
+    }
+  }
   const QString specText = parser.value(speculative);
   if (!specText.isEmpty()) {
-    if (const QString problem = window.sampling()->speculative()->setSpec(QString()); !problem.isEmpty()) return 2;
-    if (const QString problem = gbui::EngineController::validateSpeculativeSpec(specText); !problem.isEmpty()) {
+    if (const QString problem = window.sampling()->speculative()->setSpec(specText); !problem.isEmpty()) {
       std::fprintf(stderr, "glassbox: %s\n", qPrintable(problem));
       return 2;
     }
   }
   bool speculated = specText.isEmpty();
+  bool capturing = false;
   if (shot && !promptText.isEmpty()) {
     QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&] {
       if (window.chat()->activeRequest() != 0 || window.sessionModel()->requests().empty()) return;
       if (!speculated) {
-        // The plain run finished: the same prompt again, speculating.
+        // The speculative run finished: the same prompt again, plainly; then back
+        // to the speculative branch for the capture.
         speculated = true;
-        window.sampling()->speculative()->setSpec(specText);
+        window.sampling()->speculative()->setSpec(QString());
         QTimer::singleShot(0, &window, [&] { window.chat()->regenerate(); });
         return;
       }
+      if (capturing) return;  // showBranch() below reports a change too
+      capturing = true;
+      if (!specText.isEmpty()) window.chat()->showBranch(-1);
       selectInterestingToken(window);
       QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
     });
