@@ -295,12 +295,14 @@ bool Engine::cancel(RequestId id) {
   if (was_live) {
     RequestState& rs = *it->second;
     finish(id, "cancelled", rs, rs.num_generated);
+    states_.erase(it);  // a cancelled request keeps no blocks, so it cannot be forked
   }
   return was_live;
 }
 
 bool Engine::release(RequestId id) {
   retained_tokens_.erase(id);
+  states_.erase(id);
   const bool released = scheduler_->release(id);
   if (released) forward_kv_events();
   return released;
@@ -583,6 +585,9 @@ Result<bool> Engine::step() {
       retained_tokens_[f.id] = std::move(all);
     }
     finish(f.id, errored ? "error" : finish_reason_name(f.reason), rs, rs.num_generated);
+    // Only a request that kept its blocks can still be forked; drop the others'
+    // state so a long session does not grow without bound.
+    if (!scheduler_->is_retained(f.id)) states_.erase(f.id);
   }
   return true;
 }
