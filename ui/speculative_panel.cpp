@@ -101,7 +101,8 @@ void SpeculativePanel::onBatch(const UiEventBatch& batch) {
       ++r.numTokens;
       if (t->step != r.lastStep) ++r.numForwards;  // one target forward per step
       r.lastStep = t->step;
-      changed = true;
+      // Plain requests' tokens change nothing shown until they finish.
+      changed = changed || speculative_.count(t->request) > 0;
     } else if (const auto* f = std::get_if<UiFinished>(&e.body)) {
       PerRequest& r = requests_[f->request];
       r.finished = true;
