@@ -53,10 +53,20 @@ void EngineController::setPaused(bool paused) {
   if (!paused) QMetaObject::invokeMethod(this, [this] { scheduleSteps(); }, Qt::QueuedConnection);
 }
 
-void EngineController::loadModel(const QString& path, const QString& device, int contextLength) {
-  const int generation = loadGeneration_.load();
+void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation) {
+  if (generation < 0) generation = loadGeneration_.load();
+  if (generation != loadGeneration_.load()) return;  // cancelled before it started
   gb::LoadOptions options;
   options.context_length = contextLength;
+  // The loader reads every page with progress; a Cancel (a newer generation)
+  // stops it between chunks.
+  int lastPercent = -1;
+  options.progress = [&](double fraction) {
+    if (loadGeneration_.load() != generation) return false;
+    const int percent = static_cast<int>(fraction * 100.0);
+    if (percent != lastPercent) emit loadProgress(lastPercent = percent);
+    return true;
+  };
   auto model = gb::load_model(path.toStdString(), options);
   if (!model) {
     emit modelLoadFailed(path, QString::fromStdString(model.error().message));

@@ -41,6 +41,10 @@ class EngineController : public QObject {
   // Self-drafting requests that can draft at once (scratch KV blocks reserved at load).
   static constexpr int kSelfDraftSeqs = 4;
 
+  // A load is identified by a generation number taken on the UI thread when it
+  // is asked for; cancelLoad() moves the generation on, so a queued or running
+  // load with an older number stops (or is dropped) without replacing the model.
+  int beginLoad() { return loadGeneration_.fetch_add(1) + 1; }
   void cancelLoad() { loadGeneration_.fetch_add(1); }
   void setPaused(bool paused);
   bool isPaused() const { return paused_.load(); }
@@ -48,7 +52,8 @@ class EngineController : public QObject {
 
  public slots:
   // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
-  void loadModel(const QString& path, const QString& device, int contextLength);
+  // generation: from beginLoad(); -1 takes the current one (direct calls, tests).
+  void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1);
   // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
   // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).
   void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
@@ -82,6 +87,8 @@ class EngineController : public QObject {
  signals:
   void modelLoaded(const gbui::UiModelInfo& info);
   void modelLoadFailed(const QString& path, const QString& message);
+  // Percent of the model file read so far (emitted while loadModel runs).
+  void loadProgress(int percent);
   void requestSubmitted(quint64 tag, quint64 request);
   void requestFailed(quint64 tag, const QString& message);
   void eventsReady(const gbui::UiEventBatch& events);

@@ -86,6 +86,11 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   connect(controller_, &EngineController::eventsReady, model_, &SessionModel::apply);
   connect(controller_, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
   connect(controller_, &EngineController::modelLoadFailed, this, &MainWindow::onLoadFailed);
+  connect(controller_, &EngineController::loadProgress, this, [this](int percent) {
+    if (!loading_) return;
+    progress_->setRange(0, 100);
+    progress_->setValue(percent);
+  });
   connect(controller_, &EngineController::requestSubmitted, chat_, &ChatPanel::onRequestSubmitted);
   connect(controller_, &EngineController::requestFailed, chat_, &ChatPanel::onRequestFailed);
   // A refused request (bad speculative spec, a draft model with another
@@ -214,11 +219,13 @@ void MainWindow::buildMenus() {
 void MainWindow::openModel(const QString& path) {
   loading_ = true;
   lastError_.clear();
+  progress_->setRange(0, 0);  // busy until the loader reports progress
   progress_->setVisible(true);
   cancelLoad_->setVisible(true);
   statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
   const QString device = device_;
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0); });
+  const int generation = controller_->beginLoad();
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0, generation); });
 }
 
 void MainWindow::cancelLoad() {
@@ -231,6 +238,7 @@ void MainWindow::cancelLoad() {
 }
 
 void MainWindow::onModelLoaded(const UiModelInfo& info) {
+  if (!loading_) return;  // cancelled: the controller drops such loads, this is belt and braces
   loading_ = false;
   progress_->setVisible(false);
   cancelLoad_->setVisible(false);

@@ -151,6 +151,25 @@ class UiWorkbenchTest : public QObject {
     QVERIFY(generate(*window, "Once", 5));
   }
 
+  void loadReportsProgressAndCanBeCancelled() {
+    auto window = makeWindow(dir_);
+    QSignalSpy progress(window->controller(), &gbui::EngineController::loadProgress);
+    QVERIFY(loadStories(*window));
+    QVERIFY(!progress.isEmpty());
+    QCOMPARE(progress.last().at(0).toInt(), 100);
+    // Cancel before the controller thread starts the load: the load stops at its
+    // first progress report and no model replaces the current one.
+    const QString before = window->sessionModel()->modelInfo().path;
+    QSignalSpy ready(window.get(), &gbui::MainWindow::modelReady);
+    QMetaObject::invokeMethod(window->controller(), [] { QThread::msleep(200); });  // hold the thread
+    window->openModel(storiesPath());
+    window->cancelLoad();
+    QVERIFY(!window->isLoading());
+    QVERIFY(!ready.wait(1500));
+    QCOMPARE(window->sessionModel()->modelInfo().path, before);
+    QVERIFY(generate(*window, "Once", 3));  // still usable
+  }
+
  private:
   QTemporaryDir dir_;
 };
