@@ -47,7 +47,7 @@ void AdaptiveK::decide() {
     return;
   }
   plain_left_ = cooldown_;
-  cooldown_ = std::min(kMaxCooldown, cooldown_ * 4);
+  cooldown_ = std::min(kMaxCooldown, cooldown_ * 8);
   k_ = std::max(k_min_, k_ / 2);  // the next probe is cheaper
   verifications_since_probe_ = 0;
   // A probe starts from scratch: old timings describe other text.

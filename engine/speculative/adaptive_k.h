@@ -11,7 +11,7 @@
 //                    request starts with kBaselineSteps plain steps to measure
 //                    the plain cost. After kMinVerifications speculative steps,
 //                    if speculative >= kMargin x plain, it decodes plainly for a
-//                    cooldown (32 tokens, x4 on each consecutive failure up to
+//                    cooldown (64 tokens, x8 on each consecutive failure up to
 //                    2048, reset when speculation pays), then probes again with
 //                    k halved (a probe costs ~kMinVerifications x k tokens at the
 //                    speculative price). Probes then take a shrinking share of
@@ -35,7 +35,7 @@ class AdaptiveK {
   static constexpr int32_t kMinVerifications = 3;
   static constexpr double kMargin = 0.97;
   static constexpr double kMinTokensPerStep = 1.3;
-  static constexpr int32_t kMinCooldown = 32;
+  static constexpr int32_t kMinCooldown = 64;
   static constexpr int32_t kMaxCooldown = 2048;
 
   AdaptiveK(int32_t k, int32_t k_min, int32_t k_max, bool adaptive, bool timing);
