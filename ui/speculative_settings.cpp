@@ -1,5 +1,7 @@
 #include "speculative_settings.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
@@ -67,6 +69,13 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   k_->setValue(4);
   k_->setToolTip(tr("Draft length to start with (adapts within [1, 8] by acceptance)"));
   form->addRow(tr("Draft K"), k_);
+  fallback_ = new QComboBox;
+  fallback_->addItem(tr("when slower (timing)"), QStringLiteral("timing"));
+  fallback_->addItem(tr("on low acceptance (repeatable)"), QStringLiteral("accept"));
+  fallback_->addItem(tr("never (always draft)"), QStringLiteral("off"));
+  fallback_->setToolTip(tr("When to fall back to plain decoding: when drafting is measured slower than plain "
+                           "decoding, when too few drafts are accepted (timing-free, so seeded runs repeat), or never"));
+  form->addRow(tr("Fall back"), fallback_);
   error_ = new QLabel;
   error_->setWordWrap(true);
   error_->setStyleSheet(QStringLiteral("color: #c02020"));
@@ -76,12 +85,15 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
     pages_->setCurrentIndex(i);
     k_->setEnabled(i != 0);
+    fallback_->setEnabled(i != 0);
     onChanged();
   });
   connect(browseButton, &QPushButton::clicked, this, &SpeculativeSettings::browse);
   connect(draftPath_, &QLineEdit::textChanged, this, &SpeculativeSettings::onChanged);
   for (QSpinBox* s : {ngramN_, selfLayers_, k_}) connect(s, &QSpinBox::valueChanged, this, &SpeculativeSettings::onChanged);
+  connect(fallback_, &QComboBox::currentIndexChanged, this, &SpeculativeSettings::onChanged);
   k_->setEnabled(false);
+  fallback_->setEnabled(false);
 }
 
 SpeculativeSettings::Mode SpeculativeSettings::mode() const { return static_cast<Mode>(mode_->currentIndex()); }
@@ -91,11 +103,14 @@ void SpeculativeSettings::setK(int k) { k_->setValue(k); }
 
 QString SpeculativeSettings::spec() const {
   const int k = k_->value();
+  const QString fallback = fallback_->currentData().toString();
+  // The default (timing) is left implicit so plain specs read as they are typed.
+  const QString more = fallback == QLatin1String("timing") ? QString() : ",fallback=" + fallback;
   switch (mode()) {
     case Mode::Off: return {};
-    case Mode::Ngram: return QStringLiteral("ngram:n=%1,k=%2").arg(ngramN_->value()).arg(k);
-    case Mode::DraftModel: return QStringLiteral("draft:%1:k=%2").arg(draftPath_->text().trimmed()).arg(k);
-    case Mode::SelfDraft: return QStringLiteral("self:%1:k=%2").arg(selfLayers_->value()).arg(k);
+    case Mode::Ngram: return QStringLiteral("ngram:n=%1,k=%2").arg(ngramN_->value()).arg(k) + more;
+    case Mode::DraftModel: return QStringLiteral("draft:%1:k=%2").arg(draftPath_->text().trimmed()).arg(k) + more;
+    case Mode::SelfDraft: return QStringLiteral("self:%1:k=%2").arg(selfLayers_->value()).arg(k) + more;
   }
   return {};
 }
@@ -112,6 +127,12 @@ QString SpeculativeSettings::setSpec(const QString& spec) {
       if (kv.startsWith(key + '=')) return kv.mid(key.size() + 1).toInt();
     return fallback;
   };
+  const auto fallbackOf = [](const QString& options) {
+    for (const QString& kv : options.split(',', Qt::SkipEmptyParts))
+      if (kv.startsWith(QLatin1String("fallback="))) return kv.mid(9);
+    return QStringLiteral("timing");
+  };
+  fallback_->setCurrentIndex(std::max(0, fallback_->findData(fallbackOf(spec.section(':', -1)))));
   if (spec.isEmpty()) {
     setMode(Mode::Off);
   } else if (spec.startsWith(QLatin1String("ngram"))) {

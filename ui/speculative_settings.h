@@ -47,6 +47,7 @@ class SpeculativeSettings : public QWidget {
   QLineEdit* draftPath_;
   QSpinBox* selfLayers_;
   QSpinBox* k_;
+  QComboBox* fallback_;  // "timing" | "accept" | "off" (the engine's fallback= option)
   QLabel* error_;
   bool updating_ = false;
 };

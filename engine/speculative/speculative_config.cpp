@@ -52,6 +52,15 @@ Status apply_options(std::string_view text, SpeculativeConfig& c) {
     if (eq == std::string_view::npos) return make_error("--speculative: option '" + std::string(item) + "' is not key=value");
     const std::string_view key = item.substr(0, eq);
     const std::string_view value = item.substr(eq + 1);
+    if (key == "fallback") {
+      // timing: compare measured ms per token (default); accept: decide on
+      // acceptance only (timing-free, repeatable); off: always draft, fixed k.
+      if (value == "timing") c.timing_fallback = true;
+      else if (value == "accept") c.timing_fallback = false;
+      else if (value == "off") c.adaptive = false;
+      else return make_error("--speculative: fallback must be timing, accept or off, got '" + std::string(value) + "'");
+      continue;
+    }
     auto v = parse_int(value, key);
     if (!v) return v.error();
     if (key == "k") c.k = *v;
@@ -60,7 +69,7 @@ Status apply_options(std::string_view text, SpeculativeConfig& c) {
     else if (key == "n" && c.kind == DrafterKind::Ngram) c.ngram_n = *v;
     else
       return make_error("--speculative: unknown option '" + std::string(key) + "' for the " +
-                        drafter_kind_name(c.kind) + " drafter (known: k, k_min, k_max" +
+                        drafter_kind_name(c.kind) + " drafter (known: k, k_min, k_max, fallback" +
                         (c.kind == DrafterKind::Ngram ? ", n)" : ")"));
   }
   return {};

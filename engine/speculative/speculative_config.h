@@ -11,7 +11,8 @@
 //
 // Text form (parse_speculative_spec, the CLI's --speculative):
 //   ngram[:n=N,k=K]   draft:PATH[:k=K]   self:LAYERS[:k=K]
-// Extra keys accepted by every form: k_min=, k_max= (bounds of the adaptive K).
+// Extra keys accepted by every form: k_min=, k_max= (bounds of the adaptive K),
+// fallback=timing|accept|off (see timing_fallback / adaptive below).
 // A draft PATH containing ':' is allowed; the options part is the text after
 // the last ':' only when it parses as key=value pairs.
 //

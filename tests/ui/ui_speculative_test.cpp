@@ -82,8 +82,10 @@ class UiSpeculativeTest : public QObject {
     QCOMPARE(window->sampling()->speculative()->setSpec(QString()), QString());
     QVERIFY(generate(*window, golden_.prompt, n));
     QCOMPARE(lastTokens(*window), golden_.ids);
-    QCOMPARE(window->sampling()->speculative()->setSpec("ngram:n=2,k=4"), QString());
-    QCOMPARE(window->sampling()->speculative()->spec(), QString("ngram:n=2,k=4"));
+    // fallback=off: the test is about what is shown, so drafting must not stop
+    // on a timing decision (which would make the counts depend on the machine).
+    QCOMPARE(window->sampling()->speculative()->setSpec("ngram:n=2,k=4,fallback=off"), QString());
+    QCOMPARE(window->sampling()->speculative()->spec(), QString("ngram:n=2,k=4,fallback=off"));
     QVERIFY(generate(*window, golden_.prompt, n));
     QCOMPARE(lastTokens(*window), golden_.ids);
     const gbui::RequestKey specKey = window->chat()->conversation().turns.back().currentRequest();
@@ -238,7 +240,10 @@ class UiSpeculativeTest : public QObject {
       QVERIFY(i < view->numTokenSpans());
       QCOMPARE(view->spanToken(i).tokenId, t->token);
       const QTextCharFormat f = view->spanFormat(i);
-      QCOMPARE(f.underlineStyle(), expectedUnderline(t->origin));
+      // A token whose text starts with a line break opens a new paragraph: the
+      // character after its start is the next block's, so there is no span
+      // format to read (and nothing visible to underline).
+      if (t->text.empty() || t->text.front() != '\n') QCOMPARE(f.underlineStyle(), expectedUnderline(t->origin));
       if (t->origin == gb::TokenOrigin::Accepted) ++numAccepted;
       if (t->origin == gb::TokenOrigin::Resampled) {
         ++numResampled;

@@ -253,3 +253,16 @@ GB_TEST(adaptive_k_grows_shrinks_and_falls_back) {
   for (int i = 0; i < gb::AdaptiveK::kMinVerifications; ++i) t.on_verified(t.k(), 0, 1.5);  // 1.5 ms/token > 1
   QCOMPARE(t.next_k(), 0);
 }
+
+GB_TEST(parse_speculative_fallback_option) {
+  auto timing = gb::parse_speculative_spec("ngram:k=2");
+  QVERIFY(timing.ok() && timing->adaptive && timing->timing_fallback);
+  auto accept = gb::parse_speculative_spec("self:3:k=2,fallback=accept");
+  QVERIFY(accept.ok() && accept->adaptive && !accept->timing_fallback);
+  auto off = gb::parse_speculative_spec("ngram:n=2,k=4,fallback=off");
+  QVERIFY(off.ok() && !off->adaptive);
+  auto bad = gb::parse_speculative_spec("ngram:fallback=sometimes");
+  QVERIFY(!bad.ok());
+  QVERIFY2(bad.error().message.find("fallback must be timing, accept or off") != std::string::npos,
+           bad.error().message.c_str());
+}
