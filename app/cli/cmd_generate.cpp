@@ -143,7 +143,8 @@ const CommandRegistrar registrar("generate", "Generate text from a prompt", [](C
   sub.add_option("--trace", a->trace_path, "Write the session trace as JSON Lines");
   sub.add_option("--chrome-trace", a->chrome_trace_path, "Write a Chrome / Perfetto trace (JSON)");
   sub.add_option("--speculative", a->speculative,
-                 "Speculative decoding: ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]");
+                 "Speculative decoding: ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]; "
+                 "options also k_min, k_max, fallback=timing|accept|off");
   return [a] { return run_generate(*a); };
 });
 
