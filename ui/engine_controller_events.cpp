@@ -212,6 +212,10 @@ void EngineController::exportTrace(const QString& path, const QString& format) {
     emit exportFinished(path, QString::fromStdString(header.error().message));
     return;
   }
+  if (state_->engine) {
+    header->kv_block_size = state_->engine->block_size();
+    header->kv_num_blocks = state_->engine->num_blocks();
+  }
   const gb::Status s = format == QLatin1String("chrome")
                            ? gb::write_chrome_trace(path.toStdString(), *header, state_->recorded)
                            : gb::write_trace_jsonl(path.toStdString(), *header, state_->recorded);
@@ -245,7 +249,8 @@ void EngineController::openTrace(const QString& path) {
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
-  info.blockSize = 16;  // EngineConfig's default; the trace does not record it
+  // Traces written before the header carried it: EngineConfig's default.
+  info.blockSize = h.kv_block_size > 0 ? h.kv_block_size : 16;
   info.deviceBackend = tr("replay");
   info.bosId = h.tokenizer.bos_id;
   info.eosId = h.tokenizer.eos_id;

@@ -45,10 +45,12 @@ void print_text(const std::string& text) {
   std::fflush(stdout);
 }
 
-Status write_traces(const GenerateArgs& a, const ModelSession& session, const SamplerSettings& settings,
-                    const std::vector<TraceEvent>& trace) {
+Status write_traces(const GenerateArgs& a, const ModelSession& session, const Engine& engine,
+                    const SamplerSettings& settings, const std::vector<TraceEvent>& trace) {
   auto header = make_trace_header(*session.model, session.tokenizer.get(), a.model.tokenizer_path, settings, true);
   if (!header) return header.error();
+  header->kv_block_size = engine.block_size();
+  header->kv_num_blocks = engine.num_blocks();
   if (!a.trace_path.empty()) GB_TRY(write_trace_jsonl(a.trace_path, *header, trace));
   if (!a.chrome_trace_path.empty()) GB_TRY(write_chrome_trace(a.chrome_trace_path, *header, trace));
   return {};
@@ -126,7 +128,7 @@ int run_generate(GenerateArgs& a) {
     if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
   }
   if (keep_trace) {
-    if (Status st = write_traces(a, *session, request.sampling, trace); !st) return fail(st.error().message);
+    if (Status st = write_traces(a, *session, engine, request.sampling, trace); !st) return fail(st.error().message);
   }
   return 0;
 }

@@ -125,6 +125,7 @@ class Engine {
   const Scheduler& scheduler() const { return *scheduler_; }
   Scheduler& scheduler() { return *scheduler_; }
   int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return config_.block_size; }
   int32_t max_context() const { return max_context_; }
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.

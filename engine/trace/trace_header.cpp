@@ -57,6 +57,8 @@ json trace_header_to_json(const TraceHeader& h) {
           {"engine_version", h.engine_version},
           {"created", h.created},
           {"seed", h.seed},
+          {"kv_block_size", h.kv_block_size},
+          {"kv_num_blocks", h.kv_num_blocks},
           {"model", model},
           {"tokenizer", tokenizer},
           {"sampler_settings", settings}};
@@ -77,6 +79,9 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
   h.engine_version = r.str("engine_version");
   h.created = r.str("created");
   h.seed = r.u64("seed");
+  // Added after the first traces were written: absent means "not recorded".
+  h.kv_block_size = static_cast<int32_t>(r.optional_i64("kv_block_size", 0, 1 << 20).value_or(0));
+  h.kv_num_blocks = static_cast<int32_t>(r.optional_i64("kv_num_blocks", 0, int64_t{1} << 30).value_or(0));
   if (const json* m = r.object("model")) {
     FieldReader mr(*m, "header.model");
     ModelConfig& c = h.model.config;

@@ -52,6 +52,8 @@ struct TraceHeader {
   std::string sampler_settings;  // JSON text of the default SamplerSettings, "" = none
   uint64_t seed = 0;
   std::string created;           // UTC, ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"
+  int32_t kv_block_size = 0;     // tokens per KV block of the run; 0 = not recorded
+  int32_t kv_num_blocks = 0;     // blocks in the KV pool; 0 = not recorded
 };
 
 nlohmann::json trace_header_to_json(const TraceHeader& header);

@@ -94,6 +94,8 @@ const std::vector<LineSpec>& line_specs() {
         {"engine_version", Kind::String},
         {"created", Kind::String},
         {"seed", Kind::UInt},
+        {"kv_block_size", Kind::Int32},
+        {"kv_num_blocks", Kind::Int32},
         {"model", Kind::Object, {}, &kModel},
         {"tokenizer", Kind::Object, {}, &kTokenizer},
         {"sampler_settings", Kind::NullOrObjectOrString}}},

@@ -81,6 +81,8 @@ GB_TEST(generate_writes_jsonl_and_chrome_traces) {
   const auto header = nlohmann::json::parse(first);
   QCOMPARE(header["type"].get<std::string>(), std::string("header"));
   QCOMPARE(header["model"]["sha256"].get<std::string>().size(), size_t{64});
+  QCOMPARE(header["kv_block_size"].get<int>(), 16);  // the engine's default block size
+  QVERIFY(header["kv_num_blocks"].get<int>() >= 512 / 16);
   std::ifstream cf(chrome);
   const auto c = nlohmann::json::parse(cf);
   QVERIFY(c["traceEvents"].is_array() && !c["traceEvents"].empty());
