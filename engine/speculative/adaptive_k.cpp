@@ -34,7 +34,11 @@ void AdaptiveK::on_verified(int32_t num_drafted, int32_t num_accepted, double ms
 }
 
 void AdaptiveK::decide() {
-  if (verifications_since_probe_ < kMinVerifications) return;
+  // A probe that is already far slower than plain decoding after its first
+  // verification stops there: the remaining verifications would only add cost.
+  const bool clearly_slower = timing_ && ema_plain_ms_per_token_ > 0 &&
+                              ema_spec_ms_per_token_ > kClearlySlower * ema_plain_ms_per_token_;
+  if (verifications_since_probe_ < kMinVerifications && !clearly_slower) return;
   bool pays;
   if (timing_) {
     if (ema_plain_ms_per_token_ < 0) return;  // nothing to compare with yet

@@ -9,7 +9,8 @@
 //                    token, speculative (draft + verify step, divided by the
 //                    tokens it emitted) and plain (a plain decode step). The
 //                    request starts with kBaselineSteps plain steps to measure
-//                    the plain cost. After kMinVerifications speculative steps,
+//                    the plain cost. After kMinVerifications speculative steps
+//                    (or after one, if it cost over kClearlySlower x plain),
 //                    if speculative >= kMargin x plain, it decodes plainly for a
 //                    cooldown (64 tokens, x8 on each consecutive failure up to
 //                    2048, reset when speculation pays), then probes again with
@@ -34,6 +35,7 @@ class AdaptiveK {
   static constexpr int32_t kBaselineSteps = 2;
   static constexpr int32_t kMinVerifications = 3;
   static constexpr double kMargin = 0.97;
+  static constexpr double kClearlySlower = 1.5;  // ends a probe after one verification
   static constexpr double kMinTokensPerStep = 1.3;
   static constexpr int32_t kMinCooldown = 64;
   static constexpr int32_t kMaxCooldown = 2048;
