@@ -252,6 +252,19 @@ GB_TEST(adaptive_k_grows_shrinks_and_falls_back) {
   QCOMPARE(t.next_k(), 2);
   for (int i = 0; i < gb::AdaptiveK::kMinVerifications; ++i) t.on_verified(t.k(), 0, 1.5);  // 1.5 ms/token > 1
   QCOMPARE(t.next_k(), 0);
+  // A probe that is clearly slower (2 ms/token vs 1 plain, > kClearlySlower) stops
+  // after its first verification instead of kMinVerifications.
+  gb::AdaptiveK e(2, 1, 4, true, /*timing=*/true);
+  for (int i = 0; i < gb::AdaptiveK::kBaselineSteps; ++i) e.on_plain(1.0);
+  QCOMPARE(e.next_k(), 2);
+  e.on_verified(2, 0, 2.0);
+  QCOMPARE(e.next_k(), 0);
+  QCOMPARE(e.num_fallbacks(), 1);
+  // A slower-but-close first verification (1.2x) waits for more evidence.
+  gb::AdaptiveK c(2, 1, 4, true, /*timing=*/true);
+  for (int i = 0; i < gb::AdaptiveK::kBaselineSteps; ++i) c.on_plain(1.0);
+  c.on_verified(2, 0, 1.2);
+  QVERIFY(c.next_k() > 0);
 }
 
 GB_TEST(parse_speculative_fallback_option) {
