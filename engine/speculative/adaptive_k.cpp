@@ -50,8 +50,11 @@ void AdaptiveK::decide() {
     cooldown_ = kMinCooldown;
     return;
   }
-  plain_left_ = cooldown_;
-  cooldown_ = std::min(kMaxCooldown, cooldown_ * 8);
+  // A clearly unprofitable drafter backs off one step further at once: each
+  // probe costs a catch-up of the draft's context plus a verification.
+  const int32_t wait = clearly_slower ? std::min(kMaxCooldown, cooldown_ * 8) : cooldown_;
+  plain_left_ = wait;
+  cooldown_ = std::min(kMaxCooldown, wait * 8);
   k_ = std::max(k_min_, k_ / 2);  // the next probe is cheaper
   verifications_since_probe_ = 0;
   // A probe starts from scratch: old timings describe other text.

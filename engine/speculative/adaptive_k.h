@@ -10,7 +10,8 @@
 //                    tokens it emitted) and plain (a plain decode step). The
 //                    request starts with kBaselineSteps plain steps to measure
 //                    the plain cost. After kMinVerifications speculative steps
-//                    (or after one, if it cost over kClearlySlower x plain),
+//                    (or after one, if it cost over kClearlySlower x plain, which
+//                    also skips one cooldown step),
 //                    if speculative >= kMargin x plain, it decodes plainly for a
 //                    cooldown (64 tokens, x8 on each consecutive failure up to
 //                    2048, reset when speculation pays), then probes again with
