@@ -260,6 +260,11 @@ GB_TEST(adaptive_k_grows_shrinks_and_falls_back) {
   e.on_verified(2, 0, 2.0);
   QCOMPARE(e.next_k(), 0);
   QCOMPARE(e.num_fallbacks(), 1);
+  // ... and backs off one cooldown step further: 8 x kMinCooldown plain tokens.
+  for (int i = 0; i < gb::AdaptiveK::kMinCooldown; ++i) e.on_plain(1.0);
+  QCOMPARE(e.next_k(), 0);
+  for (int i = gb::AdaptiveK::kMinCooldown; i < 8 * gb::AdaptiveK::kMinCooldown; ++i) e.on_plain(1.0);
+  QVERIFY(e.next_k() > 0);
   // A slower-but-close first verification (1.2x) waits for more evidence.
   gb::AdaptiveK c(2, 1, 4, true, /*timing=*/true);
   for (int i = 0; i < gb::AdaptiveK::kBaselineSteps; ++i) c.on_plain(1.0);
