@@ -98,6 +98,12 @@ int run_generate(GenerateArgs& a) {
 
   if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
   else if (!a.no_echo) print_text(session->tokenizer->decode(request.prompt_ids));
+  if (a.max_tokens == 0) {  // nothing to generate: report an empty completion
+    if (a.json) print_json({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
+                            {"num_generated", 0}, {"ttft_ms", 0.0}, {"tpot_ms", 0.0}, {"tokens_per_s", 0.0}, {"text", ""}});
+    else std::fputc('\n', stdout);
+    return 0;
+  }
   auto id = engine.submit(request);
   if (!id) return fail(id.error().message);
   while (engine.has_work()) {

@@ -153,3 +153,13 @@ GB_TEST(generate_speculative_greedy_equals_plain_and_reports_stats) {
   const auto bad = gbtest::run_cli(base + " --speculative bogus");
   QVERIFY(bad.exit_code != 0 && bad.output.find("--speculative") != std::string::npos);
 }
+
+GB_TEST(generate_zero_tokens_is_an_empty_completion) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once' --max-tokens 0 --json", false);
+  QCOMPARE(r.exit_code, 0);
+  const auto lines = json_lines(r.output);
+  QCOMPARE(lines.size(), size_t{2});
+  QCOMPARE(lines[1]["num_generated"].get<int>(), 0);
+  QCOMPARE(lines[1]["reason"].get<std::string>(), std::string("max_tokens"));
+}
