@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "cpu/matmul.h"
+
 namespace gb::kernels {
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
@@ -30,7 +32,21 @@ void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32
   }
 }
 
+namespace avx2 {
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+}
+
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+#if defined(__x86_64__)
+  if (matmul_has_simd()) {
+    avx2::swiglu(out, gate, up, n);
+    return;
+  }
+#endif
+  swiglu_reference(out, gate, up, n);
+}
+
+void swiglu_reference(float* out, const float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];

@@ -164,3 +164,24 @@ GB_TEST(paged_attention_simd_matches_reference) {
     }
   }
 }
+
+GB_TEST(swiglu_simd_matches_reference) {
+  for (int64_t n : {1, 7, 8, 9, 172, 2048, 5632}) {
+    auto g = random_floats(static_cast<size_t>(n), 21u + static_cast<uint32_t>(n), 6.0f);
+    const auto u = random_floats(static_cast<size_t>(n), 22u + static_cast<uint32_t>(n));
+    if (n > 8) {  // extremes: saturation on both sides must stay finite and exact in the limit
+      g[0] = -100.0f;
+      g[1] = 100.0f;
+      g[2] = 0.0f;
+    }
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    swiglu(a.data(), g.data(), u.data(), n);
+    swiglu_reference(b.data(), g.data(), u.data(), n);
+    for (size_t i = 0; i < a.size(); ++i) {
+      QVERIFY(std::isfinite(a[i]));
+      QVERIFY2(std::abs(a[i] - b[i]) <= 2e-6f * std::abs(b[i]) + 1e-30f,
+               ("swiglu n " + std::to_string(n) + " at " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
+                std::to_string(b[i])).c_str());
+    }
+  }
+}
