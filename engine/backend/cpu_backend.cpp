@@ -196,7 +196,10 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
     const float* ffn_norm = norm_weights_.data() + ffn_norm_offset_[static_cast<size_t>(l)];
     for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, ffn_norm, dim, c.rms_eps);
     matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, xb_.data(), n);
-    kernels::swiglu(gate_.data(), gate_.data(), up_.data(), n * hidden);
+    // Row by row, so each token's activations take the same SIMD/tail path
+    // whatever else is in the batch (batched = alone, bit for bit).
+    for (int64_t i = 0; i < n; ++i)
+      kernels::swiglu(gate_.data() + i * hidden, gate_.data() + i * hidden, up_.data() + i * hidden, hidden);
     matmul_group({{&lw.w_down, proj_.data()}}, gate_.data(), n);
     kernels::add_inplace(x_.data(), proj_.data(), n * dim);
   }
