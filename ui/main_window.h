@@ -80,6 +80,8 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void restoreSession();
   void showError(const QString& title, const QString& message);
+  void showEngineWarning(const QString& message);
+  void releaseOldBranches();
 
   QThread engineThread_;
   EngineController* controller_;
@@ -95,6 +97,9 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
   QLabel* statusModel_;
+  QWidget* engineWarning_;         // status bar: the engine's last problem, with a way out
+  QLabel* engineWarningText_;
+  QPushButton* releaseNow_;
   QTimer* autosave_;
   QString sessionPath_;
   QString device_ = QStringLiteral("auto");

@@ -51,6 +51,10 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   auto* png = new QPushButton(tr("PNG..."));
   auto* csvButton = new QPushButton(tr("CSV..."));
   summary_ = new QLabel;
+  pause_->setObjectName(QStringLiteral("perfPause"));
+  window_->setObjectName(QStringLiteral("perfWindow"));
+  png->setObjectName(QStringLiteral("perfSavePng"));
+  csvButton->setObjectName(QStringLiteral("perfSaveCsv"));
   bar->addWidget(pause_);
   bar->addWidget(window_);
   bar->addWidget(summary_, 1);

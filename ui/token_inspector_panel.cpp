@@ -30,7 +30,9 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   header_->setTextFormat(Qt::RichText);
   layout->addWidget(header_);
   auto* split = new QSplitter(Qt::Vertical);
+  header_->setObjectName(QStringLiteral("inspectorHeader"));
   plot_ = new QCustomPlot;
+  plot_->setObjectName(QStringLiteral("inspectorPlot"));
   plot_->setMinimumHeight(180);
   plot_->yAxis->setLabel(tr("probability"));
   plot_->yAxis2->setVisible(true);
@@ -46,6 +48,7 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   plot_->setMinimumHeight(240);
   split->addWidget(plot_);
   table_ = new QTableWidget;
+  table_->setObjectName(QStringLiteral("inspectorTable"));
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->verticalHeader()->setVisible(false);
@@ -53,6 +56,7 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   split->addWidget(table_);
   layout->addWidget(split, 1);
   branch_ = new QPushButton(tr("Branch with the selected candidate"));
+  branch_->setObjectName(QStringLiteral("branchFromCandidate"));
   layout->addWidget(branch_);
   connect(branch_, &QPushButton::clicked, this, [this] { branchFromRow(table_->currentRow()); });
   connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { branchFromRow(row); });
