@@ -99,8 +99,8 @@ QString KvCachePanel::statsText() const {
   if (measured == 0) bytes = tr("measured n/a");
   else if (measured == info.kvBytesPerTokenFormula) bytes = tr("= measured");
   else bytes = tr("\u2260 measured %1").arg(measured);
-  return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); %7 finished answers keep %8 "
-            "blocks for branching\n"
+  return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "
+            "finished answer(s), %8 blocks\n"
             "prefix hit rate %9% (%10 of %11 prompt tokens reused, over %12 finished requests); preemptions %13\n"
             "KV bytes/token: %14 (2\u00d7%15 layers\u00d7%16 kv heads\u00d7%17 head dim\u00d74 B) %18 "
             "(%19 B for %20 blocks, %21 of them self-draft scratch)")

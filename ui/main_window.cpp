@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
@@ -61,14 +62,17 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   performance_ = new PerformancePanel(model_);
   info_ = new ModelInfoPanel(model_);
   speculative_ = new SpeculativePanel(model_);
+  // Sampling has the left column to itself (its sliders need the height); the
+  // model's details are a tab beside the KV cache, Performance and Speculative.
   addDock(sampling_, tr("Sampling"), "sampling", Qt::LeftDockWidgetArea);
-  addDock(info_, tr("Model"), "model", Qt::LeftDockWidgetArea);
   addDock(inspector_, tr("Token inspector"), "inspector", Qt::RightDockWidgetArea);
   QDockWidget* kvDock = addDock(kv_, tr("KV cache"), "kv", Qt::BottomDockWidgetArea);
   QDockWidget* perfDock = addDock(performance_, tr("Performance"), "performance", Qt::BottomDockWidgetArea);
   QDockWidget* specDock = addDock(speculative_, tr("Speculative"), "speculative", Qt::BottomDockWidgetArea);
+  QDockWidget* modelDock = addDock(info_, tr("Model"), "model", Qt::BottomDockWidgetArea);
   tabifyDockWidget(kvDock, perfDock);
   tabifyDockWidget(perfDock, specDock);
+  tabifyDockWidget(specDock, modelDock);
   kvDock->raise();
 
   progress_ = new QProgressBar;
@@ -193,9 +197,7 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   restoreState(settings.value("window/state").toByteArray());
   if (!settings.contains("window/state")) {
     resize(1400, 900);
-    resizeDocks({findChild<QDockWidget*>("inspector")}, {460}, Qt::Horizontal);
-    resizeDocks({findChild<QDockWidget*>("sampling")}, {330}, Qt::Horizontal);
-    resizeDocks({kvDock}, {300}, Qt::Vertical);
+    defaultLayoutPending_ = true;  // sized from the window's size when it is first shown
   }
   restoreSession();
 }
@@ -205,6 +207,22 @@ MainWindow::~MainWindow() {
   controller_->setPaused(true);
   engineThread_.quit();
   engineThread_.wait();
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!defaultLayoutPending_) return;
+  defaultLayoutPending_ = false;
+  // Docks in proportion to the window (1400x900 up to 1920x1080 and beyond),
+  // never below what their content needs: the inspector's chart and table,
+  // the sampling sliders, the KV grid with its numbers. After the first layout
+  // pass (sizes set before it are overridden by the docks' size hints).
+  QTimer::singleShot(0, this, [this] {
+    const int w = width(), h = height();
+    resizeDocks({findChild<QDockWidget*>("inspector")}, {std::max(470, w * 32 / 100)}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget*>("sampling")}, {std::max(350, w * 22 / 100)}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget*>("kv")}, {std::max(250, h * 28 / 100)}, Qt::Vertical);
+  });
 }
 
 QDockWidget* MainWindow::addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area) {

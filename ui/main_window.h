@@ -68,6 +68,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -105,6 +106,7 @@ class MainWindow : public QMainWindow {
   QString device_ = QStringLiteral("auto");
   QString lastError_;
   bool loading_ = false;
+  bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
 
 }  // namespace gbui

@@ -52,6 +52,8 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
   auto* scroll = new QScrollArea;
   scroll->setObjectName(QStringLiteral("samplingScroll"));
   scroll->setWidgetResizable(true);
+  // The rows shrink to the dock's width (sliders first): never a sideways scroll.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* inner = new QWidget;
   auto* form = new QFormLayout(inner);
   form->setLabelAlignment(Qt::AlignRight);
@@ -129,6 +131,7 @@ void SamplingPanel::addField(QFormLayout* form, const QString& key, const QStrin
   f.spin->setDecimals(decimals);
   f.spin->setSingleStep(decimals == 0 ? 1.0 : std::pow(10.0, -decimals) * 10);
   f.spin->setMinimumWidth(72);
+  f.slider->setMinimumWidth(40);
   auto* row = new QHBoxLayout;
   row->addWidget(f.slider, 1);
   row->addWidget(f.spin);

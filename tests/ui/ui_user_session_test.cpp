@@ -182,7 +182,7 @@ class UiUserSessionTest : public QObject {
     QVERIFY2(rate >= 0.0 && rate <= 100.0 && reused <= prompt, qPrintable(text));
     if (prompt > 0) QVERIFY(std::abs(rate - 100.0 * reused / prompt) < 0.051);
     QVERIFY2(text.contains("= measured"), qPrintable(text));
-    const auto kept = QRegularExpression(R"((\d+) finished answers keep)").match(text);
+    const auto kept = QRegularExpression(R"(kept for branching: (\d+) finished answer)").match(text);
     QVERIFY(kept.hasMatch());
     const QVector<quint64> engineKept = onEngineThread([c] { return c->keptRequests(); });
     QCOMPARE(kept.captured(1).toInt(), static_cast<int>(engineKept.size()));
