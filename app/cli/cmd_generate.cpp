@@ -128,7 +128,10 @@ int run_generate(GenerateArgs& a) {
     if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
     print_json(done);
   } else {
+    // The text ends its line and reaches the terminal before the statistics
+    // (stderr is unbuffered: without the flush they would land mid-line).
     std::fputc('\n', stdout);
+    std::fflush(stdout);
     std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished->num_generated,
                  finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
     if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
