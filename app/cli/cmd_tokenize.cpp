@@ -4,6 +4,8 @@
 //   --vectors FILE.inp reads llama.cpp's tokenizer test vectors and prints one
 //                      line per case in the .out format (ids without BOS, each
 //                      preceded by a space), so `diff` against the .out works.
+//   --file PATH        like --text, with the text read from a file; prints only
+//                      the ids line (for comparing with other tokenizers).
 //   --parse-special    control-token strings in the text ("<|im_start|>") become
 //                      their ids; without it they are plain text.
 // For a GGUF --model (a model or a tensor-less ggml-vocab-*.gguf) only its
@@ -11,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "cli/command_registry.h"
 #include "model/gguf_file.h"
@@ -27,6 +30,7 @@ struct TokenizeArgs {
   std::string tokenizer_path;
   std::string vectors_path;
   std::string text;
+  std::string file_path;
   bool has_text = false;
   bool parse_special = false;
 };
@@ -88,8 +92,14 @@ std::string printable_piece(const std::string& piece) {
   return out;
 }
 
-int run_tokenize(const TokenizeArgs& a) {
-  if (a.vectors_path.empty() == !a.has_text) return fail("give exactly one of --text or --vectors");
+int run_tokenize(TokenizeArgs& a) {
+  if (!a.file_path.empty()) {
+    std::ifstream in(a.file_path, std::ios::binary);
+    if (!in) return fail(a.file_path + ": cannot read");
+    a.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    a.has_text = true;
+  }
+  if (a.vectors_path.empty() == !a.has_text) return fail("give exactly one of --text, --file or --vectors");
   auto tokenizer = open_tokenizer(a);
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const Tokenizer& tok = *tokenizer.value();
@@ -109,6 +119,7 @@ int run_tokenize(const TokenizeArgs& a) {
   std::string line;
   for (const TokenId id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
   std::printf("%s\n", line.c_str());
+  if (!a.file_path.empty()) return 0;
   for (const TokenId id : ids) std::printf("%d\t%s\n", id, printable_piece(tok.token_piece(id)).c_str());
   return 0;
 }
@@ -121,6 +132,7 @@ const CommandRegistrar registrar("tokenize", "Encode text or llama.cpp tokenizer
   sub.add_option("--vectors", a->vectors_path, "llama.cpp test-vector .inp file: print one .out line per case");
   sub.add_option_function<std::string>("--text", [a](const std::string& t) { a->text = t; a->has_text = true; },
                                        "Text to encode: prints the ids (BOS as the vocabulary asks) and the pieces");
+  sub.add_option("--file", a->file_path, "Encode the contents of this file; prints the ids line only");
   sub.add_flag("--parse-special", a->parse_special, "Recognise control-token strings (<|im_start|>) as their ids");
   return [a] { return run_tokenize(*a); };
 });
