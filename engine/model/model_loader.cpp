@@ -14,6 +14,7 @@
 #include "model/mapped_file.h"
 #include "model/model.h"
 #include "model/model_validation.h"
+#include "model/weight_report.h"
 
 namespace gb {
 
@@ -258,6 +259,7 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
     model->metadata.emplace_back("file context length", std::to_string(c.context_length));
     c.context_length = options.context_length;
   }
+  if (options.check_tensors) GB_TRY(check_tensor_values(*model));
   return std::shared_ptr<const Model>(std::move(model));
 }
 

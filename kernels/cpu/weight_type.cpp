@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "cpu/dequantize.h"
+#include "cpu/quantize.h"
 
 namespace gb::kernels {
 
@@ -43,10 +44,10 @@ float vec_dot_q8_ref(int64_t n, const void* w_row, const void* act_row) {
   return static_cast<float>(acc);
 }
 
-template <WeightType T, DequantizeRowFn D, int BE, int BB, ActivationType A>
+template <WeightType T, DequantizeRowFn D, QuantizeRowFn Q, int BE, int BB, ActivationType A>
 constexpr WeightTypeTraits row(std::string_view name, uint32_t code, int16_t scale_offset, int16_t min_offset) {
   return {T, name, code, BE, BB, A, D,
-          A == ActivationType::F32 ? &vec_dot_f32_ref<D, BE, BB> : &vec_dot_q8_ref<D, BE, BB>, scale_offset,
+          A == ActivationType::F32 ? &vec_dot_f32_ref<D, BE, BB> : &vec_dot_q8_ref<D, BE, BB>, Q, scale_offset,
           min_offset};
 }
 
@@ -56,21 +57,21 @@ constexpr auto Q = ActivationType::Q8;
 // One row per type, in WeightType order. Scale offsets: where the f16 d (and
 // dmin/m) of a block sits, for the NaN/Inf scan.
 constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
-    row<WeightType::F32, dequantize_row_f32, 1, 4, F>("F32", 0, -1, -1),
-    row<WeightType::F16, dequantize_row_f16, 1, 2, F>("F16", 1, -1, -1),
-    row<WeightType::BF16, dequantize_row_bf16, 1, 2, F>("BF16", 30, -1, -1),
-    row<WeightType::Q4_0, dequantize_row_q4_0, 32, 18, Q>("Q4_0", 2, 0, -1),
-    row<WeightType::Q4_1, dequantize_row_q4_1, 32, 20, Q>("Q4_1", 3, 0, 2),
-    row<WeightType::Q5_0, dequantize_row_q5_0, 32, 22, Q>("Q5_0", 6, 0, -1),
-    row<WeightType::Q5_1, dequantize_row_q5_1, 32, 24, Q>("Q5_1", 7, 0, 2),
-    row<WeightType::Q8_0, dequantize_row_q8_0, 32, 34, Q>("Q8_0", 8, 0, -1),
-    row<WeightType::Q2_K, dequantize_row_q2_k, 256, 84, Q>("Q2_K", 10, 80, 82),
-    row<WeightType::Q3_K, dequantize_row_q3_k, 256, 110, Q>("Q3_K", 11, 108, -1),
-    row<WeightType::Q4_K, dequantize_row_q4_k, 256, 144, Q>("Q4_K", 12, 0, 2),
-    row<WeightType::Q5_K, dequantize_row_q5_k, 256, 176, Q>("Q5_K", 13, 0, 2),
-    row<WeightType::Q6_K, dequantize_row_q6_k, 256, 210, Q>("Q6_K", 14, 208, -1),
-    row<WeightType::IQ4_NL, dequantize_row_iq4_nl, 32, 18, Q>("IQ4_NL", 20, 0, -1),
-    row<WeightType::IQ4_XS, dequantize_row_iq4_xs, 256, 136, Q>("IQ4_XS", 23, 0, -1),
+    row<WeightType::F32, dequantize_row_f32, quantize_row_f32, 1, 4, F>("F32", 0, -1, -1),
+    row<WeightType::F16, dequantize_row_f16, quantize_row_f16, 1, 2, F>("F16", 1, -1, -1),
+    row<WeightType::BF16, dequantize_row_bf16, quantize_row_bf16, 1, 2, F>("BF16", 30, -1, -1),
+    row<WeightType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, 32, 18, Q>("Q4_0", 2, 0, -1),
+    row<WeightType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, 32, 20, Q>("Q4_1", 3, 0, 2),
+    row<WeightType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, 32, 22, Q>("Q5_0", 6, 0, -1),
+    row<WeightType::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, 32, 24, Q>("Q5_1", 7, 0, 2),
+    row<WeightType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, 32, 34, Q>("Q8_0", 8, 0, -1),
+    row<WeightType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, 256, 84, Q>("Q2_K", 10, 80, 82),
+    row<WeightType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, 256, 110, Q>("Q3_K", 11, 108, -1),
+    row<WeightType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, 256, 144, Q>("Q4_K", 12, 0, 2),
+    row<WeightType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, 256, 176, Q>("Q5_K", 13, 0, 2),
+    row<WeightType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, 256, 210, Q>("Q6_K", 14, 208, -1),
+    row<WeightType::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl, 32, 18, Q>("IQ4_NL", 20, 0, -1),
+    row<WeightType::IQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs, 256, 136, Q>("IQ4_XS", 23, 0, -1),
 };
 
 constexpr bool table_in_enum_order() {

@@ -43,6 +43,8 @@ using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 // row: float32 values for ActivationType::F32, ActBlockQ8 blocks for Q8. This is
 // the oracle the fast kernels are tested against.
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
+// Quantizes n float32 values (a whole number of blocks) into blocks of the type.
+using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
 
 struct WeightTypeTraits {
   WeightType type;
@@ -53,6 +55,7 @@ struct WeightTypeTraits {
   ActivationType activation; // what the dot product wants
   DequantizeRowFn dequantize_row;
   VecDotFn vec_dot;
+  QuantizeRowFn quantize_row;
   // Byte offsets of the f16 block scales (d, and dmin where the type has one)
   // inside a block, for the NaN/Inf scan; -1 where the type has none.
   int16_t scale_offset;
