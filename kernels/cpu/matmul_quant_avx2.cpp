@@ -215,31 +215,52 @@ inline __m256i products(__m256i q, __m256i a) {
   else return _mm256_maddubs_epi16(q, a);
 }
 
-// Row r times tokens t0..t0+T-1.
-template <class Ty, int T>
-inline void dot_row(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w_row,
-                    int64_t num_blocks, int64_t r, int64_t t0) {
-  __m256 acc[T];
-  float min_acc[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    min_acc[t] = 0.0f;
-  }
+// Rows r0..r0+R-1 times tokens t0..t0+T-1: R x T independent accumulators, so
+// the FMA chains overlap, and each activation vector is loaded once per R rows.
+template <class Ty, int R, int T>
+inline void dot_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
+                     int64_t row_stride, int64_t num_blocks, int64_t r0, int64_t t0) {
+  __m256 acc[R][T];
+  float min_acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm256_setzero_ps();
+      min_acc[r][t] = 0.0f;
+    }
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * row_stride;
   for (int64_t blk = 0; blk < num_blocks; ++blk) {
-    Group g[Ty::kGroups];
-    Ty::decode(w_row + blk * Ty::kBytes, g);
+    Group g[R][Ty::kGroups];
+    for (int r = 0; r < R; ++r) {
+      // Decode reads each weight row once: fetch the same columns two blocks ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + (blk + 2) * Ty::kBytes), _MM_HINT_T0);
+      Ty::decode(rows[r] + blk * Ty::kBytes, g[r]);
+    }
     for (int k = 0; k < Ty::kGroups; ++k) {
       for (int t = 0; t < T; ++t) {
         const ActBlockQ8& a = x[(t0 + t) * act_blocks + blk * Ty::kGroups + k];
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-        const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g[k].q, av), g[k].sc);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_set1_ps(g[k].d * a.d), acc[t]);
-        if constexpr (Ty::kHasMin)
-          min_acc[t] += a.d * (g[k].m0 * static_cast<float>(a.sum[0]) + g[k].m1 * static_cast<float>(a.sum[1]));
+        for (int r = 0; r < R; ++r) {
+          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g[r][k].q, av), g[r][k].sc);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_set1_ps(g[r][k].d * a.d), acc[r][t]);
+          if constexpr (Ty::kHasMin)
+            min_acc[r][t] +=
+                a.d * (g[r][k].m0 * static_cast<float>(a.sum[0]) + g[r][k].m1 * static_cast<float>(a.sum[1]));
+        }
       }
     }
   }
-  for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r] = hsum(acc[t]) + min_acc[t];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + min_acc[r][t];
+}
+
+template <class Ty, int T>
+inline void rows_for_tokens(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
+                            int64_t row_stride, int64_t num_blocks, int64_t row_begin, int64_t row_end, int64_t t0) {
+  constexpr int R = T == 1 ? 4 : 2;
+  int64_t r = row_begin;
+  for (; r + R <= row_end; r += R) dot_tile<Ty, R, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
+  for (; r < row_end; ++r) dot_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
 }
 
 template <class Ty>
@@ -253,9 +274,9 @@ void matmul_type(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int6
     const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
     int64_t t = 0;
     for (; t + 4 <= num_tokens; t += 4)
-      for (int64_t r = p; r < p_end; ++r) dot_row<Ty, 4>(y, ldy, x, act_blocks, wb + r * row_stride_bytes, num_blocks, r, t);
+      rows_for_tokens<Ty, 4>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_blocks, p, p_end, t);
     for (; t < num_tokens; ++t)
-      for (int64_t r = p; r < p_end; ++r) dot_row<Ty, 1>(y, ldy, x, act_blocks, wb + r * row_stride_bytes, num_blocks, r, t);
+      rows_for_tokens<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_blocks, p, p_end, t);
   }
 }
 
