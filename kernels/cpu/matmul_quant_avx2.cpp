@@ -6,8 +6,8 @@
 // for code that runs on CPUs without AVX2 (that is also why the few block
 // helpers of quant_blocks.h are restated here).
 //
-// One generic kernel serves every type. A type only says how to decode one of
-// its blocks into groups of 32 weights (see quant_blocks.h for the order):
+// One generic kernel serves every type. A type only says how to decode its
+// blocks into groups of 32 weights (see quant_blocks.h for the order):
 //   q    32 int8 weights (signed, or unsigned 0..63 when kSigned is false)
 //   sc   int16 multipliers: lanes 0-7 for values 0..15, lanes 8-15 for 16..31
 //        (the 16-value sub-block scales of Q2_K/Q3_K/Q6_K; 1 otherwise)
@@ -83,119 +83,146 @@ int q3k_scale(int j, const uint8_t* s) {
 }
 
 // ---- one decoder per type -------------------------------------------------
+// head() unpacks what a block's groups share (f16 scales, 6-bit sub-scales);
+// group() decodes group j. Splitting them keeps only one group per row live
+// in registers (decoding all 8 groups of a K-type block first spilled them).
+
+struct NoHead {};
 
 struct Q4_0 {
   static constexpr int kGroups = 1, kBytes = 18;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) {
-    g[0] = {_mm256_sub_epi8(nibbles16(b + 2), _mm256_set1_epi8(8)), ones16(), f16(b), 0, 0};
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) {
+    return {_mm256_sub_epi8(nibbles16(b + 2), _mm256_set1_epi8(8)), ones16(), f16(b), 0, 0};
   }
 };
 struct Q4_1 {
   static constexpr int kGroups = 1, kBytes = 20;
   static constexpr bool kSigned = false, kHasMin = true;
-  static void decode(const uint8_t* b, Group* g) {
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) {
     const float m = f16(b + 2);
-    g[0] = {nibbles16(b + 4), ones16(), f16(b), m, m};
+    return {nibbles16(b + 4), ones16(), f16(b), m, m};
   }
 };
 struct Q5_0 {
   static constexpr int kGroups = 1, kBytes = 22;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) {
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(0x10));
-    g[0] = {_mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), hi), _mm256_set1_epi8(16)), ones16(), f16(b), 0, 0};
+    return {_mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), hi), _mm256_set1_epi8(16)), ones16(), f16(b), 0, 0};
   }
 };
 struct Q5_1 {
   static constexpr int kGroups = 1, kBytes = 24;
   static constexpr bool kSigned = false, kHasMin = true;
-  static void decode(const uint8_t* b, Group* g) {
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(0x10));
     const float m = f16(b + 2);
-    g[0] = {_mm256_or_si256(nibbles16(b + 8), hi), ones16(), f16(b), m, m};
+    return {_mm256_or_si256(nibbles16(b + 8), hi), ones16(), f16(b), m, m};
   }
 };
 struct Q8_0 {
   static constexpr int kGroups = 1, kBytes = 34;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) { g[0] = {load256(b + 2), ones16(), f16(b), 0, 0}; }
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) { return {load256(b + 2), ones16(), f16(b), 0, 0}; }
 };
 struct IQ4_NL {
   static constexpr int kGroups = 1, kBytes = 18;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) { g[0] = {iq4_lookup(nibbles16(b + 2)), ones16(), f16(b), 0, 0}; }
+  using Head = NoHead;
+  static Head head(const uint8_t*) { return {}; }
+  static Group group(const uint8_t* b, const Head&, int) {
+    return {iq4_lookup(nibbles16(b + 2)), ones16(), f16(b), 0, 0};
+  }
 };
 struct IQ4_XS {
   static constexpr int kGroups = 8, kBytes = 136;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) {
+  struct Head { float d[8]; };
+  static Head head(const uint8_t* b) {
+    Head h;
     const float d = f16(b);
     const int scales_h = b[2] | (b[3] << 8);
-    for (int j = 0; j < 8; ++j) {
-      const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (((scales_h >> (2 * j)) & 3) << 4);
-      g[j] = {iq4_lookup(nibbles16(b + 8 + 16 * j)), ones16(), d * static_cast<float>(ls - 32), 0, 0};
-    }
+    for (int j = 0; j < 8; ++j)
+      h.d[j] = d * static_cast<float>((((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (((scales_h >> (2 * j)) & 3) << 4)) - 32);
+    return h;
+  }
+  static Group group(const uint8_t* b, const Head& h, int j) {
+    return {iq4_lookup(nibbles16(b + 8 + 16 * j)), ones16(), h.d[j], 0, 0};
   }
 };
 struct Q2_K {
   static constexpr int kGroups = 8, kBytes = 84;
   static constexpr bool kSigned = false, kHasMin = true;
-  static void decode(const uint8_t* b, Group* g) {
-    const float d = f16(b + 80), dmin = f16(b + 82);
-    for (int j = 0; j < 8; ++j) {
-      const uint8_t s0 = b[2 * j], s1 = b[2 * j + 1];
-      g[j] = {field(load256(b + 16 + 32 * (j / 4)), 2 * (j % 4), 3), scales16(s0 & 0xF, s1 & 0xF), d,
-              -dmin * static_cast<float>(s0 >> 4), -dmin * static_cast<float>(s1 >> 4)};
-    }
+  struct Head { float d, dmin; };
+  static Head head(const uint8_t* b) { return {f16(b + 80), f16(b + 82)}; }
+  static Group group(const uint8_t* b, const Head& h, int j) {
+    const uint8_t s0 = b[2 * j], s1 = b[2 * j + 1];
+    return {field(load256(b + 16 + 32 * (j / 4)), 2 * (j % 4), 3), scales16(s0 & 0xF, s1 & 0xF), h.d,
+            -h.dmin * static_cast<float>(s0 >> 4), -h.dmin * static_cast<float>(s1 >> 4)};
   }
 };
 struct Q3_K {
   static constexpr int kGroups = 8, kBytes = 110;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) {
-    const float d = f16(b + 108);
-    const __m256i hmask = load256(b);
-    for (int j = 0; j < 8; ++j) {
-      const __m256i low = field(load256(b + 32 + 32 * (j / 4)), 2 * (j % 4), 3);
-      const __m256i high = _mm256_slli_epi16(field(hmask, j, 1), 2);
-      const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
-      g[j] = {q, scales16(q3k_scale(2 * j, b + 96), q3k_scale(2 * j + 1, b + 96)), d, 0, 0};
-    }
+  struct Head { float d; int8_t sc[16]; };
+  static Head head(const uint8_t* b) {
+    Head h;
+    h.d = f16(b + 108);
+    for (int j = 0; j < 16; ++j) h.sc[j] = static_cast<int8_t>(q3k_scale(j, b + 96));
+    return h;
+  }
+  static Group group(const uint8_t* b, const Head& h, int j) {
+    const __m256i low = field(load256(b + 32 + 32 * (j / 4)), 2 * (j % 4), 3);
+    const __m256i high = _mm256_slli_epi16(field(load256(b), j, 1), 2);
+    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
+    return {q, scales16(h.sc[2 * j], h.sc[2 * j + 1]), h.d, 0, 0};
   }
 };
 template <bool kFifthBit>
 struct Q45_K {
   static constexpr int kGroups = 8, kBytes = kFifthBit ? 176 : 144;
   static constexpr bool kSigned = false, kHasMin = true;
-  static void decode(const uint8_t* b, Group* g) {
+  struct Head { float d[8], m[8]; };
+  static Head head(const uint8_t* b) {
+    Head h;
     const float d = f16(b), dmin = f16(b + 2);
-    const uint8_t* qs = b + (kFifthBit ? 48 : 16);
-    __m256i qh = _mm256_setzero_si256();
-    if constexpr (kFifthBit) qh = load256(b + 16);
     for (int j = 0; j < 8; ++j) {
       int sc, m;
       k4_scale_min(j, b + 4, sc, m);
-      __m256i q = field(load256(qs + 32 * (j / 2)), 4 * (j % 2), 0xF);
-      if constexpr (kFifthBit) q = _mm256_or_si256(q, _mm256_slli_epi16(field(qh, j, 1), 4));
-      const float mm = -dmin * static_cast<float>(m);
-      g[j] = {q, ones16(), d * static_cast<float>(sc), mm, mm};
+      h.d[j] = d * static_cast<float>(sc);
+      h.m[j] = -dmin * static_cast<float>(m);
     }
+    return h;
+  }
+  static Group group(const uint8_t* b, const Head& h, int j) {
+    __m256i q = field(load256(b + (kFifthBit ? 48 : 16) + 32 * (j / 2)), 4 * (j % 2), 0xF);
+    if constexpr (kFifthBit) q = _mm256_or_si256(q, _mm256_slli_epi16(field(load256(b + 16), j, 1), 4));
+    return {q, ones16(), h.d[j], h.m[j], h.m[j]};
   }
 };
 struct Q6_K {
   static constexpr int kGroups = 8, kBytes = 210;
   static constexpr bool kSigned = true, kHasMin = false;
-  static void decode(const uint8_t* b, Group* g) {
-    const float d = f16(b + 208);
+  struct Head { float d; };
+  static Head head(const uint8_t* b) { return {f16(b + 208)}; }
+  static Group group(const uint8_t* b, const Head& h, int j) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int j = 0; j < 8; ++j) {
-      const int h = j / 4, k = j % 4;
-      const __m256i low = field(load256(b + 64 * h + 32 * (k & 1)), k < 2 ? 0 : 4, 0xF);
-      const __m256i high = _mm256_slli_epi16(field(load256(b + 128 + 32 * h), 2 * k, 3), 4);
-      const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
-      g[j] = {q, scales16(sc[2 * j], sc[2 * j + 1]), d, 0, 0};
-    }
+    const int half = j / 4, k = j % 4;
+    const __m256i low = field(load256(b + 64 * half + 32 * (k & 1)), k < 2 ? 0 : 4, 0xF);
+    const __m256i high = _mm256_slli_epi16(field(load256(b + 128 + 32 * half), 2 * k, 3), 4);
+    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
+    return {q, scales16(sc[2 * j], sc[2 * j + 1]), h.d, 0, 0};
   }
 };
 
@@ -230,22 +257,27 @@ inline void dot_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blo
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * row_stride;
   for (int64_t blk = 0; blk < num_blocks; ++blk) {
-    Group g[R][Ty::kGroups];
+    typename Ty::Head head[R];
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       // Decode reads each weight row once: fetch the same columns two blocks ahead.
       _mm_prefetch(reinterpret_cast<const char*>(rows[r] + (blk + 2) * Ty::kBytes), _MM_HINT_T0);
-      Ty::decode(rows[r] + blk * Ty::kBytes, g[r]);
+      head[r] = Ty::head(rows[r] + blk * Ty::kBytes);
     }
     for (int k = 0; k < Ty::kGroups; ++k) {
+      Group g[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) g[r] = Ty::group(rows[r] + blk * Ty::kBytes, head[r], k);
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const ActBlockQ8& a = x[(t0 + t) * act_blocks + blk * Ty::kGroups + k];
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g[r][k].q, av), g[r][k].sc);
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_set1_ps(g[r][k].d * a.d), acc[r][t]);
+          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g[r].q, av), g[r].sc);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_set1_ps(g[r].d * a.d), acc[r][t]);
           if constexpr (Ty::kHasMin)
-            min_acc[r][t] +=
-                a.d * (g[r][k].m0 * static_cast<float>(a.sum[0]) + g[r][k].m1 * static_cast<float>(a.sum[1]));
+            min_acc[r][t] += a.d * (g[r].m0 * static_cast<float>(a.sum[0]) + g[r].m1 * static_cast<float>(a.sum[1]));
         }
       }
     }
