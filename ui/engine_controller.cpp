@@ -79,7 +79,10 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   }
   std::unique_ptr<gb::Backend> backend;
 #if defined(GLASSBOX_UI_CUDA)
-  if (device != "cpu") {
+  // The CUDA backend runs float weights only so far: auto keeps quantized files on the CPU.
+  bool quantized = false;
+  for (const gb::TensorView* t : (*model)->all_tensors()) quantized |= gb::kernels::is_quantized(t->dtype);
+  if (device == "cuda" || (device != "cpu" && !quantized)) {
     std::string why;
     if (gb::cuda_device_available(&why)) {
       auto cuda = gb::make_cuda_backend(*model, {});

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "engine_controller_state.h"
+#include "model/weight_report.h"
 
 namespace gbui {
 namespace {
@@ -176,9 +177,14 @@ UiModelInfo EngineController::modelInfo() const {
                  {"rope base", QString::number(c.rope_freq_base)}, {"rms eps", QString::number(c.rms_eps)},
                  {"tied classifier", c.tied_classifier ? "yes" : "no"}};
   for (const auto& [k, v] : m.metadata) info.metadata.push_back({QString::fromStdString(k), QString::fromStdString(v)});
-  std::map<std::string, int> types;
-  for (const gb::TensorView* t : m.all_tensors()) ++types[std::string(gb::dtype_info(t->dtype).name)];
-  for (const auto& [k, n] : types) info.tensorTypes.push_back({QString::fromStdString(k), QString::number(n)});
+  // One row per weight type (largest share first), then the whole model.
+  for (const gb::WeightTypeRow& r : gb::weight_type_table(m))
+    info.tensorTypes.push_back({QString::fromStdString(std::string(gb::dtype_info(r.type).name)),
+                                QStringLiteral("%1 tensors, %2 bytes, %3 bpw")
+                                    .arg(r.num_tensors)
+                                    .arg(r.num_bytes)
+                                    .arg(r.bits_per_weight(), 0, 'f', 2)});
+  info.tensorTypes.push_back({QStringLiteral("total"), QString::fromStdString(gb::weight_type_label(m))});
   info.numParameters = m.num_parameters();
   info.weightBytes = m.weight_bytes();
   info.contextLength = state_->engine->max_context();

@@ -50,7 +50,7 @@ void ModelInfoPanel::refresh() {
   auto* shapes = group(tr("Shapes"));
   for (const auto& [k, v] : m.shapes) new QTreeWidgetItem(shapes, {k, v});
   auto* types = group(tr("Tensor types"));
-  for (const auto& [k, v] : m.tensorTypes) new QTreeWidgetItem(types, {k, tr("%1 tensors").arg(v)});
+  for (const auto& [k, v] : m.tensorTypes) new QTreeWidgetItem(types, {k, v});
   auto* kv = group(tr("KV cache"));
   const int poolTokens = m.numBlocks * m.blockSize;
   new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),

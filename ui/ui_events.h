@@ -128,7 +128,7 @@ struct UiModelInfo {
   QString path, name, format, architecture, chatTemplate, tokenizerKind;
   QVector<QPair<QString, QString>> shapes;    // (label, value)
   QVector<QPair<QString, QString>> metadata;
-  QVector<QPair<QString, QString>> tensorTypes;  // (dtype, count)
+  QVector<QPair<QString, QString>> tensorTypes;  // (weight type, "N tensors, bytes, bpw"), then ("total", "Q4_K_M, 4.9 bpw")
   quint64 numParameters = 0;
   quint64 weightBytes = 0;
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;

@@ -1,13 +1,20 @@
-// `glassbox-cli info PATH [--json]`: describe a model file without running it:
-// format, architecture, shapes, parameter count, tensor types, weight bytes and
-// KV-cache bytes per token (F32, which our cache uses, and F16 for comparison).
+// `glassbox-cli info PATH [--json] [--ctx N] [--check-tensors] [--compare REF]`:
+// describe a model file without running it: format, architecture, shapes,
+// parameter count, a table of weight types (tensors, values, bytes, bits per
+// weight), weight bytes, KV-cache bytes per token (F32, which our cache uses,
+// and F16 for comparison) and a memory estimate (weights + KV pool at the
+// context). --check-tensors scans every block for NaN/Inf scales; --compare
+// prints the RMSE of every weight type against the same tensors of REF (e.g.
+// the F16 file a quantized one was made from).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
 #include "model/model.h"
+#include "model/weight_report.h"
 
 namespace gb::cli {
 namespace {
@@ -16,6 +23,9 @@ struct InfoArgs {
   std::string path;
   bool json = false;
   bool all_metadata = false;
+  bool check_tensors = false;
+  int32_t context_length = 0;
+  std::string compare;
 };
 
 std::string human_bytes(double bytes) {
@@ -27,14 +37,50 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
+// RMSE of each of m's weight types against the same tensors of ref.
+int print_comparison(const Model& m, const std::string& ref_path) {
+  auto loaded = load_model(ref_path);
+  if (!loaded) return fail(loaded.error().message);
+  const auto mine = m.all_tensors(), theirs = loaded.value()->all_tensors();
+  if (mine.size() != theirs.size()) return fail("--compare: the two models have different tensor lists");
+  struct Sum { int tensors = 0; double values = 0, sq_err = 0, sq_ref = 0; };
+  std::map<std::string, Sum> by_type;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const TensorView &a = *mine[i], &b = *theirs[i];
+    if (a.rows != b.rows || a.cols != b.cols) return fail("--compare: tensor " + a.name + " differs in shape");
+    std::vector<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.cols));
+    Sum& s = by_type[std::string(dtype_info(a.dtype).name)];
+    ++s.tensors;
+    for (int64_t r = 0; r < a.rows; ++r) {
+      kernels::weight_traits(a.dtype).dequantize_row(a.row(r), x.data(), a.cols);
+      kernels::weight_traits(b.dtype).dequantize_row(b.row(r), y.data(), b.cols);
+      for (size_t c = 0; c < x.size(); ++c) {
+        s.sq_err += (static_cast<double>(x[c]) - y[c]) * (static_cast<double>(x[c]) - y[c]);
+        s.sq_ref += static_cast<double>(y[c]) * y[c];
+      }
+      s.values += static_cast<double>(a.cols);
+    }
+  }
+  std::printf("rmse vs %s\n  %-8s %8s %14s %12s\n", ref_path.c_str(), "type", "tensors", "rmse", "rmse/rms");
+  for (const auto& [name, s] : by_type)
+    std::printf("  %-8s %8d %14.6g %12.6g\n", name.c_str(), s.tensors, std::sqrt(s.sq_err / s.values),
+                s.sq_ref > 0 ? std::sqrt(s.sq_err / s.sq_ref) : 0.0);
+  return 0;
+}
+
 int run_info(const InfoArgs& a) {
-  auto loaded = load_model(a.path);
+  LoadOptions load;
+  load.context_length = a.context_length;
+  load.check_tensors = a.check_tensors;
+  auto loaded = load_model(a.path, load);
   if (!loaded) return fail(loaded.error().message);
   const Model& m = *loaded.value();
   const ModelConfig& c = m.config;
   std::map<std::string, int> type_counts;  // dtype name -> number of tensors
   for (const TensorView* t : m.all_tensors()) ++type_counts[std::string(dtype_info(t->dtype).name)];
   const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
+  const auto types = weight_type_table(m);
+  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
 
   if (a.json) {
     nlohmann::json j = {
@@ -47,7 +93,14 @@ int run_info(const InfoArgs& a) {
         {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
         {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
         {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
-        {"has_vocabulary", m.vocabulary.has_value()}};
+        {"has_vocabulary", m.vocabulary.has_value()}, {"bits_per_weight", bits_per_weight(m)},
+        {"type_label", weight_type_label(m)}, {"memory_estimate_bytes", memory},
+        {"tensors_checked", a.check_tensors}};
+    nlohmann::json rows = nlohmann::json::array();
+    for (const WeightTypeRow& r : types)
+      rows.push_back({{"type", std::string(dtype_info(r.type).name)}, {"tensors", r.num_tensors},
+                      {"values", r.num_values}, {"bytes", r.num_bytes}, {"bits_per_weight", r.bits_per_weight()}});
+    j["weight_types"] = rows;
     nlohmann::json md = nlohmann::json::array();
     for (const auto& [k, v] : m.metadata) md.push_back({k, v});
     j["metadata"] = md;
@@ -72,11 +125,23 @@ int run_info(const InfoArgs& a) {
   std::printf("tensor types  ");
   for (const auto& [name, n] : type_counts) std::printf(" %s x %d", name.c_str(), n);
   std::printf("\n");
+  std::printf("weight types   %-8s %8s %14s %14s %7s\n", "type", "tensors", "values", "bytes", "bpw");
+  for (const WeightTypeRow& r : types)
+    std::printf("               %-8s %8d %14llu %14llu %7.3f\n", std::string(dtype_info(r.type).name).c_str(),
+                r.num_tensors, static_cast<unsigned long long>(r.num_values),
+                static_cast<unsigned long long>(r.num_bytes), r.bits_per_weight());
+  std::printf("               %-8s %8zu %14llu %14zu %7.3f  (%s)\n", "total", m.all_tensors().size(),
+              static_cast<unsigned long long>(m.num_parameters()), m.weight_bytes(), bits_per_weight(m),
+              weight_type_label(m).c_str());
   std::printf("weight bytes   %zu (%s); read per decoded token %s\n", m.weight_bytes(),
               human_bytes(static_cast<double>(m.weight_bytes())).c_str(),
               human_bytes(static_cast<double>(m.weight_bytes_per_token())).c_str());
   std::printf("KV per token   %zu bytes F32 (our cache), %zu bytes F16; %s F32 at full context\n", kv_f32, kv_f16,
               human_bytes(static_cast<double>(kv_f32) * c.context_length).c_str());
+  std::printf("memory         %s = weights %s + KV pool %s (F32, %d tokens)\n",
+              human_bytes(static_cast<double>(memory)).c_str(), human_bytes(static_cast<double>(m.weight_bytes())).c_str(),
+              human_bytes(static_cast<double>(memory - m.weight_bytes())).c_str(), c.context_length);
+  if (a.check_tensors) std::printf("tensor check   every block's scales are finite\n");
   std::printf("vocabulary     %s\n", m.vocabulary ? (std::to_string(m.vocabulary->tokens.size()) + " tokens (" +
                                                      m.vocabulary->model + ")").c_str()
                                                   : "none embedded");
@@ -84,6 +149,7 @@ int run_info(const InfoArgs& a) {
     std::printf("metadata:\n");
     for (const auto& [k, v] : m.metadata) std::printf("  %-40s %s\n", k.c_str(), v.c_str());
   }
+  if (!a.compare.empty()) return print_comparison(m, a.compare);
   return 0;
 }
 
@@ -93,6 +159,12 @@ const CommandRegistrar kRegistrar("info", "Describe a model file (GGUF or llama2
                                     sub.add_option("path", args->path, "Model file")->required();
                                     sub.add_flag("--json", args->json, "Print one JSON object");
                                     sub.add_flag("--metadata", args->all_metadata, "Also list every metadata key");
+                                    sub.add_option("--ctx", args->context_length,
+                                                   "Context for the memory estimate (default: the file's)");
+                                    sub.add_flag("--check-tensors", args->check_tensors,
+                                                 "Scan every weight block for NaN/Inf scales");
+                                    sub.add_option("--compare", args->compare,
+                                                   "Print each weight type's RMSE against this model's tensors");
                                     return [args] { return run_info(*args); };
                                   });
 

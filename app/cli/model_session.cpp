@@ -17,12 +17,14 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
   sub.add_option("--threads,-t", o.num_threads, "CPU threads (default: all cores)");
   sub.add_option("--device", o.device, "Compute device: auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  sub.add_flag("--check-tensors", o.check_tensors, "Scan every weight block for NaN/Inf scales while loading");
 }
 
 Result<ModelSession> open_model_session(const ModelOptions& o) {
   ModelSession s;
   LoadOptions load;
   load.context_length = o.context_length;
+  load.check_tensors = o.check_tensors;
   auto model = load_model(o.model_path, load);
   if (!model) return model.error();
   s.model = *model;
@@ -31,7 +33,11 @@ Result<ModelSession> open_model_session(const ModelOptions& o) {
   s.tokenizer = *tokenizer;
   s.context_length = s.model->config.context_length;
 #if defined(GLASSBOX_CLI_CUDA)
-  if (o.device != "cpu") {
+  bool quantized = false;
+  for (const TensorView* t : s.model->all_tensors()) quantized |= kernels::is_quantized(t->dtype);
+  // The CUDA backend runs float weights only so far: auto picks the CPU for
+  // quantized files, an explicit --device cuda reports why it cannot.
+  if (o.device == "cuda" || (o.device == "auto" && !quantized)) {
     std::string why;
     if (cuda_device_available(&why)) {
       auto backend = make_cuda_backend(s.model, {});

@@ -22,6 +22,7 @@ struct ModelOptions {
   int32_t context_length = 0;  // 0: the file's context
   int32_t num_threads = 0;     // 0: all cores
   std::string device = "auto"; // auto | cpu | cuda
+  bool check_tensors = false;  // scan every block for NaN/Inf scales at load
 };
 
 // Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand.

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "cpu/convert.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_quant.h"
 #include "cpu/ops.h"
 #include "cpu/paged_attention.h"
 
@@ -13,27 +13,9 @@ namespace gb {
 
 namespace {
 
-kernels::ElemType to_elem(DType t) {
-  switch (t) {
-    case DType::F32: return kernels::ElemType::F32;
-    case DType::F16: return kernels::ElemType::F16;
-    case DType::BF16: return kernels::ElemType::BF16;
-  }
-  return kernels::ElemType::F32;
-}
-
-// Converts one row of a weight tensor to float32.
+// Converts one row of a weight tensor (any type in the weight-type table) to float32.
 void row_to_f32(const TensorView& t, int64_t r, float* out) {
-  const std::byte* src = t.row(r);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(out, src, static_cast<size_t>(t.cols) * sizeof(float)); break;
-    case DType::F16:
-      kernels::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), out, static_cast<size_t>(t.cols));
-      break;
-    case DType::BF16:
-      kernels::bf16_to_f32_row(reinterpret_cast<const uint16_t*>(src), out, static_cast<size_t>(t.cols));
-      break;
-  }
+  kernels::weight_traits(t.dtype).dequantize_row(t.row(r), out, t.cols);
 }
 
 // Below this many multiply-adds a dispatch costs more than it saves (a wake-up
@@ -107,8 +89,23 @@ size_t CpuBackend::kv_pool_bytes() const {
 
 void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
                               int64_t num_tokens) {
+  const int64_t cols = mats.begin()->first->cols;
+  // Quantized weights want 8-bit activations: quantize x once for the whole
+  // group, before the rows are split across threads.
+  kernels::MatmulInput in{x, nullptr};
+  bool wants_q8 = false;
+  for (const auto& m : mats) wants_q8 |= kernels::weight_traits(m.first->dtype).activation == kernels::ActivationType::Q8;
+  if (wants_q8) {
+    grow(xq_, static_cast<size_t>(num_tokens * cols / kernels::kActBlock));
+    const auto quantize = [&](int64_t begin, int64_t end, int) {
+      kernels::quantize_activations(x, cols, begin, end, xq_.data());
+    };
+    if (num_tokens * cols < kMinParallelMacs / 16) quantize(0, num_tokens, 0);
+    else pool_.parallel_for(num_tokens, quantize);
+    in.q8 = xq_.data();
+  }
   // Concatenate the row ranges of all matrices and split the total across threads
-  // in multiples of 4 rows (the kernel's tile height).
+  // in multiples of 4 rows (the float kernel's tile height).
   int64_t total = 0;
   for (const auto& m : mats) total += m.first->rows;
   const auto run = [&](int64_t begin, int64_t end, int) {
@@ -116,11 +113,12 @@ void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*,
     for (const auto& [w, y] : mats) {
       const int64_t lo = std::max(begin, base), hi = std::min(end, base + w->rows);
       if (lo < hi)
-        kernels::matmul(y, w->rows, x, w->data, to_elem(w->dtype), num_tokens, w->cols, lo - base, hi - base);
+        kernels::matmul_weights(y, w->rows, in, w->data, static_cast<int64_t>(w->row_bytes()),
+                                kernels::weight_traits(w->dtype), num_tokens, w->cols, lo - base, hi - base);
       base += w->rows;
     }
   };
-  const int64_t macs = total * mats.begin()->first->cols * num_tokens;
+  const int64_t macs = total * cols * num_tokens;
   if (macs < kMinParallelMacs) run(0, total, 0);
   else pool_.parallel_for(total, run, 4);
 }

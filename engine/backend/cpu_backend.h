@@ -1,6 +1,6 @@
 // CpuBackend: the reference implementation of Backend on the host. It reads the
-// memory-mapped weights in place (F32, F16 or BF16, converted on the fly inside
-// the matmul kernels) and keeps the KV pool in host memory. Matrix products and
+// memory-mapped weights in place (float or quantized, any type of the weight-type
+// table in kernels/cpu/weight_type.h, decoded on the fly inside the matmul kernels) and keeps the KV pool in host memory. Matrix products and
 // attention heads are split across a ThreadPool owned by the backend.
 //
 // This backend is the oracle: every other path (CUDA, batching, paging, prefix
@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
   std::vector<float> up_;      // (num_tokens, hidden_dim)
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
   std::vector<float> final_;   // (num_logits, dim)
+  std::vector<kernels::ActBlockQ8> xq_;  // (num_tokens, cols / 32) activations of a quantized matmul
 };
 
 }  // namespace gb

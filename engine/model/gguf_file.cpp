@@ -29,14 +29,16 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims 0
 }  // namespace
 
 std::string ggml_type_label(uint32_t code) {
-  // Names of the ggml_type codes (GGUF spec); only F32/F16/BF16 are supported.
-  static constexpr std::array<std::string_view, 36> kNames = {
-      "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K",
-      "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",
-      "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16", "Q4_0_4_4", "Q4_0_4_8",
-      "Q4_0_8_8", "TQ1_0", "TQ2_0"};
-  if (code < kNames.size()) return std::string(kNames[code]) + " (ggml type " + std::to_string(code) + ")";
-  return "ggml type " + std::to_string(code);
+  const std::string_view name = kernels::ggml_type_name(code);
+  if (!name.empty()) return std::string(name) + " (ggml type " + std::to_string(code) + ")";
+  return "unknown ggml type " + std::to_string(code);
+}
+
+std::string supported_type_list() {
+  std::string s;
+  for (int i = 0; i < kernels::kNumWeightTypes; ++i)
+    s += (i ? ", " : "") + std::string(kernels::weight_traits(static_cast<kernels::WeightType>(i)).name);
+  return s;
 }
 
 uint64_t GgufTensorInfo::num_elements() const {
@@ -188,11 +190,17 @@ class GgufParser {
     GB_TRY(cur_.read(t.ggml_type, "tensor type"));
     GB_TRY(cur_.read(t.offset, "tensor offset"));
     auto dtype = dtype_from_gguf(t.ggml_type);
-    if (!dtype) return fail("unsupported tensor type " + ggml_type_label(t.ggml_type) + " for tensor " + t.name);
+    if (!dtype)
+      return fail("tensor " + t.name + " has type " + ggml_type_label(t.ggml_type) +
+                  ", which Glassbox cannot run (supported: " + supported_type_list() + ")");
     t.dtype = *dtype;
+    // Blocks never straddle rows: the row length (ne[0]) must be whole blocks.
+    const DTypeInfo info = dtype_info(t.dtype);
+    if (t.dims[0] % info.block_elements != 0)
+      return fail("tensor " + t.name + " has rows of " + std::to_string(t.dims[0]) + " values, not a whole number of " +
+                  std::string(info.name) + " blocks of " + std::to_string(info.block_elements));
     auto bytes = dtype_bytes(t.dtype, num_elements);
-    if (!bytes) return fail("tensor " + t.name + " is not a whole number of " +
-                            std::string(dtype_info(t.dtype).name) + " blocks");
+    if (!bytes) return fail("tensor " + t.name + " is not a whole number of " + std::string(info.name) + " blocks");
     t.num_bytes = *bytes;
     if (!tensor_names_seen_.insert(t.name).second) return fail("duplicate tensor name " + t.name);
     out_.tensors_.push_back(std::move(t));

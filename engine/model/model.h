@@ -90,6 +90,10 @@ struct LoadOptions {
   // A value above the file's context is honoured (stories260K.gguf declares 128
   // but was trained at 512); config.context_length reports what was asked for.
   int32_t context_length = 0;
+  // Scan every weight block for NaN/Inf scales (and float weights for NaN/Inf
+  // values) after loading; the error names the first bad tensor and block.
+  // Reads the whole file, so it is off by default.
+  bool check_tensors = false;
 };
 
 // Loads and validates a model file. Every size, offset, count and string length

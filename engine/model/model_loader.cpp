@@ -17,6 +17,7 @@
 #include "model/mapped_file.h"
 #include "model/model.h"
 #include "model/model_validation.h"
+#include "model/weight_report.h"
 
 namespace gb {
 
@@ -202,7 +203,7 @@ class GgufLlamaReader {
   }
 
   // A (n) vector, always handed out as F32: norms are tiny, and converting them
-  // once here spares every backend a non-F32 norm path.
+  // once here (from any table type) spares every backend a non-F32 norm path.
   Status vector(const std::string& name, int64_t n, TensorView& out) {
     const GgufTensorInfo* t = nullptr;
     GB_TRY(find(name, t));
@@ -214,11 +215,7 @@ class GgufLlamaReader {
     out = TensorView{name, DType::F32, f_.tensor_data(*t), 1, n};
     if (t->dtype == DType::F32) return Status::success();
     std::vector<std::byte> converted(static_cast<size_t>(n) * sizeof(float));  // (n) f32
-    const auto* src = reinterpret_cast<const uint16_t*>(f_.tensor_data(*t));
-    auto* dst = reinterpret_cast<float*>(converted.data());
-    if (t->dtype == DType::F16) kernels::f16_to_f32_row(src, dst, static_cast<size_t>(n));
-    else if (t->dtype == DType::BF16) kernels::bf16_to_f32_row(src, dst, static_cast<size_t>(n));
-    else return fail("tensor " + name + ": no conversion to F32 for " + std::string(dtype_info(t->dtype).name));
+    kernels::weight_traits(t->dtype).dequantize_row(f_.tensor_data(*t), reinterpret_cast<float*>(converted.data()), n);
     m_.owned_buffers.push_back(std::move(converted));
     out.data = m_.owned_buffers.back().data();
     return Status::success();
@@ -310,6 +307,7 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
     model->metadata.emplace_back("file context length", std::to_string(c.context_length));
     c.context_length = options.context_length;
   }
+  if (options.check_tensors) GB_TRY(check_tensor_values(*model));
   return std::shared_ptr<const Model>(std::move(model));
 }
 

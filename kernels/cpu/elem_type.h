@@ -1,9 +1,11 @@
-// Storage types the CPU kernels read weights in. Mirrors gb::DType (engine/model/
-// dtype.h) without depending on the engine; the CPU backend maps one to the other.
+// The float weight types the float32-activation matmul reads (F32, F16, BF16).
+// An alias of WeightType: the one weight-type table is kernels/cpu/weight_type.h.
 #pragma once
+
+#include "cpu/weight_type.h"
 
 namespace gb::kernels {
 
-enum class ElemType { F32, F16, BF16 };
+using ElemType = WeightType;
 
 }  // namespace gb::kernels

@@ -179,6 +179,7 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype
     case ElemType::F32: matmul_typed<ElemType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
     case ElemType::F16: matmul_typed<ElemType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
     case ElemType::BF16: matmul_typed<ElemType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    default: break;  // quantized types go through matmul_quant_avx2.cpp
   }
 }
 

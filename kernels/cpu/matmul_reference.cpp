@@ -9,6 +9,7 @@ inline float load(const void* w, ElemType t, int64_t i) {
     case ElemType::F32: return static_cast<const float*>(w)[i];
     case ElemType::F16: return f16_to_f32(static_cast<const uint16_t*>(w)[i]);
     case ElemType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(w)[i]);
+    default: break;  // quantized types go through matmul_quant.h
   }
   return 0.0f;
 }

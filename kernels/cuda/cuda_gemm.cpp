@@ -2,6 +2,8 @@
 
 #include <library_types.h>
 
+#include <string>
+
 #include "cuda/cuda_check.h"
 
 namespace gb::cuda {
@@ -18,6 +20,8 @@ Status gemm_rows(cublasHandle_t handle, const DeviceMatrix& w, const void* x, in
     case DType::F32: break;
     case DType::F16: type = CUDA_R_16F; compute = CUBLAS_COMPUTE_32F; break;
     case DType::BF16: type = CUDA_R_16BF; compute = CUBLAS_COMPUTE_32F; break;
+    default: return make_error("cuBLAS GEMM: weight type " + std::string(kernels::weight_traits(w.dtype).name) +
+                               " is not a float type");
   }
   const float alpha = 1.0f;
   const auto m = static_cast<int>(w.rows), k = static_cast<int>(w.cols);

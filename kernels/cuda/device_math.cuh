@@ -18,7 +18,7 @@ __device__ __forceinline__ float load_as_float(const void* row, int64_t i, DType
   switch (dtype) {
     case DType::F16: return __half2float(static_cast<const __half*>(row)[i]);
     case DType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(row)[i]);
-    case DType::F32: break;
+    default: break;  // F32 (quantized types never reach this loader)
   }
   return static_cast<const float*>(row)[i];
 }

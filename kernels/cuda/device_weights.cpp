@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "cpu/convert.h"
+#include "cpu/weight_type.h"
 #include "model/model.h"
 
 namespace gb::cuda {
@@ -40,12 +40,7 @@ Result<DeviceMatrix> upload_rows(const Model& model, std::byte* dst, std::initia
 
 Status upload_norm(const TensorView& t, float* dst) {
   std::vector<float> host(static_cast<size_t>(t.num_elements()));
-  const auto* raw = static_cast<const uint16_t*>(t.data);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(host.data(), t.data, host.size() * sizeof(float)); break;
-    case DType::F16: kernels::f16_to_f32_row(raw, host.data(), host.size()); break;
-    case DType::BF16: kernels::bf16_to_f32_row(raw, host.data(), host.size()); break;
-  }
+  kernels::weight_traits(t.dtype).dequantize_row(t.data, host.data(), t.num_elements());
   GB_CUDA_TRY(cudaMemcpy(dst, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
   return {};
 }
@@ -62,6 +57,10 @@ Status DeviceWeights::upload(const Model& model) {
   GB_TRY(expect_shape(model, w.token_embedding, c.vocab_size, c.dim));
   GB_TRY(expect_shape(model, w.classifier, c.vocab_size, c.dim));
   GB_TRY(expect_shape(model, w.output_norm, 1, c.dim));
+  for (const TensorView* t : model.all_tensors())
+    if (kernels::is_quantized(t->dtype))
+      return make_error(model.path + ": tensor " + t->name + " is " + std::string(kernels::weight_traits(t->dtype).name) +
+                        "; the CUDA backend runs F32/F16/BF16 weights only so far (use --device cpu)");
   for (const LayerWeights& l : w.layers) {
     GB_TRY(expect_shape(model, l.attn_norm, 1, c.dim));
     GB_TRY(expect_shape(model, l.ffn_norm, 1, c.dim));

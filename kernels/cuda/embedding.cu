@@ -48,6 +48,7 @@ cudaError_t launch_cast(const float* x, int64_t n, void* out, DType dtype, cudaS
       break;
     case DType::F32:
       return cudaMemcpyAsync(out, x, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    default: return cudaErrorInvalidValue;  // quantized types are never cast targets
   }
   return cudaGetLastError();
 }

@@ -3,6 +3,8 @@
 // Every error must name the file and the problem.
 #include <cstring>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "gb_test.h"
 #include "model/gguf_file.h"
@@ -33,6 +35,18 @@ std::string write_llama2c(const std::string& name, std::vector<int32_t> header, 
   std::vector<uint8_t> bytes(28 + num_weight_bytes, 0);
   for (size_t i = 0; i < 7; ++i) gbtest::poke<uint32_t>(bytes, 4 * i, static_cast<uint32_t>(header[i]));
   return gbtest::write_bytes(name, bytes);
+}
+
+// Offset of ne[0] in the tensor info of 2-D tensor `name`: found by its u64
+// length prefix, name and dimension count (the name alone also occurs in text).
+size_t tensor_dims_field(const std::vector<uint8_t>& bytes, const std::string& name) {
+  std::string key(8, '\0');
+  key[0] = static_cast<char>(name.size());
+  key += name;
+  key += std::string("\x02\0\0\0", 4);
+  const size_t at = gbtest::find_bytes(bytes, key);
+  GB_CHECK(at != std::string::npos);
+  return at + key.size();
 }
 
 }  // namespace
@@ -167,13 +181,52 @@ GB_TEST(missing_required_key) {
 }
 
 GB_TEST(unsupported_tensor_type) {
+  // Types outside the weight-type table are refused while the tensor list is
+  // read (before anything is allocated), naming the tensor and the type.
+  TinyGgufOptions o;
+  for (const auto& [code, name] : std::vector<std::pair<uint32_t, std::string>>{
+           {16, "IQ2_XXS"}, {19, "IQ1_S"}, {21, "IQ3_S"}, {34, "TQ1_0"}, {39, "MXFP4"}, {15, "Q8_K"}}) {
+    o.q_tensor_type = code;
+    expect_load_error(gbtest::write_tiny_gguf("type" + std::to_string(code) + ".gguf", o),
+                      "tensor blk.0.attn_q.weight has type " + name + " (ggml type " + std::to_string(code) +
+                          "), which Glassbox cannot run (supported: F32, F16, BF16, Q4_0");
+  }
+  o.q_tensor_type = 999;
+  expect_load_error(gbtest::write_tiny_gguf("q999.gguf", o),
+                    "tensor blk.0.attn_q.weight has type unknown ggml type 999, which Glassbox cannot run");
+}
+
+GB_TEST(quantized_row_not_whole_blocks) {
+  // The tiny model's rows have 8 values; a Q8_0 block holds 32.
   TinyGgufOptions o;
   o.q_tensor_type = 8;
   expect_load_error(gbtest::write_tiny_gguf("q8.gguf", o),
-                    "unsupported tensor type Q8_0 (ggml type 8) for tensor blk.0.attn_q.weight");
-  o.q_tensor_type = 999;
-  expect_load_error(gbtest::write_tiny_gguf("q999.gguf", o),
-                    "unsupported tensor type ggml type 999 for tensor blk.0.attn_q.weight");
+                    "tensor blk.0.attn_q.weight has rows of 8 values, not a whole number of Q8_0 blocks of 32");
+  // A real Q4_K file whose first tensor claims rows of 128 values (half a super-block).
+  GB_REQUIRE_SHARED(src, "testdata/quant/Q4_K.gguf");
+  auto bytes = gbtest::read_bytes(src);
+  gbtest::poke<uint64_t>(bytes, tensor_dims_field(bytes, "real"), 128);  // ne[0]
+  expect_load_error(gbtest::write_bytes("q4k-half-row.gguf", bytes),
+                    "tensor real has rows of 128 values, not a whole number of Q4_K blocks of 256");
+}
+
+GB_TEST(quantized_truncated_block_data) {
+  GB_REQUIRE_SHARED(src, "testdata/quant/Q6_K.gguf");
+  auto bytes = gbtest::read_bytes(src);
+  bytes.resize(bytes.size() - 300);  // cut into the last tensor's blocks
+  expect_load_error(gbtest::write_bytes("q6k-truncated.gguf", bytes), "truncated tensor data: tensor extreme needs");
+}
+
+GB_TEST(quantized_shape_does_not_fit_the_bytes) {
+  // 32 rows instead of 16: the blocks would run into the next tensor.
+  GB_REQUIRE_SHARED(src, "testdata/quant/IQ4_XS.gguf");
+  auto bytes = gbtest::read_bytes(src);
+  gbtest::poke<uint64_t>(bytes, tensor_dims_field(bytes, "real") + 8, 32);  // ne[1]
+  expect_load_error(gbtest::write_bytes("iq4xs-rows.gguf", bytes), "tensors real and extreme overlap");
+  // The last tensor growing past the end of the file instead.
+  bytes = gbtest::read_bytes(src);
+  gbtest::poke<uint64_t>(bytes, tensor_dims_field(bytes, "extreme") + 8, 64);
+  expect_load_error(gbtest::write_bytes("iq4xs-past-end.gguf", bytes), "truncated tensor data: tensor extreme");
 }
 
 GB_TEST(unsupported_architecture) {

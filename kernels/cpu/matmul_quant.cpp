@@ -1,0 +1,107 @@
+#include "cpu/matmul_quant.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cpu/matmul.h"
+
+namespace gb::kernels {
+
+namespace avx2 {
+using QuantMatmulFn = void (*)(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
+                               int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end);
+QuantMatmulFn quant_matmul_kernel(WeightType t);
+void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, ActBlockQ8* out);
+}  // namespace avx2
+
+namespace {
+
+// Programmer errors (kernels do not depend on engine/core): fail hard with the line.
+#define GB_KCHECK(expr)                                                                  \
+  do {                                                                                   \
+    if (!(expr)) {                                                                       \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #expr);     \
+      std::abort();                                                                      \
+    }                                                                                    \
+  } while (0)
+
+void quantize_activations_scalar(const float* x, int64_t cols, int64_t token_begin, int64_t token_end,
+                                 ActBlockQ8* out) {
+  const int64_t blocks = cols / kActBlock;
+  for (int64_t t = token_begin; t < token_end; ++t) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* v = x + t * cols + b * kActBlock;
+      ActBlockQ8& o = out[t * blocks + b];
+      float amax = 0.0f;
+      for (int i = 0; i < kActBlock; ++i) amax = std::fmax(amax, std::fabs(v[i]));
+      o.d = amax / 127.0f;
+      const float id = o.d != 0.0f ? 127.0f / amax : 0.0f;
+      int sums[2] = {0, 0};
+      for (int i = 0; i < kActBlock; ++i) {
+        const int q = static_cast<int>(std::nearbyint(v[i] * id));
+        o.qs[i] = static_cast<int8_t>(q);
+        sums[i / 16] += q;
+      }
+      o.sum[0] = static_cast<int16_t>(sums[0]);
+      o.sum[1] = static_cast<int16_t>(sums[1]);
+    }
+  }
+}
+}  // namespace
+
+void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, ActBlockQ8* out) {
+  GB_KCHECK(cols % kActBlock == 0);
+#if defined(__x86_64__)
+  if (matmul_has_simd()) {
+    avx2::quantize_activations(x, cols, token_begin, token_end, out);
+    return;
+  }
+#endif
+  quantize_activations_scalar(x, cols, token_begin, token_end, out);
+}
+
+void matmul_weights_reference(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
+                              const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
+                              int64_t row_end) {
+  const bool q8 = traits.activation == ActivationType::Q8;
+  GB_KCHECK(q8 ? x.q8 != nullptr : x.f32 != nullptr);
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const void* act = q8 ? static_cast<const void*>(x.q8 + t * (cols / kActBlock))
+                         : static_cast<const void*>(x.f32 + t * cols);
+    for (int64_t r = row_begin; r < row_end; ++r)
+      y[t * ldy + r] = traits.vec_dot(cols, static_cast<const uint8_t*>(w) + r * row_stride_bytes, act);
+  }
+}
+
+void matmul_weights(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
+                    const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
+                    int64_t row_end) {
+  if (traits.activation == ActivationType::F32) {
+    // Float weights: the float32 matmul (contiguous rows, stride = cols values).
+    GB_KCHECK(row_stride_bytes == cols * traits.block_bytes);
+    matmul(y, ldy, x.f32, w, traits.type, num_tokens, cols, row_begin, row_end);
+    return;
+  }
+  GB_KCHECK(x.q8 != nullptr && cols % traits.block_elements == 0);
+#if defined(__x86_64__)
+  if (matmul_has_simd()) {
+    if (auto fn = avx2::quant_matmul_kernel(traits.type)) {
+      fn(y, ldy, x.q8, w, row_stride_bytes, num_tokens, cols, row_begin, row_end);
+      return;
+    }
+  }
+#endif
+  matmul_weights_reference(y, ldy, x, w, row_stride_bytes, traits, num_tokens, cols, row_begin, row_end);
+}
+
+bool matmul_weights_has_simd(WeightType t) {
+#if defined(__x86_64__)
+  return matmul_has_simd() && (!is_quantized(t) || avx2::quant_matmul_kernel(t) != nullptr);
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+}  // namespace gb::kernels

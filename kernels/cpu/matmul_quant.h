@@ -1,0 +1,42 @@
+// Matrix products with weights of any type in the weight-type table
+// (weight_type.h), addressed by rows with a stride in bytes:
+//
+//   W: (rows, cols) in traits.type; row r starts at w + r * row_stride_bytes
+//   x: (num_tokens, cols) activations in the form traits.activation asks for:
+//      float32 rows, or ActBlockQ8 rows of cols / 32 blocks made once per matmul
+//      by quantize_activations() before the rows are split across threads
+//   y: (num_tokens, ldy) float32; rows [row_begin, row_end) of each token
+//
+// matmul_weights_reference runs the table's scalar vec_dot per (row, token): the
+// oracle. matmul_weights picks the fastest path this CPU supports (cpuid at run
+// time): AVX2 kernels per type where they exist, else the reference.
+// No threads of their own; any thread may call them on disjoint row ranges.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/weight_type.h"
+
+namespace gb::kernels {
+
+struct MatmulInput {
+  const float* f32 = nullptr;       // (num_tokens, cols) for float weight types
+  const ActBlockQ8* q8 = nullptr;   // (num_tokens, cols / 32) for quantized types
+};
+
+// Quantizes rows [token_begin, token_end) of x (num_tokens, cols), cols a
+// multiple of 32, to 8-bit blocks: d = max|x| / 127 per block of 32, q = round(x / d).
+void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, ActBlockQ8* out);
+
+void matmul_weights_reference(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
+                              const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
+                              int64_t row_end);
+
+void matmul_weights(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
+                    const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
+                    int64_t row_end);
+
+// True when matmul_weights has a SIMD kernel for type t on this CPU.
+bool matmul_weights_has_simd(WeightType t);
+
+}  // namespace gb::kernels

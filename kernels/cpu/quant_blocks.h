@@ -1,0 +1,76 @@
+// Byte layouts of the GGML/GGUF quantized blocks (written from the GGUF
+// specification's block definitions; all multi-byte fields little-endian, f16
+// scales IEEE half). Shared by the scalar reference, the AVX2 kernels and the
+// quantizer so every reader agrees on offsets. Pure data; any thread.
+//
+//   Q4_0   (32 values, 18 B): f16 d | u8 qs[16]         x = d * (nibble - 8); low nibbles = values 0..15
+//   Q4_1   (32, 20 B): f16 d | f16 m | u8 qs[16]        x = d * nibble + m
+//   Q5_0   (32, 22 B): f16 d | u32 qh | u8 qs[16]       x = d * ((nibble | bit<<4) - 16); bit j of qh = value j
+//   Q5_1   (32, 24 B): f16 d | f16 m | u32 qh | qs[16]  x = d * (nibble | bit<<4) + m
+//   Q8_0   (32, 34 B): f16 d | i8 qs[32]                x = d * q
+//   IQ4_NL (32, 18 B): f16 d | u8 qs[16]                x = d * kIq4nlValues[nibble]
+//   Q2_K  (256, 84 B): u8 scales[16] | u8 qs[64] | f16 d | f16 dmin
+//   Q3_K  (256, 110 B): u8 hmask[32] | u8 qs[64] | u8 scales[12] | f16 d
+//   Q4_K  (256, 144 B): f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
+//   Q5_K  (256, 176 B): f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]
+//   Q6_K  (256, 210 B): u8 ql[128] | u8 qh[64] | i8 scales[16] | f16 d
+//   IQ4_XS (256, 136 B): f16 d | u16 scales_h | u8 scales_l[4] | u8 qs[128]
+//
+// K-type value order inside a 256-value super-block, as "groups" of 32 values
+// (g = 0..7; the scalar and SIMD code both walk this order):
+//   Q2_K/Q3_K: group g = 4*h + s (half h, shift s): value l (0..31) is
+//              (qs[32h + l] >> 2s) & 3; sub-block scales[2g], scales[2g+1] cover
+//              values 0..15 and 16..31. Q3_K's high bit is (hmask[l] >> g) & 1 and a
+//              clear bit subtracts 4.
+//   Q4_K/Q5_K: group g: chunk c = g/2 of 32 bytes qs[32c..]; even g takes the low
+//              nibbles, odd g the high ones; Q5_K's fifth bit is (qh[l] >> g) & 1.
+//              Scale and min g are 6-bit values packed in scales[12] (see
+//              k4_scale_min).
+//   Q6_K:      half h = g/4, k = g%4: low 4 bits from ql[64h + 32*(k&1) + l], the
+//              low nibble for k < 2 and the high one otherwise; high 2 bits
+//              (qh[32h + l] >> 2k) & 3; value - 32; sub-scales scales[2g], [2g+1].
+//   IQ4_XS:    group g: qs[16g..16g+15] as an IQ4_NL block, 6-bit scale minus 32.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace gb::kernels::quant {
+
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+inline uint16_t read_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+inline uint32_t read_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Q4_K/Q5_K: the 6-bit scale and min of group j (0..7) from the 12 packed bytes.
+// Groups 0..3: low 6 bits of bytes j and j+4. Groups 4..7: low nibble / high
+// nibble of byte j+4, with the top two bits from bytes j-4 and j.
+inline void k4_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = static_cast<uint8_t>((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// Q3_K: the 6-bit scale of sub-block j (0..15), still offset by 32. Low 4 bits
+// from scales[j] (j < 8) or scales[j-8] >> 4; high 2 bits from byte 8 + j%4.
+inline int q3k_scale(int j, const uint8_t* s) {
+  const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return low | (high << 4);
+}
+
+// IQ4_XS: the 6-bit scale of group j (0..7), still offset by 32.
+inline int iq4xs_scale(int j, uint16_t scales_h, const uint8_t* scales_l) {
+  return ((scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((scales_h >> (2 * j)) & 3) << 4);
+}
+
+}  // namespace gb::kernels::quant

@@ -1,0 +1,147 @@
+// glassbox-cli quantize's engine side: the mixture rules reproduce the tensor
+// types llama-quantize chose in ../shared/models/quant-llama (its README: the
+// K_M mixtures inside the layers are llama-quantize's defaults; the tied
+// output/embedding was forced to the base type there with
+// --output-tensor-type, so it is left out of the comparison); a quantized
+// file loads and runs; every type's quantizer round-trips Gaussian rows within
+// its expected error; the NaN/Inf scale scan names the tensor and block.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backend/backend.h"
+#include "gb_test.h"
+#include "model/gguf_file.h"
+#include "model/mapped_file.h"
+#include "model/model.h"
+#include "model/quantize_model.h"
+#include "model/weight_report.h"
+#include "model_test_files.h"
+
+namespace {
+
+void check_plan_matches(const std::string& file_key, const std::string& type) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-F16.gguf");
+  GB_REQUIRE_SHARED(ref_path, "models/quant-llama/refs/quant-llama-" + file_key + ".json");
+  std::ifstream in(ref_path);
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  gb::QuantizeOptions o;
+  o.type = type;
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY2(plan.ok(), plan.ok() ? "" : plan.error().message.c_str());
+  int compared = 0;
+  for (const auto& [name, t] : *plan) {
+    if (name == "token_embd.weight") continue;
+    const std::string want = ref["tensor_types"][name].get<std::string>();
+    QVERIFY2(want == std::string(gb::dtype_info(t).name),
+             (type + " " + name + ": ours " + std::string(gb::dtype_info(t).name) + ", llama-quantize " + want).c_str());
+    ++compared;
+  }
+  QCOMPARE(compared, 37);
+}
+
+}  // namespace
+
+GB_TEST(mixture_rules_match_llama_quantize) {
+  check_plan_matches("Q4_K_M", "Q4_K_M");
+  check_plan_matches("Q5_K_M", "Q5_K_M");
+  check_plan_matches("Q3_K_M", "Q3_K_M");
+  check_plan_matches("Q2_K", "Q2_K");
+  check_plan_matches("IQ4_XS", "IQ4_XS");
+  check_plan_matches("Q6_K", "Q6_K");
+}
+
+GB_TEST(tied_output_gets_q6_k_and_pure_keeps_one_type) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-F16.gguf");
+  gb::QuantizeOptions o;
+  o.type = "Q4_0";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  QVERIFY(plan->front().first == "token_embd.weight" && plan->front().second == gb::DType::Q6_K);
+  o.pure = true;
+  plan = gb::plan_quantization(src, o);
+  for (const auto& [name, t] : *plan) QVERIFY2(t == gb::DType::Q4_0 || t == gb::DType::F32, name.c_str());
+  o.type = "Q7_X";
+  QVERIFY(!gb::plan_quantization(src, o).ok());
+}
+
+GB_TEST(quantized_file_loads_and_runs) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-F16.gguf");
+  const std::string out = gbtest::temp_dir() + "/ql-q4km.gguf";
+  gb::QuantizeOptions o;
+  o.type = "Q4_K_M";
+  auto report = gb::quantize_model(src, out, o);
+  QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+  QVERIFY(!std::ifstream(out + ".partial").good());  // renamed when complete
+  for (const auto& t : *report)
+    if (t.from != t.to) {
+      // Relative RMSE of 4- and 6-bit codes on Gaussian-like weights.
+      const double rel = t.rmse / t.source_rms;
+      QVERIFY2(rel < (t.to == gb::DType::Q6_K ? 0.03 : 0.1), (t.name + " " + std::to_string(rel)).c_str());
+    }
+  gb::LoadOptions load;
+  load.check_tensors = true;
+  auto m = gb::load_model(out, load);
+  QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
+  QCOMPARE(gb::weight_type_label(**m).substr(0, 8), std::string("Q4_K_M, "));
+  auto backend = gb::make_cpu_backend(*m);
+  QVERIFY(backend->init_kv_pool({4, 16}).ok());
+  gb::BatchLayout batch;
+  const std::vector<gb::TokenId> ids = {1, 9038, 2501, 263, 931};
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  batch.add_sequence(ids.data(), 5, 0, table.data(), 4, false);
+  std::vector<float> logits(32000);
+  QVERIFY(backend->forward(batch, logits).ok());
+  for (float v : logits) QVERIFY(std::isfinite(v));
+}
+
+GB_TEST(every_quantizer_round_trips_gaussian_rows) {
+  // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
+  // search should land well inside them; these catch layout/packing slips,
+  // which give errors of order 1).
+  const std::map<gb::DType, double> bound = {
+      {gb::DType::Q8_0, 0.006}, {gb::DType::Q6_K, 0.02}, {gb::DType::Q5_0, 0.045}, {gb::DType::Q5_1, 0.04},
+      {gb::DType::Q5_K, 0.04},  {gb::DType::Q4_0, 0.09}, {gb::DType::Q4_1, 0.085}, {gb::DType::Q4_K, 0.085},
+      {gb::DType::IQ4_NL, 0.085}, {gb::DType::IQ4_XS, 0.09}, {gb::DType::Q3_K, 0.19}, {gb::DType::Q2_K, 0.38}};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(4096), back(4096);
+  for (auto& v : x) v = d(rng);
+  for (const auto& [type, limit] : bound) {
+    const auto& tr = gb::kernels::weight_traits(type);
+    std::vector<uint8_t> q(*gb::dtype_bytes(type, x.size()));
+    tr.quantize_row(x.data(), q.data(), static_cast<int64_t>(x.size()));
+    tr.dequantize_row(q.data(), back.data(), static_cast<int64_t>(x.size()));
+    double err = 0;
+    for (size_t i = 0; i < x.size(); ++i) err += std::pow(static_cast<double>(back[i]) - x[i], 2);
+    const double rel = std::sqrt(err / static_cast<double>(x.size()));
+    std::printf("%-7s relative rmse %.4f\n", std::string(tr.name).c_str(), rel);
+    QVERIFY2(rel < limit, (std::string(tr.name) + " " + std::to_string(rel)).c_str());
+  }
+}
+
+GB_TEST(check_tensors_names_the_first_nan_scale) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-Q4_0.gguf");
+  auto bytes = gbtest::read_bytes(src);
+  size_t at = 0;
+  {
+    auto f = gb::GgufFile::open(src);
+    QVERIFY(f.ok());
+    const gb::GgufTensorInfo* t = f->find_tensor("blk.1.attn_q.weight");
+    QVERIFY(t != nullptr);
+    at = static_cast<size_t>(f->tensor_data(*t) - f->file()->data());
+  }
+  gbtest::poke<uint16_t>(bytes, at + 3 * 18, 0x7e00);  // block 3's d: an f16 NaN
+  const std::string bad = gbtest::write_bytes("nan-scale.gguf", bytes);
+  QVERIFY(gb::load_model(bad).ok());  // not scanned unless asked
+  gb::LoadOptions load;
+  load.check_tensors = true;
+  auto m = gb::load_model(bad, load);
+  QVERIFY(!m.ok());
+  QVERIFY2(m.error().message.find("tensor blk.1.attn_q.weight (Q4_0) has a NaN or infinite scale in block 3 of 2048 (row 0)") !=
+               std::string::npos,
+           m.error().message.c_str());
+}

@@ -1,0 +1,176 @@
+// Quantized-weight matmuls: the AVX2 kernel of every type against the table's
+// scalar vec_dot oracle on random blocks (awkward row counts, 1..7 tokens so
+// both the 4-token tiles and the tails run, rows split as the thread pool
+// splits them and run on several threads at once); the oracle against float
+// arithmetic on the dequantized weights within the 8-bit activation bound; and
+// the activation quantizer against its definition.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu/convert.h"
+#include "cpu/matmul_quant.h"
+#include "gb_test.h"
+
+using namespace gb::kernels;
+
+namespace {
+
+const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
+                                  WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
+                                  WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS};
+
+// Random blocks: random bytes with the f16 scales replaced by finite values of
+// either sign (the files hold negative scales too).
+std::vector<uint8_t> random_weights(const WeightTypeTraits& tr, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t blocks = rows * cols / tr.block_elements;
+  std::vector<uint8_t> w(static_cast<size_t>(blocks * tr.block_bytes));
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::normal_distribution<float> scale(0.0f, 0.02f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* blk = w.data() + b * tr.block_bytes;
+    for (int16_t off : {tr.scale_offset, tr.min_offset}) {
+      if (off < 0) continue;
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(blk + off, &h, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Case {
+  const WeightTypeTraits* tr;
+  int64_t rows, cols, tokens;
+  std::vector<uint8_t> w;
+  std::vector<float> x;
+  std::vector<ActBlockQ8> xq;
+  int64_t stride() const { return cols / tr->block_elements * tr->block_bytes; }
+};
+
+Case make_case(WeightType t, int64_t rows, int64_t cols, int64_t tokens) {
+  Case c{&weight_traits(t), rows, cols, tokens, {}, {}, {}};
+  const auto seed = static_cast<uint32_t>(rows * 131 + cols * 7 + tokens + static_cast<int>(t) * 1000);
+  c.w = random_weights(*c.tr, rows, cols, seed);
+  c.x = random_floats(static_cast<size_t>(tokens * cols), seed + 1);
+  c.xq.resize(static_cast<size_t>(tokens * cols / kActBlock));
+  quantize_activations(c.x.data(), cols, 0, tokens, c.xq.data());
+  return c;
+}
+
+// Sum over i of |w_i * a_i| for (row, token): the scale of the rounding error.
+double abs_dot(const Case& c, int64_t r, int64_t t) {
+  std::vector<float> wr(static_cast<size_t>(c.cols));
+  c.tr->dequantize_row(c.w.data() + r * c.stride(), wr.data(), c.cols);
+  double s = 0;
+  for (int64_t i = 0; i < c.cols; ++i) {
+    const ActBlockQ8& a = c.xq[static_cast<size_t>(t * c.cols / kActBlock + i / kActBlock)];
+    s += std::abs(static_cast<double>(wr[static_cast<size_t>(i)]) * a.d * a.qs[i % kActBlock]);
+  }
+  return s;
+}
+
+void check_fast_vs_oracle(WeightType t, int64_t rows, int64_t cols, int64_t tokens, int num_threads) {
+  Case c = make_case(t, rows, cols, tokens);
+  const MatmulInput in{nullptr, c.xq.data()};
+  std::vector<float> ref(static_cast<size_t>(tokens * rows), -1.0f), got(static_cast<size_t>(tokens * rows), -2.0f);
+  matmul_weights_reference(ref.data(), rows, in, c.w.data(), c.stride(), *c.tr, tokens, cols, 0, rows);
+  // Uneven row ranges, each on its own thread, as the thread pool runs them.
+  std::vector<std::thread> threads;
+  for (int k = 0; k < num_threads; ++k) {
+    const int64_t lo = rows * k / num_threads + (k > 0 ? k % 2 : 0), hi = rows * (k + 1) / num_threads + ((k + 1) % 2);
+    const int64_t begin = std::min(lo, rows), end = k + 1 == num_threads ? rows : std::min(hi, rows);
+    threads.emplace_back([&, begin, end] {
+      if (begin < end) matmul_weights(got.data(), rows, in, c.w.data(), c.stride(), *c.tr, tokens, cols, begin, end);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int64_t tk = 0; tk < tokens; ++tk)
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t i = static_cast<size_t>(tk * rows + r);
+      const double tol = 2e-5 * abs_dot(c, r, tk) + 1e-30;
+      if (!(std::abs(static_cast<double>(ref[i]) - got[i]) <= tol))
+        QFAIL((std::string(c.tr->name) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+               " tokens " + std::to_string(tokens) + " threads " + std::to_string(num_threads) + " row " +
+               std::to_string(r) + " token " + std::to_string(tk) + ": oracle " + std::to_string(ref[i]) + " fast " +
+               std::to_string(got[i]))
+                  .c_str());
+    }
+}
+
+}  // namespace
+
+GB_TEST(activation_quantization_follows_definition) {
+  auto x = random_floats(3 * 96, 5);
+  x[7] = 0.0f;
+  for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block
+  std::vector<ActBlockQ8> q(9);
+  quantize_activations(x.data(), 96, 0, 3, q.data());
+  for (size_t b = 0; b < q.size(); ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[b * 32 + static_cast<size_t>(i)]));
+    QCOMPARE(q[b].d, amax / 127.0f);
+    int sums[2] = {0, 0};
+    for (int i = 0; i < 32; ++i) {
+      const float v = x[b * 32 + static_cast<size_t>(i)];
+      const int want = amax == 0 ? 0 : static_cast<int>(std::nearbyint(v * (127.0f / amax)));
+      QCOMPARE(static_cast<int>(q[b].qs[i]), want);
+      sums[i / 16] += want;
+    }
+    QCOMPARE(static_cast<int>(q[b].sum[0]), sums[0]);
+    QCOMPARE(static_cast<int>(q[b].sum[1]), sums[1]);
+  }
+}
+
+GB_TEST(oracle_matches_float_dot_within_activation_rounding) {
+  // |sum w_i (a_i - x_i)| <= sum |w_i| d_i / 2: the only difference from float
+  // arithmetic on the dequantized weights is the 8-bit activation rounding.
+  for (WeightType t : kQuantTypes) {
+    Case c = make_case(t, 3, 512, 2);
+    for (int64_t tk = 0; tk < 2; ++tk)
+      for (int64_t r = 0; r < 3; ++r) {
+        std::vector<float> wr(512);
+        c.tr->dequantize_row(c.w.data() + r * c.stride(), wr.data(), 512);
+        double exact = 0, bound = 1e-6;
+        for (int64_t i = 0; i < 512; ++i) {
+          exact += static_cast<double>(wr[static_cast<size_t>(i)]) * c.x[static_cast<size_t>(tk * 512 + i)];
+          bound += std::abs(wr[static_cast<size_t>(i)]) * c.xq[static_cast<size_t>(tk * 16 + i / 32)].d * 0.5001;
+        }
+        const float got = c.tr->vec_dot(512, c.w.data() + r * c.stride(), c.xq.data() + tk * 16);
+        QVERIFY2(std::abs(got - exact) <= bound, (std::string(c.tr->name) + " oracle outside the rounding bound").c_str());
+      }
+  }
+}
+
+GB_TEST(fast_quant_kernels_match_oracle_every_type) {
+  for (WeightType t : kQuantTypes) {
+    if (!matmul_weights_has_simd(t)) QSKIP("this CPU has no AVX2/FMA/F16C: the quantized kernels run the oracle");
+    const int64_t be = weight_traits(t).block_elements;
+    const int64_t col_counts[] = {be, 2 * be, 3 * 256};
+    for (int64_t rows : {1, 3, 7, 17})
+      for (int64_t cols : col_counts)
+        for (int64_t tokens : {1, 2, 4, 5, 7}) {
+          check_fast_vs_oracle(t, rows, cols, tokens, 1);
+          if (QTest::currentTestFailed()) return;
+        }
+  }
+}
+
+GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
+  for (WeightType t : kQuantTypes) {
+    if (!matmul_weights_has_simd(t)) QSKIP("this CPU has no AVX2/FMA/F16C: the quantized kernels run the oracle");
+    check_fast_vs_oracle(t, 67, 512, 6, 4);
+    if (QTest::currentTestFailed()) return;
+  }
+}
