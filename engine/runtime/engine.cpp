@@ -326,7 +326,7 @@ Result<bool> Engine::step() {
   // Stop checks, text and the event for one emitted token; true when the token
   // ends the request (EOS and stop tokens are not emitted as events).
   auto emit = [&](RequestState& rs, TokenSampledEvent ev, double t_sample0) {
-    const bool is_eos = (!rs.ignore_eos && ev.token == tokenizer_->eos_id()) || ev.token == tokenizer_->bos_id() ||
+    const bool is_eos = (!rs.ignore_eos && tokenizer_->is_end_of_generation(ev.token)) || ev.token == tokenizer_->bos_id() ||
                         rs.settings.is_stop_token(ev.token);
     if (is_eos) return true;
     const std::string piece = rs.decoder->push(ev.token);
