@@ -5,6 +5,8 @@
 #include <QApplication>
 #include <QFile>
 #include <QMessageBox>
+#include <QLabel>
+#include <QPushButton>
 #include <QTableWidget>
 
 #include "engine_controller.h"
@@ -168,6 +170,38 @@ class UiWorkbenchTest : public QObject {
     QVERIFY(!ready.wait(1500));
     QCOMPARE(window->sessionModel()->modelInfo().path, before);
     QVERIFY(generate(*window, "Once", 3));  // still usable
+  }
+
+  void engineErrorStaysInViewWithAWayOut() {
+    auto window = makeWindow(dir_);
+    QVERIFY(loadStories(*window));
+    QVERIFY(generate(*window, "Once upon a time", 40));
+    window->chat()->regenerate();  // a second answer: the first one's KV is kept too
+    QVERIFY(QTest::qWaitFor([&] { return window->chat()->conversation().turns.back().branches.size() == 2 &&
+                                         window->chat()->activeRequest() == 0; }, 30000));
+    gbui::EngineController* c = window->controller();
+    auto kept = [c] {
+      QVector<quint64> out;
+      QMetaObject::invokeMethod(c, [&] { out = c->keptRequests(); }, Qt::BlockingQueuedConnection);
+      return out;
+    };
+    QCOMPARE(kept().size(), 2);
+    // An engine error (as the engine reports a request it cannot start) stays in
+    // the status bar with the one-click way out while answers keep KV.
+    auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
+    batch->push_back({1u << 30, 0, gbui::UiError{std::nullopt, "request 9 cannot start: it needs 40 KV blocks"}});
+    window->sessionModel()->apply(batch);
+    auto* warning = window->findChild<QWidget*>("engineWarning");
+    auto* release = window->findChild<QPushButton*>("releaseBranchesNow");
+    QVERIFY(warning && release);
+    QVERIFY(warning->isVisible());
+    QVERIFY(window->findChild<QLabel*>("engineWarningText")->text().contains("cannot start"));
+    QVERIFY(release->isVisible());
+    QTest::mouseClick(release, Qt::LeftButton);
+    // The answer on screen keeps its KV; the other is released, the warning goes.
+    QTRY_COMPARE(kept().size(), 1);
+    QCOMPARE(kept().front(), window->chat()->conversation().turns.back().currentRequest());
+    QTRY_VERIFY(!warning->isVisible());
   }
 
  private:
