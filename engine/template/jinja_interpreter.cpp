@@ -181,19 +181,22 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
       throw TemplateError(ErrorKind::Runtime, e.what(), s.expr->pos);
     }
   }
-  auto loop_scope = std::make_shared<Scope>(scope);
   if (s.filter) {
     List kept;
     for (auto& item : items) {
       count_iteration();
-      bind_targets(*loop_scope, s, item);
-      if (truthy(eval(*s.filter, loop_scope))) kept.push_back(std::move(item));
+      auto filter_scope = std::make_shared<Scope>(scope);
+      bind_targets(*filter_scope, s, item);
+      if (truthy(eval(*s.filter, filter_scope))) kept.push_back(std::move(item));
     }
     items = std::move(kept);
   }
   if (items.empty()) return s.bodies.size() > 1 ? exec_body(s.bodies[1], scope) : Flow::Normal;
   for (size_t i = 0; i < items.size(); ++i) {
     count_iteration();
+    // Jinja2 gives every iteration a fresh scope: a `set` in the body is gone by
+    // the next iteration (which sees the outer value again).
+    auto loop_scope = std::make_shared<Scope>(scope);
     bind_targets(*loop_scope, s, items[i]);
     loop_scope->set("loop", make_loop(items, i));
     if (exec_body(s.bodies[0], loop_scope) == Flow::Break) break;
@@ -274,7 +277,7 @@ Value Interpreter::call_macro(const Stmt& s, const std::shared_ptr<Scope>& closu
   for (size_t i = s.params.size(); i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
   Value kwargs = Value::new_dict();
   for (auto& [k, v] : args.keyword) kwargs.dict->set(Value::from_string(k), v);
-  scope->set("varargs", Value::from_list(std::move(varargs)));
+  scope->set("varargs", Value::from_list(std::move(varargs), /*tuple=*/true));
   scope->set("kwargs", std::move(kwargs));
   if (caller.kind == Kind::Callable) scope->set("caller", caller);
   return Value::from_string(capture(s.bodies[0], scope));

@@ -165,27 +165,97 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
   return out;
 }
 
-std::string ascii_lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+namespace {
+// Simple case mapping of Python's str.upper()/lower() for ASCII, Latin-1,
+// Latin Extended-A, Greek and Cyrillic; other scripts are left unchanged.
+// (Not covered: final-sigma and the one-to-many mappings other than ß.)
+uint32_t latin_ext_a_toggle(uint32_t cp, bool to_upper) {
+  // Pairs are (upper, lower) at (even, odd) in 0x100-0x137 and 0x14A-0x177, and at
+  // (odd, even) in 0x139-0x148 and 0x179-0x17E.
+  const bool even_upper = (cp >= 0x100 && cp <= 0x137) || (cp >= 0x14A && cp <= 0x177);
+  const bool odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
+  if (!even_upper && !odd_upper) return cp;
+  const bool is_upper = even_upper ? cp % 2 == 0 : cp % 2 == 1;
+  if (is_upper == to_upper) return cp;
+  return to_upper ? cp - 1 : cp + 1;
 }
-std::string ascii_upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
+
+uint32_t to_upper_cp(uint32_t cp) {
+  if (cp >= 'a' && cp <= 'z') return cp - 32;
+  if (cp < 0x80) return cp;
+  if (cp >= 0xE0 && cp <= 0xFE && cp != 0xF7) return cp - 0x20;
+  if (cp == 0xFF) return 0x178;
+  if (cp == 0xB5) return 0x39C;
+  if (cp == 0x131) return 'I';
+  if (cp == 0x17F) return 'S';
+  if (cp >= 0x100 && cp <= 0x17E) return latin_ext_a_toggle(cp, true);
+  if (cp == 0x3C2) return 0x3A3;
+  if (cp >= 0x3B1 && cp <= 0x3C9) return cp - 0x20;
+  if (cp == 0x3AC) return 0x386;
+  if (cp >= 0x3AD && cp <= 0x3AF) return cp - 0x25;
+  if (cp == 0x3CC) return 0x38C;
+  if (cp == 0x3CD || cp == 0x3CE) return cp - 0x3F;
+  if (cp >= 0x430 && cp <= 0x44F) return cp - 0x20;
+  if (cp >= 0x450 && cp <= 0x45F) return cp - 0x50;
+  return cp;
+}
+
+uint32_t to_lower_cp(uint32_t cp) {
+  if (cp >= 'A' && cp <= 'Z') return cp + 32;
+  if (cp < 0x80) return cp;
+  if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 0x20;
+  if (cp == 0x178) return 0xFF;
+  if (cp == 0x130) return 'i';
+  if (cp >= 0x100 && cp <= 0x17E) return latin_ext_a_toggle(cp, false);
+  if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 0x20;
+  if (cp == 0x386) return 0x3AC;
+  if (cp >= 0x388 && cp <= 0x38A) return cp + 0x25;
+  if (cp == 0x38C) return 0x3CC;
+  if (cp == 0x38E || cp == 0x38F) return cp + 0x3F;
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 0x20;
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 0x50;
+  return cp;
+}
+
+bool is_cased_letter(uint32_t cp) { return to_upper_cp(cp) != cp || to_lower_cp(cp) != cp || cp == 0xDF; }
+
+void append_cased(std::string& out, uint32_t cp, bool upper) {
+  if (upper && cp == 0xDF) {
+    out += "SS";
+    return;
+  }
+  append_utf8(out, upper ? to_upper_cp(cp) : to_lower_cp(cp));
+}
+}  // namespace
+
+std::string py_lower(std::string s) {
+  std::string out;
+  for (const auto& cp : code_points(s)) append_cased(out, decode_code_point(cp), false);
+  return out;
+}
+std::string py_upper(std::string s) {
+  std::string out;
+  for (const auto& cp : code_points(s)) append_cased(out, decode_code_point(cp), true);
+  return out;
 }
 std::string py_capitalize(const std::string& s) {
-  std::string out = ascii_lower(s);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  std::string out;
+  bool first = true;
+  for (const auto& cp : code_points(s)) {
+    append_cased(out, decode_code_point(cp), first);
+    first = false;
+  }
   return out;
 }
 std::string py_title(const std::string& s) {
-  std::string out = s;
-  bool prev_letter = false;
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    const bool letter = std::isalpha(u) != 0;
-    c = static_cast<char>(letter ? (prev_letter ? std::tolower(u) : std::toupper(u)) : c);
-    prev_letter = letter || u >= 0x80;
+  std::string out;
+  bool prev_cased = false;
+  for (const auto& cp_text : code_points(s)) {
+    const uint32_t cp = decode_code_point(cp_text);
+    const bool cased = is_cased_letter(cp);
+    if (cased) append_cased(out, cp, !prev_cased);
+    else out += cp_text;
+    prev_cased = cased;
   }
   return out;
 }
@@ -284,8 +354,8 @@ const std::unordered_map<std::string, MethodFn>& string_methods() {
       {"rsplit", [](const Value& s, const CallArgs& a) { ArgReader r(a, "rsplit"); return Value::from_list(py_split(s.text, r.get(0, "sep"), r.get_int(1, "maxsplit", -1), true)); }},
       {"startswith", [](const Value& s, const CallArgs& a) { return Value::from_bool(matches_affix(s, ArgReader(a, "startswith").get(0, "prefix"), true)); }},
       {"endswith", [](const Value& s, const CallArgs& a) { return Value::from_bool(matches_affix(s, ArgReader(a, "endswith").get(0, "suffix"), false)); }},
-      {"upper", [](const Value& s, const CallArgs&) { return Value::from_string(ascii_upper(s.text)); }},
-      {"lower", [](const Value& s, const CallArgs&) { return Value::from_string(ascii_lower(s.text)); }},
+      {"upper", [](const Value& s, const CallArgs&) { return Value::from_string(py_upper(s.text)); }},
+      {"lower", [](const Value& s, const CallArgs&) { return Value::from_string(py_lower(s.text)); }},
       {"title", [](const Value& s, const CallArgs&) { return Value::from_string(py_title(s.text)); }},
       {"capitalize", [](const Value& s, const CallArgs&) { return Value::from_string(py_capitalize(s.text)); }},
       {"replace", [](const Value& s, const CallArgs& a) {
@@ -337,8 +407,8 @@ const std::unordered_map<std::string, MethodFn>& string_methods() {
       {"isalpha", all_chars<::isalpha>},
       {"isalnum", all_chars<::isalnum>},
       {"isspace", all_chars<::isspace>},
-      {"islower", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::islower) && ascii_lower(s.text) == s.text); }},
-      {"isupper", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::isupper) && ascii_upper(s.text) == s.text); }},
+      {"islower", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::islower) && py_lower(s.text) == s.text); }},
+      {"isupper", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::isupper) && py_upper(s.text) == s.text); }},
       {"format", str_format},
   };
   return table;
@@ -479,8 +549,8 @@ const std::unordered_map<std::string, TestFn>& tests() {
          if (!v.is_integral() || !d.is_integral() || d.as_int() == 0) throw ValueError("test 'divisibleby' needs non-zero integers");
          return v.as_int() % d.as_int() == 0;
        }},
-      {"lower", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && ascii_lower(v.text) == v.text; }},
-      {"upper", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && ascii_upper(v.text) == v.text; }},
+      {"lower", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && py_lower(v.text) == v.text; }},
+      {"upper", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && py_upper(v.text) == v.text; }},
   };
   return table;
 }
