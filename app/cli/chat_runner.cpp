@@ -42,6 +42,7 @@ Result<std::unique_ptr<ChatRunner>> ChatRunner::create(ModelSession session, con
   }
   if (!o.system.empty()) r->history_.push_back(ChatMessage{"system", o.system, {}});
   r->show_prompt_ = o.show_prompt;
+  r->use_prefix_cache_ = !o.no_prefix_cache;
   EngineConfig config;
   config.max_seqs = 1;
   config.max_context = max_context;
@@ -57,6 +58,7 @@ Result<TurnResult> ChatRunner::turn(const std::string& user_text, const SamplerS
   history_.push_back(ChatMessage{"user", user_text, {}});
   ChatRequest chat = make_chat_request(formatter_, *session_.tokenizer, history_, sampling, render_options_);
   last_prompt_ = chat.prompt;
+  chat.request.use_prefix_cache = use_prefix_cache_;
   if (!chat.prompt.warning.empty()) std::fprintf(stderr, "warning: %s\n", chat.prompt.warning.c_str());
   if (show_prompt_)
     std::fprintf(stderr, "--- prompt (%s format, %zu tokens of %d) ---\n%s\n---\n", chat.prompt.format.c_str(),

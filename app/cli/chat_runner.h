@@ -25,6 +25,7 @@ struct ChatOptions {
   std::string template_path;    // a template file used instead of the model's
   std::string kwargs_json;      // extra template variables, e.g. {"enable_thinking": false}
   bool show_prompt = false;     // print the rendered prompt and its token count to stderr
+  bool no_prefix_cache = false; // recompute every turn's prompt (for measuring what the cache saves)
 };
 
 // Adds --system, --chat-format, --chat-template, --template-kwargs, --show-prompt.
@@ -60,6 +61,7 @@ class ChatRunner {
   std::vector<ChatMessage> history_;
   ChatPrompt last_prompt_;
   bool show_prompt_ = false;
+  bool use_prefix_cache_ = true;
 };
 
 }  // namespace gb::cli

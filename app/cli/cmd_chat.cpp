@@ -70,6 +70,7 @@ const CommandRegistrar registrar("chat", "Interactive chat with a model's own ch
   add_sampler_options(sub, a->sampler);
   sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens per reply")->check(CLI::NonNegativeNumber)->capture_default_str();
   sub.add_flag("--stats", a->stats, "Print each turn's TTFT and prompt/cached token counts to stderr");
+  sub.add_flag("--no-prefix-cache", a->chat.no_prefix_cache, "Recompute each turn's whole prompt (to measure the cache)");
   return [a] { return run_chat(*a); };
 });
 
