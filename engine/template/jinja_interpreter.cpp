@@ -19,6 +19,19 @@ const Value* Scope::find(const std::string& name) const {
 
 Interpreter::Interpreter(RenderLimits limits, std::tm now) : limits_(limits), now_(now) {}
 
+namespace {
+// Counts statements and expressions under evaluation; past the limit the render
+// stops with an error instead of running out of stack.
+struct NestingGuard {
+  NestingGuard(int& depth, int limit) : depth_(depth) {
+    if (++depth_ > limit)
+      throw TemplateError(ErrorKind::Limit, "nesting limit reached: evaluation nested deeper than " + std::to_string(limit), {});
+  }
+  ~NestingGuard() { --depth_; }
+  int& depth_;
+};
+}  // namespace
+
 void Interpreter::check_size(size_t num_bytes) const {
   if (num_bytes > limits_.max_output_bytes)
     throw TemplateError(ErrorKind::Limit,
@@ -44,6 +57,7 @@ std::string Interpreter::render(const Template& tpl, const Value& context) {
   out_ = &out;
   num_iterations_ = 0;
   call_depth_ = 0;
+  nesting_depth_ = 0;
   exec_body(tpl.body, root);
   out_ = nullptr;
   return out;
@@ -79,6 +93,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   try {
+    NestingGuard guard(nesting_depth_, limits_.max_nesting_depth);
     switch (s.kind) {
       case StmtKind::Text: write_out(s.text); return Flow::Normal;
       case StmtKind::Print: write_out(to_str(eval(*s.expr, scope))); return Flow::Normal;
@@ -344,6 +359,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
 
 Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   try {
+    NestingGuard guard(nesting_depth_, limits_.max_nesting_depth);
     return eval_inner(e, scope);
   } catch (TemplateError& err) {
     if (err.pos.line == 0) err.pos = e.pos;

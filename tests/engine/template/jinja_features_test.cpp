@@ -4,6 +4,8 @@
 // independent reference, not our own output. Then: errors with line and column,
 // raise_exception, the sandbox (immutable values, no file access) and its limits.
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gb_test.h"
@@ -191,6 +193,21 @@ GB_TEST(recursion_limit_is_an_error_at_the_call) {
   QVERIFY(!inf.ok() && inf.failure->kind == gb::jinja::ErrorKind::Limit);
 }
 
+GB_TEST(nesting_limit_bounds_stack_use_under_recursion) {
+  // 150 nested ifs inside a macro that recurses 90 times: ~13,500 levels of
+  // evaluation, stopped by the nesting limit instead of overflowing the stack.
+  std::string body;
+  for (int i = 0; i < 150; ++i) body += "{% if true %}";
+  body += "{{ f(n - 1) if n > 0 }}";
+  for (int i = 0; i < 150; ++i) body += "{% endif %}";
+  const auto out = render("{% macro f(n) %}" + body + "{% endmacro %}{{ f(90) }}");
+  QVERIFY(!out.ok());
+  QVERIFY2(out.failure->kind == gb::jinja::ErrorKind::Limit && out.failure->line == 1, out.failure->describe().c_str());
+  QVERIFY(out.failure->message.find("nesting limit reached") != std::string::npos);
+  // The same template with shallow recursion renders.
+  QVERIFY(render("{% macro f(n) %}" + body + "{% endmacro %}{{ f(3) }}").ok());
+}
+
 GB_TEST(output_size_limit_is_an_error) {
   gb::jinja::RenderLimits limits;
   limits.max_output_bytes = 1000;
@@ -221,4 +238,35 @@ GB_TEST(hash_identifies_the_template_text) {
   QVERIFY(a.hash() != c.hash());
   // SHA-256 of "{{ x }}" (sha256sum).
   QCOMPARE(a.hash(), std::string("e52c737297f7dad622da7e58f5a16e7437f2716daccb4da859fc567ccd75c9a4"));
+}
+
+GB_TEST(truncated_and_garbled_templates_fail_cleanly) {
+  // Every prefix of every fixture template (every 11th byte) and a byte-flipped
+  // copy either render or fail with a positioned error; nothing crashes or hangs.
+  GB_REQUIRE_SHARED(manifest, "testdata/chat-templates/templates/manifest.json");
+  const std::string dir = manifest.substr(0, manifest.rfind('/'));
+  const char* kNames[] = {"llama-3.1", "qwen2.5", "qwen3", "deepseek-r1-distill", "mistral-nemo", "gemma-2",
+                          "phi-3.5", "chatml", "hermes-3-tool-use", "granite-3.3", "gpt-oss"};
+  const std::string context = R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true,
+                                  "bos_token": "<s>", "eos_token": "</s>"})";
+  int num_ok = 0, num_failed = 0;
+  for (const char* name : kNames) {
+    std::ifstream in(dir + "/" + name + ".jinja", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    QVERIFY(!text.empty());
+    for (size_t n = 0; n <= text.size(); n += 11) {
+      std::string variant = text.substr(0, n);
+      if (n % 2 == 1 && n < text.size()) variant = text.substr(0, n) + static_cast<char>(text[n] ^ 0x5a) + text.substr(n + 1);
+      const auto out = render(variant, context);
+      if (out.ok()) {
+        ++num_ok;
+      } else {
+        ++num_failed;
+        QVERIFY2(out.failure->kind == gb::jinja::ErrorKind::Raised || out.failure->line > 0,
+                 ("no position: " + out.failure->describe()).c_str());
+      }
+    }
+  }
+  std::printf("garbled templates: %d rendered, %d failed cleanly\n", num_ok, num_failed);
+  QVERIFY(num_failed > 0 && num_ok > 0);
 }
