@@ -27,7 +27,20 @@ ChatRequest make_chat_request(const ChatFormatter& formatter, const Tokenizer& t
     if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
   }
   out.request.isolation.template_version = out.prompt.template_hash;
+  out.request.sampling.reasoning.starts_inside = prompt_opens_reasoning(out.prompt, sampling.reasoning);
   return out;
+}
+
+bool prompt_opens_reasoning(const ChatPrompt& prompt, const ReasoningBudgetSettings& markers) {
+  if (markers.open_marker.empty() || markers.close_marker.empty()) return false;
+  // Only the template's own text after the last message counts: a "<think>" the
+  // user typed does not open anything.
+  const size_t tail = prompt.content_spans.empty() ? 0 : prompt.content_spans.back().second;
+  const std::string_view text = std::string_view(prompt.text).substr(std::min(tail, prompt.text.size()));
+  const size_t open = text.rfind(markers.open_marker);
+  if (open == std::string_view::npos) return false;
+  const size_t close = text.rfind(markers.close_marker);
+  return close == std::string_view::npos || close < open;
 }
 
 ChatMessage assistant_history_message(const std::string& generated_text) {

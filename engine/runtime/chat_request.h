@@ -34,6 +34,11 @@ ChatRequest make_chat_request(const ChatFormatter& formatter, const Tokenizer& t
                               const std::vector<ChatMessage>& messages, const SamplerSettings& sampling,
                               const ChatRenderOptions& options = {});
 
+// Whether the rendered prompt ends inside a thinking region (the template opened
+// "<think>" in the generation prompt): the reasoning budget then counts from the
+// first generated token.
+bool prompt_opens_reasoning(const ChatPrompt& prompt, const ReasoningBudgetSettings& markers);
+
 // The history entry for a finished assistant turn: the answer without its
 // <think> block (templates that keep reasoning get it as reasoning_content).
 ChatMessage assistant_history_message(const std::string& generated_text);

@@ -11,6 +11,7 @@
 #include "gb_test.h"
 #include "model/model.h"
 #include "runtime/chat_request.h"
+#include "sampling/reasoning_budget.h"
 #include "template/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
@@ -158,4 +159,27 @@ GB_TEST(reasoning_splits_and_stays_out_of_history) {
   const auto p = f.render({{"user", "q", {}}, m, {"user", "q2", {}}});
   QVERIFY(p.text.find("x") == std::string::npos);
   QVERIFY(p.text.find("<|im_start|>assistant\nanswer<|im_end|>") != std::string::npos);
+}
+
+GB_TEST(reasoning_budget_counts_from_a_think_the_template_opened) {
+  // DeepSeek-R1's template ends the generation prompt with "<think>\n".
+  const auto r1 = gb::ChatFormatter::create(
+      "{% for m in messages %}<U>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<A><think>\n{% endif %}", "", "");
+  gb::ReasoningBudgetSettings markers;
+  QVERIFY(gb::prompt_opens_reasoning(r1.render({{"user", "hi", {}}}), markers));
+  // Qwen3 with enable_thinking=false closes it again; a "<think>" the user typed opens nothing.
+  const auto closed = gb::ChatFormatter::create(
+      "{% for m in messages %}{{ m.content }}{% endfor %}<think>\n\n</think>\n\n", "", "");
+  QVERIFY(!gb::prompt_opens_reasoning(closed.render({{"user", "hi", {}}}), markers));
+  const auto plain = gb::ChatFormatter::create("{% for m in messages %}{{ m.content }}{% endfor %}", "", "");
+  QVERIFY(!gb::prompt_opens_reasoning(plain.render({{"user", "tell me <think>", {}}}), markers));
+  // The budget then forces the close marker after max_tokens generated tokens.
+  markers.max_tokens = 2;
+  markers.starts_inside = true;
+  gb::ReasoningBudget budget(markers, {7, 8});
+  QVERIFY(budget.in_reasoning());
+  QVERIFY(budget.forced_next().empty());
+  budget.observe(1, "a");
+  budget.observe(2, "b");
+  QCOMPARE(std::vector<gb::TokenId>(budget.forced_next().begin(), budget.forced_next().end()), (std::vector<gb::TokenId>{7, 8}));
 }
