@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -11,6 +13,7 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "prompt_view.h"
@@ -44,10 +47,17 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   nextBranch_ = new QPushButton(QStringLiteral(">"));
   prevBranch_->setFixedWidth(28);
   nextBranch_->setFixedWidth(28);
+  prevBranch_->setToolTip(tr("Previous answer (branch)"));
+  nextBranch_->setToolTip(tr("Next answer (branch)"));
   branchLabel_ = new QLabel;
+  branchLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  copySeed_ = new QToolButton;
+  copySeed_->setText(tr("Copy seed"));
+  copySeed_->setToolTip(tr("Copy this answer's seed (pin it in the Sampling panel to reproduce the answer)"));
   bar->addWidget(prevBranch_);
   bar->addWidget(branchLabel_);
   bar->addWidget(nextBranch_);
+  bar->addWidget(copySeed_);
   layout->addLayout(bar);
 
   warning_ = new QLabel;
@@ -70,6 +80,8 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   stop_ = new QPushButton(tr("Stop"));
   regenerate_ = new QPushButton(tr("Regenerate"));
   edit_ = new QPushButton(tr("Edit last"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   showPrompt_ = new QPushButton(tr("Show prompt"));
   showPrompt_->setToolTip(tr("The exact prompt text and tokens the engine rendered for the last answer"));
   showReasoning_ = new QCheckBox(tr("Show reasoning"));
@@ -79,6 +91,20 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   buttons->addWidget(showPrompt_);
   for (QPushButton* b : {edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
   layout->addLayout(buttons);
+  regenerate_->setToolTip(tr("Answer again with a new seed (unless the seed is pinned)"));
+  const std::initializer_list<std::pair<QWidget*, const char*>> names = {
+      {mode_, "chatMode"},       {format_, "chatFormat"},   {color_, "colourMode"},  {maxTokens_, "maxTokens"},
+      {prevBranch_, "prevBranch"}, {nextBranch_, "nextBranch"}, {branchLabel_, "branchLabel"},
+      {copySeed_, "copySeed"},   {system_, "systemPrompt"}, {view_, "tokenView"},    {input_, "chatInput"},
+      {status_, "chatStatus"},   {send_, "send"},           {stop_, "stop"},         {regenerate_, "regenerate"},
+      {edit_, "editLast"}};
+  for (const auto& [widget, name] : names) widget->setObjectName(QLatin1String(name));
+  showPrompt_->setObjectName(QStringLiteral("showPrompt"));
+  showReasoning_->setObjectName(QStringLiteral("showReasoning"));
+  warning_->setObjectName(QStringLiteral("chatTemplateWarning"));
+  connect(copySeed_, &QToolButton::clicked, this, [this] {
+    if (const qint64 seed = shownSeed(); seed >= 0) QApplication::clipboard()->setText(QString::number(seed));
+  });
 
   auto* sendKey = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
   sendKey->setContext(Qt::WidgetWithChildrenShortcut);
@@ -227,6 +253,7 @@ void ChatPanel::rerender() {
   rendered_ = 0;
   renderedTokens_ = 0;
   renderedOwn_ = 0;
+  renderedKnown_ = false;
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendPlain(conversation_.systemPrompt);
@@ -240,12 +267,15 @@ void ChatPanel::rerender() {
     }
     const RequestKey key = turn.currentRequest();
     const std::vector<UiToken> tokens = displayedTokens(key);
-    if (tokens.empty()) view_->appendPlain(turn.text);
+    // A restored session knows an answer's text, not its tokens; a request
+    // that is starting shows nothing yet (never the previous branch's text).
+    if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
     appendAnswer(tokens);
     rendered_ = key;
     renderedTokens_ = static_cast<int>(tokens.size());
     const RequestInfo* r = model_->request(key);
     renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
+    renderedKnown_ = r != nullptr;
   }
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
@@ -265,8 +295,12 @@ void ChatPanel::onBatch() {
     // fork ancestry) are already in the view.
     const RequestInfo* r = model_->request(rendered_);
     const int own = r ? static_cast<int>(r->tokens.size()) : 0;
+    // A request rendered before its first events arrived showed the turn's old
+    // text: draw it once properly (with a branch's ancestry), then append.
     // Reasoning is folded (or restyled) as a whole: redraw while an answer has it.
-    if (r && own >= renderedOwn_ && findReasoning(r->tokens).size() == 0) {
+    if (r && (!renderedKnown_ || findReasoning(r->tokens).size() > 0)) {
+      rerender();
+    } else if (r && own >= renderedOwn_) {
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
       renderedTokens_ += own - renderedOwn_;
       renderedOwn_ = own;
@@ -282,24 +316,30 @@ void ChatPanel::onBatch() {
     const int turn = turnOf(active_);
     if (turn >= 0) conversation_.turns[turn].text = turnText(active_);
     const ReasoningRange reasoning = findReasoning(displayedTokens(active_));
-    status_->setText(tr("%1 tokens%5, %2 (TTFT %3 ms, %4 ms/token)")
-                         .arg(r->finish.numGenerated)
-                         .arg(r->finish.reason)
-                         .arg(r->finish.ttftMs, 0, 'f', 1)
-                         .arg(r->finish.tpotMs, 0, 'f', 2)
-                         .arg(reasoning.size() > 0 ? tr(" (%1 reasoning, %2 answer)").arg(reasoning.size()).arg(
-                                                         r->finish.numGenerated - reasoning.size())
-                                                   : QString()));
+    if (r->finish.reason == QLatin1String("error"))
+      status_->setText(tr("Error: %1").arg(r->error.isEmpty() ? tr("the request failed") : r->error));
+    else
+      status_->setText(tr("%1 tokens%6, %2, seed %3 (TTFT %4 ms, %5 ms/token)")
+                           .arg(r->finish.numGenerated)
+                           .arg(r->finish.reason)
+                           .arg(r->seed)
+                           .arg(r->finish.ttftMs, 0, 'f', 1)
+                           .arg(r->finish.tpotMs, 0, 'f', 2)
+                           .arg(reasoning.size() > 0 ? tr(" (%1 reasoning, %2 answer)")
+                                                           .arg(reasoning.size())
+                                                           .arg(r->finish.numGenerated - reasoning.size())
+                                                     : QString()));
     active_ = 0;
     emit conversationChanged();
-    updateButtons();
   }
+  updateButtons();
 }
 
 void ChatPanel::updateButtons() {
-  const bool busy = active_ != 0;
+  // Busy from the click on: a second click cannot send twice.
+  const bool busy = active_ != 0 || pending_;
   send_->setEnabled(!busy);
-  stop_->setEnabled(busy);
+  stop_->setEnabled(active_ != 0);  // something to stop only once the engine has it
   const bool hasAnswer = !conversation_.turns.isEmpty() && conversation_.turns.back().role == QLatin1String("assistant");
   regenerate_->setEnabled(!busy && hasAnswer);
   edit_->setEnabled(!busy && conversation_.turns.size() >= 2);
@@ -310,14 +350,27 @@ void ChatPanel::updateButtons() {
     n = static_cast<int>(conversation_.turns.back().branches.size());
     cur = conversation_.turns.back().current;
   }
-  branchLabel_->setText(n > 1 ? QStringLiteral("%1/%2").arg(cur + 1).arg(n) : QString());
+  const qint64 seed = shownSeed();
+  const QString seedText = seed >= 0 ? tr("seed %1").arg(seed) : QString();
+  branchLabel_->setText(n > 1 ? QStringLiteral("%1/%2 \u00b7 %3").arg(cur + 1).arg(n).arg(seedText) : seedText);
   prevBranch_->setVisible(n > 1);
   nextBranch_->setVisible(n > 1);
-  branchLabel_->setVisible(n > 1);
+  prevBranch_->setEnabled(cur > 0);
+  nextBranch_->setEnabled(cur + 1 < n);
+  branchLabel_->setVisible(n > 0);
+  copySeed_->setVisible(seed >= 0);
+}
+
+qint64 ChatPanel::shownSeed() const {
+  if (conversation_.turns.isEmpty()) return -1;
+  const RequestInfo* r = model_->request(conversation_.turns.back().currentRequest());
+  return r ? r->seed : -1;
 }
 
 void ChatPanel::submitTurn(int assistantTurn) {
   status_->setText(tr("generating..."));
+  pending_ = true;
+  updateButtons();
   if (conversation_.completionMode) {
     // Notebook mode: the text continues as written (BOS is added by the engine).
     QString prompt;
@@ -331,7 +384,7 @@ void ChatPanel::submitTurn(int assistantTurn) {
 }
 
 void ChatPanel::send() {
-  if (active_ != 0) return;
+  if (active_ != 0 || pending_) return;
   const QString text = input_->toPlainText();
   if (text.isEmpty() && conversation_.turns.isEmpty()) return;
   conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
@@ -347,7 +400,8 @@ void ChatPanel::stop() {
 }
 
 void ChatPanel::regenerate() {
-  if (active_ != 0 || conversation_.turns.isEmpty() || conversation_.turns.back().role != QLatin1String("assistant"))
+  if (active_ != 0 || pending_ || conversation_.turns.isEmpty() ||
+      conversation_.turns.back().role != QLatin1String("assistant"))
     return;
   submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
 }
@@ -366,13 +420,18 @@ void ChatPanel::clearConversation() {
   prompts_.clear();
   warning_->setVisible(false);
   active_ = 0;
+  pending_ = false;
   status_->clear();
   rerender();
   emit conversationChanged();
 }
 
 void ChatPanel::onRequestSubmitted(quint64 tag, quint64 request) {
-  if (tag >= static_cast<quint64>(conversation_.turns.size())) return;
+  pending_ = false;
+  if (tag >= static_cast<quint64>(conversation_.turns.size())) {
+    updateButtons();
+    return;
+  }
   Turn& turn = conversation_.turns[static_cast<int>(tag)];
   turn.branches.push_back(request);
   turn.current = static_cast<int>(turn.branches.size()) - 1;
@@ -385,6 +444,7 @@ void ChatPanel::onRequestFailed(quint64 tag, const QString& message) {
   Q_UNUSED(tag);
   status_->setText(tr("Error: %1").arg(message));
   active_ = 0;
+  pending_ = false;
   updateButtons();
 }
 

@@ -209,14 +209,18 @@ std::vector<TokenId> tokenize_chat_prompt(const Tokenizer& tokenizer, const Chat
 }
 
 std::vector<TokenId> end_of_generation_ids(const Tokenizer& tokenizer) {
-  std::vector<TokenId> ids;
+  // The vocabulary's own set (EOS, tokenizer.ggml.eot/eom ids ...), plus every
+  // control token whose text names an end of turn.
+  std::vector<TokenId> ids = tokenizer.end_of_generation_ids();
   if (tokenizer.eos_id() >= 0) ids.push_back(tokenizer.eos_id());
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    if (!tokenizer.is_control(id) || id == tokenizer.eos_id()) continue;
+    if (!tokenizer.is_control(id)) continue;
     const std::string piece = tokenizer.token_piece(id);
     for (auto eog : kEndOfGenerationPieces)
       if (piece == eog) ids.push_back(id);
   }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
 
