@@ -1,6 +1,9 @@
 #include "chat_panel.h"
 
+#include <algorithm>
+
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -13,6 +16,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "prompt_view.h"
 #include "session_model.h"
 
 namespace gbui {
@@ -24,8 +28,8 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   mode_ = new QComboBox;
   mode_->addItems({tr("Chat"), tr("Completion")});
   format_ = new QComboBox;
-  format_->addItems({"plain", "chatml", "llama2", "llama3"});
-  format_->setToolTip(tr("Prompt format (chosen from the model's chat template when it names one)"));
+  format_->addItems({"model", "chatml", "llama2", "llama3", "plain"});
+  format_->setToolTip(tr("Prompt format: the model's own chat template, or a built-in format"));
   color_ = new QComboBox;
   color_->addItems({tr("Probability"), tr("Entropy"), tr("Rank")});
   color_->setToolTip(tr("Colour tokens by"));
@@ -56,6 +60,11 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   bar->addWidget(copySeed_);
   layout->addLayout(bar);
 
+  warning_ = new QLabel;
+  warning_->setWordWrap(true);
+  warning_->setStyleSheet(QStringLiteral("color: #b35c00;"));
+  warning_->setVisible(false);
+  layout->addWidget(warning_);
   system_ = new QLineEdit;
   system_->setPlaceholderText(tr("System prompt (chat mode)"));
   layout->addWidget(system_);
@@ -73,7 +82,13 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   edit_ = new QPushButton(tr("Edit last"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  showPrompt_ = new QPushButton(tr("Show prompt"));
+  showPrompt_->setToolTip(tr("The exact prompt text and tokens the engine rendered for the last answer"));
+  showReasoning_ = new QCheckBox(tr("Show reasoning"));
+  showReasoning_->setToolTip(tr("Unfold <think> blocks (shown grey; never sent back as history)"));
   buttons->addWidget(status_, 1);
+  buttons->addWidget(showReasoning_);
+  buttons->addWidget(showPrompt_);
   for (QPushButton* b : {edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
   layout->addLayout(buttons);
   regenerate_->setToolTip(tr("Answer again with a new seed (unless the seed is pinned)"));
@@ -84,6 +99,9 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
       {status_, "chatStatus"},   {send_, "send"},           {stop_, "stop"},         {regenerate_, "regenerate"},
       {edit_, "editLast"}};
   for (const auto& [widget, name] : names) widget->setObjectName(QLatin1String(name));
+  showPrompt_->setObjectName(QStringLiteral("showPrompt"));
+  showReasoning_->setObjectName(QStringLiteral("showReasoning"));
+  warning_->setObjectName(QStringLiteral("chatTemplateWarning"));
   connect(copySeed_, &QToolButton::clicked, this, [this] {
     if (const qint64 seed = shownSeed(); seed >= 0) QApplication::clipboard()->setText(QString::number(seed));
   });
@@ -98,6 +116,8 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
   connect(regenerate_, &QPushButton::clicked, this, &ChatPanel::regenerate);
   connect(edit_, &QPushButton::clicked, this, &ChatPanel::editLast);
+  connect(showPrompt_, &QPushButton::clicked, this, &ChatPanel::showPrompt);
+  connect(showReasoning_, &QCheckBox::toggled, this, [this] { rerender(); });
   connect(prevBranch_, &QPushButton::clicked, this, [this] { showBranch(-1); });
   connect(nextBranch_, &QPushButton::clicked, this, [this] { showBranch(1); });
   connect(color_, &QComboBox::currentIndexChanged, this, [this](int i) {
@@ -125,8 +145,72 @@ void ChatPanel::setConversation(const Conversation& conversation) {
   rerender();
 }
 
-void ChatPanel::setFormat(ChatFormat format) { format_->setCurrentText(chatFormatName(format)); }
-ChatFormat ChatPanel::format() const { return chatFormatFromName(format_->currentText()); }
+void ChatPanel::setFormat(const QString& format) { format_->setCurrentText(format); }
+QString ChatPanel::format() const { return format_->currentText(); }
+QString ChatPanel::warningText() const { return warning_->isVisible() ? warning_->text() : QString(); }
+void ChatPanel::setShowReasoning(bool show) { showReasoning_->setChecked(show); }
+
+const UiChatPrompt* ChatPanel::promptFor(quint64 tag) const {
+  auto it = prompts_.constFind(tag);
+  return it == prompts_.constEnd() ? nullptr : &it.value();
+}
+
+void ChatPanel::onChatPrompt(const UiChatPrompt& prompt) {
+  prompts_.insert(prompt.tag, prompt);
+  warning_->setText(prompt.warning.isEmpty() ? QString() : tr("Chat template: %1").arg(prompt.warning));
+  warning_->setVisible(!prompt.warning.isEmpty());
+  if (promptView_ && promptView_->isVisible()) promptView_->setPrompt(prompt);
+  updateButtons();
+}
+
+void ChatPanel::showPrompt() {
+  if (conversation_.turns.isEmpty()) return;
+  const UiChatPrompt* p = promptFor(static_cast<quint64>(conversation_.turns.size() - 1));
+  if (!p) return;
+  if (!promptView_) promptView_ = new PromptView(this);
+  promptView_->setPrompt(*p);
+  promptView_->show();
+  promptView_->raise();
+}
+
+ReasoningRange findReasoning(const std::vector<UiToken>& tokens) {
+  // Character offsets of each token in the answer text, then the markers' tokens.
+  QString text;
+  std::vector<int> starts;
+  for (const UiToken& t : tokens) {
+    starts.push_back(static_cast<int>(text.size()));
+    text += t.text;
+  }
+  auto tokenAt = [&](int offset) {
+    const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+    return static_cast<int>(it - starts.begin()) - 1;
+  };
+  ReasoningRange r;
+  const int open = static_cast<int>(text.indexOf(QLatin1String("<think>")));
+  const int close = static_cast<int>(text.indexOf(QLatin1String("</think>"), std::max(open, 0)));
+  if (open < 0 && close < 0) return r;
+  r.begin = open < 0 ? 0 : tokenAt(open);  // no <think>: the template opened it in the prompt
+  r.closed = close >= 0;
+  r.end = r.closed ? tokenAt(close + 7) + 1 : static_cast<int>(tokens.size());
+  return r;
+}
+
+void ChatPanel::appendAnswer(const std::vector<UiToken>& tokens) {
+  const ReasoningRange r = findReasoning(tokens);
+  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
+    if (i == r.begin && r.size() > 0) {
+      if (!showReasoning_->isChecked()) {
+        view_->appendNote(tr("\u25b8 reasoning: %1 tokens%2\n").arg(r.size()).arg(r.closed ? QString() : tr(" (thinking...)")));
+        i = r.end - 1;
+        continue;
+      }
+      view_->setReasoningStyle(true);
+    }
+    if (i == r.end) view_->setReasoningStyle(false);
+    view_->appendToken(tokens[static_cast<size_t>(i)]);
+  }
+  view_->setReasoningStyle(false);
+}
 void ChatPanel::setInputText(const QString& text) { input_->setPlainText(text); }
 void ChatPanel::setMaxTokens(int maxTokens) { maxTokens_->setValue(maxTokens); }
 int ChatPanel::maxTokens() const { return maxTokens_->value(); }
@@ -186,7 +270,7 @@ void ChatPanel::rerender() {
     // A restored session knows an answer's text, not its tokens; a request
     // that is starting shows nothing yet (never the previous branch's text).
     if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
-    for (const UiToken& t : tokens) view_->appendToken(t);
+    appendAnswer(tokens);
     rendered_ = key;
     renderedTokens_ = static_cast<int>(tokens.size());
     const RequestInfo* r = model_->request(key);
@@ -213,7 +297,8 @@ void ChatPanel::onBatch() {
     const int own = r ? static_cast<int>(r->tokens.size()) : 0;
     // A request rendered before its first events arrived showed the turn's old
     // text: draw it once properly (with a branch's ancestry), then append.
-    if (r && !renderedKnown_) {
+    // Reasoning is folded (or restyled) as a whole: redraw while an answer has it.
+    if (r && (!renderedKnown_ || findReasoning(r->tokens).size() > 0)) {
       rerender();
     } else if (r && own >= renderedOwn_) {
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
@@ -230,15 +315,20 @@ void ChatPanel::onBatch() {
     const RequestInfo* r = model_->request(active_);
     const int turn = turnOf(active_);
     if (turn >= 0) conversation_.turns[turn].text = turnText(active_);
+    const ReasoningRange reasoning = findReasoning(displayedTokens(active_));
     if (r->finish.reason == QLatin1String("error"))
       status_->setText(tr("Error: %1").arg(r->error.isEmpty() ? tr("the request failed") : r->error));
     else
-      status_->setText(tr("%1 tokens, %2, seed %3 (TTFT %4 ms, %5 ms/token)")
+      status_->setText(tr("%1 tokens%6, %2, seed %3 (TTFT %4 ms, %5 ms/token)")
                            .arg(r->finish.numGenerated)
                            .arg(r->finish.reason)
                            .arg(r->seed)
                            .arg(r->finish.ttftMs, 0, 'f', 1)
-                           .arg(r->finish.tpotMs, 0, 'f', 2));
+                           .arg(r->finish.tpotMs, 0, 'f', 2)
+                           .arg(reasoning.size() > 0 ? tr(" (%1 reasoning, %2 answer)")
+                                                           .arg(reasoning.size())
+                                                           .arg(r->finish.numGenerated - reasoning.size())
+                                                     : QString()));
     active_ = 0;
     emit conversationChanged();
   }
@@ -253,6 +343,8 @@ void ChatPanel::updateButtons() {
   const bool hasAnswer = !conversation_.turns.isEmpty() && conversation_.turns.back().role == QLatin1String("assistant");
   regenerate_->setEnabled(!busy && hasAnswer);
   edit_->setEnabled(!busy && conversation_.turns.size() >= 2);
+  showPrompt_->setEnabled(!conversation_.turns.isEmpty() &&
+                          promptFor(static_cast<quint64>(conversation_.turns.size() - 1)) != nullptr);
   int n = 0, cur = 0;
   if (hasAnswer) {
     n = static_cast<int>(conversation_.turns.back().branches.size());
@@ -276,12 +368,19 @@ qint64 ChatPanel::shownSeed() const {
 }
 
 void ChatPanel::submitTurn(int assistantTurn) {
-  const ChatFormat f = conversation_.completionMode ? ChatFormat::Plain : format();
-  const QString prompt = renderChatPrompt(f, conversation_.messagesBefore(assistantTurn));
   status_->setText(tr("generating..."));
   pending_ = true;
   updateButtons();
-  emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value());
+  if (conversation_.completionMode) {
+    // Notebook mode: the text continues as written (BOS is added by the engine).
+    QString prompt;
+    for (const UiChatMessage& m : conversation_.messagesBefore(assistantTurn)) prompt += m.text;
+    emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value());
+    return;
+  }
+  prompts_.remove(static_cast<quint64>(assistantTurn));
+  emit generateChat(static_cast<quint64>(assistantTurn), conversation_.messagesBefore(assistantTurn), format(),
+                    maxTokens_->value());
 }
 
 void ChatPanel::send() {
@@ -318,6 +417,8 @@ void ChatPanel::editLast() {
 
 void ChatPanel::clearConversation() {
   conversation_.turns.clear();
+  prompts_.clear();
+  warning_->setVisible(false);
   active_ = 0;
   pending_ = false;
   status_->clear();

@@ -4,16 +4,27 @@
 // (Ctrl+Enter), stop (Esc), regenerate, edit-and-resend, a system prompt and
 // branch navigation (< 1/2 seed S >, the seed copyable) for the last answer.
 // Every interactive widget has an object name (tests, accessibility tools).
-// Requests go out as signals (generate / stop); MainWindow forwards them to the
-// EngineController and reports the request id back via onRequestSubmitted.
+// Requests go out as signals (generate / generateChat / stop); MainWindow
+// forwards them to the EngineController and reports the request id back via
+// onRequestSubmitted. Chat turns go out as messages: the engine renders them with
+// the model's own chat template (the default "model" format) or a built-in one,
+// and answers with the prompt it rendered (onChatPrompt): a fallback warning is
+// shown above the transcript, "Show prompt" opens the exact text and tokens.
+// Reasoning (<think>...</think>) is folded into one grey line with its token count
+// unless "Show reasoning" is ticked (then shown grey italic); the engine drops it
+// from the history it sends back.
 // Threads: UI thread.
 #pragma once
 
 #include <QWidget>
 
+#include <QHash>
+
 #include "conversation.h"
 #include "token_view.h"
+#include "ui_chat_prompt.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -24,7 +35,17 @@ class QToolButton;
 
 namespace gbui {
 
+class PromptView;
 class SessionModel;
+
+// Where reasoning sits in an answer's tokens: [begin, end) token indices, the
+// markers included; `closed` once </think> was generated. begin == end: none.
+struct ReasoningRange {
+  int begin = 0, end = 0;
+  bool closed = false;
+  int size() const { return end - begin; }
+};
+ReasoningRange findReasoning(const std::vector<UiToken>& tokens);
 
 class ChatPanel : public QWidget {
   Q_OBJECT
@@ -33,8 +54,14 @@ class ChatPanel : public QWidget {
 
   const Conversation& conversation() const { return conversation_; }
   void setConversation(const Conversation& conversation);
-  void setFormat(ChatFormat format);
-  ChatFormat format() const;
+  // "model" or a built-in format's name ("chatml", "llama2", "llama3", "plain").
+  void setFormat(const QString& format);
+  QString format() const;
+  // The prompt the engine rendered for the current assistant turn (tag), if any.
+  const UiChatPrompt* promptFor(quint64 tag) const;
+  QString warningText() const;
+  void setShowReasoning(bool show);
+  PromptView* promptView() const { return promptView_; }
   void setInputText(const QString& text);
   void setMaxTokens(int maxTokens);
   int maxTokens() const;
@@ -53,12 +80,16 @@ class ChatPanel : public QWidget {
   void clearConversation();
   void onRequestSubmitted(quint64 tag, quint64 request);
   void onRequestFailed(quint64 tag, const QString& message);
+  void onChatPrompt(const gbui::UiChatPrompt& prompt);
+  void showPrompt();
   void showBranch(int delta);
   void rerender();
 
  signals:
   // tag: the assistant turn index the request answers.
   void generate(quint64 tag, const QString& prompt, int maxTokens);
+  // Chat mode: the conversation up to the assistant turn `tag`, in `format`.
+  void generateChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format, int maxTokens);
   void stopRequested(quint64 request);
   void conversationChanged();
   void tokenClicked(quint64 request, int index);
@@ -68,6 +99,7 @@ class ChatPanel : public QWidget {
   void updateButtons();
   void submitTurn(int assistantTurn);
   QString turnText(RequestKey request) const;
+  void appendAnswer(const std::vector<UiToken>& tokens);
   qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none
 
   SessionModel* model_;
@@ -88,6 +120,11 @@ class ChatPanel : public QWidget {
   QLabel* branchLabel_;
   QToolButton* copySeed_;
   QLabel* status_;
+  QLabel* warning_;
+  QPushButton* showPrompt_;
+  QCheckBox* showReasoning_;
+  PromptView* promptView_ = nullptr;
+  QHash<quint64, UiChatPrompt> prompts_;  // by assistant turn
   RequestKey active_ = 0;        // the streaming request, 0 when idle
   bool pending_ = false;         // a request was asked for; its id has not come back yet
   RequestKey rendered_ = 0;      // request whose tokens end the view

@@ -4,8 +4,8 @@
 
 namespace gbui {
 
-QVector<ChatMessage> Conversation::messagesBefore(int end) const {
-  QVector<ChatMessage> out;
+QVector<UiChatMessage> Conversation::messagesBefore(int end) const {
+  QVector<UiChatMessage> out;
   if (!systemPrompt.isEmpty() && !completionMode) out.push_back({QStringLiteral("system"), systemPrompt});
   for (int i = 0; i < end && i < turns.size(); ++i) out.push_back({turns[i].role, turns[i].text});
   return out;
@@ -28,7 +28,7 @@ Conversation Conversation::fromJson(const QJsonObject& json) {
   Conversation c;
   c.systemPrompt = json.value("system").toString();
   c.completionMode = json.value("completion").toBool();
-  c.format = json.value("format").toString(QStringLiteral("plain"));
+  c.format = json.value("format").toString(QStringLiteral("model"));
   for (const QJsonValue& v : json.value("turns").toArray()) {
     const QJsonObject o = v.toObject();
     Turn t;

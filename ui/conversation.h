@@ -8,7 +8,7 @@
 #include <QString>
 #include <QVector>
 
-#include "chat_format.h"
+#include "ui_chat_prompt.h"
 #include "ui_events.h"
 
 namespace gbui {
@@ -25,10 +25,12 @@ struct Conversation {
   QString systemPrompt;
   QVector<Turn> turns;
   bool completionMode = false;  // notebook: one prompt, the model continues it
-  QString format = QStringLiteral("plain");
+  // "model" (the model's own chat template, rendered by the engine) or a
+  // built-in format: "chatml", "llama2", "llama3", "plain".
+  QString format = QStringLiteral("model");
 
   // Messages up to (not including) turn `end`, with assistant texts as given.
-  QVector<ChatMessage> messagesBefore(int end) const;
+  QVector<UiChatMessage> messagesBefore(int end) const;
   QJsonObject toJson() const;
   static Conversation fromJson(const QJsonObject& json);
 };

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <memory>
 
+#include "ui_chat_prompt.h"
 #include "ui_events.h"
 
 namespace gbui {
@@ -65,6 +66,13 @@ class EngineController : public QObject {
   // Branches `parent` after numTokens tokens (prompt + output), forcing `forcedToken`
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
+  // Chat: the engine renders `messages` with the model's own chat template
+  // (format "model") or a built-in format, tokenizes it with control tokens
+  // recognised outside the message texts and submits it, stopping on every
+  // end-of-generation token (engine_controller_chat.cpp). Emits chatPromptReady,
+  // then requestSubmitted or requestFailed.
+  void submitChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format,
+                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {});
   void cancel(quint64 request);
   // Releases the KV every finished request keeps, except those in `keep` (the
   // branches on screen). Full blocks stay in the prefix cache. Emits
@@ -102,6 +110,7 @@ class EngineController : public QObject {
   void loadProgress(int percent);
   void requestSubmitted(quint64 tag, quint64 request);
   void requestFailed(quint64 tag, const QString& message);
+  void chatPromptReady(const gbui::UiChatPrompt& prompt);
   void eventsReady(const gbui::UiEventBatch& events);
   void engineError(const QString& message);
   void idle();  // no work left after a step

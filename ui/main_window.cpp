@@ -40,6 +40,7 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     : QMainWindow(parent), controller_(new EngineController), model_(new SessionModel(this)), sessionPath_(sessionPath) {
   qRegisterMetaType<gbui::UiEventBatch>();
   qRegisterMetaType<gbui::UiModelInfo>();
+  qRegisterMetaType<gbui::UiChatPrompt>();
   setWindowTitle(tr("Glassbox"));
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
@@ -166,6 +167,15 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     const QString spec = sampling_->speculative()->spec();
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec); });
   });
+  connect(chat_, &ChatPanel::generateChat, this,
+          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens) {
+            const QString json = sampling_->submitJson();
+            const QString spec = sampling_->speculative()->spec();
+            QMetaObject::invokeMethod(controller_, [=, c = controller_] {
+              c->submitChat(tag, messages, format, json, maxTokens, spec);
+            });
+          });
+  connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);
   connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->cancel(request); });
   });
@@ -308,7 +318,7 @@ void MainWindow::onModelLoaded(const UiModelInfo& info) {
   cancelLoad_->setVisible(false);
   model_->setReplay(false);
   model_->setModelInfo(info);
-  chat_->setFormat(detectChatFormat(info.chatTemplate));
+  chat_->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
   statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
   rememberRecent(info.path);
   autosave_->start();

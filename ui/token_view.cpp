@@ -17,6 +17,7 @@ TokenView::TokenView(QWidget* parent) : QTextEdit(parent) {
 }
 
 void TokenView::clearAll() {
+  reasoning_ = false;
   clear();
   spans_.clear();
 }
@@ -38,12 +39,25 @@ void TokenView::appendPlain(const QString& text) {
   c.insertText(text, QTextCharFormat());
 }
 
+void TokenView::appendNote(const QString& text) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  QTextCharFormat f;
+  f.setFontItalic(true);
+  f.setForeground(QColor(0x70, 0x70, 0x70));
+  c.insertText(text, f);
+}
+
 void TokenView::appendToken(const UiToken& token) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   const int begin = c.position();
   QTextCharFormat f;
   f.setBackground(colorFor(token));
+  if (reasoning_) {
+    f.setFontItalic(true);
+    f.setForeground(QColor(0x70, 0x70, 0x70));
+  }
   if (const auto style = originUnderline(token.origin); style != QTextCharFormat::NoUnderline) {
     // Underline and text in the origin's colour: a thin underline alone is hard to spot.
     f.setUnderlineStyle(style);

@@ -30,6 +30,10 @@ class TokenView : public QTextEdit {
   void appendLabel(const QString& text);  // bold role label on its own line
   void appendPlain(const QString& text);
   void appendToken(const UiToken& token);
+  // Reasoning (<think>...</think>) is styled apart: tokens appended while this is
+  // on are grey italic; appendNote writes a grey italic line (a folded block).
+  void setReasoningStyle(bool on) { reasoning_ = on; }
+  void appendNote(const QString& text);
   int numTokenSpans() const { return static_cast<int>(spans_.size()); }
   // Concatenated text of every token span, in order (tests compare it with the engine).
   QString tokenText() const;
@@ -58,6 +62,7 @@ class TokenView : public QTextEdit {
     UiToken token;
   };
   ColorMode mode_ = ColorMode::Probability;
+  bool reasoning_ = false;
   std::vector<Span> spans_;  // ascending, non-overlapping document ranges
 };
 

@@ -3,9 +3,12 @@
 // with its sampler record, then a summary line (docs/trace-format.md).
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/chat_runner.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
 #include "cli/sampler_options.h"
@@ -32,7 +35,38 @@ struct GenerateArgs {
   std::string trace_path;
   std::string chrome_trace_path;
   std::string speculative;  // ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]
+  bool chat = false;        // the prompt is one user turn in the model's chat template
+  ChatOptions chat_options;
 };
+
+// --chat: the prompt as a single user turn (after --system), rendered by the
+// model's own chat template; stops on every end-of-generation token.
+Result<GenerationRequest> chat_request(const GenerateArgs& a, const ModelSession& session, const SamplerSettings& settings) {
+  std::optional<BuiltinChatFormat> forced;
+  if (a.chat_options.format != "model") forced = builtin_chat_format_from_name(a.chat_options.format);
+  std::string override_text;
+  if (!a.chat_options.template_path.empty()) {
+    std::ifstream in(a.chat_options.template_path, std::ios::binary);
+    if (!in) return make_error(a.chat_options.template_path + ": cannot open");
+    override_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const ChatFormatter formatter = chat_formatter_for(*session.model, *session.tokenizer, forced, override_text);
+  ChatRenderOptions options;
+  if (!a.chat_options.kwargs_json.empty()) {
+    auto extra = json_to_value(a.chat_options.kwargs_json);
+    if (!extra || !extra->is_dict()) return make_error("--template-kwargs: expected a JSON object");
+    options.extra = *extra;
+  }
+  std::vector<ChatMessage> messages;
+  if (!a.chat_options.system.empty()) messages.push_back({"system", a.chat_options.system, {}});
+  messages.push_back({"user", a.prompt, {}});
+  ChatRequest chat = make_chat_request(formatter, *session.tokenizer, messages, settings, options);
+  if (!chat.prompt.warning.empty()) std::fprintf(stderr, "warning: %s\n", chat.prompt.warning.c_str());
+  if (a.chat_options.show_prompt)
+    std::fprintf(stderr, "--- prompt (%s format, %zu tokens) ---\n%s\n---\n", chat.prompt.format.c_str(),
+                 chat.request.prompt_ids.size(), chat.prompt.text.c_str());
+  return std::move(chat.request);
+}
 
 void print_json(const nlohmann::json& j) {
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -65,8 +99,14 @@ int run_generate(GenerateArgs& a) {
   if (!session) return fail(session.error().message);
 
   GenerationRequest request;
-  request.prompt_ids = session->tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
-  request.sampling = *settings;
+  if (a.chat) {
+    auto chat = chat_request(a, *session, *settings);
+    if (!chat) return fail(chat.error().message);
+    request = std::move(*chat);
+  } else {
+    request.prompt_ids = session->tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
+    request.sampling = *settings;
+  }
   request.ignore_eos = a.ignore_eos;
   EngineConfig config;
   if (!a.speculative.empty()) {
@@ -98,7 +138,7 @@ int run_generate(GenerateArgs& a) {
   });
 
   if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
-  else if (!a.no_echo) print_text(session->tokenizer->decode(request.prompt_ids));
+  else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
   if (a.max_tokens == 0) {  // nothing to generate: report an empty completion
     if (a.json) print_json({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
                             {"num_generated", 0}, {"ttft_ms", 0.0}, {"tpot_ms", 0.0}, {"tokens_per_s", 0.0}, {"text", ""}});
@@ -150,6 +190,8 @@ const CommandRegistrar registrar("generate", "Generate text from a prompt", [](C
   sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
   add_sampler_options(sub, a->sampler);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
+  sub.add_flag("--chat", a->chat, "Send the prompt as one user turn in the model's chat template (printed: the reply only)");
+  add_chat_options(sub, a->chat_options);
   sub.add_flag("--json", a->json, "One JSON object per line: prompt ids, each token with its record, a summary");
   sub.add_flag("--no-echo", a->no_echo, "Do not print the prompt before the generated text");
   sub.add_flag("--parse-special", a->parse_special,

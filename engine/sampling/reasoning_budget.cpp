@@ -6,7 +6,9 @@
 namespace gb {
 
 ReasoningBudget::ReasoningBudget(ReasoningBudgetSettings settings, std::vector<TokenId> close_marker_ids)
-    : settings_(std::move(settings)), close_ids_(std::move(close_marker_ids)) {}
+    : settings_(std::move(settings)), close_ids_(std::move(close_marker_ids)) {
+  inside_ = settings_.starts_inside && !settings_.open_marker.empty() && !settings_.close_marker.empty();
+}
 
 void ReasoningBudget::observe(TokenId id, std::string_view decoded_piece) {
   if (settings_.open_marker.empty() || settings_.close_marker.empty()) return;

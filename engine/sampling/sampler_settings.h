@@ -64,6 +64,10 @@ struct ReasoningBudgetSettings {
   int max_tokens = -1;  // -1 = unlimited; 0 closes immediately after the open marker
   std::string open_marker = "<think>";
   std::string close_marker = "</think>";
+  // The prompt already opened a thinking region (chat templates such as
+  // DeepSeek-R1's end the generation prompt with "<think>\n"): count from the
+  // first generated token. Set per request by runtime/chat_request.h.
+  bool starts_inside = false;
 };
 
 struct SamplerSettings {

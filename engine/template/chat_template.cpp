@@ -130,6 +130,27 @@ Result<jinja::Value> json_to_value(std::string_view json_text) {
   }
 }
 
+Result<jinja::Value> render_context_from_json(std::string_view json_text) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return make_error("the context must be a JSON object of render variables");
+  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : j.items()) {
+    if (k == "kwargs" && v.is_object()) continue;
+    if (k == "template_messages") continue;
+    if ((k == "bos_token" || k == "eos_token") && v.is_null()) continue;
+    ctx[k] = v;
+  }
+  if (j.contains("template_messages")) ctx["messages"] = j["template_messages"];
+  if (j.contains("kwargs") && j["kwargs"].is_object())
+    for (const auto& [k, v] : j["kwargs"].items()) ctx[k] = v;
+  return from_json(ctx);
+}
+
 Result<std::tm> parse_iso_time(std::string_view text) {
   std::tm tm{};
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;

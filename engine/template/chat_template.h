@@ -78,6 +78,12 @@ class ChatTemplate {
 
 // JSON text -> Value, keeping object key order (tojson and dict.items() depend on it).
 Result<jinja::Value> json_to_value(std::string_view json_text);
+// The render variables of a CONTEXT.json (`glassbox-cli template render`): a JSON
+// object of variables, given as is to the template, except as in the fixture
+// format of testdata/chat-templates: `template_messages` replaces `messages`, a
+// `kwargs` object is merged into the top level, and a null bos_token/eos_token
+// means "not passed" (undefined in the template).
+Result<jinja::Value> render_context_from_json(std::string_view json_text);
 // "2025-03-14T09:26:53" (seconds optional) -> broken-down local time.
 Result<std::tm> parse_iso_time(std::string_view text);
 

@@ -55,8 +55,8 @@ class ArgReader {
 std::string py_strip(std::string_view s, const Value& chars, bool left, bool right);
 List py_split(const std::string& s, const Value& sep, int64_t max_split, bool from_right);
 std::string py_replace(const std::string& s, const std::string& old, const std::string& with, int64_t count);
-std::string ascii_lower(std::string s);
-std::string ascii_upper(std::string s);
+std::string py_lower(std::string s);
+std::string py_upper(std::string s);
 std::string py_capitalize(const std::string& s);
 std::string py_title(const std::string& s);
 

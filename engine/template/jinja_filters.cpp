@@ -155,7 +155,7 @@ Value do_items(Interpreter&, Value& v, CallArgs&) {
 // Sort key: the attribute, lower-cased strings unless case-sensitive.
 Value sort_key(Interpreter& in, const Value& item, const Value& attribute, bool case_sensitive) {
   Value k = attr_arg(in, item, attribute);
-  if (!case_sensitive && k.is_string()) k.text = ascii_lower(k.text);
+  if (!case_sensitive && k.is_string()) k.text = py_lower(k.text);
   return k;
 }
 
@@ -185,7 +185,7 @@ Value do_dictsort(Interpreter&, Value& v, CallArgs& a) {
   for (const auto& [k, val] : v.dict->entries) out.push_back(Value::from_list({k, val}, true));
   auto key = [&](const Value& pair) {
     Value k = (*pair.list)[by_value ? 1 : 0];
-    if (!case_sensitive && k.is_string()) k.text = ascii_lower(k.text);
+    if (!case_sensitive && k.is_string()) k.text = py_lower(k.text);
     return k;
   };
   std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
@@ -359,7 +359,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"last", do_last},
       {"length", [](Interpreter&, Value& v, CallArgs&) { return Value::from_int(length(v)); }},
       {"list", [](Interpreter&, Value& v, CallArgs&) { return Value::from_list(iterate(v)); }},
-      {"lower", [](Interpreter&, Value& v, CallArgs&) { return Value::from_string(ascii_lower(to_str(v))); }},
+      {"lower", [](Interpreter&, Value& v, CallArgs&) { return Value::from_string(py_lower(to_str(v))); }},
       {"map", do_map},
       {"max", [](Interpreter& in, Value& v, CallArgs& a) { return min_max(in, v, a, true); }},
       {"min", [](Interpreter& in, Value& v, CallArgs& a) { return min_max(in, v, a, false); }},
@@ -386,7 +386,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          return Value::from_string(py_strip(to_str(v), ArgReader(a, "trim").get(0, "chars"), true, true));
        }},
       {"unique", do_unique},
-      {"upper", [](Interpreter&, Value& v, CallArgs&) { return Value::from_string(ascii_upper(to_str(v))); }},
+      {"upper", [](Interpreter&, Value& v, CallArgs&) { return Value::from_string(py_upper(to_str(v))); }},
       {"wordcount", do_wordcount},
   };
   return table;

@@ -19,6 +19,19 @@ const Value* Scope::find(const std::string& name) const {
 
 Interpreter::Interpreter(RenderLimits limits, std::tm now) : limits_(limits), now_(now) {}
 
+namespace {
+// Counts statements and expressions under evaluation; past the limit the render
+// stops with an error instead of running out of stack.
+struct NestingGuard {
+  NestingGuard(int& depth, int limit) : depth_(depth) {
+    if (++depth_ > limit)
+      throw TemplateError(ErrorKind::Limit, "nesting limit reached: evaluation nested deeper than " + std::to_string(limit), {});
+  }
+  ~NestingGuard() { --depth_; }
+  int& depth_;
+};
+}  // namespace
+
 void Interpreter::check_size(size_t num_bytes) const {
   if (num_bytes > limits_.max_output_bytes)
     throw TemplateError(ErrorKind::Limit,
@@ -44,6 +57,7 @@ std::string Interpreter::render(const Template& tpl, const Value& context) {
   out_ = &out;
   num_iterations_ = 0;
   call_depth_ = 0;
+  nesting_depth_ = 0;
   exec_body(tpl.body, root);
   out_ = nullptr;
   return out;
@@ -79,6 +93,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   try {
+    NestingGuard guard(nesting_depth_, limits_.max_nesting_depth);
     switch (s.kind) {
       case StmtKind::Text: write_out(s.text); return Flow::Normal;
       case StmtKind::Print: write_out(to_str(eval(*s.expr, scope))); return Flow::Normal;
@@ -181,19 +196,22 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
       throw TemplateError(ErrorKind::Runtime, e.what(), s.expr->pos);
     }
   }
-  auto loop_scope = std::make_shared<Scope>(scope);
   if (s.filter) {
     List kept;
     for (auto& item : items) {
       count_iteration();
-      bind_targets(*loop_scope, s, item);
-      if (truthy(eval(*s.filter, loop_scope))) kept.push_back(std::move(item));
+      auto filter_scope = std::make_shared<Scope>(scope);
+      bind_targets(*filter_scope, s, item);
+      if (truthy(eval(*s.filter, filter_scope))) kept.push_back(std::move(item));
     }
     items = std::move(kept);
   }
   if (items.empty()) return s.bodies.size() > 1 ? exec_body(s.bodies[1], scope) : Flow::Normal;
   for (size_t i = 0; i < items.size(); ++i) {
     count_iteration();
+    // Jinja2 gives every iteration a fresh scope: a `set` in the body is gone by
+    // the next iteration (which sees the outer value again).
+    auto loop_scope = std::make_shared<Scope>(scope);
     bind_targets(*loop_scope, s, items[i]);
     loop_scope->set("loop", make_loop(items, i));
     if (exec_body(s.bodies[0], loop_scope) == Flow::Break) break;
@@ -274,7 +292,7 @@ Value Interpreter::call_macro(const Stmt& s, const std::shared_ptr<Scope>& closu
   for (size_t i = s.params.size(); i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
   Value kwargs = Value::new_dict();
   for (auto& [k, v] : args.keyword) kwargs.dict->set(Value::from_string(k), v);
-  scope->set("varargs", Value::from_list(std::move(varargs)));
+  scope->set("varargs", Value::from_list(std::move(varargs), /*tuple=*/true));
   scope->set("kwargs", std::move(kwargs));
   if (caller.kind == Kind::Callable) scope->set("caller", caller);
   return Value::from_string(capture(s.bodies[0], scope));
@@ -341,6 +359,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
 
 Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   try {
+    NestingGuard guard(nesting_depth_, limits_.max_nesting_depth);
     return eval_inner(e, scope);
   } catch (TemplateError& err) {
     if (err.pos.line == 0) err.pos = e.pos;

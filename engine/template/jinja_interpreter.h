@@ -5,8 +5,9 @@
 //     the fixed clock the caller passes;
 //   - lists and dicts are immutable (no append/update/pop), like Jinja2's
 //     ImmutableSandboxedEnvironment; only namespace() objects can be assigned to;
-//   - limits on loop iterations (all loops together), call depth (macro recursion)
-//     and output size, each a TemplateError(Limit) with line and column.
+//   - limits on loop iterations (all loops together), call depth (macro recursion),
+//     evaluation nesting (stack use) and output size, each a TemplateError(Limit)
+//     with line and column.
 // Scopes follow Jinja2: a for loop, a macro call and a with block open a scope
 // that `set` cannot leak out of; if/elif/else do not.
 // Threads: one Interpreter renders one template at a time on the calling thread.
@@ -27,6 +28,9 @@ struct RenderLimits {
   int64_t max_loop_iterations = 1'000'000;  // over all loops of one render
   int max_call_depth = 100;                 // nested macro / caller() calls
   size_t max_output_bytes = 16u << 20;      // rendered text and every string built
+  // Statements and expressions being evaluated inside each other (macro calls
+  // multiply the template's own nesting): bounds the interpreter's stack use.
+  int max_nesting_depth = 1500;
 };
 
 // A variable scope. Lookups walk up the parents; assignments stay local.
@@ -82,6 +86,7 @@ class Interpreter {
   std::string* out_ = nullptr;
   int64_t num_iterations_ = 0;
   int call_depth_ = 0;
+  int nesting_depth_ = 0;
 };
 
 // Arithmetic with Python's rules (int/float promotion, floor division and modulo,

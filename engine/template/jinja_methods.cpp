@@ -1,5 +1,5 @@
-// Methods of str/dict/list values, Jinja tests, the globals, and the Python
-// string helpers they share (see jinja_builtins.h).
+// Methods of str/dict/list values and the Python string helpers they share
+// (see jinja_builtins.h). Tests and globals: jinja_tests.cpp.
 #include <algorithm>
 #include <cctype>
 #include <ctime>
@@ -165,27 +165,97 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
   return out;
 }
 
-std::string ascii_lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+namespace {
+// Simple case mapping of Python's str.upper()/lower() for ASCII, Latin-1,
+// Latin Extended-A, Greek and Cyrillic; other scripts are left unchanged.
+// (Not covered: final-sigma and the one-to-many mappings other than ß.)
+uint32_t latin_ext_a_toggle(uint32_t cp, bool to_upper) {
+  // Pairs are (upper, lower) at (even, odd) in 0x100-0x137 and 0x14A-0x177, and at
+  // (odd, even) in 0x139-0x148 and 0x179-0x17E.
+  const bool even_upper = (cp >= 0x100 && cp <= 0x137) || (cp >= 0x14A && cp <= 0x177);
+  const bool odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
+  if (!even_upper && !odd_upper) return cp;
+  const bool is_upper = even_upper ? cp % 2 == 0 : cp % 2 == 1;
+  if (is_upper == to_upper) return cp;
+  return to_upper ? cp - 1 : cp + 1;
 }
-std::string ascii_upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
+
+uint32_t to_upper_cp(uint32_t cp) {
+  if (cp >= 'a' && cp <= 'z') return cp - 32;
+  if (cp < 0x80) return cp;
+  if (cp >= 0xE0 && cp <= 0xFE && cp != 0xF7) return cp - 0x20;
+  if (cp == 0xFF) return 0x178;
+  if (cp == 0xB5) return 0x39C;
+  if (cp == 0x131) return 'I';
+  if (cp == 0x17F) return 'S';
+  if (cp >= 0x100 && cp <= 0x17E) return latin_ext_a_toggle(cp, true);
+  if (cp == 0x3C2) return 0x3A3;
+  if (cp >= 0x3B1 && cp <= 0x3C9) return cp - 0x20;
+  if (cp == 0x3AC) return 0x386;
+  if (cp >= 0x3AD && cp <= 0x3AF) return cp - 0x25;
+  if (cp == 0x3CC) return 0x38C;
+  if (cp == 0x3CD || cp == 0x3CE) return cp - 0x3F;
+  if (cp >= 0x430 && cp <= 0x44F) return cp - 0x20;
+  if (cp >= 0x450 && cp <= 0x45F) return cp - 0x50;
+  return cp;
+}
+
+uint32_t to_lower_cp(uint32_t cp) {
+  if (cp >= 'A' && cp <= 'Z') return cp + 32;
+  if (cp < 0x80) return cp;
+  if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 0x20;
+  if (cp == 0x178) return 0xFF;
+  if (cp == 0x130) return 'i';
+  if (cp >= 0x100 && cp <= 0x17E) return latin_ext_a_toggle(cp, false);
+  if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 0x20;
+  if (cp == 0x386) return 0x3AC;
+  if (cp >= 0x388 && cp <= 0x38A) return cp + 0x25;
+  if (cp == 0x38C) return 0x3CC;
+  if (cp == 0x38E || cp == 0x38F) return cp + 0x3F;
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 0x20;
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 0x50;
+  return cp;
+}
+
+bool is_cased_letter(uint32_t cp) { return to_upper_cp(cp) != cp || to_lower_cp(cp) != cp || cp == 0xDF; }
+
+void append_cased(std::string& out, uint32_t cp, bool upper) {
+  if (upper && cp == 0xDF) {
+    out += "SS";
+    return;
+  }
+  append_utf8(out, upper ? to_upper_cp(cp) : to_lower_cp(cp));
+}
+}  // namespace
+
+std::string py_lower(std::string s) {
+  std::string out;
+  for (const auto& cp : code_points(s)) append_cased(out, decode_code_point(cp), false);
+  return out;
+}
+std::string py_upper(std::string s) {
+  std::string out;
+  for (const auto& cp : code_points(s)) append_cased(out, decode_code_point(cp), true);
+  return out;
 }
 std::string py_capitalize(const std::string& s) {
-  std::string out = ascii_lower(s);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  std::string out;
+  bool first = true;
+  for (const auto& cp : code_points(s)) {
+    append_cased(out, decode_code_point(cp), first);
+    first = false;
+  }
   return out;
 }
 std::string py_title(const std::string& s) {
-  std::string out = s;
-  bool prev_letter = false;
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    const bool letter = std::isalpha(u) != 0;
-    c = static_cast<char>(letter ? (prev_letter ? std::tolower(u) : std::toupper(u)) : c);
-    prev_letter = letter || u >= 0x80;
+  std::string out;
+  bool prev_cased = false;
+  for (const auto& cp_text : code_points(s)) {
+    const uint32_t cp = decode_code_point(cp_text);
+    const bool cased = is_cased_letter(cp);
+    if (cased) append_cased(out, cp, !prev_cased);
+    else out += cp_text;
+    prev_cased = cased;
   }
   return out;
 }
@@ -284,8 +354,8 @@ const std::unordered_map<std::string, MethodFn>& string_methods() {
       {"rsplit", [](const Value& s, const CallArgs& a) { ArgReader r(a, "rsplit"); return Value::from_list(py_split(s.text, r.get(0, "sep"), r.get_int(1, "maxsplit", -1), true)); }},
       {"startswith", [](const Value& s, const CallArgs& a) { return Value::from_bool(matches_affix(s, ArgReader(a, "startswith").get(0, "prefix"), true)); }},
       {"endswith", [](const Value& s, const CallArgs& a) { return Value::from_bool(matches_affix(s, ArgReader(a, "endswith").get(0, "suffix"), false)); }},
-      {"upper", [](const Value& s, const CallArgs&) { return Value::from_string(ascii_upper(s.text)); }},
-      {"lower", [](const Value& s, const CallArgs&) { return Value::from_string(ascii_lower(s.text)); }},
+      {"upper", [](const Value& s, const CallArgs&) { return Value::from_string(py_upper(s.text)); }},
+      {"lower", [](const Value& s, const CallArgs&) { return Value::from_string(py_lower(s.text)); }},
       {"title", [](const Value& s, const CallArgs&) { return Value::from_string(py_title(s.text)); }},
       {"capitalize", [](const Value& s, const CallArgs&) { return Value::from_string(py_capitalize(s.text)); }},
       {"replace", [](const Value& s, const CallArgs& a) {
@@ -337,8 +407,8 @@ const std::unordered_map<std::string, MethodFn>& string_methods() {
       {"isalpha", all_chars<::isalpha>},
       {"isalnum", all_chars<::isalnum>},
       {"isspace", all_chars<::isspace>},
-      {"islower", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::islower) && ascii_lower(s.text) == s.text); }},
-      {"isupper", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::isupper) && ascii_upper(s.text) == s.text); }},
+      {"islower", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::islower) && py_lower(s.text) == s.text); }},
+      {"isupper", [](const Value& s, const CallArgs&) { return Value::from_bool(std::any_of(s.text.begin(), s.text.end(), ::isupper) && py_upper(s.text) == s.text); }},
       {"format", str_format},
   };
   return table;
@@ -417,130 +487,6 @@ Value bound_method(const Value& obj, const std::string& name) {
   }
   const MethodFn fn = it->second;
   return Value::function(name, [fn, obj](Interpreter&, CallArgs& args) { return fn(obj, args); });
-}
-
-// --- tests ---------------------------------------------------------------------
-
-namespace {
-Value arg0(const CallArgs& a, const char* test) {
-  if (a.positional.empty()) throw ValueError(std::string("test '") + test + "' needs an argument");
-  return a.positional[0];
-}
-
-const std::unordered_map<std::string, TestFn>& tests() {
-  static const std::unordered_map<std::string, TestFn> table = {
-      {"defined", [](Interpreter&, const Value& v, CallArgs&) { return !v.is_undefined(); }},
-      {"undefined", [](Interpreter&, const Value& v, CallArgs&) { return v.is_undefined(); }},
-      {"none", [](Interpreter&, const Value& v, CallArgs&) { return v.is_none(); }},
-      {"boolean", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Bool; }},
-      {"false", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Bool && !v.boolean; }},
-      {"true", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Bool && v.boolean; }},
-      {"integer", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Int; }},
-      {"float", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Float; }},
-      {"number", [](Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }},
-      {"string", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string(); }},
-      {"mapping", [](Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }},
-      {"iterable", [](Interpreter&, const Value& v, CallArgs&) {
-         return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
-       }},
-      {"sequence", [](Interpreter&, const Value& v, CallArgs&) {
-         return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
-       }},
-      {"callable", [](Interpreter&, const Value& v, CallArgs&) { return v.kind == Kind::Callable; }},
-      {"sameas", [](Interpreter&, const Value& v, CallArgs& a) {
-         const Value o = arg0(a, "sameas");
-         if (v.kind != o.kind) return false;
-         if (v.is_none() || v.is_undefined()) return true;
-         if (v.kind == Kind::Bool) return v.boolean == o.boolean;
-         if (v.is_list()) return v.list == o.list;
-         if (v.is_dict() || v.kind == Kind::Namespace) return v.dict == o.dict;
-         return equals(v, o);
-       }},
-      {"eq", [](Interpreter&, const Value& v, CallArgs& a) { return equals(v, arg0(a, "eq")); }},
-      {"equalto", [](Interpreter&, const Value& v, CallArgs& a) { return equals(v, arg0(a, "equalto")); }},
-      {"ne", [](Interpreter&, const Value& v, CallArgs& a) { return !equals(v, arg0(a, "ne")); }},
-      {"lt", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "lt")) < 0; }},
-      {"lessthan", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "lessthan")) < 0; }},
-      {"le", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "le")) <= 0; }},
-      {"gt", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "gt")) > 0; }},
-      {"greaterthan", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "greaterthan")) > 0; }},
-      {"ge", [](Interpreter&, const Value& v, CallArgs& a) { return compare(v, arg0(a, "ge")) >= 0; }},
-      {"in", [](Interpreter&, const Value& v, CallArgs& a) { return contains(arg0(a, "in"), v); }},
-      {"odd", [](Interpreter&, const Value& v, CallArgs&) {
-         if (!v.is_integral()) throw ValueError("test 'odd' needs an integer");
-         return v.as_int() % 2 != 0;
-       }},
-      {"even", [](Interpreter&, const Value& v, CallArgs&) {
-         if (!v.is_integral()) throw ValueError("test 'even' needs an integer");
-         return v.as_int() % 2 == 0;
-       }},
-      {"divisibleby", [](Interpreter&, const Value& v, CallArgs& a) {
-         const Value d = arg0(a, "divisibleby");
-         if (!v.is_integral() || !d.is_integral() || d.as_int() == 0) throw ValueError("test 'divisibleby' needs non-zero integers");
-         return v.as_int() % d.as_int() == 0;
-       }},
-      {"lower", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && ascii_lower(v.text) == v.text; }},
-      {"upper", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && ascii_upper(v.text) == v.text; }},
-  };
-  return table;
-}
-}  // namespace
-
-TestFn find_test(const std::string& name) {
-  auto it = tests().find(name);
-  return it == tests().end() ? nullptr : it->second;
-}
-
-// --- globals -------------------------------------------------------------------
-
-void install_globals(Scope& globals) {
-  globals.set("range", Value::function("range", [](Interpreter& in, CallArgs& a) {
-                ArgReader r(a, "range");
-                int64_t start = 0, stop = 0, step = 1;
-                if (a.positional.size() == 1) {
-                  stop = r.get_int(0, "stop", 0);
-                } else {
-                  start = r.get_int(0, "start", 0);
-                  stop = r.get_int(1, "stop", 0);
-                  step = r.get_int(2, "step", 1);
-                }
-                if (step == 0) throw ValueError("range() arg 3 must not be zero");
-                const int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                           : (start > stop ? (start - stop - step - 1) / -step : 0);
-                if (n > in.limits().max_loop_iterations)
-                  throw TemplateError(ErrorKind::Limit, "range too big: " + std::to_string(n) + " items", {});
-                List out;
-                for (int64_t i = 0; i < n; ++i) out.push_back(Value::from_int(start + i * step));
-                return Value::from_list(std::move(out));
-              }));
-  globals.set("namespace", Value::function("namespace", [](Interpreter&, CallArgs& a) {
-                Value ns = Value::new_namespace();
-                for (const auto& p : a.positional) {
-                  if (!p.is_dict()) throw ValueError("namespace() takes a mapping or keyword arguments");
-                  for (const auto& [k, v] : p.dict->entries) ns.dict->set(k, v);
-                }
-                for (const auto& [k, v] : a.keyword) ns.dict->set(Value::from_string(k), v);
-                return ns;
-              }));
-  globals.set("dict", Value::function("dict", [](Interpreter&, CallArgs& a) {
-                Value d = Value::new_dict();
-                for (const auto& p : a.positional)
-                  if (p.is_dict())
-                    for (const auto& [k, v] : p.dict->entries) d.dict->set(k, v);
-                for (const auto& [k, v] : a.keyword) d.dict->set(Value::from_string(k), v);
-                return d;
-              }));
-  globals.set("raise_exception", Value::function("raise_exception", [](Interpreter&, CallArgs& a) -> Value {
-                throw TemplateError(ErrorKind::Raised, to_str(ArgReader(a, "raise_exception").get(0, "message")), {});
-              }));
-  globals.set("strftime_now", Value::function("strftime_now", [](Interpreter& in, CallArgs& a) {
-                const std::string fmt = to_str(ArgReader(a, "strftime_now").get(0, "format"));
-                if (fmt.empty()) return Value::from_string("");
-                std::string buf(fmt.size() * 8 + 64, '\0');
-                const size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &in.now());
-                buf.resize(n);
-                return Value::from_string(std::move(buf));
-              }));
 }
 
 }  // namespace gb::jinja

@@ -586,7 +586,7 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
     } else if (at_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (at_op("(")) {
-      auto e = make(ExprKind::Call, cur().pos);
+      auto e = make(ExprKind::Call, node->pos);  // errors point at the callee's name
       e->operands.push_back(std::move(node));
       parse_call_args(e->args);
       node = std::move(e);

@@ -301,6 +301,33 @@ int64_t num_code_points(std::string_view s) {
   return n;
 }
 
+uint32_t decode_code_point(std::string_view cp) {
+  if (cp.empty()) return 0;
+  const auto lead = static_cast<unsigned char>(cp[0]);
+  if (lead < 0x80 || cp.size() == 1) return lead;
+  uint32_t v = lead & (0xFF >> (cp.size() + 1));
+  for (size_t i = 1; i < cp.size(); ++i) v = (v << 6) | (static_cast<unsigned char>(cp[i]) & 0x3F);
+  return v;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
 int64_t length(const Value& v) {
   switch (v.kind) {
     case Kind::Undefined: return 0;

@@ -115,6 +115,8 @@ bool contains(const Value& haystack, const Value& needle);
 // UTF-8 helpers on code points (Python string indexing).
 std::vector<std::string> code_points(std::string_view s);
 int64_t num_code_points(std::string_view s);
+uint32_t decode_code_point(std::string_view one_code_point);
+void append_utf8(std::string& out, uint32_t code_point);
 
 // Throws the error Jinja2 raises when an undefined value is used.
 [[noreturn]] void fail_undefined(const Value& v);

@@ -1,0 +1,73 @@
+// EngineController::submitChat: chat formatting happens in the engine
+// (runtime/chat_request.h, code review A11); the UI only sends the conversation.
+#include <QCoreApplication>
+
+#include "engine_controller.h"
+#include "engine_controller_state.h"
+#include "runtime/chat_request.h"
+#include "sampling/sampler_settings_json.h"
+#include "speculative/speculative_config.h"
+
+namespace gbui {
+namespace {
+
+UiChatPrompt toUiPrompt(quint64 tag, const gb::ChatRequest& chat, const gb::Tokenizer& tokenizer, int contextLength) {
+  UiChatPrompt p;
+  p.tag = tag;
+  p.text = QString::fromStdString(chat.prompt.text);
+  p.format = QString::fromStdString(chat.prompt.format);
+  p.warning = QString::fromStdString(chat.prompt.warning);
+  p.templateHash = QString::fromStdString(chat.prompt.template_hash);
+  p.contextLength = contextLength;
+  for (gb::TokenId id : chat.request.prompt_ids) {
+    p.ids.push_back(id);
+    p.pieces.push_back(QString::fromStdString(tokenizer.token_piece(id)));
+    p.control.push_back(tokenizer.is_control(id));
+  }
+  return p;
+}
+
+}  // namespace
+
+void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& messages, const QString& format,
+                                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec) {
+  if (!state_->engine) {
+    emit requestFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
+  if (!settings) {
+    emit requestFailed(tag, QString::fromStdString(settings.error().message));
+    return;
+  }
+  settings->max_tokens = maxTokens;
+  std::optional<gb::BuiltinChatFormat> forced;
+  if (format != QLatin1String("model")) forced = gb::builtin_chat_format_from_name(format.toStdString());
+  const gb::ChatFormatter formatter = gb::chat_formatter_for(*state_->model, *state_->tokenizer, forced);
+  std::vector<gb::ChatMessage> history;
+  for (const UiChatMessage& m : messages) {
+    if (m.role == QLatin1String("assistant")) history.push_back(gb::assistant_history_message(m.text.toStdString()));
+    else history.push_back({m.role.toStdString(), m.text.toStdString(), {}});
+  }
+  gb::ChatRequest chat = gb::make_chat_request(formatter, *state_->tokenizer, history, *settings);
+  emit chatPromptReady(toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
+  chat.request.retain_kv = true;  // so any token can be branched later
+  if (!speculativeSpec.isEmpty()) {
+    auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
+    if (!spec) {
+      emit requestFailed(tag, QString::fromStdString(spec.error().message));
+      return;
+    }
+    chat.request.speculative = std::move(*spec);
+  }
+  auto id = state_->engine->submit(std::move(chat.request));
+  collectEvents();
+  if (!id) {
+    emit requestFailed(tag, QString::fromStdString(id.error().message));
+    return;
+  }
+  emit requestSubmitted(tag, id->value);
+  scheduleSteps();
+}
+
+}  // namespace gbui
