@@ -104,6 +104,11 @@ class Engine {
   // fork of the KV blocks, no re-prefill). The child keeps the parent's settings.
   Result<RequestId> fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                          int32_t max_tokens);
+  // The same fork without a forced token, with the child's own sampler settings
+  // (chain, seed, stop strings, max_tokens): a sampler comparison's lane. Its
+  // random counter continues from the branch point like fork()'s, so forking at
+  // the end of the parent's prompt draws what submit() with `settings` would.
+  Result<RequestId> fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings);
   bool cancel(RequestId id);
   // Frees the KV blocks a finished retain_kv request kept.
   bool release(RequestId id);
@@ -141,6 +146,8 @@ class Engine {
   void reset_helpers(RequestState& rs) const;
   void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
   void propose_drafts();
+  Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                              SamplerSettings settings, bool complete);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;

@@ -12,10 +12,25 @@ namespace gb {
 
 Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                                int32_t max_tokens) {
+  auto pit = states_.find(parent);
+  if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
+  SamplerSettings settings = pit->second->settings;
+  settings.max_tokens = max_tokens;
+  return fork_impl(parent, num_tokens, forced_next, std::move(settings), false);
+}
+
+Result<RequestId> Engine::fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings) {
+  if (Status st = validate(settings); !st) return make_error("fork: " + st.error().message);
+  return fork_impl(parent, num_tokens, std::nullopt, std::move(settings), true);
+}
+
+Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                                    SamplerSettings settings, bool complete) {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
   auto pit = states_.find(parent);
   if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
   const RequestState& ps = *pit->second;
+  const int32_t max_tokens = settings.max_tokens;
   // The parent's tokens: from the scheduler while it runs, else from its record.
   std::vector<TokenId> tokens;
   if (const Request* r = scheduler_->find(parent)) tokens = r->all_tokens();
@@ -27,12 +42,13 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
 
   const RequestId id{next_request_id_++};
   auto rs = std::make_unique<RequestState>();
-  rs->settings = ps.settings;
-  rs->settings.max_tokens = max_tokens;
+  rs->settings = std::move(settings);
+  if (complete) complete_settings(rs->settings);
   reset_helpers(*rs);
-  // Same seed, but the counter continues from the branch point, so a branch that
-  // changes nothing would replay the parent's draws.
-  rs->rng = SamplerRng(ps.settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - ps.num_prompt)));
+  // The counter continues from the branch point, so a branch that changes
+  // nothing (same seed) replays the parent's draws, and a fork at the end of
+  // the prompt draws exactly what a request submitted alone would.
+  rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - ps.num_prompt)));
   rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
   rs->ignore_eos = ps.ignore_eos;
   std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
