@@ -62,6 +62,16 @@ class EngineController : public QObject {
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
   void cancel(quint64 request);
+  // Frees the KV blocks a finished request kept (a released branch).
+  void release(quint64 request);
+  // A sampler comparison (engine/runtime/comparison.h): lanes = names and
+  // sampler JSON, lane-major requests arrive with comparisonStarted, the result
+  // JSON/CSV (docs/compare.md) with comparisonFinished. Replaces (and releases)
+  // an earlier comparison. engine_controller_compare.cpp.
+  void startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
+                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens);
+  // Releases every KV block the current comparison holds.
+  void closeComparison();
   void setSamplerSettings(quint64 request, const QString& samplerJson);
   // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
   void exportTrace(const QString& path, const QString& format);
@@ -97,12 +107,18 @@ class EngineController : public QObject {
   void exportFinished(const QString& path, const QString& error);
   void traceOpened(const gbui::UiModelInfo& info, const gbui::UiEventBatch& events);
   void traceOpenFailed(const QString& path, const QString& message);
+  void comparisonStarted(quint64 tag, const QVector<quint64>& requests);
+  void comparisonFinished(quint64 tag, const QString& json, const QString& csv);
+  void comparisonFailed(quint64 tag, const QString& message);
 
  private:
   struct State;  // engine objects; defined in the .cpp so this header stays engine-free
   void runSteps();
   void scheduleSteps();
   void collectEvents();
+  // After events were collected: lets a running comparison fork its lanes or
+  // finish (engine_controller_compare.cpp).
+  void advanceComparison();
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

@@ -21,7 +21,9 @@
 #include <QStatusBar>
 #include <QTimer>
 
+#include "branches_panel.h"
 #include "chat_panel.h"
+#include "compare_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "model_info_panel.h"
@@ -68,6 +70,11 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   QDockWidget* specDock = addDock(speculative_, tr("Speculative"), "speculative", Qt::BottomDockWidgetArea);
   tabifyDockWidget(kvDock, perfDock);
   tabifyDockWidget(perfDock, specDock);
+  compare_ = new CompareView(model_);
+  branches_ = new BranchesPanel(model_);
+  tabifyDockWidget(specDock, addDock(compare_, tr("Compare"), "compare", Qt::BottomDockWidgetArea));
+  tabifyDockWidget(findChild<QDockWidget*>("inspector"), addDock(branches_, tr("Branches"), "branches", Qt::RightDockWidgetArea));
+  connectCompareAndBranches(*this);  // compare_wiring.cpp
   kvDock->raise();
 
   progress_ = new QProgressBar;

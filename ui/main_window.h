@@ -20,7 +20,9 @@ class QTimer;
 
 namespace gbui {
 
+class BranchesPanel;
 class ChatPanel;
+class CompareView;
 class EngineController;
 class KvCachePanel;
 class ModelInfoPanel;
@@ -46,8 +48,10 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance() const { return performance_; }
   ModelInfoPanel* modelInfo() const { return info_; }
   SpeculativePanel* speculativePanel() const { return speculative_; }
+  CompareView* compareView() const { return compare_; }
+  BranchesPanel* branchesPanel() const { return branches_; }
   // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model").
+  // "speculative", "model", "compare", "branches").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -91,6 +95,8 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance_;
   ModelInfoPanel* info_;
   SpeculativePanel* speculative_;
+  CompareView* compare_;
+  BranchesPanel* branches_;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
@@ -101,5 +107,9 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   bool loading_ = false;
 };
+
+// Wires the Compare view and the Branches panel to the engine controller and
+// the chat (compare_wiring.cpp), so main_window.cpp only creates them.
+void connectCompareAndBranches(MainWindow& window);
 
 }  // namespace gbui

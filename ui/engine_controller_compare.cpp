@@ -1,0 +1,83 @@
+// EngineController: sampler comparisons and branch release (the Compare view
+// and the Branches panel's commands). Part of the bridge, so it sees engine
+// headers; the rest of the UI gets JSON text and request ids.
+#include <QStringList>
+
+#include "engine_controller.h"
+#include "engine_controller_state.h"
+#include "runtime/comparison_json.h"
+
+namespace gbui {
+
+void EngineController::release(quint64 request) {
+  if (!state_->engine) return;
+  state_->engine->release(gb::RequestId{request});
+  collectEvents();
+}
+
+void EngineController::closeComparison() {
+  if (!state_->engine || !state_->comparison) return;
+  std::unique_ptr<gb::Comparison> c = std::move(state_->comparison);
+  c->close(*state_->engine);
+  collectEvents();
+}
+
+void EngineController::startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
+                                       const QStringList& laneJson, int samples, quint64 seed, bool crn,
+                                       int maxTokens) {
+  if (!state_->engine) {
+    emit comparisonFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  closeComparison();
+  gb::ComparisonSpec spec;
+  for (int i = 0; i < laneNames.size() && i < laneJson.size(); ++i) {
+    auto settings = gb::sampler_settings_from_json(laneJson[i].toStdString(), "lane " + laneNames[i].toStdString());
+    if (!settings) {
+      emit comparisonFailed(tag, QString::fromStdString(settings.error().message));
+      return;
+    }
+    spec.lanes.push_back({laneNames[i].toStdString(), *settings});
+  }
+  spec.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
+  spec.num_samples = samples;
+  spec.seed = seed;
+  spec.crn = crn;
+  spec.max_tokens = maxTokens;
+  auto c = gb::Comparison::start(*state_->engine, std::move(spec));
+  if (!c) {
+    collectEvents();
+    emit comparisonFailed(tag, QString::fromStdString(c.error().message));
+    return;
+  }
+  state_->comparison = std::move(*c);
+  state_->comparisonTag = tag;
+  state_->comparisonPrompt = prompt.toStdString();
+  collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::advanceComparison() {
+  gb::Comparison& c = *state_->comparison;
+  const bool was_forked = c.forked(), was_done = c.done();
+  if (gb::Status st = c.advance(*state_->engine); !st) {
+    std::unique_ptr<gb::Comparison> failed = std::move(state_->comparison);
+    failed->close(*state_->engine);
+    emit comparisonFailed(state_->comparisonTag, QString::fromStdString(st.error().message));
+    return;
+  }
+  if (c.forked() && !was_forked) {
+    QVector<quint64> ids;
+    for (const gb::ComparisonSample& s : c.samples()) ids.push_back(s.request.value);
+    emit comparisonStarted(state_->comparisonTag, ids);
+  }
+  if (c.done() && !was_done) {
+    gb::ComparisonJsonOptions options;
+    options.prompt_text = state_->comparisonPrompt;
+    options.token_records = false;  // the view has the records from the event stream
+    emit comparisonFinished(state_->comparisonTag, QString::fromStdString(gb::comparison_to_json(c, options)),
+                            QString::fromStdString(gb::comparison_to_csv(c)));
+  }
+}
+
+}  // namespace gbui
