@@ -103,6 +103,7 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   auto* scroll = new QScrollArea;
   scroll->setWidget(lanesHost);
   scroll->setWidgetResizable(true);
+  scroll->setMinimumHeight(260);
 
   summary_ = new QTableWidget(0, 10);
   summary_->setHorizontalHeaderLabels({tr("Lane"), tr("Mean logprob"), tr("Mean entropy"), tr("Length"), tr("Distinct-1"),
@@ -125,6 +126,8 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   split->addWidget(bars_);
   split->addWidget(summary_);
   split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setStretchFactor(2, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   layout->addLayout(view);
@@ -185,6 +188,7 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   l.settings->setMaximumHeight(70);
   l.output = new QTextBrowser;
   l.output->setMinimumWidth(200);
+  l.output->setMinimumHeight(120);
   auto* dup = new QPushButton(tr("Duplicate"));
   auto* remove = new QPushButton(tr("Remove"));
   auto* head = new QHBoxLayout;
@@ -287,6 +291,14 @@ void CompareView::onFinished(quint64 tag, const QString& json, const QString& cs
                        .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
                        .arg(root.value(QStringLiteral("kv")).toObject().value(QStringLiteral("num_prompt_blocks_shared")).toInt()));
   fillSummary();
+  // Start the bars where the lanes first part ways (sample 0), the interesting place.
+  int first = -1;
+  for (const QJsonValue& lane : root.value(QStringLiteral("lanes")).toArray()) {
+    const QJsonValue d = lane.toObject().value(QStringLiteral("samples")).toArray().at(0).toObject().value(
+        QStringLiteral("first_divergence"));
+    if (d.isDouble() && (first < 0 || d.toInt() < first)) first = d.toInt();
+  }
+  if (first >= 0) position_->setValue(first);
   refresh();
   emit finished();
 }

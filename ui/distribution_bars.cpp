@@ -25,7 +25,7 @@ void DistributionBars::paintEvent(QPaintEvent*) {
   }
   const int numBars = 8;
   const int colW = width() / static_cast<int>(lanes_.size());
-  const int lineH = std::max(12, (height() - 24) / (numBars + 1));
+  const int lineH = std::clamp((height() - 24) / (numBars + 1), 12, 22);
   for (int i = 0; i < lanes_.size(); ++i) {
     const LaneDistribution& l = lanes_[i];
     const int x0 = i * colW + 4;
