@@ -1,4 +1,4 @@
-// The Compare view's and the Branches panel's connections: UI -> engine through
+// The Compare view's, the Score view's and the Branches panel's connections: UI -> engine through
 // queued invocations on the controller's thread, engine -> UI through its
 // queued signals; branch switching through the chat's conversation.
 #include <QMetaObject>
@@ -8,6 +8,7 @@
 #include "compare_view.h"
 #include "engine_controller.h"
 #include "main_window.h"
+#include "score_view.h"
 #include "session_model.h"
 
 namespace gbui {
@@ -26,6 +27,13 @@ void connectCompareAndBranches(MainWindow& w) {
   QObject::connect(c, &EngineController::comparisonStarted, compare, &CompareView::onStarted);
   QObject::connect(c, &EngineController::comparisonFinished, compare, &CompareView::onFinished);
   QObject::connect(c, &EngineController::comparisonFailed, compare, &CompareView::onFailed);
+
+  ScoreView* score = w.scoreView();
+  QObject::connect(score, &ScoreView::scoreRequested, c, [c](quint64 tag, const QString& text, const QString& base) {
+    QMetaObject::invokeMethod(c, [=] { c->scoreText(tag, text, base); });
+  });
+  QObject::connect(c, &EngineController::scoreFinished, score, &ScoreView::onFinished);
+  QObject::connect(c, &EngineController::scoreFailed, score, &ScoreView::onFailed);
 
   QObject::connect(branches, &BranchesPanel::releaseRequested, c,
                    [c](quint64 request) { QMetaObject::invokeMethod(c, [=] { c->release(request); }); });

@@ -72,6 +72,11 @@ class EngineController : public QObject {
                        const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens);
   // Releases every KV block the current comparison holds.
   void closeComparison();
+  // Teacher-forced scoring of `text` (BOS first) under the loaded model, and
+  // with `basePath` also KL(base || model) per token (runtime/text_scorer.h).
+  // Runs on CPU backends of its own, so the engine's KV pool is untouched.
+  // Emits scoreFinished(tag, JSON of docs/compare.md) or scoreFailed.
+  void scoreText(quint64 tag, const QString& text, const QString& basePath);
   void setSamplerSettings(quint64 request, const QString& samplerJson);
   // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
   void exportTrace(const QString& path, const QString& format);
@@ -110,6 +115,8 @@ class EngineController : public QObject {
   void comparisonStarted(quint64 tag, const QVector<quint64>& requests);
   void comparisonFinished(quint64 tag, const QString& json, const QString& csv);
   void comparisonFailed(quint64 tag, const QString& message);
+  void scoreFinished(quint64 tag, const QString& json);
+  void scoreFailed(quint64 tag, const QString& message);
 
  private:
   struct State;  // engine objects; defined in the .cpp so this header stays engine-free

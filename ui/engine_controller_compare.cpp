@@ -1,11 +1,13 @@
-// EngineController: sampler comparisons and branch release (the Compare view
-// and the Branches panel's commands). Part of the bridge, so it sees engine
+// EngineController: sampler comparisons, text scoring and branch release (the
+// Compare view's, the Score view's and the Branches panel's commands). Part of the bridge, so it sees engine
 // headers; the rest of the UI gets JSON text and request ids.
 #include <QStringList>
 
 #include "engine_controller.h"
 #include "engine_controller_state.h"
 #include "runtime/comparison_json.h"
+#include "runtime/text_score_json.h"
+#include "runtime/text_scorer.h"
 
 namespace gbui {
 
@@ -78,6 +80,36 @@ void EngineController::advanceComparison() {
     emit comparisonFinished(state_->comparisonTag, QString::fromStdString(gb::comparison_to_json(c, options)),
                             QString::fromStdString(gb::comparison_to_csv(c)));
   }
+}
+
+void EngineController::scoreText(quint64 tag, const QString& text, const QString& basePath) {
+  if (!state_->model) {
+    emit scoreFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  std::shared_ptr<const gb::Model> base;
+  if (!basePath.isEmpty()) {
+    gb::LoadOptions options;
+    options.context_length = state_->model->config.context_length;
+    auto model = gb::load_model(basePath.toStdString(), options);
+    if (!model) return emit scoreFailed(tag, QString::fromStdString(model.error().message));
+    auto tokenizer = gb::load_tokenizer(**model, "");
+    if (!tokenizer) return emit scoreFailed(tag, QString::fromStdString(tokenizer.error().message));
+    if (gb::Status st = gb::check_comparable_vocabularies(*state_->tokenizer, state_->model->path, **tokenizer,
+                                                          basePath.toStdString());
+        !st)
+      return emit scoreFailed(tag, QString::fromStdString(st.error().message));
+    base = *model;
+  }
+  const std::vector<gb::TokenId> ids = state_->tokenizer->encode(text.toStdString(), true);
+  auto backend = gb::make_cpu_backend(state_->model);
+  std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_cpu_backend(base) : nullptr;
+  auto score = gb::score_tokens(*state_->model, *backend, base.get(), baseBackend.get(), ids);
+  if (!score) return emit scoreFailed(tag, QString::fromStdString(score.error().message));
+  gb::TextScoreJsonOptions options;
+  options.model_path = state_->model->path;
+  options.base_path = basePath.toStdString();
+  emit scoreFinished(tag, QString::fromStdString(gb::text_score_to_json(*score, *state_->tokenizer, options)));
 }
 
 }  // namespace gbui

@@ -24,6 +24,7 @@
 #include "branches_panel.h"
 #include "chat_panel.h"
 #include "compare_view.h"
+#include "score_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "model_info_panel.h"
@@ -72,7 +73,10 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   tabifyDockWidget(perfDock, specDock);
   compare_ = new CompareView(model_);
   branches_ = new BranchesPanel(model_);
-  tabifyDockWidget(specDock, addDock(compare_, tr("Compare"), "compare", Qt::BottomDockWidgetArea));
+  score_ = new ScoreView;
+  QDockWidget* compareDock = addDock(compare_, tr("Compare"), "compare", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(specDock, compareDock);
+  tabifyDockWidget(compareDock, addDock(score_, tr("Score"), "score", Qt::BottomDockWidgetArea));
   tabifyDockWidget(findChild<QDockWidget*>("inspector"), addDock(branches_, tr("Branches"), "branches", Qt::RightDockWidgetArea));
   connectCompareAndBranches(*this);  // compare_wiring.cpp
   kvDock->raise();

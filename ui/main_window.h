@@ -23,6 +23,7 @@ namespace gbui {
 class BranchesPanel;
 class ChatPanel;
 class CompareView;
+class ScoreView;
 class EngineController;
 class KvCachePanel;
 class ModelInfoPanel;
@@ -50,8 +51,9 @@ class MainWindow : public QMainWindow {
   SpeculativePanel* speculativePanel() const { return speculative_; }
   CompareView* compareView() const { return compare_; }
   BranchesPanel* branchesPanel() const { return branches_; }
+  ScoreView* scoreView() const { return score_; }
   // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model", "compare", "branches").
+  // "speculative", "model", "compare", "branches", "score").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -97,6 +99,7 @@ class MainWindow : public QMainWindow {
   SpeculativePanel* speculative_;
   CompareView* compare_;
   BranchesPanel* branches_;
+  ScoreView* score_;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
@@ -108,8 +111,8 @@ class MainWindow : public QMainWindow {
   bool loading_ = false;
 };
 
-// Wires the Compare view and the Branches panel to the engine controller and
-// the chat (compare_wiring.cpp), so main_window.cpp only creates them.
+// Wires the Compare view, the Score view and the Branches panel to the engine
+// controller and the chat (compare_wiring.cpp), so main_window.cpp only creates them.
 void connectCompareAndBranches(MainWindow& window);
 
 }  // namespace gbui

@@ -5,11 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
+#include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
 
 namespace gb::cli {
@@ -24,35 +24,12 @@ struct ScoreArgs {
   bool json = false;
 };
 
-nlohmann::json token_entry(const TokenScore& s, const Tokenizer& tok) {
-  nlohmann::json top = nlohmann::json::array();
-  for (const auto& [id, lp] : s.top) top.push_back({{"id", id}, {"logprob", lp}, {"text", tok.token_bytes(id)}});
-  nlohmann::json j = {{"position", s.position}, {"id", s.id},          {"text", tok.token_bytes(s.id)},
-                      {"logprob", s.logprob},   {"rank", s.rank},       {"entropy", s.entropy},
-                      {"top", std::move(top)}};
-  if (s.kl) {
-    j["kl"] = *s.kl;
-    j["top1_agree"] = *s.top1_agree;
-    j["base_logprob"] = *s.base_logprob;
-  }
-  return j;
-}
-
 void print_json(const TextScore& score, const ScoreArgs& a, const Tokenizer& tok) {
-  nlohmann::json tokens = nlohmann::json::array();
-  for (const TokenScore& s : score.tokens) tokens.push_back(token_entry(s, tok));
-  nlohmann::json out = {{"model", a.model.model_path},      {"text_file", a.text_path},
-                        {"num_tokens", score.token_ids.size()}, {"token_ids", score.token_ids},
-                        {"mean_logprob", score.mean_logprob}, {"perplexity", score.perplexity},
-                        {"tokens", std::move(tokens)}};
-  if (score.kl) {
-    const KlSummary& k = *score.kl;
-    out["base"] = a.base_path;
-    out["kl_mean"] = k.mean;
-    out["kl_percentiles"] = {{"p50", k.p50}, {"p90", k.p90}, {"p95", k.p95}, {"p99", k.p99}, {"max", k.max}};
-    out["top1_agreement"] = k.top1_agreement;
-  }
-  const std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  TextScoreJsonOptions o;
+  o.model_path = a.model.model_path;
+  o.base_path = a.base_path;
+  o.text_file = a.text_path;
+  const std::string line = text_score_to_json(score, tok, o);
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fputc('\n', stdout);
 }

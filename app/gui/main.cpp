@@ -21,6 +21,7 @@
 
 #include "chat_panel.h"
 #include "compare_view.h"
+#include "score_view.h"
 #include "engine_controller.h"
 #include "main_window.h"
 #include "session_model.h"
@@ -50,7 +51,7 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   if (!panel.isEmpty()) {
     target = window.panel(panel);
     if (!target) {
-      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model, compare, branches)\n",
+      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model, compare, branches, score)\n",
                    qPrintable(panel));
       return 2;
     }
@@ -70,7 +71,7 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
     // Flat UI colours: 256 indexed colours keep the file small for the README.
     image = both.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
   }
-  if (panel == QLatin1String("compare") || panel == QLatin1String("branches"))
+  if (panel == QLatin1String("compare") || panel == QLatin1String("branches") || panel == QLatin1String("score"))
     image = image.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
   if (!image.save(path, "PNG")) {
     std::fprintf(stderr, "glassbox: cannot write %s\n", qPrintable(path));
@@ -198,6 +199,19 @@ int main(int argc, char** argv) {
         }
         QObject::connect(cv, &gbui::CompareView::finished, &window, [capture] { capture(); });
         cv->run();
+        return;
+      }
+      if (parser.value(panel) == QLatin1String("score")) {
+        // Re-score what was just generated (prompt + answer) and show the heatmap.
+        gbui::ScoreView* sv = window.scoreView();
+        const gbui::RequestInfo* r =
+            window.sessionModel()->request(window.chat()->conversation().turns.back().currentRequest());
+        sv->setText(promptText + (r ? r->finish.text : QString()));
+        QObject::connect(sv, &gbui::ScoreView::finished, &window, [sv, capture] {
+          sv->showDetails(sv->numTokens() / 2);
+          capture();
+        });
+        sv->score();
         return;
       }
       capture();

@@ -6,7 +6,9 @@
 // token; the prompt's KV blocks are shared by every sample and all return when
 // released; exports write JSON, CSV and PNG. The Branches panel draws a fork
 // under its parent with the alternative's probability and shared blocks,
-// switches the chat to a branch, and releasing a branch frees its blocks.
+// switches the chat to a branch, and releasing a branch frees its blocks. The
+// Score view shows the engine's teacher-forced log-probabilities as a heatmap,
+// KL 0 against the same model as base, and refuses another vocabulary.
 #include <QApplication>
 #include <QFile>
 #include <QImage>
@@ -20,6 +22,11 @@
 #include "branches_panel.h"
 #include "compare_view.h"
 #include "distribution_bars.h"
+#include "backend/backend.h"
+#include "model/model.h"
+#include "runtime/text_scorer.h"
+#include "tokenizer/tokenizer.h"
+#include "score_view.h"
 #include "engine_controller.h"
 #include "token_inspector_panel.h"
 #include "ui_test_support.h"
@@ -195,6 +202,55 @@ class UiCompareTest : public QObject {
     QCOMPARE(ownedBlocks(*window), before - privateBlocks);
     panel->rebuild();
     QVERIFY(panel->itemOf(child)->text(5).contains("released"));
+  }
+
+  void scoreViewShowsTheEnginesScores() {
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    gbui::ScoreView* sv = window->scoreView();
+    QVERIFY(window->panel("score") == sv);
+    const QString text = QStringLiteral("Tom had a red ball. He liked to play with it every day.");
+    sv->setText(text);
+    sv->setBasePath(storiesPath());  // the same model as base: KL must be 0
+    QSignalSpy done(sv, &gbui::ScoreView::finished);
+    sv->score();
+    QVERIFY(done.wait(30000));
+    QVERIFY2(!sv->resultJson().isEmpty(), qPrintable(sv->summary()));
+    // Reference: the engine's scorer run here on a one-thread backend.
+    gb::LoadOptions options;
+    options.context_length = 512;
+    auto model = gb::load_model(storiesPath().toStdString(), options);
+    QVERIFY(model.ok());
+    auto tok = gb::load_tokenizer(**model, "");
+    QVERIFY(tok.ok());
+    gb::CpuBackendOptions cpu;
+    cpu.num_threads = 1;
+    auto backend = gb::make_cpu_backend(*model, cpu);
+    auto ref = gb::score_tokens(**model, *backend, nullptr, nullptr, (*tok)->encode(text.toStdString(), true));
+    QVERIFY(ref.ok());
+    const QJsonObject root = QJsonDocument::fromJson(sv->resultJson().toUtf8()).object();
+    const QJsonArray tokens = root.value("tokens").toArray();
+    QCOMPARE(sv->numTokens(), static_cast<int>(ref->tokens.size()));
+    sv->setMode("logprob");
+    for (int k = 0; k < tokens.size(); ++k) {
+      const double lp = tokens[k].toObject().value("logprob").toDouble();
+      QVERIFY(std::abs(lp - ref->tokens[static_cast<size_t>(k)].logprob) < 1e-4);
+      QVERIFY(std::abs(sv->heat(k) - (1.0 - std::exp(lp))) < 1e-12);
+      QCOMPARE(tokens[k].toObject().value("kl").toDouble(), 0.0);
+    }
+    QCOMPARE(root.value("top1_agreement").toDouble(), 1.0);
+    sv->setMode("kl");
+    for (int k = 0; k < tokens.size(); ++k) QCOMPARE(sv->heat(k), 0.0);
+    sv->showDetails(2);
+    QVERIFY(sv->details().contains("rank"));
+
+    // Another vocabulary: the engine's message, nothing scored.
+    sv->setBasePath(sharedFile("models/llama-2-tiny-random/llama-2-tiny-random.gguf"));
+    sv->score();
+    QVERIFY(done.wait(30000));
+    QVERIFY(sv->resultJson().isEmpty());
+    QVERIFY2(sv->summary().contains("cannot compare"), qPrintable(sv->summary()));
   }
 };
 
