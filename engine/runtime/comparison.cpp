@@ -109,7 +109,9 @@ Status Comparison::fork_lanes(Engine& engine) {
       s.seed = comparison_sample_seed(spec_.seed, j, key);
       s.max_tokens = spec_.max_tokens;
       s.top_n_record = std::max(1, s.top_n_record);  // the statistics need the raw log-probability
-      auto id = engine.fork_with_settings(prompt_request_, num_prompt, s);
+      // A finished sample frees its blocks at once: the pool then always has
+      // room for the samples still waiting (a retained sample could starve them).
+      auto id = engine.fork_with_settings(prompt_request_, num_prompt, s, false);
       if (!id) return make_error("comparison lane " + spec_.lanes[static_cast<size_t>(i)].name + ", sample " +
                                  std::to_string(j) + ": " + id.error().message);
       ComparisonSample cs;
@@ -192,6 +194,10 @@ Result<std::unique_ptr<Comparison>> run_comparison(Engine& engine, ComparisonSpe
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error());
     pump();
+    // Work left but nothing could run (the pool cannot hold what waits): stop.
+    if (!*stepped && !c->done() && c->forked())
+      return fail(make_error("comparison: the KV pool (" + std::to_string(engine.num_blocks()) +
+                             " blocks) cannot hold the waiting samples; use fewer samples or tokens"));
   }
   c->close(engine);
   pump();

@@ -9,7 +9,10 @@
 //                 Engine::fork_with_settings() child at the end of the prompt:
 //                 the prompt's full KV blocks are shared copy-on-write (ref count
 //                 1 + children), only the partial last block is copied. The
-//                 children then decode together in the same engine steps.
+//                 children then decode together in the same engine steps and
+//                 free their own blocks as each finishes (not retained, so a
+//                 pool too small for all at once still finishes: the others
+//                 wait, or are preempted and recompute, with the same tokens).
 //   3. observe(): every TraceEvent of the engine is fed in; the comparison keeps
 //                 the tokens (with records) and finish reasons of its requests.
 //   4. when all children are done, the statistics and divergence points are
@@ -119,8 +122,8 @@ class Comparison {
   Status advance(Engine& engine);
   bool forked() const { return forked_; }
   bool done() const { return done_; }
-  // Releases the KV blocks of every sample and of the prompt (cancels samples
-  // still running). Idempotent.
+  // Cancels samples still running and releases the prompt's KV blocks.
+  // Idempotent.
   void close(Engine& engine);
 
   const ComparisonSpec& spec() const { return spec_; }

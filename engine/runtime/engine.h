@@ -108,7 +108,10 @@ class Engine {
   // (chain, seed, stop strings, max_tokens): a sampler comparison's lane. Its
   // random counter continues from the branch point like fork()'s, so forking at
   // the end of the parent's prompt draws what submit() with `settings` would.
-  Result<RequestId> fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings);
+  // retain_kv: keep the child's blocks after it finishes (so it can be forked
+  // or inspected; release() frees them); false frees them at once.
+  Result<RequestId> fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings,
+                                       bool retain_kv = true);
   bool cancel(RequestId id);
   // Frees the KV blocks a finished retain_kv request kept.
   bool release(RequestId id);
@@ -147,7 +150,7 @@ class Engine {
   void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
   void propose_drafts();
   Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
-                              SamplerSettings settings, bool complete);
+                              SamplerSettings settings, bool complete, bool retain_kv);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;

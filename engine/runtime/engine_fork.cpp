@@ -16,16 +16,17 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
   if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
   SamplerSettings settings = pit->second->settings;
   settings.max_tokens = max_tokens;
-  return fork_impl(parent, num_tokens, forced_next, std::move(settings), false);
+  return fork_impl(parent, num_tokens, forced_next, std::move(settings), false, true);
 }
 
-Result<RequestId> Engine::fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings) {
+Result<RequestId> Engine::fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings,
+                                             bool retain_kv) {
   if (Status st = validate(settings); !st) return make_error("fork: " + st.error().message);
-  return fork_impl(parent, num_tokens, std::nullopt, std::move(settings), true);
+  return fork_impl(parent, num_tokens, std::nullopt, std::move(settings), true, retain_kv);
 }
 
 Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
-                                    SamplerSettings settings, bool complete) {
+                                    SamplerSettings settings, bool complete, bool retain_kv) {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
   auto pit = states_.find(parent);
   if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
@@ -64,7 +65,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   spec.prompt_ids = shared;
   spec.max_tokens = max_tokens;
   spec.isolation.model = model_->path;
-  spec.retain_kv = true;
+  spec.retain_kv = retain_kv;
   std::vector<TokenId> initial_output;
   if (forced_next) initial_output.push_back(*forced_next);
   const int32_t num_shared = forced_next ? num_tokens : num_tokens - 1;

@@ -136,7 +136,13 @@ class UiCompareTest : public QObject {
     const int shared = root.value("kv").toObject().value("num_prompt_blocks_shared").toInt();
     QVERIFY(shared >= 1);
     const int block = root.value("kv").toObject().value("shared_prompt_blocks").toArray()[0].toInt();
-    QCOMPARE(window->sessionModel()->kvCells()[block].refCount, 7);
+    // The KV events showed it held by 7 tables at once (the samples have freed
+    // their own blocks since; the prompt keeps its blocks until released).
+    int maxRefs = 0;
+    for (const gbui::UiEvent& e : window->sessionModel()->events())
+      if (const auto* kv = std::get_if<gbui::UiKv>(&e.body); kv && kv->block == block) maxRefs = std::max(maxRefs, kv->refCount);
+    QCOMPARE(maxRefs, 7);
+    QCOMPARE(window->sessionModel()->kvCells()[block].refCount, 1);
 
     // Exports.
     QCOMPARE(cv->exportJson(dir.filePath("c.json")), QString());
