@@ -20,6 +20,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextBrowser>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -189,6 +190,8 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   l.output = new QTextBrowser;
   l.output->setMinimumWidth(200);
   l.output->setMinimumHeight(120);
+  l.output->setOpenLinks(false);
+  connect(l.output, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) { setPosition(url.fragment().toInt()); });
   auto* dup = new QPushButton(tr("Duplicate"));
   auto* remove = new QPushButton(tr("Remove"));
   auto* head = new QHBoxLayout;
@@ -345,11 +348,13 @@ void CompareView::renderColumns() {
     for (size_t k = 0; t && k < t->size(); ++k) {
       const UiToken& tok = (*t)[k];
       const bool mark = (i > 0 && divergence[i] == static_cast<int>(k)) || (i == 0 && divergence.contains(static_cast<int>(k)));
-      html += QStringLiteral("<span style=\"background:%1;%2\" title=\"p=%3\">%4</span>")
+      // A link per token: clicking it shows the distributions at that position.
+      html += QStringLiteral("<a href=\"#%1\" style=\"text-decoration:none;color:black\">").arg(k) +
+              QStringLiteral("<span style=\"background:%1;%2\" title=\"p=%3\">")
                   .arg(probColor(tok.probBefore),
                        mark ? QStringLiteral("text-decoration:underline;color:#c00000;font-weight:bold") : QString())
-                  .arg(static_cast<double>(tok.probBefore), 0, 'f', 3)
-                  .arg(tok.text.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+                  .arg(static_cast<double>(tok.probBefore), 0, 'f', 3) +
+              tok.text.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</span></a>");
     }
     lanes_[static_cast<size_t>(i)].output->setHtml(html);
   }

@@ -3,7 +3,8 @@
 // a run streams every lane's shown sample into its column with probability
 // colouring and the first divergence from lane A underlined in both; when the
 // run ends a summary table fills in; the bars show each lane's next-token
-// distribution after its chain at a chosen position, drawn token marked.
+// distribution after its chain at a chosen position (spin box, or click a
+// token), drawn token marked.
 // Export: the engine's comparison JSON and CSV, and a PNG of the view.
 //
 // It reads tokens from SessionModel (the event stream) and talks to the engine
