@@ -24,6 +24,9 @@ BranchesPanel::BranchesPanel(SessionModel* model, QWidget* parent) : QWidget(par
   release_ = new QPushButton(tr("Release"));
   release_->setToolTip(tr("Free the branch's KV blocks (it cannot be continued afterwards)"));
   summary_ = new QLabel;
+  tree_->setObjectName(QStringLiteral("branchesTree"));
+  switch_->setObjectName(QStringLiteral("branchesSwitch"));
+  release_->setObjectName(QStringLiteral("branchesRelease"));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(switch_);
   buttons->addWidget(release_);

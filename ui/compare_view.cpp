@@ -82,8 +82,21 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   auto* exportJson = new QPushButton(tr("JSON..."));
   auto* exportCsv = new QPushButton(tr("CSV..."));
   auto* exportPng = new QPushButton(tr("PNG..."));
-  for (QPushButton* b : {exportJson, exportCsv, exportPng}) b->setObjectName(QStringLiteral("export") + b->text());
+  exportJson->setObjectName(QStringLiteral("compareExportJson"));
+  exportCsv->setObjectName(QStringLiteral("compareExportCsv"));
+  exportPng->setObjectName(QStringLiteral("compareExportPng"));
   status_ = new QLabel;
+  // Names for tests and accessibility tools.
+  prompt_->setObjectName(QStringLiteral("comparePrompt"));
+  samples_->setObjectName(QStringLiteral("compareSamples"));
+  seed_->setObjectName(QStringLiteral("compareSeed"));
+  crn_->setObjectName(QStringLiteral("compareCrn"));
+  maxTokens_->setObjectName(QStringLiteral("compareMaxTokens"));
+  shownSample_->setObjectName(QStringLiteral("compareShownSample"));
+  position_->setObjectName(QStringLiteral("comparePosition"));
+  preset_->setObjectName(QStringLiteral("comparePreset"));
+  run_->setObjectName(QStringLiteral("compareRun"));
+  release_->setObjectName(QStringLiteral("compareRelease"));
 
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Prompt")));
@@ -102,11 +115,13 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   lanesLayout_ = new QHBoxLayout(lanesHost);
   lanesLayout_->setContentsMargins(0, 0, 0, 0);
   auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("compareLanes"));
   scroll->setWidget(lanesHost);
   scroll->setWidgetResizable(true);
   scroll->setMinimumHeight(260);
 
   summary_ = new QTableWidget(0, 10);
+  summary_->setObjectName(QStringLiteral("compareSummary"));
   summary_->setHorizontalHeaderLabels({tr("Lane"), tr("Mean logprob"), tr("Mean entropy"), tr("Length"), tr("Distinct-1"),
                                        tr("Distinct-2"), tr("Repetition"), tr("Diverged"), tr("First div."), tr("Tok/s")});
   summary_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -194,6 +209,13 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   connect(l.output, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) { setPosition(url.fragment().toInt()); });
   auto* dup = new QPushButton(tr("Duplicate"));
   auto* remove = new QPushButton(tr("Remove"));
+  // Lane widgets get a serial number (stable while the lane lives).
+  const QString key = QStringLiteral("compareLane") + QString::number(++laneSerial_);
+  l.name->setObjectName(key + QStringLiteral("Name"));
+  l.settings->setObjectName(key + QStringLiteral("Settings"));
+  l.output->setObjectName(key + QStringLiteral("Output"));
+  dup->setObjectName(key + QStringLiteral("Duplicate"));
+  remove->setObjectName(key + QStringLiteral("Remove"));
   auto* head = new QHBoxLayout;
   head->addWidget(l.name, 1);
   head->addWidget(dup);

@@ -126,6 +126,7 @@ class CompareView : public QWidget {
   int runLanes_ = 0;
   QStringList runNames_;
   quint64 tag_ = 0;
+  int laneSerial_ = 0;
   bool running_ = false;
   QString json_, csv_, error_;
 };

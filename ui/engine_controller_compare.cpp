@@ -15,6 +15,7 @@ void EngineController::release(quint64 request) {
   if (!state_->engine) return;
   state_->engine->release(gb::RequestId{request});
   collectEvents();
+  scheduleSteps();  // starts the flush timer, so the release reaches the UI
 }
 
 void EngineController::closeComparison() {
@@ -22,6 +23,7 @@ void EngineController::closeComparison() {
   std::unique_ptr<gb::Comparison> c = std::move(state_->comparison);
   c->close(*state_->engine);
   collectEvents();
+  scheduleSteps();
 }
 
 void EngineController::startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,

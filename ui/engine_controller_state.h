@@ -32,6 +32,7 @@ struct EngineController::State {
   std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any
   quint64 comparisonTag = 0;
   std::string comparisonPrompt;
+  int numScratchBlocks = 0;               // KV blocks past the scheduler's pool (self drafting)
 
   void reset() {
     comparison.reset();

@@ -36,6 +36,13 @@ ScoreView::ScoreView(QWidget* parent) : QWidget(parent) {
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   details_->setMinimumWidth(220);
+  input_->setObjectName(QStringLiteral("scoreInput"));
+  base_->setObjectName(QStringLiteral("scoreBase"));
+  mode_->setObjectName(QStringLiteral("scoreMode"));
+  open->setObjectName(QStringLiteral("scoreOpen"));
+  browse->setObjectName(QStringLiteral("scoreBrowseBase"));
+  run->setObjectName(QStringLiteral("scoreRun"));
+  heatmap_->setObjectName(QStringLiteral("scoreHeatmap"));
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(open);
