@@ -74,6 +74,21 @@ class EngineController : public QObject {
   void submitChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format,
                   const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {});
   void cancel(quint64 request);
+  // Frees the KV blocks a finished request kept (a released branch).
+  void release(quint64 request);
+  // A sampler comparison (engine/runtime/comparison.h): lanes = names and
+  // sampler JSON, lane-major requests arrive with comparisonStarted, the result
+  // JSON/CSV (docs/compare.md) with comparisonFinished. Replaces (and releases)
+  // an earlier comparison. engine_controller_compare.cpp.
+  void startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
+                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens);
+  // Releases every KV block the current comparison holds.
+  void closeComparison();
+  // Teacher-forced scoring of `text` (BOS first) under the loaded model, and
+  // with `basePath` also KL(base || model) per token (runtime/text_scorer.h).
+  // Runs on CPU backends of its own, so the engine's KV pool is untouched.
+  // Emits scoreFinished(tag, JSON of docs/compare.md) or scoreFailed.
+  void scoreText(quint64 tag, const QString& text, const QString& basePath);
   // Releases the KV every finished request keeps, except those in `keep` (the
   // branches on screen). Full blocks stay in the prefix cache. Emits
   // branchesReleased(number released).
@@ -118,12 +133,20 @@ class EngineController : public QObject {
   void exportFinished(const QString& path, const QString& error);
   void traceOpened(const gbui::UiModelInfo& info, const gbui::UiEventBatch& events);
   void traceOpenFailed(const QString& path, const QString& message);
+  void comparisonStarted(quint64 tag, const QVector<quint64>& requests);
+  void comparisonFinished(quint64 tag, const QString& json, const QString& csv);
+  void comparisonFailed(quint64 tag, const QString& message);
+  void scoreFinished(quint64 tag, const QString& json);
+  void scoreFailed(quint64 tag, const QString& message);
 
  private:
   struct State;  // engine objects; defined in the .cpp so this header stays engine-free
   void runSteps();
   void scheduleSteps();
   void collectEvents();
+  // After events were collected: lets a running comparison fork its lanes or
+  // finish (engine_controller_compare.cpp).
+  void advanceComparison();
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

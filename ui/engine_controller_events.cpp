@@ -145,9 +145,13 @@ void EngineController::collectEvents() {
   if (!state_->engine) return;
   std::vector<gb::TraceEvent> events = state_->engine->drain_events();
   pending_.reserve(pending_.size() + events.size());
-  for (const gb::TraceEvent& e : events) pending_.push_back(toUiEvent(e, state_->vocab));
+  for (const gb::TraceEvent& e : events) {
+    pending_.push_back(toUiEvent(e, state_->vocab));
+    if (state_->comparison) state_->comparison->observe(e);
+  }
   state_->recorded.insert(state_->recorded.end(), std::make_move_iterator(events.begin()),
                           std::make_move_iterator(events.end()));
+  if (state_->comparison) advanceComparison();
 }
 
 QVector<QString> EngineController::vocabularyTexts() const {

@@ -10,6 +10,7 @@
 
 #include "engine_controller.h"
 #include "model/model.h"
+#include "runtime/comparison.h"
 #include "runtime/engine.h"
 #include "sampling/sampler_settings_json.h"
 #include "speculative/speculative_decoder.h"
@@ -28,9 +29,13 @@ struct EngineController::State {
   std::unique_ptr<gb::Engine> engine;
   QVector<QString> vocab;                 // (vocab_size) decoded text per id
   std::vector<gb::TraceEvent> recorded;   // every event of this session, for export
+  std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any
+  quint64 comparisonTag = 0;
+  std::string comparisonPrompt;
   int numScratchBlocks = 0;               // KV blocks past the scheduler's pool (self drafting)
 
   void reset() {
+    comparison.reset();
     engine.reset();
     recorded.clear();
   }

@@ -23,7 +23,10 @@
 #include <QStatusBar>
 #include <QTimer>
 
+#include "branches_panel.h"
 #include "chat_panel.h"
+#include "compare_view.h"
+#include "score_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "model_info_panel.h"
@@ -74,6 +77,14 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   tabifyDockWidget(kvDock, perfDock);
   tabifyDockWidget(perfDock, specDock);
   tabifyDockWidget(specDock, modelDock);
+  compare_ = new CompareView(model_);
+  branches_ = new BranchesPanel(model_);
+  score_ = new ScoreView;
+  QDockWidget* compareDock = addDock(compare_, tr("Compare"), "compare", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(modelDock, compareDock);
+  tabifyDockWidget(compareDock, addDock(score_, tr("Score"), "score", Qt::BottomDockWidgetArea));
+  tabifyDockWidget(findChild<QDockWidget*>("inspector"), addDock(branches_, tr("Branches"), "branches", Qt::RightDockWidgetArea));
+  connectCompareAndBranches(*this);  // compare_wiring.cpp
   kvDock->raise();
 
   progress_ = new QProgressBar;

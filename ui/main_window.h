@@ -20,7 +20,10 @@ class QTimer;
 
 namespace gbui {
 
+class BranchesPanel;
 class ChatPanel;
+class CompareView;
+class ScoreView;
 class EngineController;
 class KvCachePanel;
 class ModelInfoPanel;
@@ -46,8 +49,11 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance() const { return performance_; }
   ModelInfoPanel* modelInfo() const { return info_; }
   SpeculativePanel* speculativePanel() const { return speculative_; }
+  CompareView* compareView() const { return compare_; }
+  BranchesPanel* branchesPanel() const { return branches_; }
+  ScoreView* scoreView() const { return score_; }
   // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model").
+  // "speculative", "model", "compare", "branches", "score").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -94,6 +100,9 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance_;
   ModelInfoPanel* info_;
   SpeculativePanel* speculative_;
+  CompareView* compare_;
+  BranchesPanel* branches_;
+  ScoreView* score_;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
@@ -108,5 +117,9 @@ class MainWindow : public QMainWindow {
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
+
+// Wires the Compare view, the Score view and the Branches panel to the engine
+// controller and the chat (compare_wiring.cpp), so main_window.cpp only creates them.
+void connectCompareAndBranches(MainWindow& window);
 
 }  // namespace gbui

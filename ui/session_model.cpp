@@ -152,9 +152,13 @@ void SessionModel::applyKv(const UiKv& kv) {
     case UiKvKind::Copied:
       if (kv.request) {
         RequestInfo& r = requests_[*kv.request];
+        // The copy's destination was usually announced as Allocated already:
+        // it replaces the source in place, and is never listed twice.
         const qsizetype at = r.blockTable.indexOf(kv.otherBlock);
-        if (at >= 0) r.blockTable[at] = kv.block;
-        else r.blockTable.push_back(kv.block);
+        const bool listed = r.blockTable.contains(kv.block);
+        if (at >= 0 && !listed) r.blockTable[at] = kv.block;
+        else if (at >= 0) r.blockTable.removeAt(at);
+        else if (!listed) r.blockTable.push_back(kv.block);
         if (!c.owners.contains(*kv.request)) c.owners.push_back(*kv.request);
         lastWriter_[kv.block] = *kv.request;
         if (kv.otherBlock >= 0 && kv.otherBlock < cells_.size()) cells_[kv.otherBlock].owners.removeAll(*kv.request);

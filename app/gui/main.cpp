@@ -20,11 +20,14 @@
 #include <cstdio>
 
 #include "chat_panel.h"
+#include "compare_view.h"
+#include "score_view.h"
 #include "engine_controller.h"
 #include "main_window.h"
 #include "session_model.h"
 #include "speculative_settings.h"
 #include "sampling_panel.h"
+#include "token_inspector_panel.h"
 
 namespace {
 
@@ -48,7 +51,7 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   if (!panel.isEmpty()) {
     target = window.panel(panel);
     if (!target) {
-      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model)\n",
+      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model, compare, branches, score)\n",
                    qPrintable(panel));
       return 2;
     }
@@ -68,6 +71,8 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
     // Flat UI colours: 256 indexed colours keep the file small for the README.
     image = both.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
   }
+  if (panel == QLatin1String("compare") || panel == QLatin1String("branches") || panel == QLatin1String("score"))
+    image = image.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
   if (!image.save(path, "PNG")) {
     std::fprintf(stderr, "glassbox: cannot write %s\n", qPrintable(path));
     return 1;
@@ -155,6 +160,7 @@ int main(int argc, char** argv) {
   }
   bool speculated = specText.isEmpty();
   bool capturing = false;
+  bool branched = false;
   if (shot && !promptText.isEmpty()) {
     QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&] {
       if (window.chat()->activeRequest() != 0 || window.sessionModel()->requests().empty()) return;
@@ -171,7 +177,45 @@ int main(int argc, char** argv) {
       capturing = true;
       if (!specText.isEmpty()) window.chat()->showBranch(-1);
       selectInterestingToken(window);
-      QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
+      const auto capture = [&] {
+        QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
+      };
+      if (parser.value(panel) == QLatin1String("branches") && !branched) {
+        // The tree needs a branch: fork at the most uncertain token with its runner-up.
+        branched = true;
+        capturing = false;
+        window.inspector()->branchFromRow(1);
+        return;
+      }
+      if (parser.value(panel) == QLatin1String("compare")) {
+        // The Compare view runs its default lanes plus a greedy one on the same prompt.
+        gbui::CompareView* cv = window.compareView();  // the bars open at the first divergence
+        cv->setPrompt(promptText);
+        cv->addLane(QStringLiteral("greedy"), gbui::CompareView::presetJson(QStringLiteral("greedy")));
+        cv->setSamples(4);
+        cv->setMaxTokens(std::min(48, parser.value(maxTokens).toInt()));
+        if (auto* dock = qobject_cast<QDockWidget*>(cv->parentWidget())) {
+          dock->setFloating(true);  // room for the columns, the bars and the table
+          dock->resize(window.width(), window.height() * 9 / 10);
+        }
+        QObject::connect(cv, &gbui::CompareView::finished, &window, [capture] { capture(); });
+        cv->run();
+        return;
+      }
+      if (parser.value(panel) == QLatin1String("score")) {
+        // Re-score what was just generated (prompt + answer) and show the heatmap.
+        gbui::ScoreView* sv = window.scoreView();
+        const gbui::RequestInfo* r =
+            window.sessionModel()->request(window.chat()->conversation().turns.back().currentRequest());
+        sv->setText(promptText + (r ? r->finish.text : QString()));
+        QObject::connect(sv, &gbui::ScoreView::finished, &window, [sv, capture] {
+          sv->showDetails(sv->numTokens() / 2);
+          capture();
+        });
+        sv->score();
+        return;
+      }
+      capture();
     });
     QTimer::singleShot(180000, &window, [&] {
       std::fprintf(stderr, "glassbox: generation did not finish in 180 s\n");

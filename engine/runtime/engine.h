@@ -122,6 +122,14 @@ class Engine {
   // forgotten (EngineConfig::max_finished_records).
   Result<RequestId> fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                          int32_t max_tokens);
+  // The same fork without a forced token, with the child's own sampler settings
+  // (chain, seed, stop strings, max_tokens): a sampler comparison's lane. Its
+  // random counter continues from the branch point like fork()'s, so forking at
+  // the end of the parent's prompt draws what submit() with `settings` would.
+  // retain_kv: keep the child's blocks after it finishes (so it can be forked
+  // or inspected; release() frees them); false frees them at once.
+  Result<RequestId> fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings,
+                                       bool retain_kv = true);
   bool cancel(RequestId id);
   // Frees the KV blocks a finished retain_kv request kept (full blocks stay in
   // the prefix cache). It can still be forked, by re-prefill.
@@ -171,6 +179,8 @@ class Engine {
   void reset_helpers(RequestState& rs) const;
   void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
   void propose_drafts();
+  Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                              const SamplerSettings* settings, int32_t max_tokens, bool retain_kv);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;

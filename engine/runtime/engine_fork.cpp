@@ -12,6 +12,18 @@ namespace gb {
 
 Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                                int32_t max_tokens) {
+  return fork_impl(parent, num_tokens, forced_next, nullptr, max_tokens, true);
+}
+
+Result<RequestId> Engine::fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings,
+                                             bool retain_kv) {
+  if (Status st = validate(settings); !st) return make_error("fork: " + st.error().message);
+  return fork_impl(parent, num_tokens, std::nullopt, &settings, settings.max_tokens, retain_kv);
+}
+
+// settings: the child's own (completed here), or nullptr for the parent's.
+Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
+                                    const SamplerSettings* settings, int32_t max_tokens, bool retain_kv) {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
   // The parent's tokens and settings: from its live state while it is queued
   // or running, else from its finished record.
@@ -44,11 +56,13 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
 
   const RequestId id{next_request_id_++};
   auto rs = std::make_unique<RequestState>();
-  rs->settings = *parent_settings;
+  rs->settings = settings ? *settings : *parent_settings;
   rs->settings.max_tokens = max_tokens;
+  if (settings) complete_settings(rs->settings);
   reset_helpers(*rs);
-  // Same seed, but the counter continues from the branch point, so a branch that
-  // changes nothing would replay the parent's draws.
+  // The counter continues from the branch point, so a branch that changes
+  // nothing (same seed) replays the parent's draws, and a fork at the end of
+  // the prompt draws exactly what a request submitted alone would.
   rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
   rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
   rs->ignore_eos = ignore_eos;
@@ -63,7 +77,7 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
   spec.prompt_ids = shared;
   spec.max_tokens = max_tokens;
   spec.isolation.model = model_->path;
-  spec.retain_kv = true;
+  spec.retain_kv = retain_kv;
   std::vector<TokenId> initial_output;
   if (forced_next) initial_output.push_back(*forced_next);
   if (scheduler_->num_tokens_held(parent) >= num_shared) {

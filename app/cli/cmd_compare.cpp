@@ -1,0 +1,129 @@
+// `glassbox-cli compare`: sampler settings side by side on one prompt. The
+// prompt is prefilled once; every lane x sample is a copy-on-write fork of its
+// KV blocks and they all decode in the same engine steps (runtime/comparison.h).
+// --json prints one JSON object (docs/compare.md); otherwise a table per lane.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/command_registry.h"
+#include "cli/model_session.h"
+#include "runtime/comparison.h"
+#include "runtime/comparison_json.h"
+#include "runtime/engine.h"
+#include "sampling/sampler_settings_json.h"
+
+namespace gb::cli {
+namespace {
+
+struct CompareArgs {
+  ModelOptions model;
+  std::string prompt;
+  std::vector<std::string> lanes;  // NAME=SETTINGS.json (or NAME={inline json})
+  int32_t num_samples = 1;
+  uint64_t seed = 0;
+  bool crn = false;
+  int32_t max_tokens = 64;
+  bool json = false;
+  bool no_records = false;
+  bool ignore_eos = false;
+};
+
+Result<ComparisonLane> parse_lane(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return make_error("--lane " + arg + ": expected NAME=SETTINGS.json");
+  ComparisonLane lane;
+  lane.name = arg.substr(0, eq);
+  const std::string what = arg.substr(eq + 1);
+  std::string text;
+  if (!what.empty() && what.front() == '{') {
+    text = what;  // inline JSON
+  } else {
+    std::ifstream in(what, std::ios::binary);
+    if (!in) return make_error("--lane " + lane.name + ": cannot open " + what);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  auto settings = sampler_settings_from_json(text, what.front() == '{' ? "--lane " + lane.name : what);
+  if (!settings) return settings.error();
+  lane.settings = *settings;
+  return lane;
+}
+
+void print_table(const Comparison& c) {
+  for (size_t i = 0; i < c.spec().lanes.size(); ++i) {
+    std::printf("== lane %s\n", c.spec().lanes[i].name.c_str());
+    for (int32_t j = 0; j < c.spec().num_samples; ++j) {
+      const ComparisonSample& s = c.sample(static_cast<int32_t>(i), j);
+      std::printf("  [%d] len %d, logprob %.3f, entropy %.3f, distinct-1 %.2f, distinct-2 %.2f, rep %.2f, %s, "
+                  "diverges at %s, %.1f tok/s\n      %s\n",
+                  j, s.stats.length, s.stats.mean_logprob, s.stats.mean_entropy, s.stats.distinct_1,
+                  s.stats.distinct_2, s.stats.repetition_rate, s.stop_reason.c_str(),
+                  s.first_divergence ? std::to_string(*s.first_divergence).c_str() : "-", s.tokens_per_s,
+                  s.text.c_str());
+    }
+  }
+  std::printf("[prompt blocks shared by every sample: %d; %.1f ms]\n", c.num_prompt_blocks_shared(), c.wall_ms());
+}
+
+int run_compare(const CompareArgs& a) {
+  ComparisonSpec spec;
+  for (const std::string& arg : a.lanes) {
+    auto lane = parse_lane(arg);
+    if (!lane) return fail(lane.error().message);
+    spec.lanes.push_back(std::move(*lane));
+  }
+  spec.num_samples = a.num_samples;
+  spec.seed = a.seed;
+  spec.crn = a.crn;
+  spec.max_tokens = a.max_tokens;
+  spec.ignore_eos = a.ignore_eos;
+  spec.prompt_ids = {0};  // checked before the model loads; replaced below
+  if (Status st = validate_comparison(spec); !st) return fail(st.error().message);
+  auto session = open_model_session(a.model);
+  if (!session) return fail(session.error().message);
+  spec.prompt_ids = session->tokenizer->encode(a.prompt, true);
+
+  EngineConfig config;
+  config.max_seqs = static_cast<int32_t>(spec.lanes.size()) * spec.num_samples + 1;
+  config.max_context = session->context_length;
+  config.record_tokens = true;
+  Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
+  if (Status st = engine.start(); !st) return fail(st.error().message);
+  auto c = run_comparison(engine, std::move(spec));
+  if (!c) return fail(c.error().message);
+  if (a.json) {
+    ComparisonJsonOptions options;
+    options.prompt_text = a.prompt;
+    options.token_records = !a.no_records;
+    const std::string out = comparison_to_json(**c, options);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+  } else {
+    print_table(**c);
+  }
+  return 0;
+}
+
+const CommandRegistrar registrar("compare", "Compare sampler settings side by side on one prompt",
+                                 [](CLI::App& sub) -> CommandRunner {
+  auto a = std::make_shared<CompareArgs>();
+  add_model_options(sub, a->model);
+  sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)")->required();
+  sub.add_option("--lane", a->lanes, "NAME=SETTINGS.json (the sampler preset format; or NAME={json}); 2 to 6")
+      ->required();
+  sub.add_option("--samples", a->num_samples, "Samples per lane (1 to 32)")->capture_default_str();
+  sub.add_option("--seed", a->seed, "The comparison's seed")->capture_default_str();
+  sub.add_flag("--crn", a->crn, "Common random numbers: every lane uses the same draw at each position");
+  sub.add_option("--max-tokens,-n", a->max_tokens, "Tokens to generate per sample")->capture_default_str();
+  sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
+  sub.add_flag("--json", a->json, "Print one JSON object (docs/compare.md)");
+  sub.add_flag("--no-records", a->no_records, "Leave the per-token records out of the JSON");
+  return [a] { return run_compare(*a); };
+});
+
+}  // namespace
+}  // namespace gb::cli

@@ -1,0 +1,93 @@
+// `glassbox-cli score`: teacher-forced scoring of a text file -- per token its
+// log-probability, rank, entropy and top-10 alternatives, and the perplexity;
+// with --base, per-token KL(base || model) and top-1 agreement against a second
+// model of the same vocabulary (runtime/text_scorer.h, docs/compare.md).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/command_registry.h"
+#include "cli/model_session.h"
+#include "runtime/text_score_json.h"
+#include "runtime/text_scorer.h"
+
+namespace gb::cli {
+namespace {
+
+struct ScoreArgs {
+  ModelOptions model;
+  std::string text_path;
+  std::string base_path;
+  std::string base_tokenizer;
+  int32_t top_n = 10;
+  bool json = false;
+};
+
+void print_json(const TextScore& score, const ScoreArgs& a, const Tokenizer& tok) {
+  TextScoreJsonOptions o;
+  o.model_path = a.model.model_path;
+  o.base_path = a.base_path;
+  o.text_file = a.text_path;
+  const std::string line = text_score_to_json(score, tok, o);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+void print_text(const TextScore& score, const Tokenizer& tok) {
+  for (const TokenScore& s : score.tokens) {
+    std::printf("%5d %6d %-16s logprob %8.4f rank %5d entropy %6.3f", s.position, s.id,
+                ("'" + tok.token_bytes(s.id) + "'").c_str(), s.logprob, s.rank, s.entropy);
+    if (s.kl) std::printf(" kl %8.5f %s", *s.kl, *s.top1_agree ? "agree" : "DIFFER");
+    std::printf("\n");
+  }
+  std::printf("tokens %zu, mean logprob %.5f, perplexity %.4f\n", score.tokens.size(), score.mean_logprob,
+              score.perplexity);
+  if (score.kl)
+    std::printf("KL mean %.6f, p50 %.6f, p90 %.6f, p99 %.6f, max %.6f; top-1 agreement %.2f%%\n", score.kl->mean,
+                score.kl->p50, score.kl->p90, score.kl->p99, score.kl->max, 100.0 * score.kl->top1_agreement);
+}
+
+int run_score(const ScoreArgs& a) {
+  std::ifstream in(a.text_path, std::ios::binary);
+  if (!in) return fail("--text: cannot open " + a.text_path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto session = open_model_session(a.model);
+  if (!session) return fail(session.error().message);
+  std::optional<ModelSession> base;
+  if (!a.base_path.empty()) {
+    ModelOptions bo = a.model;
+    bo.model_path = a.base_path;
+    bo.tokenizer_path = a.base_tokenizer;
+    auto b = open_model_session(bo);
+    if (!b) return fail("--base: " + b.error().message);
+    if (Status st = check_comparable_vocabularies(*session->tokenizer, a.model.model_path, *b->tokenizer, a.base_path); !st)
+      return fail(st.error().message);
+    base = std::move(*b);
+  }
+  const std::vector<TokenId> ids = session->tokenizer->encode(ss.str(), true);
+  ScoreOptions options;
+  options.top_n = a.top_n;
+  auto score = score_tokens(*session->model, *session->backend, base ? base->model.get() : nullptr,
+                            base ? base->backend.get() : nullptr, ids, options);
+  if (!score) return fail(score.error().message);
+  if (a.json) print_json(*score, a, *session->tokenizer);
+  else print_text(*score, *session->tokenizer);
+  return 0;
+}
+
+const CommandRegistrar registrar("score", "Score a text by teacher forcing (log-probabilities, perplexity, KL to a base)",
+                                 [](CLI::App& sub) -> CommandRunner {
+  auto a = std::make_shared<ScoreArgs>();
+  add_model_options(sub, a->model);
+  sub.add_option("--text", a->text_path, "Text file to score (BOS is added)")->required();
+  sub.add_option("--base", a->base_path, "Second model with the same vocabulary: per-token KL(base || model)");
+  sub.add_option("--base-tokenizer", a->base_tokenizer, "Tokenizer of the base model (default: embedded or beside it)");
+  sub.add_option("--top", a->top_n, "Alternatives listed per token")->capture_default_str();
+  sub.add_flag("--json", a->json, "Print one JSON object (docs/compare.md)");
+  return [a] { return run_score(*a); };
+});
+
+}  // namespace
+}  // namespace gb::cli

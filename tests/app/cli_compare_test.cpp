@@ -1,0 +1,84 @@
+// `glassbox-cli compare` and `glassbox-cli score` end to end: the JSON keys the
+// docs promise, identical lanes with no divergence, and clear failures.
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "gb_test.h"
+
+namespace {
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+}  // namespace
+
+GB_TEST(compare_json_has_lanes_samples_divergence_and_statistics) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string lane = R"({"temperature": 1.0, "top_p": 0.9, "top_k": 0, "min_p": 0})";
+  const std::string other = R"({"temperature": 0.0})";
+  const auto r = gbtest::run_cli("compare --model " + quote(model) + " --prompt 'Once upon a time' --lane " +
+                                     quote("A=" + lane) + " --lane " + quote("B=" + lane) + " --lane " +
+                                     quote("greedy=" + other) + " --samples 2 --seed 3 --crn --max-tokens 12 --json",
+                                 false);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  QCOMPARE(j["lanes"].size(), size_t{3});
+  QCOMPARE(j["crn"].get<bool>(), true);
+  QVERIFY(j["kv"]["num_prompt_blocks_shared"].is_number());
+  for (const auto& l : j["lanes"]) {
+    QVERIFY(l["name"].is_string());
+    QVERIFY(l["summary"].contains("mean_logprob"));
+    QCOMPARE(l["samples"].size(), size_t{2});
+    for (const auto& s : l["samples"]) {
+      for (const char* key : {"token_ids", "first_divergence", "mean_logprob", "mean_entropy", "length", "distinct_1",
+                              "distinct_2", "repetition_rate", "stop_reason", "tokens_per_s", "seed", "tokens"})
+        QVERIFY2(s.contains(key), key);
+      QCOMPARE(s["length"].get<size_t>(), s["token_ids"].size());
+      QCOMPARE(s["tokens"].size(), s["token_ids"].size());
+    }
+  }
+  QCOMPARE(j["lanes"][0]["name"].get<std::string>(), std::string("A"));
+  for (int s = 0; s < 2; ++s) {
+    QVERIFY(j["lanes"][0]["samples"][s]["first_divergence"].is_null());
+    QVERIFY(j["lanes"][1]["samples"][s]["first_divergence"].is_null());  // same settings, same draws
+    QCOMPARE(j["lanes"][1]["samples"][s]["token_ids"], j["lanes"][0]["samples"][s]["token_ids"]);
+  }
+}
+
+GB_TEST(compare_refuses_bad_lanes_clearly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  auto r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --json");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("1 lanes; give 2 to 6") != std::string::npos);
+  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --lane B=/nonexistent.json");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("cannot open /nonexistent.json") != std::string::npos);
+  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --lane 'B={\"top_q\": 1}'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("top_q") != std::string::npos);
+}
+
+GB_TEST(score_json_keys_and_base_vocabulary_check) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  GB_REQUIRE_SHARED(f16, "models/stories260K/stories260K-F16.gguf");
+  GB_REQUIRE_SHARED(other, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const std::string text_path = "cli_score_text.txt";
+  {
+    std::FILE* t = std::fopen(text_path.c_str(), "w");
+    std::fputs("Tom had a red ball. He liked to play with it every day.", t);
+    std::fclose(t);
+  }
+  auto r = gbtest::run_cli("score --model " + quote(f16) + " --ctx 512 --text " + text_path + " --base " + quote(model) +
+                               " --json",
+                           false);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  QVERIFY(j["perplexity"].get<double>() > 1.0);
+  for (const char* key : {"kl_mean", "top1_agreement", "kl_percentiles"}) QVERIFY2(j.contains(key), key);
+  QVERIFY(!j["tokens"].empty());
+  for (const auto& t : j["tokens"]) {
+    for (const char* key : {"id", "logprob", "rank", "entropy", "top", "kl", "top1_agree"}) QVERIFY2(t.contains(key), key);
+    QCOMPARE(t["top"].size(), size_t{10});
+  }
+  r = gbtest::run_cli("score --model " + quote(model) + " --text " + text_path + " --base " + quote(other));
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("cannot compare") != std::string::npos);
+  std::remove(text_path.c_str());
+}

@@ -1,0 +1,127 @@
+// Teacher-forced scoring (runtime/text_scorer.h): the log-probabilities of a
+// scored text equal those generation recorded for the same tokens, KL of a model
+// against itself is exactly 0 with full top-1 agreement, the F16 copy of
+// stories260K is close but not identical, and mismatched vocabularies are refused.
+#include <cmath>
+
+#include "gb_test.h"
+#include "runtime/comparison.h"
+#include "runtime/text_scorer.h"
+#include "stories_fixture.h"
+
+namespace {
+
+using Fixture = gbtest::StoriesFixture;
+
+#define REQUIRE_FIXTURE(f)                  \
+  const Fixture f = gbtest::load_stories(); \
+  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
+
+std::unique_ptr<gb::Backend> cpu(const std::shared_ptr<const gb::Model>& m) {
+  gb::CpuBackendOptions o;
+  o.num_threads = 1;
+  return gb::make_cpu_backend(m, o);
+}
+
+std::shared_ptr<const gb::Model> load(const std::string& path) {
+  gb::LoadOptions o;
+  o.context_length = 512;
+  auto m = gb::load_model(path, o);
+  GB_CHECK_MSG(m.ok(), m.ok() ? "" : m.error().message.c_str());
+  return *m;
+}
+
+}  // namespace
+
+GB_TEST(score_logprobs_equal_those_of_generation) {
+  REQUIRE_FIXTURE(f);
+  auto engine = gbtest::make_test_engine(f);
+  gb::GenerationRequest r;
+  r.prompt_ids = f.tokenizer->encode("Once upon a time, there was a big dog.", true);
+  r.sampling.temperature = 0.9f;
+  r.sampling.seed = 5;
+  r.sampling.max_tokens = 60;
+  r.ignore_eos = true;
+  QVERIFY(engine->submit(r).ok());
+  QVERIFY(engine->run_until_idle().ok());
+  std::vector<gb::TokenId> all = r.prompt_ids;
+  std::vector<gb::TokenSampledEvent> generated;
+  for (const gb::TraceEvent& e : engine->drain_events())
+    if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) {
+      generated.push_back(*t);
+      all.push_back(t->token);
+    }
+  QCOMPARE(generated.size(), size_t{60});
+  auto backend = cpu(f.model);
+  gb::ScoreOptions options;
+  options.chunk = 17;  // chunk edges inside the prompt and the output
+  auto score = gb::score_tokens(*f.model, *backend, nullptr, nullptr, all, options);
+  QVERIFY(score.ok());
+  QCOMPARE(score->tokens.size(), all.size() - 1);
+  const size_t first = r.prompt_ids.size();
+  double sum = 0.0;
+  for (size_t k = 0; k < generated.size(); ++k) {
+    const gb::TokenScore& s = score->tokens[first + k - 1];
+    QCOMPARE(s.position, static_cast<int32_t>(first + k));
+    QCOMPARE(s.id, generated[k].token);
+    QVERIFY(std::abs(s.logprob - gb::raw_logprob(generated[k].record).value()) < 1e-4);
+    QCOMPARE(s.rank, generated[k].record.chosen_rank);
+    QVERIFY(std::abs(s.entropy - generated[k].record.entropy_before) < 1e-4);
+    QCOMPARE(s.top.front().first, generated[k].record.top.front().id);
+  }
+  for (const gb::TokenScore& s : score->tokens) sum += s.logprob;
+  QVERIFY(std::abs(score->perplexity - std::exp(-sum / static_cast<double>(score->tokens.size()))) < 1e-9);
+}
+
+GB_TEST(kl_of_a_model_against_itself_is_zero_and_f16_is_close) {
+  REQUIRE_FIXTURE(f);
+  const std::vector<gb::TokenId> ids =
+      f.tokenizer->encode("Lily and Ben went to the park. They saw a big tree and a little bird.", true);
+  auto a = cpu(f.model);
+  auto b = cpu(f.model);
+  auto self = gb::score_tokens(*f.model, *a, f.model.get(), b.get(), ids);
+  QVERIFY(self.ok());
+  for (const gb::TokenScore& s : self->tokens) {
+    QCOMPARE(*s.kl, 0.0);
+    QVERIFY(*s.top1_agree);
+  }
+  QCOMPARE(self->kl->mean, 0.0);
+  QCOMPARE(self->kl->top1_agreement, 1.0);
+
+  GB_REQUIRE_SHARED(f16_path, "models/stories260K/stories260K-F16.gguf");
+  auto f16 = load(f16_path);
+  auto tok16 = gb::load_tokenizer(*f16, "");
+  QVERIFY(tok16.ok());
+  QVERIFY(gb::check_comparable_vocabularies(*f.tokenizer, "a", **tok16, "b").ok());
+  auto c = cpu(f16);
+  auto vs = gb::score_tokens(*f16, *c, f.model.get(), b.get(), ids);
+  QVERIFY(vs.ok());
+  QVERIFY(vs->kl->mean > 0.0);      // F16 rounding moves the distributions a little ...
+  QVERIFY(vs->kl->mean < 1e-3);     // ... but only a little
+  QVERIFY(vs->kl->top1_agreement > 0.9);
+  QVERIFY(vs->kl->p50 <= vs->kl->p90 && vs->kl->p90 <= vs->kl->p99 && vs->kl->p99 <= vs->kl->max);
+}
+
+GB_TEST(different_vocabularies_and_bad_inputs_are_refused) {
+  REQUIRE_FIXTURE(f);
+  GB_REQUIRE_SHARED(other_path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  auto other = load(other_path);
+  auto other_tok = gb::load_tokenizer(*other, "");
+  QVERIFY(other_tok.ok());
+  const gb::Status st = gb::check_comparable_vocabularies(*f.tokenizer, "stories", **other_tok, "tiny-random");
+  QVERIFY(!st.ok());
+  QVERIFY(st.error().message.find("cannot compare stories with tiny-random") != std::string::npos);
+  auto backend = cpu(f.model);
+  QVERIFY(!gb::score_tokens(*f.model, *backend, nullptr, nullptr, std::vector<gb::TokenId>{1}).ok());
+  QVERIFY(!gb::score_tokens(*f.model, *backend, nullptr, nullptr, std::vector<gb::TokenId>{1, 512}).ok());
+  std::vector<gb::TokenId> too_long(513, 300);
+  const auto err = gb::score_tokens(*f.model, *backend, nullptr, nullptr, too_long);
+  QVERIFY(!err.ok() && err.error().message.find("context") != std::string::npos);
+}
+
+GB_TEST(percentiles_interpolate_between_ranks) {
+  QCOMPARE(gb::percentile({}, 0.5), 0.0);
+  QCOMPARE(gb::percentile({3.0, 1.0, 2.0}, 0.5), 2.0);
+  QCOMPARE(gb::percentile({0.0, 10.0}, 0.9), 9.0);
+  QCOMPARE(gb::percentile({0.0, 10.0}, 1.0), 10.0);
+}

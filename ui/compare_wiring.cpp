@@ -1,0 +1,55 @@
+// The Compare view's, the Score view's and the Branches panel's connections: UI -> engine through
+// queued invocations on the controller's thread, engine -> UI through its
+// queued signals; branch switching through the chat's conversation.
+#include <QMetaObject>
+
+#include "branches_panel.h"
+#include "chat_panel.h"
+#include "compare_view.h"
+#include "engine_controller.h"
+#include "main_window.h"
+#include "score_view.h"
+#include "session_model.h"
+
+namespace gbui {
+
+void connectCompareAndBranches(MainWindow& w) {
+  EngineController* c = w.controller();
+  CompareView* compare = w.compareView();
+  BranchesPanel* branches = w.branchesPanel();
+  QObject::connect(compare, &CompareView::runRequested, c,
+                   [c](quint64 tag, const QString& prompt, const QStringList& names, const QStringList& json,
+                       int samples, quint64 seed, bool crn, int maxTokens) {
+                     QMetaObject::invokeMethod(c, [=] { c->startComparison(tag, prompt, names, json, samples, seed, crn, maxTokens); });
+                   });
+  QObject::connect(compare, &CompareView::releaseRequested, c,
+                   [c] { QMetaObject::invokeMethod(c, [c] { c->closeComparison(); }); });
+  QObject::connect(c, &EngineController::comparisonStarted, compare, &CompareView::onStarted);
+  QObject::connect(c, &EngineController::comparisonFinished, compare, &CompareView::onFinished);
+  QObject::connect(c, &EngineController::comparisonFailed, compare, &CompareView::onFailed);
+
+  ScoreView* score = w.scoreView();
+  QObject::connect(score, &ScoreView::scoreRequested, c, [c](quint64 tag, const QString& text, const QString& base) {
+    QMetaObject::invokeMethod(c, [=] { c->scoreText(tag, text, base); });
+  });
+  QObject::connect(c, &EngineController::scoreFinished, score, &ScoreView::onFinished);
+  QObject::connect(c, &EngineController::scoreFailed, score, &ScoreView::onFailed);
+
+  QObject::connect(branches, &BranchesPanel::releaseRequested, c,
+                   [c](quint64 request) { QMetaObject::invokeMethod(c, [=] { c->release(request); }); });
+  QObject::connect(branches, &BranchesPanel::branchActivated, &w, [&w](quint64 request) {
+    // A chat branch becomes the turn's current one; any other request is
+    // shown in the inspector (its first token selected).
+    Conversation conv = w.chat()->conversation();
+    for (Turn& turn : conv.turns) {
+      const qsizetype at = turn.branches.indexOf(request);
+      if (at < 0) continue;
+      turn.current = static_cast<int>(at);
+      w.chat()->setConversation(conv);
+      break;
+    }
+    w.sessionModel()->selectToken(request, 0);
+  });
+}
+
+}  // namespace gbui

@@ -1,0 +1,117 @@
+// EngineController: sampler comparisons, text scoring and branch release (the
+// Compare view's, the Score view's and the Branches panel's commands). Part of the bridge, so it sees engine
+// headers; the rest of the UI gets JSON text and request ids.
+#include <QStringList>
+
+#include "engine_controller.h"
+#include "engine_controller_state.h"
+#include "runtime/comparison_json.h"
+#include "runtime/text_score_json.h"
+#include "runtime/text_scorer.h"
+
+namespace gbui {
+
+void EngineController::release(quint64 request) {
+  if (!state_->engine) return;
+  state_->engine->release(gb::RequestId{request});
+  collectEvents();
+  scheduleSteps();  // starts the flush timer, so the release reaches the UI
+}
+
+void EngineController::closeComparison() {
+  if (!state_->engine || !state_->comparison) return;
+  std::unique_ptr<gb::Comparison> c = std::move(state_->comparison);
+  c->close(*state_->engine);
+  collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
+                                       const QStringList& laneJson, int samples, quint64 seed, bool crn,
+                                       int maxTokens) {
+  if (!state_->engine) {
+    emit comparisonFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  closeComparison();
+  gb::ComparisonSpec spec;
+  for (int i = 0; i < laneNames.size() && i < laneJson.size(); ++i) {
+    auto settings = gb::sampler_settings_from_json(laneJson[i].toStdString(), "lane " + laneNames[i].toStdString());
+    if (!settings) {
+      emit comparisonFailed(tag, QString::fromStdString(settings.error().message));
+      return;
+    }
+    spec.lanes.push_back({laneNames[i].toStdString(), *settings});
+  }
+  spec.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
+  spec.num_samples = samples;
+  spec.seed = seed;
+  spec.crn = crn;
+  spec.max_tokens = maxTokens;
+  auto c = gb::Comparison::start(*state_->engine, std::move(spec));
+  if (!c) {
+    collectEvents();
+    emit comparisonFailed(tag, QString::fromStdString(c.error().message));
+    return;
+  }
+  state_->comparison = std::move(*c);
+  state_->comparisonTag = tag;
+  state_->comparisonPrompt = prompt.toStdString();
+  collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::advanceComparison() {
+  gb::Comparison& c = *state_->comparison;
+  const bool was_forked = c.forked(), was_done = c.done();
+  if (gb::Status st = c.advance(*state_->engine); !st) {
+    std::unique_ptr<gb::Comparison> failed = std::move(state_->comparison);
+    failed->close(*state_->engine);
+    emit comparisonFailed(state_->comparisonTag, QString::fromStdString(st.error().message));
+    return;
+  }
+  if (c.forked() && !was_forked) {
+    QVector<quint64> ids;
+    for (const gb::ComparisonSample& s : c.samples()) ids.push_back(s.request.value);
+    emit comparisonStarted(state_->comparisonTag, ids);
+  }
+  if (c.done() && !was_done) {
+    gb::ComparisonJsonOptions options;
+    options.prompt_text = state_->comparisonPrompt;
+    options.token_records = false;  // the view has the records from the event stream
+    emit comparisonFinished(state_->comparisonTag, QString::fromStdString(gb::comparison_to_json(c, options)),
+                            QString::fromStdString(gb::comparison_to_csv(c)));
+  }
+}
+
+void EngineController::scoreText(quint64 tag, const QString& text, const QString& basePath) {
+  if (!state_->model) {
+    emit scoreFailed(tag, tr("No model is loaded."));
+    return;
+  }
+  std::shared_ptr<const gb::Model> base;
+  if (!basePath.isEmpty()) {
+    gb::LoadOptions options;
+    options.context_length = state_->model->config.context_length;
+    auto model = gb::load_model(basePath.toStdString(), options);
+    if (!model) return emit scoreFailed(tag, QString::fromStdString(model.error().message));
+    auto tokenizer = gb::load_tokenizer(**model, "");
+    if (!tokenizer) return emit scoreFailed(tag, QString::fromStdString(tokenizer.error().message));
+    if (gb::Status st = gb::check_comparable_vocabularies(*state_->tokenizer, state_->model->path, **tokenizer,
+                                                          basePath.toStdString());
+        !st)
+      return emit scoreFailed(tag, QString::fromStdString(st.error().message));
+    base = *model;
+  }
+  const std::vector<gb::TokenId> ids = state_->tokenizer->encode(text.toStdString(), true);
+  auto backend = gb::make_cpu_backend(state_->model);
+  std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_cpu_backend(base) : nullptr;
+  auto score = gb::score_tokens(*state_->model, *backend, base.get(), baseBackend.get(), ids);
+  if (!score) return emit scoreFailed(tag, QString::fromStdString(score.error().message));
+  gb::TextScoreJsonOptions options;
+  options.model_path = state_->model->path;
+  options.base_path = basePath.toStdString();
+  emit scoreFinished(tag, QString::fromStdString(gb::text_score_to_json(*score, *state_->tokenizer, options)));
+}
+
+}  // namespace gbui
