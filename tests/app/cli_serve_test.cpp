@@ -1,0 +1,85 @@
+// `glassbox-cli serve` as a process: it prints its address, greedy tokens over
+// HTTP equal `glassbox-cli generate` for the same prompt, and SIGTERM stops it
+// cleanly (exit code 0). Loopback only, a free port picked by the server.
+#include <httplib.h>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_runner.h"
+#include "gb_test.h"
+
+namespace {
+
+struct ServeProcess {
+  pid_t pid = -1;
+  std::string address;  // "http://127.0.0.1:PORT"
+  int port = 0;
+
+  explicit ServeProcess(const std::string& model) {
+    int out[2];
+    if (::pipe(out) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      ::execl(GLASSBOX_CLI_PATH, GLASSBOX_CLI_PATH, "serve", "--model", model.c_str(), "--port", "0", "--threads", "1",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;  // the "listening on" line
+    ::close(out[0]);
+    const size_t at = line.find("http://");
+    if (at == std::string::npos) return;
+    address = line.substr(at, line.find(' ', at) - at);
+    port = std::stoi(address.substr(address.rfind(':') + 1));
+  }
+  int stop() {
+    if (pid <= 0) return -1;
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  ~ServeProcess() { stop(); }
+};
+
+}  // namespace
+
+GB_TEST(greedy_over_http_equals_generate) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string prompt = "Once upon a time";
+  const auto gen = gbtest::run_cli("generate --model '" + model + "' --prompt '" + prompt + "' --max-tokens 48 --json", false);
+  QCOMPARE(gen.exit_code, 0);
+  std::string want;
+  std::vector<std::string> want_tokens;
+  std::istringstream lines(gen.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.contains("done")) want = j["text"].get<std::string>();
+  }
+  QVERIFY(!want.empty());
+
+  ServeProcess serve(model);
+  QVERIFY2(serve.port > 0, "serve did not print its address");
+  QVERIFY(serve.address.rfind("http://127.0.0.1:", 0) == 0);  // loopback by default
+  httplib::Client client("127.0.0.1", serve.port);
+  client.set_read_timeout(120, 0);
+  const nlohmann::json body = {{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}, {"logprobs", 0}};
+  auto r = client.Post("/v1/completions", body.dump(), "application/json");
+  QVERIFY(r && r->status == 200);
+  const auto j = nlohmann::json::parse(r->body);
+  QCOMPARE(j["choices"][0]["text"].get<std::string>(), want);
+  // Token by token too: the tokens' bytes join to the same text.
+  std::string joined;
+  for (const auto& t : j["choices"][0]["logprobs"]["tokens"]) joined += t.get<std::string>();
+  QCOMPARE(joined, want);
+  QCOMPARE(serve.stop(), 0);
+}
