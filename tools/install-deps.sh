@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev libgl-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libsentencepiece-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libsentencepiece-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev ccache
 )
 # Headless builds (GLASSBOX_UI=OFF) need no Qt.
 if [[ "${GLASSBOX_HEADLESS:-0}" == "1" ]]; then
