@@ -69,7 +69,7 @@ int run_serve(ServeArgs& a) {
   auto engine = std::make_unique<Engine>(session->model, session->tokenizer, std::move(session->backend), *config);
   if (Status st = engine->start(); !st) return fail(st.error().message);
   server::EngineWorker worker(std::move(engine), server::WorkerConfig{a.max_queue, std::chrono::milliseconds(a.step_interval_ms)});
-  server::OpenAiServer http(worker, session->model, session->tokenizer, a.server);
+  server::OpenAiServer http(worker.hub(), session->model, session->tokenizer, a.server);
   worker.start();
   if (Status st = http.start(); !st) return fail(st.error().message);
   std::printf("glassbox-cli serve: listening on %s (model %s)\n", http.address().c_str(), http.model_name().c_str());

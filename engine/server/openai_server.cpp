@@ -43,7 +43,7 @@ bool same_key(const std::string& a, const std::string& b) {
 
 // Shared by the content provider and the releaser of one response.
 struct Exchange {
-  EngineWorker* worker = nullptr;
+  ServeHub* hub = nullptr;
   std::shared_ptr<RequestChannel> channel;
   std::vector<RequestId> ids;
   ResponseBuilder builder;
@@ -65,7 +65,7 @@ bool provide(Exchange& ex, httplib::DataSink& sink) {
                               : ex.builder.body();
   if (!out.empty() && !sink.write(out.data(), out.size())) return false;
   if (end) {
-    if (ex.builder.failed()) ex.worker->cancel(ex.ids);  // the other choices, if any still run
+    if (ex.builder.failed()) ex.hub->cancel(ex.ids);  // the other choices, if any still run
     ex.done = true;
     sink.done();
   }
@@ -79,7 +79,7 @@ std::string default_model_name(const std::string& model_path) {
 }
 
 struct OpenAiServer::Impl {
-  EngineWorker& worker;
+  ServeHub& hub;
   std::shared_ptr<const Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;
   ServerConfig config;
@@ -89,8 +89,8 @@ struct OpenAiServer::Impl {
   int64_t created = 0;
   std::atomic<uint64_t> next_id{1};
 
-  Impl(EngineWorker& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
-      : worker(w), model(std::move(m)), tokenizer(std::move(t)), config(std::move(c)) {
+  Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
+      : hub(w), model(std::move(m)), tokenizer(std::move(t)), config(std::move(c)) {
     if (config.model_name.empty()) config.model_name = default_model_name(model->path);
     created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
@@ -102,7 +102,7 @@ struct OpenAiServer::Impl {
   std::variant<std::vector<std::vector<TokenId>>, ApiError> prompt_ids(const ApiRequest& r) const;
   json model_json() const {
     return {{"id", config.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "glassbox"},
-            {"max_model_len", worker.info().max_context}};
+            {"max_model_len", hub.info().max_context}};
   }
 };
 
@@ -145,13 +145,13 @@ void OpenAiServer::Impl::install_routes() {
     reply_error(res, {res.status, what, "invalid_request_error", "", res.status == 404 ? "unknown_url" : "", 0});
     return httplib::Server::HandlerResponse::Handled;
   }));
-  http.set_logger([this](const httplib::Request&, const httplib::Response& res) { worker.metrics().on_http_response(res.status); });
+  http.set_logger([this](const httplib::Request&, const httplib::Response& res) { hub.metrics().on_http_response(res.status); });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (worker.healthy()) return res.set_content("{\"status\":\"ok\"}", "application/json");
+    if (hub.healthy()) return res.set_content("{\"status\":\"ok\"}", "application/json");
     reply_error(res, {503, "the engine is not available", "server_error", "", "unavailable", config.retry_after_s});
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(worker.metrics().render(), "text/plain; version=0.0.4");
+    res.set_content(hub.metrics().render(), "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(json{{"object", "list"}, {"data", json::array({model_json()})}}.dump(), "application/json");
@@ -170,7 +170,7 @@ void OpenAiServer::Impl::install_routes() {
 }
 
 std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::prompt_ids(const ApiRequest& r) const {
-  const EngineInfo& info = worker.info();
+  const EngineInfo& info = hub.info();
   const int max_prompt = config.max_prompt_tokens > 0 ? std::min(config.max_prompt_tokens, info.max_context - 1)
                                                       : info.max_context - 1;
   const char* param = r.endpoint == ApiEndpoint::ChatCompletions ? "messages" : "prompt";
@@ -191,7 +191,7 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
                                                                                       const std::string& tenant) const {
   auto prompts = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&prompts)) return *e;
-  const int context = worker.info().max_context;
+  const int context = hub.info().max_context;
   std::random_device random;
   std::vector<ChoiceSubmission> items;
   for (const auto& ids : std::get<0>(prompts)) {
@@ -222,7 +222,7 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
 
 void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
   ParseLimits limits;
-  limits.vocab_size = worker.info().vocab_size;
+  limits.vocab_size = hub.info().vocab_size;
   limits.max_n = config.max_n;
   limits.max_prompts = config.max_prompts;
   auto parsed = parse_api_request(endpoint, req.body, limits);
@@ -240,7 +240,7 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
   const int num_choices = static_cast<int>(items.size());
 
   auto channel = std::make_shared<RequestChannel>();
-  SubmitOutcome outcome = worker.submit(std::move(items), channel);
+  SubmitOutcome outcome = hub.submit(std::move(items), channel);
   if (outcome.status == SubmitStatus::QueueFull)
     return reply_error(res, {429, outcome.message, "rate_limit_error", "", "queue_full", config.retry_after_s});
   if (outcome.status == SubmitStatus::Unavailable)
@@ -253,7 +253,7 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
                 static_cast<unsigned long long>(next_id++));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   ResponseMeta meta{endpoint, id, config.model_name, now, num_choices, r.n, r.logprobs, r.include_usage};
-  auto ex = std::make_shared<Exchange>(Exchange{&worker, channel, outcome.ids, ResponseBuilder(meta), r.stream, false});
+  auto ex = std::make_shared<Exchange>(Exchange{&hub, channel, outcome.ids, ResponseBuilder(meta), r.stream, false});
   if (r.stream) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -262,13 +262,13 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
       r.stream ? "text/event-stream" : "application/json",
       [ex](size_t, httplib::DataSink& sink) { return provide(*ex, sink); },
       [ex](bool) {
-        if (!ex->done) ex->worker->cancel(ex->ids);  // the client went away: free its blocks now
+        if (!ex->done) ex->hub->cancel(ex->ids);  // the client went away: free its blocks now
       });
 }
 
-OpenAiServer::OpenAiServer(EngineWorker& worker, std::shared_ptr<const Model> model,
+OpenAiServer::OpenAiServer(ServeHub& hub, std::shared_ptr<const Model> model,
                            std::shared_ptr<const Tokenizer> tokenizer, ServerConfig config)
-    : impl_(std::make_unique<Impl>(worker, std::move(model), std::move(tokenizer), std::move(config))) {}
+    : impl_(std::make_unique<Impl>(hub, std::move(model), std::move(tokenizer), std::move(config))) {}
 
 OpenAiServer::~OpenAiServer() { stop(); }
 

@@ -1,4 +1,4 @@
-// OpenAiServer: an OpenAI-compatible HTTP server in front of an EngineWorker
+// OpenAiServer: an OpenAI-compatible HTTP server in front of a ServeHub
 // (cpp-httplib, Debian's libcpp-httplib-dev). Routes:
 //   GET  /v1/models, /v1/models/{id}     the one served model
 //   POST /v1/completions                 text or token-id prompts, n, stream, logprobs
@@ -10,7 +10,7 @@
 // body, 429 queue full and 503 unavailable (both with Retry-After).
 //
 // Each HTTP connection is served by one handler thread; handler threads parse,
-// tokenize (the tokenizer is immutable), submit through the worker and then wait
+// tokenize (the tokenizer is immutable), submit through the hub and then wait
 // on their RequestChannel, checking every 50 ms whether the client is still
 // connected: a client that disconnects has its requests cancelled and their KV
 // blocks freed at once. A request's prefix-cache isolation key carries a hash of
@@ -29,7 +29,7 @@
 
 #include "core/result.h"
 #include "model/model.h"
-#include "server/engine_worker.h"
+#include "server/serve_hub.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gb::server {
@@ -50,7 +50,7 @@ struct ServerConfig {
 
 class OpenAiServer {
  public:
-  OpenAiServer(EngineWorker& worker, std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+  OpenAiServer(ServeHub& hub, std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
                ServerConfig config);
   ~OpenAiServer();
   OpenAiServer(const OpenAiServer&) = delete;

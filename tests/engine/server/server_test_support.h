@@ -29,7 +29,7 @@ struct ServerHarness {
     if (!stories.ok()) return;
     worker = std::make_unique<gb::server::EngineWorker>(make_test_engine(stories, engine_config), worker_config);
     config.port = 0;
-    server = std::make_unique<gb::server::OpenAiServer>(*worker, stories.model, stories.tokenizer, config);
+    server = std::make_unique<gb::server::OpenAiServer>(worker->hub(), stories.model, stories.tokenizer, config);
     worker->start();
     if (!server->start().ok()) server.reset();
   }
