@@ -67,6 +67,13 @@ class EngineController : public QObject {
   void exportTrace(const QString& path, const QString& format);
   // Reads a recorded trace; emits traceOpened(info, events) or traceOpenFailed.
   void openTrace(const QString& path);
+  // Serves the loaded model over the OpenAI API (engine/server, docs/server.md)
+  // from this engine: HTTP requests are engine requests like the chat's, so every
+  // panel shows them. port 0 picks a free port; apiKey "" needs none. Emits
+  // servingStarted(address) or servingFailed(message). Loading another model
+  // stops serving (servingStopped).
+  void startServing(const QString& host, int port, const QString& apiKey);
+  void stopServing();
   // Moves the pending events out now (tests; also called by the flush timer).
   void flush();
   // Runs one engine step now and queues its events (tests drive the engine with
@@ -97,12 +104,17 @@ class EngineController : public QObject {
   void exportFinished(const QString& path, const QString& error);
   void traceOpened(const gbui::UiModelInfo& info, const gbui::UiEventBatch& events);
   void traceOpenFailed(const QString& path, const QString& message);
+  void servingStarted(const QString& address);
+  void servingFailed(const QString& message);
+  void servingStopped();
 
  private:
   struct State;  // engine objects; defined in the .cpp so this header stays engine-free
   void runSteps();
   void scheduleSteps();
   void collectEvents();
+  void serviceHub();          // takes the server's queued commands (engine_controller_serve.cpp)
+  void stopServingNow(bool notify);
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

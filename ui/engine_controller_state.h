@@ -19,6 +19,8 @@
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
 #include "kv/scheduler.h"
+#include "server/openai_server.h"
+#include "server/serve_hub.h"
 
 namespace gbui {
 
@@ -28,6 +30,10 @@ struct EngineController::State {
   std::unique_ptr<gb::Engine> engine;
   QVector<QString> vocab;                 // (vocab_size) decoded text per id
   std::vector<gb::TraceEvent> recorded;   // every event of this session, for export
+  // Serving (startServing): the hub takes HTTP requests into `engine`; the
+  // server's handler threads only touch the hub. Stopped before engine changes.
+  std::unique_ptr<gb::server::ServeHub> hub;
+  std::unique_ptr<gb::server::OpenAiServer> http;
 
   void reset() {
     engine.reset();

@@ -26,6 +26,7 @@ class KvCachePanel;
 class ModelInfoPanel;
 class PerformancePanel;
 class SamplingPanel;
+class ServePanel;
 class SessionModel;
 class SpeculativePanel;
 class TokenInspectorPanel;
@@ -46,8 +47,9 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance() const { return performance_; }
   ModelInfoPanel* modelInfo() const { return info_; }
   SpeculativePanel* speculativePanel() const { return speculative_; }
+  ServePanel* servePanel() const { return serve_; }
   // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model").
+  // "speculative", "model", "serve").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -91,6 +93,7 @@ class MainWindow : public QMainWindow {
   PerformancePanel* performance_;
   ModelInfoPanel* info_;
   SpeculativePanel* speculative_;
+  ServePanel* serve_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
