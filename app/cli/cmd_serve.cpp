@@ -62,6 +62,8 @@ int run_serve(ServeArgs& a) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  for (const std::string& key : a.server.api_keys)
+    if (key.empty()) return fail("--api-key: an empty key would let nobody in");
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
   auto config = engine_config(a, *session);
@@ -77,8 +79,10 @@ int run_serve(ServeArgs& a) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "glassbox-cli serve: stopping (signal %d)\n", signal_number);
-  http.stop();
+  // The worker first: it answers queued submissions and ends every live
+  // request, so the handler threads http.stop() joins are not left waiting.
   worker.stop();
+  http.stop();
   return 0;
 }
 

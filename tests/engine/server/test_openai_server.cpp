@@ -5,6 +5,7 @@
 // cancellation when a streaming client disconnects (blocks freed, seen in
 // /metrics). Bounded: every wait is a bounded poll, no timing is asserted.
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "server/openai_request.h"
@@ -323,7 +324,7 @@ GB_TEST(errors_400_404_413_in_openai_shape) {
   for (const auto& b : bad) {
     auto [status, body] = h.post("/v1/completions", b.body);
     check_error(status, body, 400, b.param);
-    if (QTest::currentTestFailed()) qWarning("request: %s", b.body.dump().c_str());
+    if (QTest::currentTestFailed()) std::fprintf(stderr, "request: %s\n", b.body.dump().c_str());
   }
   auto [sc, ec] = h.post("/v1/chat/completions", {{"messages", json::array({{{"role", "robot"}, {"content", "x"}}})}});
   check_error(sc, ec, 400, "messages[0].role");
