@@ -112,6 +112,11 @@ struct OpenAiServer::Impl {
 httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Request& req, httplib::Response& res) {
   using HR = httplib::Server::HandlerResponse;
   res.set_header("Connection", "close");  // removed again below when the request goes on
+  if (req.headers.size() > config.max_headers) {
+    reply_error(res, {431, "the request has more than " + std::to_string(config.max_headers) + " header fields",
+                      "invalid_request_error", "", "too_many_headers", 0});
+    return HR::Handled;
+  }
   if (req.has_header("Content-Length")) {
     const std::string len = req.get_header_value("Content-Length");
     const bool digits = !len.empty() && len.size() <= 18 && len.find_first_not_of("0123456789") == std::string::npos;

@@ -7,7 +7,8 @@
 //   GET  /metrics                        Prometheus text format (ServerMetrics)
 // Every error is OpenAI's JSON error shape (ApiError): 400 names the bad
 // parameter, 401 missing/wrong key, 404 unknown model or path, 413 oversized
-// body, 429 queue full and 503 unavailable (both with Retry-After).
+// body, 431 too many header fields,
+// 429 queue full and 503 unavailable (both with Retry-After).
 //
 // Each HTTP connection is served by one handler thread; handler threads parse,
 // tokenize (the tokenizer is immutable), submit through the hub and then wait
@@ -40,6 +41,7 @@ struct ServerConfig {
   std::vector<std::string> api_keys;  // empty: no key needed
   std::string model_name;             // the id clients use; "" -> the model file's stem
   size_t max_body_bytes = 1 << 20;    // larger bodies get 413
+  size_t max_headers = 64;            // more header fields get 431 (each line is bounded by cpp-httplib: 8 KiB)
   int max_threads = 128;              // concurrent connections served; more wait to be accepted
   int max_n = 16;                     // choices per prompt
   int max_prompts = 16;               // prompts per completions request

@@ -298,7 +298,7 @@ GB_TEST(auth_401_without_or_with_a_wrong_key) {
   QVERIFY(health && health->status == 200);
 }
 
-GB_TEST(errors_400_404_413_in_openai_shape) {
+GB_TEST(errors_400_404_413_431_in_openai_shape) {
   gb::server::ServerConfig config;
   config.max_body_bytes = 4096;
   ServerHarness h(config);
@@ -353,6 +353,15 @@ GB_TEST(errors_400_404_413_in_openai_shape) {
     auto next = c.Post("/v1/completions", ok.dump(), "application/json");
     QVERIFY(next && next->status == 200);
   }
+  httplib::Headers many;
+  for (int i = 0; i < 100; ++i) many.emplace("X-Filler-" + std::to_string(i), "x");
+  auto crowded = c.Get("/v1/models", many);
+  QVERIFY(crowded);
+  check_error(crowded->status, json::parse(crowded->body), 431, "");
+  auto huge = c.Get("/v1/models", httplib::Headers{{"X-Huge", std::string(20000, 'x')}});  // over cpp-httplib's 8 KiB line
+  QVERIFY(!huge || huge->status >= 400);
+  auto still = h.client().Get("/v1/models");  // and the server still answers
+  QVERIFY(still && still->status == 200);
   auto nowhere = c.Get("/v1/nowhere");
   QVERIFY(nowhere);
   check_error(nowhere->status, json::parse(nowhere->body), 404, "");
