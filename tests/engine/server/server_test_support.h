@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/engine_worker.h"
+#include "server/openai_request.h"
 #include "server/openai_server.h"
 #include "stories_fixture.h"
 
@@ -69,6 +70,21 @@ struct ServerHarness {
     return out;
   }
 };
+
+// Greedy text of the engine run directly (the reference for the HTTP answers).
+inline std::string engine_greedy_text(const StoriesFixture& f, const std::string& prompt, int max_tokens) {
+  auto engine = make_test_engine(f);
+  gb::GenerationRequest r;
+  r.prompt_ids = f.tokenizer->encode(prompt, true);
+  r.sampling = gb::server::openai_default_sampling();
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = max_tokens;
+  GB_CHECK(engine->submit(r).ok());
+  GB_CHECK(engine->run_until_idle().ok());
+  for (const gb::TraceEvent& e : engine->drain_events())
+    if (const auto* fin = std::get_if<gb::RequestFinishedEvent>(&e.body)) return fin->text;
+  return "<no finish>";
+}
 
 // The "data: ..." payloads of a server-sent event stream, in order.
 inline std::vector<std::string> sse_data(const std::string& body) {

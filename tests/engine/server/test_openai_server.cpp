@@ -17,21 +17,7 @@ using gbtest::ServerHarness;
 namespace {
 
 const char* kPrompt = "Once upon a time";
-
-// Greedy text of the engine run directly (the reference for the HTTP answers).
-std::string engine_greedy_text(const gbtest::StoriesFixture& f, const std::string& prompt, int max_tokens) {
-  auto engine = gbtest::make_test_engine(f);
-  gb::GenerationRequest r;
-  r.prompt_ids = f.tokenizer->encode(prompt, true);
-  r.sampling = gb::server::openai_default_sampling();
-  r.sampling.temperature = 0.0f;
-  r.sampling.max_tokens = max_tokens;
-  GB_CHECK(engine->submit(r).ok());
-  GB_CHECK(engine->run_until_idle().ok());
-  for (const gb::TraceEvent& e : engine->drain_events())
-    if (const auto* fin = std::get_if<gb::RequestFinishedEvent>(&e.body)) return fin->text;
-  return "<no finish>";
-}
+using gbtest::engine_greedy_text;
 
 // Streams a request; returns the parsed chunks (without [DONE]) and whether [DONE] came last.
 std::pair<std::vector<json>, bool> stream(const ServerHarness& h, const std::string& path, const json& body) {
