@@ -24,8 +24,9 @@ struct ModelOptions {
   std::string device = "auto"; // auto | cpu | cuda
 };
 
-// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand.
-void add_model_options(CLI::App& sub, ModelOptions& options);
+// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand
+// (--model optional where another source can stand in, e.g. generate --remote).
+void add_model_options(CLI::App& sub, ModelOptions& options, bool model_required = true);
 
 struct ModelSession {
   std::shared_ptr<const Model> model;

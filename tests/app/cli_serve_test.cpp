@@ -1,6 +1,7 @@
 // `glassbox-cli serve` as a process: it prints its address, greedy tokens over
-// HTTP equal `glassbox-cli generate` for the same prompt, and SIGTERM stops it
-// cleanly (exit code 0). Loopback only, a free port picked by the server.
+// HTTP equal `glassbox-cli generate` for the same prompt (raw HTTP and through
+// `generate --remote`), and SIGTERM stops it cleanly (exit code 0). Loopback
+// only, a free port picked by the server.
 #include <httplib.h>
 
 #include <csignal>
@@ -81,5 +82,30 @@ GB_TEST(greedy_over_http_equals_generate) {
   std::string joined;
   for (const auto& t : j["choices"][0]["logprobs"]["tokens"]) joined += t.get<std::string>();
   QCOMPARE(joined, want);
+  // generate --remote: the same greedy text through the remote client, a line per token.
+  const auto remote = gbtest::run_cli("generate --remote " + serve.address + "/v1 --prompt '" + prompt +
+                                      "' --max-tokens 48 --json", false);
+  QCOMPARE(remote.exit_code, 0);
+  std::string remote_text;
+  int num_token_lines = 0;
+  std::istringstream remote_lines(remote.output);
+  for (std::string line; std::getline(remote_lines, line);) {
+    const auto out = nlohmann::json::parse(line, nullptr, false);
+    if (out.contains("done")) remote_text = out["text"].get<std::string>();
+    if (out.contains("top_logprobs")) {
+      ++num_token_lines;
+      QVERIFY(!out["top_logprobs"].empty());
+    }
+  }
+  QCOMPARE(remote_text, want);
+  QVERIFY(num_token_lines > 0);
+  const auto both = gbtest::run_cli("generate --remote " + serve.address + " --model '" + model + "' --prompt x");
+  QVERIFY(both.exit_code != 0);
   QCOMPARE(serve.stop(), 0);
+}
+
+GB_TEST(remote_generate_reports_an_unreachable_server) {
+  const auto r = gbtest::run_cli("generate --remote http://127.0.0.1:1 --prompt x");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("cannot connect") != std::string::npos, r.output.c_str());
 }
