@@ -1,5 +1,7 @@
 #include "chat_panel.h"
 
+#include <QApplication>
+#include <QClipboard>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -8,6 +10,7 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "session_model.h"
@@ -40,10 +43,17 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   nextBranch_ = new QPushButton(QStringLiteral(">"));
   prevBranch_->setFixedWidth(28);
   nextBranch_->setFixedWidth(28);
+  prevBranch_->setToolTip(tr("Previous answer (branch)"));
+  nextBranch_->setToolTip(tr("Next answer (branch)"));
   branchLabel_ = new QLabel;
+  branchLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  copySeed_ = new QToolButton;
+  copySeed_->setText(tr("Copy seed"));
+  copySeed_->setToolTip(tr("Copy this answer's seed (pin it in the Sampling panel to reproduce the answer)"));
   bar->addWidget(prevBranch_);
   bar->addWidget(branchLabel_);
   bar->addWidget(nextBranch_);
+  bar->addWidget(copySeed_);
   layout->addLayout(bar);
 
   system_ = new QLineEdit;
@@ -61,9 +71,22 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   stop_ = new QPushButton(tr("Stop"));
   regenerate_ = new QPushButton(tr("Regenerate"));
   edit_ = new QPushButton(tr("Edit last"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   buttons->addWidget(status_, 1);
   for (QPushButton* b : {edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
   layout->addLayout(buttons);
+  regenerate_->setToolTip(tr("Answer again with a new seed (unless the seed is pinned)"));
+  const std::initializer_list<std::pair<QWidget*, const char*>> names = {
+      {mode_, "chatMode"},       {format_, "chatFormat"},   {color_, "colourMode"},  {maxTokens_, "maxTokens"},
+      {prevBranch_, "prevBranch"}, {nextBranch_, "nextBranch"}, {branchLabel_, "branchLabel"},
+      {copySeed_, "copySeed"},   {system_, "systemPrompt"}, {view_, "tokenView"},    {input_, "chatInput"},
+      {status_, "chatStatus"},   {send_, "send"},           {stop_, "stop"},         {regenerate_, "regenerate"},
+      {edit_, "editLast"}};
+  for (const auto& [widget, name] : names) widget->setObjectName(QLatin1String(name));
+  connect(copySeed_, &QToolButton::clicked, this, [this] {
+    if (const qint64 seed = shownSeed(); seed >= 0) QApplication::clipboard()->setText(QString::number(seed));
+  });
 
   auto* sendKey = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
   sendKey->setContext(Qt::WidgetWithChildrenShortcut);
@@ -146,6 +169,7 @@ void ChatPanel::rerender() {
   rendered_ = 0;
   renderedTokens_ = 0;
   renderedOwn_ = 0;
+  renderedKnown_ = false;
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendPlain(conversation_.systemPrompt);
@@ -159,12 +183,15 @@ void ChatPanel::rerender() {
     }
     const RequestKey key = turn.currentRequest();
     const std::vector<UiToken> tokens = displayedTokens(key);
-    if (tokens.empty()) view_->appendPlain(turn.text);
+    // A restored session knows an answer's text, not its tokens; a request
+    // that is starting shows nothing yet (never the previous branch's text).
+    if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
     for (const UiToken& t : tokens) view_->appendToken(t);
     rendered_ = key;
     renderedTokens_ = static_cast<int>(tokens.size());
     const RequestInfo* r = model_->request(key);
     renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
+    renderedKnown_ = r != nullptr;
   }
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
@@ -184,7 +211,11 @@ void ChatPanel::onBatch() {
     // fork ancestry) are already in the view.
     const RequestInfo* r = model_->request(rendered_);
     const int own = r ? static_cast<int>(r->tokens.size()) : 0;
-    if (r && own >= renderedOwn_) {
+    // A request rendered before its first events arrived showed the turn's old
+    // text: draw it once properly (with a branch's ancestry), then append.
+    if (r && !renderedKnown_) {
+      rerender();
+    } else if (r && own >= renderedOwn_) {
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
       renderedTokens_ += own - renderedOwn_;
       renderedOwn_ = own;
@@ -199,21 +230,26 @@ void ChatPanel::onBatch() {
     const RequestInfo* r = model_->request(active_);
     const int turn = turnOf(active_);
     if (turn >= 0) conversation_.turns[turn].text = turnText(active_);
-    status_->setText(tr("%1 tokens, %2 (TTFT %3 ms, %4 ms/token)")
-                         .arg(r->finish.numGenerated)
-                         .arg(r->finish.reason)
-                         .arg(r->finish.ttftMs, 0, 'f', 1)
-                         .arg(r->finish.tpotMs, 0, 'f', 2));
+    if (r->finish.reason == QLatin1String("error"))
+      status_->setText(tr("Error: %1").arg(r->error.isEmpty() ? tr("the request failed") : r->error));
+    else
+      status_->setText(tr("%1 tokens, %2, seed %3 (TTFT %4 ms, %5 ms/token)")
+                           .arg(r->finish.numGenerated)
+                           .arg(r->finish.reason)
+                           .arg(r->seed)
+                           .arg(r->finish.ttftMs, 0, 'f', 1)
+                           .arg(r->finish.tpotMs, 0, 'f', 2));
     active_ = 0;
     emit conversationChanged();
-    updateButtons();
   }
+  updateButtons();
 }
 
 void ChatPanel::updateButtons() {
-  const bool busy = active_ != 0;
+  // Busy from the click on: a second click cannot send twice.
+  const bool busy = active_ != 0 || pending_;
   send_->setEnabled(!busy);
-  stop_->setEnabled(busy);
+  stop_->setEnabled(active_ != 0);  // something to stop only once the engine has it
   const bool hasAnswer = !conversation_.turns.isEmpty() && conversation_.turns.back().role == QLatin1String("assistant");
   regenerate_->setEnabled(!busy && hasAnswer);
   edit_->setEnabled(!busy && conversation_.turns.size() >= 2);
@@ -222,21 +258,34 @@ void ChatPanel::updateButtons() {
     n = static_cast<int>(conversation_.turns.back().branches.size());
     cur = conversation_.turns.back().current;
   }
-  branchLabel_->setText(n > 1 ? QStringLiteral("%1/%2").arg(cur + 1).arg(n) : QString());
+  const qint64 seed = shownSeed();
+  const QString seedText = seed >= 0 ? tr("seed %1").arg(seed) : QString();
+  branchLabel_->setText(n > 1 ? QStringLiteral("%1/%2 \u00b7 %3").arg(cur + 1).arg(n).arg(seedText) : seedText);
   prevBranch_->setVisible(n > 1);
   nextBranch_->setVisible(n > 1);
-  branchLabel_->setVisible(n > 1);
+  prevBranch_->setEnabled(cur > 0);
+  nextBranch_->setEnabled(cur + 1 < n);
+  branchLabel_->setVisible(n > 0);
+  copySeed_->setVisible(seed >= 0);
+}
+
+qint64 ChatPanel::shownSeed() const {
+  if (conversation_.turns.isEmpty()) return -1;
+  const RequestInfo* r = model_->request(conversation_.turns.back().currentRequest());
+  return r ? r->seed : -1;
 }
 
 void ChatPanel::submitTurn(int assistantTurn) {
   const ChatFormat f = conversation_.completionMode ? ChatFormat::Plain : format();
   const QString prompt = renderChatPrompt(f, conversation_.messagesBefore(assistantTurn));
   status_->setText(tr("generating..."));
+  pending_ = true;
+  updateButtons();
   emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value());
 }
 
 void ChatPanel::send() {
-  if (active_ != 0) return;
+  if (active_ != 0 || pending_) return;
   const QString text = input_->toPlainText();
   if (text.isEmpty() && conversation_.turns.isEmpty()) return;
   conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
@@ -252,7 +301,8 @@ void ChatPanel::stop() {
 }
 
 void ChatPanel::regenerate() {
-  if (active_ != 0 || conversation_.turns.isEmpty() || conversation_.turns.back().role != QLatin1String("assistant"))
+  if (active_ != 0 || pending_ || conversation_.turns.isEmpty() ||
+      conversation_.turns.back().role != QLatin1String("assistant"))
     return;
   submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
 }
@@ -269,13 +319,18 @@ void ChatPanel::editLast() {
 void ChatPanel::clearConversation() {
   conversation_.turns.clear();
   active_ = 0;
+  pending_ = false;
   status_->clear();
   rerender();
   emit conversationChanged();
 }
 
 void ChatPanel::onRequestSubmitted(quint64 tag, quint64 request) {
-  if (tag >= static_cast<quint64>(conversation_.turns.size())) return;
+  pending_ = false;
+  if (tag >= static_cast<quint64>(conversation_.turns.size())) {
+    updateButtons();
+    return;
+  }
   Turn& turn = conversation_.turns[static_cast<int>(tag)];
   turn.branches.push_back(request);
   turn.current = static_cast<int>(turn.branches.size()) - 1;
@@ -288,6 +343,7 @@ void ChatPanel::onRequestFailed(quint64 tag, const QString& message) {
   Q_UNUSED(tag);
   status_->setText(tr("Error: %1").arg(message));
   active_ = 0;
+  pending_ = false;
   updateButtons();
 }
 

@@ -2,7 +2,8 @@
 // Conversation; renders it into a TokenView with every generated token as a
 // coloured span, streams new tokens as event batches arrive, and offers send
 // (Ctrl+Enter), stop (Esc), regenerate, edit-and-resend, a system prompt and
-// branch navigation (< 1/2 >) for the last answer.
+// branch navigation (< 1/2 seed S >, the seed copyable) for the last answer.
+// Every interactive widget has an object name (tests, accessibility tools).
 // Requests go out as signals (generate / stop); MainWindow forwards them to the
 // EngineController and reports the request id back via onRequestSubmitted.
 // Threads: UI thread.
@@ -19,6 +20,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
+class QToolButton;
 
 namespace gbui {
 
@@ -66,6 +68,7 @@ class ChatPanel : public QWidget {
   void updateButtons();
   void submitTurn(int assistantTurn);
   QString turnText(RequestKey request) const;
+  qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none
 
   SessionModel* model_;
   Conversation conversation_;
@@ -83,11 +86,14 @@ class ChatPanel : public QWidget {
   QPushButton* prevBranch_;
   QPushButton* nextBranch_;
   QLabel* branchLabel_;
+  QToolButton* copySeed_;
   QLabel* status_;
   RequestKey active_ = 0;        // the streaming request, 0 when idle
+  bool pending_ = false;         // a request was asked for; its id has not come back yet
   RequestKey rendered_ = 0;      // request whose tokens end the view
   int renderedTokens_ = 0;       // of those, how many are shown (fork ancestry included)
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
+  bool renderedKnown_ = false;   // the model knew that request when it was rendered
 };
 
 }  // namespace gbui

@@ -108,6 +108,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   // for a few drafting requests at the default K bound (more decode plainly).
   config.num_scratch_blocks =
       kSelfDraftSeqs * gb::self_draft_scratch_blocks(gb::SpeculativeConfig{}.k_max, config.block_size);
+  config.max_retained = kMaxKeptBranches;
   auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(backend), config);
   if (gb::Status s = engine->start(); !s.ok()) {
     emit modelLoadFailed(path, QString::fromStdString(s.error().message));
@@ -121,6 +122,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   state_->model = *model;
   state_->tokenizer = *tokenizer;
   state_->engine = std::move(engine);
+  state_->numScratchBlocks = config.num_scratch_blocks;
   state_->vocab = vocabularyTexts();
   emit modelLoaded(modelInfo());
 }
@@ -152,6 +154,7 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
   auto id = state_->engine->submit(std::move(request));
   collectEvents();
   if (!id) {
+    flush();
     emit requestFailed(tag, QString::fromStdString(id.error().message));
     return;
   }
@@ -169,6 +172,7 @@ void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forc
   auto id = state_->engine->fork(gb::RequestId{parent}, numTokens, forced, maxTokens);
   collectEvents();
   if (!id) {
+    flush();
     emit requestFailed(tag, QString::fromStdString(id.error().message));
     return;
   }
@@ -180,10 +184,23 @@ void EngineController::cancel(quint64 request) {
   if (!state_->engine) return;
   state_->engine->cancel(gb::RequestId{request});
   collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::releaseBranches(const QVector<quint64>& keep) {
+  if (!state_->engine) return;
+  int released = 0;
+  for (gb::RequestId id : state_->engine->retained_requests())
+    if (!keep.contains(id.value)) released += state_->engine->release(id) ? 1 : 0;
+  collectEvents();
+  scheduleSteps();
+  emit branchesReleased(released);
 }
 
 void EngineController::setSamplerSettings(quint64 request, const QString& samplerJson) {
   if (!state_->engine) return;
+  // A slider moved just as the request finished: nothing is left to sample.
+  if (!state_->engine->scheduler().find(gb::RequestId{request})) return;
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
     emit engineError(QString::fromStdString(settings.error().message));
@@ -194,9 +211,14 @@ void EngineController::setSamplerSettings(quint64 request, const QString& sample
 }
 
 void EngineController::scheduleSteps() {
+  numIdleSteps_ = 0;
+  if (!hasWork()) {  // nothing to step: hand over what is pending now and stay asleep
+    flushTimer_->stop();
+    flush();
+    return;
+  }
   if (!flushTimer_->isActive()) flushTimer_->start();
-  if (state_->engine && !paused_.load() && state_->engine->has_work() && !stepTimer_->isActive())
-    stepTimer_->start();
+  if (!paused_.load() && !stepTimer_->isActive()) stepTimer_->start();
 }
 
 bool EngineController::stepOnce() {
@@ -221,11 +243,23 @@ void EngineController::runSteps() {
   // returning to the event loop every few ms lets commands (cancel, sliders) in.
   QElapsedTimer budget;
   budget.start();
-  while (!paused_.load() && state_->engine && state_->engine->has_work() && budget.elapsed() < 8) stepOnce();
-  if (paused_.load() || !state_->engine || !state_->engine->has_work()) {
+  int idleSteps = numIdleSteps_;
+  while (!paused_.load() && state_->engine && state_->engine->has_work() && budget.elapsed() < 8) {
+    // A step that runs nothing is normal once (it preempted, or failed a
+    // request that can never start); several in a row with work left would
+    // only spin. The engine reports such a request itself, so this is a guard.
+    idleSteps = stepOnce() ? 0 : idleSteps + 1;
+    if (idleSteps > 3) break;
+  }
+  numIdleSteps_ = idleSteps;
+  const bool stalled = idleSteps > 3;
+  if (paused_.load() || !state_->engine || !state_->engine->has_work() || stalled) {
     stepTimer_->stop();
     flush();
-    if (state_->engine && !state_->engine->has_work()) emit idle();
+    // Idle: nothing wakes this thread until the next command.
+    flushTimer_->stop();
+    if (stalled) emit engineError(tr("The engine has requests it cannot run (KV pool full?). Release old branches."));
+    else if (state_->engine && !state_->engine->has_work()) emit idle();
   }
 }
 
@@ -252,6 +286,15 @@ QVector<int> EngineController::kvRefCounts() const {
   for (const gb::KvBlockView& b : state_->engine->scheduler().kv_cache().snapshot().blocks) out.push_back(b.ref_count);
   return out;
 }
+
+QVector<quint64> EngineController::keptRequests() const {
+  QVector<quint64> out;
+  if (!state_->engine) return out;
+  for (gb::RequestId id : state_->engine->retained_requests()) out.push_back(id.value);
+  return out;
+}
+
+bool EngineController::hasWork() const { return state_->engine && state_->engine->has_work(); }
 
 QVector<int> EngineController::tokensOf(quint64 request) const {
   QVector<int> out;

@@ -40,6 +40,10 @@ class EngineController : public QObject {
   static QString validateSpeculativeSpec(const QString& spec);
   // Self-drafting requests that can draft at once (scratch KV blocks reserved at load).
   static constexpr int kSelfDraftSeqs = 4;
+  // Finished answers that keep their KV for copy-on-write branching (the
+  // longest unused is released into the prefix cache past this, or as soon as
+  // a request needs the blocks; a branch from it is then a short re-prefill).
+  static constexpr int kMaxKeptBranches = 8;
 
   // A load is identified by a generation number taken on the UI thread when it
   // is asked for; cancelLoad() moves the generation on, so a queued or running
@@ -62,6 +66,10 @@ class EngineController : public QObject {
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
   void cancel(quint64 request);
+  // Releases the KV every finished request keeps, except those in `keep` (the
+  // branches on screen). Full blocks stay in the prefix cache. Emits
+  // branchesReleased(number released).
+  void releaseBranches(const QVector<quint64>& keep);
   void setSamplerSettings(quint64 request, const QString& samplerJson);
   // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
   void exportTrace(const QString& path, const QString& format);
@@ -86,6 +94,9 @@ class EngineController : public QObject {
   QVector<int> tokensOf(quint64 request) const;
   // Ref counts per block from the engine's snapshot (index = block id).
   QVector<int> kvRefCounts() const;
+  // Finished requests that keep KV blocks, longest unused first.
+  QVector<quint64> keptRequests() const;
+  bool hasWork() const;
   // Milliseconds spent in Engine::step() and in translating / queueing events
   // (the tracing + UI share of the engine thread's time).
   double stepMs() const { return stepMs_; }
@@ -101,6 +112,7 @@ class EngineController : public QObject {
   void eventsReady(const gbui::UiEventBatch& events);
   void engineError(const QString& message);
   void idle();  // no work left after a step
+  void branchesReleased(int count);
   void exportFinished(const QString& path, const QString& error);
   void traceOpened(const gbui::UiModelInfo& info, const gbui::UiEventBatch& events);
   void traceOpenFailed(const QString& path, const QString& message);
@@ -124,6 +136,7 @@ class EngineController : public QObject {
   std::vector<UiEvent> pending_;
   std::atomic<int> loadGeneration_{0};
   std::atomic<bool> paused_{false};
+  int numIdleSteps_ = 0;  // steps in a row that ran nothing while work was left
   double stepMs_ = 0.0;
   double translateMs_ = 0.0;
 };

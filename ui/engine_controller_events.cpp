@@ -193,6 +193,7 @@ UiModelInfo EngineController::modelInfo() const {
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
   info.kvPoolBytes = state_->engine->backend().kv_pool_bytes();
   info.numBlocks = state_->engine->num_blocks();
+  info.numScratchBlocks = state_->numScratchBlocks;
   info.blockSize = state_->engine->scheduler().kv_cache().snapshot().block_size;
   const gb::DeviceInfo d = state_->engine->backend().device_info();
   info.deviceBackend = QString::fromStdString(d.backend);

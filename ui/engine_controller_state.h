@@ -30,6 +30,7 @@ struct EngineController::State {
   std::unique_ptr<gb::Engine> engine;
   QVector<QString> vocab;                 // (vocab_size) decoded text per id
   std::vector<gb::TraceEvent> recorded;   // every event of this session, for export
+  int numScratchBlocks = 0;               // KV blocks past the scheduler's pool (self drafting)
   // Serving (startServing): the hub takes HTTP requests into `engine`; the
   // server's handler threads only touch the hub. Stopped before engine changes.
   std::unique_ptr<gb::server::ServeHub> hub;

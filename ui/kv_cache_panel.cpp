@@ -1,7 +1,9 @@
 #include "kv_cache_panel.h"
 
 #include <QHBoxLayout>
+#include <algorithm>
 #include <QLabel>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -20,15 +22,30 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   legend->setWordWrap(true);
   left->addWidget(legend);
   auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("kvScroll"));
   scroll->setWidgetResizable(true);
   grid_ = new KvGridWidget(model);
+  grid_->setObjectName(QStringLiteral("kvGrid"));
   scroll->setWidget(grid_);
   left->addWidget(scroll, 1);
   stats_ = new QLabel;
+  stats_->setObjectName(QStringLiteral("kvStats"));
   stats_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  stats_->setWordWrap(true);
   left->addWidget(stats_);
+  release_ = new QPushButton(tr("Release old branches"));
+  release_->setObjectName(QStringLiteral("releaseBranches"));
+  release_->setToolTip(tr("Free the KV blocks that finished answers keep for branching (the branches on screen "
+                          "stay). Full blocks stay in the prefix cache; branching from a released answer "
+                          "recomputes what is missing."));
+  auto* releaseRow = new QHBoxLayout;
+  releaseRow->addWidget(release_);
+  releaseRow->addStretch();
+  left->addLayout(releaseRow);
+  connect(release_, &QPushButton::clicked, this, &KvCachePanel::releaseRequested);
   layout->addLayout(left, 1);
   plot_ = new QCustomPlot;
+  plot_->setObjectName(QStringLiteral("kvPlot"));
   plot_->setMinimumWidth(260);
   const QList<QPair<QString, QColor>> series = {{tr("used"), QColor(220, 110, 50)},
                                                 {tr("cached"), QColor(60, 110, 200)},
@@ -52,36 +69,62 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   refresh();
 }
 
+int KvCachePanel::numKeptRequests() const {
+  int n = 0;
+  for (const auto& [key, r] : model_->requests()) n += r.finished && !r.blockTable.isEmpty();
+  return n;
+}
+
 QString KvCachePanel::statsText() const {
   const UiModelInfo& info = model_->modelInfo();
   const KvCounts k = model_->kvCounts();
   const int poolTokens = k.total * model_->blockSize();
+  // Hit rate: prompt tokens whose K/V was reused (prefix cache, or a branch's
+  // shared blocks) over prompt tokens, both summed over finished requests.
   long long hit = 0, prompt = 0, preemptions = 0;
+  int numFinished = 0, numKept = 0;
+  QSet<int> keptBlocks;
   for (const auto& [key, r] : model_->requests()) {
     if (!r.finished) continue;
-    hit += r.finish.numCachedTokens;
+    ++numFinished;
+    hit += std::min(r.finish.numCachedTokens, r.finish.numPromptTokens);
     prompt += r.finish.numPromptTokens;
+    if (r.blockTable.isEmpty()) continue;
+    ++numKept;
+    for (int b : r.blockTable) keptBlocks.insert(b);
   }
   for (const UiStep& s : model_->steps()) preemptions += s.preemptions;
-  const double measured = poolTokens > 0 && info.kvPoolBytes > 0 ? double(info.kvPoolBytes) / poolTokens : 0.0;
-  return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each)\n"
-            "capacity %6 tokens; prefix hit rate %7% (%8 of %9 prompt tokens); preemptions %10\n"
-            "KV bytes/token: formula %11 (2\u00d7%12 layers\u00d7%13 kv heads\u00d7%14 head dim\u00d74 B), measured %15")
+  const quint64 measured = info.kvBytesPerTokenMeasured();
+  QString bytes;
+  if (measured == 0) bytes = tr("measured n/a");
+  else if (measured == info.kvBytesPerTokenFormula) bytes = tr("= measured");
+  else bytes = tr("\u2260 measured %1").arg(measured);
+  return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "
+            "finished answer(s), %8 blocks\n"
+            "prefix hit rate %9% (%10 of %11 prompt tokens reused, over %12 finished requests); preemptions %13\n"
+            "KV bytes/token: %14 (2\u00d7%15 layers\u00d7%16 kv heads\u00d7%17 head dim\u00d74 B) %18 "
+            "(%19 B for %20 blocks, %21 of them self-draft scratch)")
       .arg(k.owned)
       .arg(k.cached)
       .arg(k.free)
       .arg(k.total)
       .arg(model_->blockSize())
       .arg(poolTokens)
+      .arg(numKept)
+      .arg(keptBlocks.size())
       .arg(prompt > 0 ? 100.0 * double(hit) / double(prompt) : 0.0, 0, 'f', 1)
       .arg(hit)
       .arg(prompt)
+      .arg(numFinished)
       .arg(preemptions)
       .arg(info.kvBytesPerTokenFormula)
       .arg(info.numLayers)
       .arg(info.numKvHeads)
       .arg(info.headDim)
-      .arg(measured > 0 ? QString::number(measured, 'f', 0) : tr("n/a"));
+      .arg(bytes)
+      .arg(info.kvPoolBytes)
+      .arg(info.numBlocks + info.numScratchBlocks)
+      .arg(info.numScratchBlocks);
 }
 
 void KvCachePanel::rebuildPlot() {
@@ -103,6 +146,7 @@ void KvCachePanel::refresh() {
   grid_->updateGeometry();
   grid_->update();
   stats_->setText(statsText());
+  release_->setEnabled(numKeptRequests() > 0 && !model_->isReplay());
   rebuildPlot();
 }
 

@@ -1,8 +1,10 @@
 // KvCachePanel: the live block grid beside used/cached/free blocks over steps,
 // and the numbers that size a deployment: bytes per token (formula
 // 2 x layers x kv_heads x head_dim x 4 next to the measured pool bytes / pool
-// tokens), capacity in tokens, prefix hit rate, preemptions. Everything comes
-// from SessionModel, i.e. from trace events.
+// slots), capacity in tokens, prefix hit rate (cached prompt tokens / prompt
+// tokens over the finished requests), preemptions, and the finished answers
+// that keep blocks for branching, with a button to release them
+// (releaseRequested). Everything comes from SessionModel, i.e. from trace events.
 // Threads: UI thread.
 #pragma once
 
@@ -10,6 +12,7 @@
 
 class QCustomPlot;
 class QLabel;
+class QPushButton;
 
 namespace gbui {
 
@@ -23,6 +26,12 @@ class KvCachePanel : public QWidget {
   KvGridWidget* grid() const { return grid_; }
   QCustomPlot* plot() const { return plot_; }
   QString statsText() const;
+  QPushButton* releaseButton() const { return release_; }
+  // Finished requests whose blocks are still held (kept for branching).
+  int numKeptRequests() const;
+
+ signals:
+  void releaseRequested();
 
  public slots:
   void refresh();
@@ -33,6 +42,7 @@ class KvCachePanel : public QWidget {
   KvGridWidget* grid_;
   QCustomPlot* plot_;
   QLabel* stats_;
+  QPushButton* release_;
   size_t plottedSteps_ = 0;
 };
 

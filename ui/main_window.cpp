@@ -1,12 +1,14 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -61,26 +63,53 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   performance_ = new PerformancePanel(model_);
   info_ = new ModelInfoPanel(model_);
   speculative_ = new SpeculativePanel(model_);
+  // Sampling has the left column to itself (its sliders need the height); the
+  // model's details are a tab beside the KV cache, Performance and Speculative.
   addDock(sampling_, tr("Sampling"), "sampling", Qt::LeftDockWidgetArea);
-  addDock(info_, tr("Model"), "model", Qt::LeftDockWidgetArea);
   addDock(inspector_, tr("Token inspector"), "inspector", Qt::RightDockWidgetArea);
   QDockWidget* kvDock = addDock(kv_, tr("KV cache"), "kv", Qt::BottomDockWidgetArea);
   QDockWidget* perfDock = addDock(performance_, tr("Performance"), "performance", Qt::BottomDockWidgetArea);
   QDockWidget* specDock = addDock(speculative_, tr("Speculative"), "speculative", Qt::BottomDockWidgetArea);
+  QDockWidget* modelDock = addDock(info_, tr("Model"), "model", Qt::BottomDockWidgetArea);
   tabifyDockWidget(kvDock, perfDock);
   tabifyDockWidget(perfDock, specDock);
+  tabifyDockWidget(specDock, modelDock);
   serve_ = new ServePanel;
-  tabifyDockWidget(specDock, addDock(serve_, tr("Serve"), "serve", Qt::BottomDockWidgetArea));
+  tabifyDockWidget(modelDock, addDock(serve_, tr("Serve"), "serve", Qt::BottomDockWidgetArea));
   kvDock->raise();
 
   progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("loadProgress"));
   progress_->setRange(0, 0);
   progress_->setMaximumWidth(160);
   progress_->setVisible(false);
   cancelLoad_ = new QPushButton(tr("Cancel"));
+  cancelLoad_->setObjectName(QStringLiteral("cancelLoad"));
   cancelLoad_->setVisible(false);
   statusModel_ = new QLabel(tr("No model"));
+  statusModel_->setObjectName(QStringLiteral("statusModel"));
   statusBar()->addWidget(statusModel_, 1);
+  // An engine problem stays in view until dismissed, with the one-click way out
+  // when finished answers hold KV blocks.
+  engineWarning_ = new QWidget;
+  engineWarning_->setObjectName(QStringLiteral("engineWarning"));
+  auto* warningRow = new QHBoxLayout(engineWarning_);
+  warningRow->setContentsMargins(0, 0, 0, 0);
+  engineWarningText_ = new QLabel;
+  engineWarningText_->setObjectName(QStringLiteral("engineWarningText"));
+  engineWarningText_->setStyleSheet(QStringLiteral("color: #b02020;"));
+  engineWarningText_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  releaseNow_ = new QPushButton(tr("Release old branches"));
+  releaseNow_->setObjectName(QStringLiteral("releaseBranchesNow"));
+  auto* dismiss = new QPushButton(tr("Dismiss"));
+  dismiss->setObjectName(QStringLiteral("dismissWarning"));
+  warningRow->addWidget(engineWarningText_, 1);
+  warningRow->addWidget(releaseNow_);
+  warningRow->addWidget(dismiss);
+  engineWarning_->setVisible(false);
+  statusBar()->addWidget(engineWarning_, 3);
+  connect(releaseNow_, &QPushButton::clicked, this, &MainWindow::releaseOldBranches);
+  connect(dismiss, &QPushButton::clicked, engineWarning_, &QWidget::hide);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancelLoad_);
   connect(cancelLoad_, &QPushButton::clicked, this, &MainWindow::cancelLoad);
@@ -100,7 +129,15 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   // vocabulary) is shown; the window and the loaded model stay as they were.
   connect(controller_, &EngineController::requestFailed, this,
           [this](quint64, const QString& message) { showError(tr("Request refused"), message); });
-  connect(controller_, &EngineController::engineError, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+  connect(controller_, &EngineController::engineError, this, &MainWindow::showEngineWarning);
+  connect(model_, &SessionModel::errorReported, this, [this](const QString& m) {
+    if (!model_->isReplay()) showEngineWarning(m);
+  });
+  connect(kv_, &KvCachePanel::releaseRequested, this, &MainWindow::releaseOldBranches);
+  connect(controller_, &EngineController::branchesReleased, this, [this](int n) {
+    engineWarning_->hide();
+    statusBar()->showMessage(tr("Released the KV of %n finished answer(s); their full blocks stay cached.", nullptr, n), 5000);
+  });
   connect(controller_, &EngineController::exportFinished, this, [this](const QString& path, const QString& error) {
     if (!error.isEmpty()) showError(tr("Export trace"), error);
     else statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
@@ -137,7 +174,11 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
 
   // UI -> engine: queued invocations only.
   connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {
-    const QString json = sampling_->submitJson();
+    // A turn that has an answer already is being regenerated: another sample,
+    // so a new seed unless the user pinned it.
+    const QVector<Turn>& turns = chat_->conversation().turns;
+    const bool regenerating = tag < quint64(turns.size()) && !turns[int(tag)].branches.isEmpty();
+    const QString json = sampling_->submitJson(regenerating);
     const QString spec = sampling_->speculative()->spec();
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec); });
   });
@@ -172,9 +213,7 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   restoreState(settings.value("window/state").toByteArray());
   if (!settings.contains("window/state")) {
     resize(1400, 900);
-    resizeDocks({findChild<QDockWidget*>("inspector")}, {460}, Qt::Horizontal);
-    resizeDocks({findChild<QDockWidget*>("sampling")}, {330}, Qt::Horizontal);
-    resizeDocks({kvDock}, {300}, Qt::Vertical);
+    defaultLayoutPending_ = true;  // sized from the window's size when it is first shown
   }
   restoreSession();
 }
@@ -184,6 +223,22 @@ MainWindow::~MainWindow() {
   controller_->setPaused(true);
   engineThread_.quit();
   engineThread_.wait();
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!defaultLayoutPending_) return;
+  defaultLayoutPending_ = false;
+  // Docks in proportion to the window (1400x900 up to 1920x1080 and beyond),
+  // never below what their content needs: the inspector's chart and table,
+  // the sampling sliders, the KV grid with its numbers. After the first layout
+  // pass (sizes set before it are overridden by the docks' size hints).
+  QTimer::singleShot(0, this, [this] {
+    const int w = width(), h = height();
+    resizeDocks({findChild<QDockWidget*>("inspector")}, {std::max(470, w * 32 / 100)}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget*>("sampling")}, {std::max(350, w * 22 / 100)}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget*>("kv")}, {std::max(250, h * 28 / 100)}, Qt::Vertical);
+  });
 }
 
 QDockWidget* MainWindow::addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area) {
@@ -201,34 +256,43 @@ QWidget* MainWindow::panel(const QString& name) const {
 }
 
 void MainWindow::buildMenus() {
+  // Actions carry object names, like the widgets, for tests and accessibility tools.
+  auto named = [](QAction* action, const char* name) { action->setObjectName(QLatin1String(name)); };
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Open model..."), QKeySequence::Open, this, [this] {
+  file->setObjectName(QStringLiteral("menuFile"));
+  named(file->addAction(tr("&Open model..."), QKeySequence::Open, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.gguf *.bin);;All files (*)"));
     if (!path.isEmpty()) openModel(path);
-  });
+  }), "actionOpenModel");
   recentMenu_ = file->addMenu(tr("Recent models"));
+  recentMenu_->setObjectName(QStringLiteral("menuRecent"));
   rebuildRecentMenu();
   file->addSeparator();
-  file->addAction(tr("Open &trace..."), this, [this] {
+  named(file->addAction(tr("Open &trace..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), {}, tr("Trace (*.jsonl);;All files (*)"));
     if (!path.isEmpty()) openTrace(path);
-  });
-  file->addAction(tr("&Export trace (JSON Lines)..."), this, [this] {
+  }), "actionOpenTrace");
+  named(file->addAction(tr("&Export trace (JSON Lines)..."), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), {}, tr("JSON Lines (*.jsonl)"));
     if (!path.isEmpty()) exportTrace(path, "jsonl");
-  });
-  file->addAction(tr("Export trace (&Chrome / Perfetto)..."), this, [this] {
+  }), "actionExportTrace");
+  named(file->addAction(tr("Export trace (&Chrome / Perfetto)..."), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), {}, tr("JSON (*.json)"));
     if (!path.isEmpty()) exportTrace(path, "chrome");
-  });
+  }), "actionExportChrome");
   file->addSeparator();
-  file->addAction(tr("New conversation"), QKeySequence::New, chat_, &ChatPanel::clearConversation);
-  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  named(file->addAction(tr("New conversation"), QKeySequence::New, chat_, &ChatPanel::clearConversation),
+        "actionNewConversation");
+  named(file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close), "actionQuit");
   QMenu* engine = menuBar()->addMenu(tr("&Engine"));
+  engine->setObjectName(QStringLiteral("menuEngine"));
   QAction* pause = engine->addAction(tr("&Pause"));
+  named(pause, "actionPause");
   pause->setCheckable(true);
   connect(pause, &QAction::toggled, this, [this](bool on) { controller_->setPaused(on); });
+  named(engine->addAction(tr("&Release old branches"), this, &MainWindow::releaseOldBranches), "actionReleaseBranches");
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->setObjectName(QStringLiteral("menuView"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 }
 
@@ -275,6 +339,23 @@ void MainWindow::onLoadFailed(const QString& path, const QString& message) {
   statusModel_->setText(model_->hasModel() ? model_->modelInfo().name : tr("No model"));
   showError(tr("Cannot open model"), tr("%1\n\n%2").arg(path, message));
   emit loadFailed(message);
+}
+
+void MainWindow::showEngineWarning(const QString& message) {
+  lastError_ = message;
+  engineWarningText_->setText(message);
+  engineWarningText_->setToolTip(message);
+  releaseNow_->setVisible(kv_->numKeptRequests() > 0);
+  engineWarning_->show();
+}
+
+void MainWindow::releaseOldBranches() {
+  // The answers on screen keep their KV (a branch from them stays copy-on-write).
+  QVector<quint64> keep;
+  for (const Turn& turn : chat_->conversation().turns)
+    if (turn.currentRequest() != 0) keep.push_back(turn.currentRequest());
+  if (chat_->activeRequest() != 0) keep.push_back(chat_->activeRequest());
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->releaseBranches(keep); });
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

@@ -70,6 +70,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -82,6 +83,8 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void restoreSession();
   void showError(const QString& title, const QString& message);
+  void showEngineWarning(const QString& message);
+  void releaseOldBranches();
 
   QThread engineThread_;
   EngineController* controller_;
@@ -98,11 +101,15 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
   QLabel* statusModel_;
+  QWidget* engineWarning_;         // status bar: the engine's last problem, with a way out
+  QLabel* engineWarningText_;
+  QPushButton* releaseNow_;
   QTimer* autosave_;
   QString sessionPath_;
   QString device_ = QStringLiteral("auto");
   QString lastError_;
   bool loading_ = false;
+  bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
 
 }  // namespace gbui

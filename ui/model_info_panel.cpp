@@ -13,6 +13,7 @@ ModelInfoPanel::ModelInfoPanel(SessionModel* model, QWidget* parent) : QWidget(p
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   tree_ = new QTreeWidget;
+  tree_->setObjectName(QStringLiteral("modelInfoTree"));
   tree_->setHeaderLabels({tr("Property"), tr("Value")});
   tree_->setAlternatingRowColors(true);
   tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
@@ -54,13 +55,13 @@ void ModelInfoPanel::refresh() {
   const int poolTokens = m.numBlocks * m.blockSize;
   new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),
                            tr("%1 = 2 x %2 x %3 x %4 x 4").arg(m.kvBytesPerTokenFormula).arg(m.numLayers).arg(m.numKvHeads).arg(m.headDim)});
-  new QTreeWidgetItem(kv, {tr("bytes/token (measured)"),
-                           poolTokens > 0 && m.kvPoolBytes > 0 ? QString::number(m.kvPoolBytes / poolTokens) : tr("n/a")});
-  new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens, %4")
-                                           .arg(m.numBlocks)
-                                           .arg(m.blockSize)
-                                           .arg(poolTokens)
-                                           .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))});
+  const quint64 measured = m.kvBytesPerTokenMeasured();
+  new QTreeWidgetItem(kv, {tr("bytes/token (measured)"), measured > 0 ? QString::number(measured) : tr("n/a")});
+  new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens").arg(m.numBlocks).arg(m.blockSize).arg(poolTokens)});
+  new QTreeWidgetItem(kv, {tr("allocated"), tr("%1 for %2 blocks (%3 self-draft scratch)")
+                                                .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))
+                                                .arg(m.numBlocks + m.numScratchBlocks)
+                                                .arg(m.numScratchBlocks)});
   auto* device = group(tr("Device"));
   new QTreeWidgetItem(device, {tr("backend"), m.deviceBackend});
   new QTreeWidgetItem(device, {tr("name"), m.deviceName});

@@ -20,7 +20,7 @@ namespace {
 
 QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
   auto* plot = new QCustomPlot;
-  plot->setMinimumSize(220, 150);
+  plot->setMinimumSize(200, 130);
   plot->plotLayout()->insertRow(0);
   plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont("sans", 9, QFont::Bold)));
   plot->xAxis->setLabel(xLabel);
@@ -51,6 +51,10 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   auto* png = new QPushButton(tr("PNG..."));
   auto* csvButton = new QPushButton(tr("CSV..."));
   summary_ = new QLabel;
+  pause_->setObjectName(QStringLiteral("perfPause"));
+  window_->setObjectName(QStringLiteral("perfWindow"));
+  png->setObjectName(QStringLiteral("perfSavePng"));
+  csvButton->setObjectName(QStringLiteral("perfSaveCsv"));
   bar->addWidget(pause_);
   bar->addWidget(window_);
   bar->addWidget(summary_, 1);
@@ -75,10 +79,21 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   addGraph(steps_, tr("queue"), QColor(200, 40, 40), steps_->yAxis2);
   steps_->legend->setVisible(true);
   steps_->legend->setFont(QFont(font().family(), 7));
+  // Under the chart, two entries per row: in a short chart an inset legend
+  // hides the data, and one row of four does not fit its width.
+  steps_->plotLayout()->addElement(2, 0, steps_->legend);
+  steps_->plotLayout()->setRowStretchFactor(2, 0.001);
+  steps_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  steps_->legend->setWrap(2);
+  steps_->legend->setRowSpacing(0);
+  steps_->legend->setColumnSpacing(8);
+  steps_->legend->setBorderPen(Qt::NoPen);
+  steps_->legend->setMargins(QMargins(2, 0, 2, 0));
+  // One row: the panel shares the short, wide bottom dock with the KV cache.
   grid->addWidget(latency_, 0, 0);
   grid->addWidget(ttft_, 0, 1);
-  grid->addWidget(throughput_, 1, 0);
-  grid->addWidget(steps_, 1, 1);
+  grid->addWidget(throughput_, 0, 2);
+  grid->addWidget(steps_, 0, 3);
   layout->addLayout(grid, 1);
   connect(png, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), {}, tr("PNG (*.png)"));

@@ -50,7 +50,10 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(2, 2, 2, 2);
   auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("samplingScroll"));
   scroll->setWidgetResizable(true);
+  // The rows shrink to the dock's width (sliders first): never a sideways scroll.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* inner = new QWidget;
   auto* form = new QFormLayout(inner);
   form->setLabelAlignment(Qt::AlignRight);
@@ -73,12 +76,17 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
 
   auto* seedRow = new QHBoxLayout;
   seed_ = new QSpinBox;
+  seed_->setObjectName(QStringLiteral("seed"));
   seed_->setRange(0, 2147483647);
-  randomSeed_ = new QCheckBox(tr("random"));
+  seed_->setToolTip(tr("Seed of the next request; Regenerate draws a new one unless it is pinned"));
+  pinSeed_ = new QCheckBox(tr("pin"));
+  pinSeed_->setObjectName(QStringLiteral("pinSeed"));
+  pinSeed_->setToolTip(tr("Pinned: Regenerate keeps this seed (the same settings give the same answer)"));
   seedRow->addWidget(seed_, 1);
-  seedRow->addWidget(randomSeed_);
+  seedRow->addWidget(pinSeed_);
   form->addRow(tr("Seed"), seedRow);
   order_ = new QListWidget;
+  order_->setObjectName(QStringLiteral("chainOrder"));
   order_->setDragDropMode(QAbstractItemView::InternalMove);
   order_->setToolTip(tr("Chain order: drag to reorder, untick to leave a stage out"));
   order_->setMaximumHeight(190);
@@ -89,9 +97,14 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
   outer->addWidget(scroll);
 
   auto* buttons = new QHBoxLayout;
-  auto* load = new QPushButton(tr("Load preset..."));
-  auto* save = new QPushButton(tr("Save preset..."));
+  auto* load = new QPushButton(tr("Load..."));
+  auto* save = new QPushButton(tr("Save..."));
   auto* reset = new QPushButton(tr("Defaults"));
+  load->setObjectName(QStringLiteral("loadPreset"));
+  load->setToolTip(tr("Load a sampler preset (JSON)"));
+  save->setObjectName(QStringLiteral("savePreset"));
+  save->setToolTip(tr("Save these settings as a preset (JSON)"));
+  reset->setObjectName(QStringLiteral("samplerDefaults"));
   buttons->addWidget(load);
   buttons->addWidget(save);
   buttons->addWidget(reset);
@@ -100,7 +113,7 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
   connect(save, &QPushButton::clicked, this, &SamplingPanel::savePreset);
   connect(reset, &QPushButton::clicked, this, &SamplingPanel::resetDefaults);
   connect(seed_, &QSpinBox::valueChanged, this, &SamplingPanel::onChanged);
-  connect(randomSeed_, &QCheckBox::toggled, this, &SamplingPanel::onChanged);
+  connect(pinSeed_, &QCheckBox::toggled, this, &SamplingPanel::onChanged);
   connect(order_, &QListWidget::itemChanged, this, &SamplingPanel::onChanged);
   connect(order_->model(), &QAbstractItemModel::rowsMoved, this, &SamplingPanel::onChanged);
   resetDefaults();
@@ -109,11 +122,16 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
 void SamplingPanel::addField(QFormLayout* form, const QString& key, const QString& label, double min, double max,
                             int decimals) {
   Field f{key, min, max, decimals, new QSlider(Qt::Horizontal), new QDoubleSpinBox};
+  f.slider->setObjectName(QStringLiteral("slider:") + key);
+  f.spin->setObjectName(QStringLiteral("spin:") + key);
+  f.slider->setAccessibleName(label);
+  f.spin->setAccessibleName(label);
   f.slider->setRange(0, kSliderSteps);
   f.spin->setRange(min, max);
   f.spin->setDecimals(decimals);
   f.spin->setSingleStep(decimals == 0 ? 1.0 : std::pow(10.0, -decimals) * 10);
   f.spin->setMinimumWidth(72);
+  f.slider->setMinimumWidth(40);
   auto* row = new QHBoxLayout;
   row->addWidget(f.slider, 1);
   row->addWidget(f.spin);
@@ -172,12 +190,16 @@ QString SamplingPanel::settingsJson() const {
   return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
-QString SamplingPanel::submitJson() const {
-  if (!randomSeed_->isChecked()) return settingsJson();
-  QJsonObject o = QJsonDocument::fromJson(settingsJson().toUtf8()).object();
-  o.insert("seed", static_cast<qint64>(QRandomGenerator::global()->bounded(2147483647)));
-  return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+QString SamplingPanel::submitJson(bool newSeed) {
+  // The new seed is shown (and autosaved) before the request goes out, so what
+  // the box says is what the request used.
+  if (newSeed && !pinSeed_->isChecked()) seed_->setValue(QRandomGenerator::global()->bounded(2147483647));
+  return settingsJson();
 }
+
+bool SamplingPanel::seedPinned() const { return pinSeed_->isChecked(); }
+void SamplingPanel::setSeedPinned(bool pinned) { pinSeed_->setChecked(pinned); }
+int SamplingPanel::seed() const { return seed_->value(); }
 
 QString SamplingPanel::setSettingsJson(const QString& json) {
   const QString canonical = EngineController::canonicalSamplerJson(json, -1);

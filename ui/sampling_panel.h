@@ -1,6 +1,7 @@
 // SamplingPanel: one slider + spin box per sampler setting, the chain order as a
-// drag-to-reorder checklist (unchecked stages are left out), seed fixed or
-// random, and presets saved / loaded as JSON files in the engine's
+// drag-to-reorder checklist (unchecked stages are left out), the seed (a
+// regeneration draws a new one and shows it here unless the seed is pinned),
+// and presets saved / loaded as JSON files in the engine's
 // SamplerSettings JSON shape. Every change emits settingsChanged with the full
 // JSON, which MainWindow applies to the running request's next token. Below the
 // sliders, SpeculativeSettings picks the drafter for new requests.
@@ -29,8 +30,12 @@ class SamplingPanel : public QWidget {
 
   // The settings as shown (seed as entered).
   QString settingsJson() const;
-  // For a new request: like settingsJson(), with a fresh seed when "random" is on.
-  QString submitJson() const;
+  // For a new request: settingsJson(). With newSeed (a regeneration) and the
+  // seed not pinned, a fresh seed is drawn first and shown in the seed box.
+  QString submitJson(bool newSeed = false);
+  bool seedPinned() const;
+  void setSeedPinned(bool pinned);
+  int seed() const;
   // Loads settings JSON (a preset); "" on success, else the engine's message.
   QString setSettingsJson(const QString& json);
   // Sets one numeric field by its JSON key ("temperature", "dry.multiplier", ...)
@@ -64,7 +69,7 @@ class SamplingPanel : public QWidget {
   std::vector<Field> fields_;
   QListWidget* order_;
   QSpinBox* seed_;
-  QCheckBox* randomSeed_;
+  QCheckBox* pinSeed_;
   SpeculativeSettings* speculative_;
   QJsonObject base_;     // fields without a widget (stop strings, logit bias ...)
   bool updating_ = false;

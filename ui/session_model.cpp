@@ -1,5 +1,7 @@
 #include "session_model.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <algorithm>
 
 namespace gbui {
@@ -73,6 +75,8 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.forkPosition = b.forkPosition;
           r.promptIds = b.promptIds;
           r.samplerJson = b.samplerJson;
+          const QJsonValue seed = QJsonDocument::fromJson(b.samplerJson.toUtf8()).object().value("seed");
+          r.seed = seed.isDouble() ? static_cast<qint64>(seed.toDouble()) : -1;
           r.submittedMs = tMs;
         } else if constexpr (std::is_same_v<B, UiAdmitted>) {
           requests_[b.request].admittedMs = tMs;
@@ -96,6 +100,8 @@ void SessionModel::applyOne(const UiEvent& e) {
         } else if constexpr (std::is_same_v<B, UiKv>) {
           applyKv(b);
         } else if constexpr (std::is_same_v<B, UiError>) {
+          if (b.request)
+            if (auto it = requests_.find(*b.request); it != requests_.end()) it->second.error = b.message;
           emit errorReported(b.message);
         }
       },

@@ -25,6 +25,8 @@ struct RequestInfo {
   int forkPosition = 0;
   QVector<int> promptIds;
   QString samplerJson;
+  qint64 seed = -1;             // from samplerJson (-1: none given)
+  QString error;                // the engine's last error message for this request
   std::vector<UiToken> tokens;  // generated tokens in order
   QVector<int> blockTable;      // KV blocks in position order, from KV events
   bool finished = false;

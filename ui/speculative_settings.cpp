@@ -82,6 +82,15 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   error_->setVisible(false);
   form->addRow(QString(), error_);
 
+  for (const auto& [widget, name] : std::initializer_list<std::pair<QWidget*, const char*>>{
+           {mode_, "specMode"}, {ngramN_, "specNgramN"}, {draftPath_, "specDraftPath"}, {browseButton, "specBrowse"},
+           {selfLayers_, "specSelfLayers"}, {k_, "specK"}, {fallback_, "specFallback"}})
+    widget->setObjectName(QLatin1String(name));
+  // Long item texts must not widen the Sampling panel (no sideways scroll there).
+  for (QComboBox* box : {mode_, fallback_}) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(12);
+  }
   connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
     pages_->setCurrentIndex(i);
     k_->setEnabled(i != 0);

@@ -30,7 +30,9 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   header_->setTextFormat(Qt::RichText);
   layout->addWidget(header_);
   auto* split = new QSplitter(Qt::Vertical);
+  header_->setObjectName(QStringLiteral("inspectorHeader"));
   plot_ = new QCustomPlot;
+  plot_->setObjectName(QStringLiteral("inspectorPlot"));
   plot_->setMinimumHeight(180);
   plot_->yAxis->setLabel(tr("probability"));
   plot_->yAxis2->setVisible(true);
@@ -38,21 +40,29 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   plot_->yAxis2->setRange(0, 1);
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
-  // Legend in its own row under the chart so it never hides bars.
+  // Legend in its own row under the chart so it never hides bars; two entries
+  // per row so no label is cut in a narrow dock.
   plot_->plotLayout()->addElement(1, 0, plot_->legend);
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(2);
+  plot_->legend->setColumnSpacing(12);
   plot_->legend->setBorderPen(Qt::NoPen);
   plot_->plotLayout()->setRowStretchFactor(1, 0.001);
-  plot_->setMinimumHeight(240);
+  plot_->setMinimumHeight(260);
+  plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
   split->addWidget(plot_);
   table_ = new QTableWidget;
+  table_->setObjectName(QStringLiteral("inspectorTable"));
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(20);
   split->addWidget(table_);
+  split->setStretchFactor(0, 3);  // chart : table = 3 : 2
+  split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
   branch_ = new QPushButton(tr("Branch with the selected candidate"));
+  branch_->setObjectName(QStringLiteral("branchFromCandidate"));
   layout->addWidget(branch_);
   connect(branch_, &QPushButton::clicked, this, [this] { branchFromRow(table_->currentRow()); });
   connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { branchFromRow(row); });
@@ -109,7 +119,9 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     cum += final;
     cumulative << cum;
     maxP = std::max({maxP, static_cast<double>(c.probBefore), final});
-    ticker->addTick(i, visible(c.text));
+    // Short labels, upright (rotated 90 degrees): 20 of them fit side by side.
+    const QString label = visible(c.text);
+    ticker->addTick(i, label.size() > 8 ? label.left(7) + QStringLiteral("\u2026") : label);
   }
   plot_->clearPlottables();
   plot_->clearItems();
@@ -123,14 +135,14 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     bars->setBrush(color);
     bars->setName(name);
   };
-  addBars(before, QColor(170, 170, 170), tr("before sampling"), -0.2);
-  addBars(after, QColor(70, 120, 200), tr("after chain"), 0.2);
-  addBars(chosen, QColor(240, 140, 30), tr("chosen"), 0.2);
+  addBars(before, QColor(170, 170, 170), tr("raw p (before sampling)"), -0.2);
+  addBars(after, QColor(70, 120, 200), tr("p after the chain"), 0.2);
+  addBars(chosen, QColor(240, 140, 30), tr("chosen token"), 0.2);
   auto* cumGraph = new QCPGraph(plot_->xAxis, plot_->yAxis2);
   cumGraph->setData(x, cumulative, true);
   cumGraph->setLineStyle(QCPGraph::lsStepCenter);
   cumGraph->setPen(QPen(QColor(60, 160, 90), 1.5));
-  cumGraph->setName(tr("cumulative final"));
+  cumGraph->setName(tr("cumulative p (right axis)"));
   auto* draw = new QCPItemStraightLine(plot_);
   draw->point1->setAxes(plot_->xAxis, plot_->yAxis2);
   draw->point2->setAxes(plot_->xAxis, plot_->yAxis2);
@@ -149,14 +161,16 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     label->setColor(QColor(180, 50, 50));
   }
   plot_->xAxis->setTicker(ticker);
-  plot_->xAxis->setTickLabelRotation(60);
+  plot_->xAxis->setTickLabelRotation(90);
   plot_->xAxis->setRange(-0.7, std::max(1, n) - 0.3);
   plot_->yAxis->setRange(0, std::max(0.05, maxP * 1.35));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 
   // Table: every stage column, exactly the record's numbers.
+  // Stage columns are headed by the stage's name (the probability after it):
+  // compact headers keep more columns in view in a narrow dock.
   QStringList headers = {tr("token"), tr("id"), tr("logit"), tr("p raw")};
-  for (const QString& s : t->stages) headers << tr("after %1").arg(s);
+  for (const QString& s : t->stages) headers << s;
   headers << tr("removed by");
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
@@ -175,6 +189,8 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     if (c.id == t->tokenId)
       for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
   }
+  for (int s = 0; s < t->stages.size(); ++s)
+    table_->horizontalHeaderItem(4 + s)->setToolTip(tr("probability after the %1 stage").arg(t->stages[s]));
   table_->resizeColumnsToContents();
 }
 

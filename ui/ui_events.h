@@ -9,6 +9,7 @@
 #include <QString>
 #include <QStringList>
 #include <QVector>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -132,13 +133,22 @@ struct UiModelInfo {
   quint64 weightBytes = 0;
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
   quint64 kvBytesPerTokenFormula = 0;  // 2 x layers x kv_heads x head_dim x 4
-  quint64 kvPoolBytes = 0;             // measured: Backend::kv_pool_bytes()
+  quint64 kvPoolBytes = 0;             // measured: Backend::kv_pool_bytes(), scratch blocks included
   int numBlocks = 0, blockSize = 0;
+  int numScratchBlocks = 0;            // self-draft scratch blocks past the pool (in kvPoolBytes)
   QString deviceBackend, deviceName;
   quint64 deviceMemoryUsed = 0, deviceMemoryTotal = 0;
   int numThreads = 0;
   int bosId = -1, eosId = -1;
   QVector<QString> vocab;  // decoded text per token id (hover text, replay)
+
+  // Measured bytes per token: the backend's pool bytes over every slot it
+  // allocated (the scheduler's blocks and the self-draft scratch blocks); 0
+  // when unknown (replay). Equals kvBytesPerTokenFormula for an F32 cache.
+  quint64 kvBytesPerTokenMeasured() const {
+    const quint64 numSlots = quint64(std::max(0, numBlocks + numScratchBlocks)) * quint64(std::max(0, blockSize));
+    return numSlots > 0 ? kvPoolBytes / numSlots : 0;
+  }
 };
 
 }  // namespace gbui

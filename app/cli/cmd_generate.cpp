@@ -29,6 +29,7 @@ struct GenerateArgs {
   bool json = false;
   bool ignore_eos = false;
   bool no_echo = false;
+  bool parse_special = false;
   std::string trace_path;
   std::string chrome_trace_path;
   std::string speculative;  // ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]
@@ -73,7 +74,7 @@ int run_generate(GenerateArgs& a) {
   if (!session) return fail(session.error().message);
 
   GenerationRequest request;
-  request.prompt_ids = session->tokenizer->encode(a.prompt, true);
+  request.prompt_ids = session->tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
   request.sampling = *settings;
   request.ignore_eos = a.ignore_eos;
   EngineConfig config;
@@ -137,7 +138,10 @@ int run_generate(GenerateArgs& a) {
     if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
     print_json(done);
   } else {
+    // The text ends its line and reaches the terminal before the statistics
+    // (stderr is unbuffered: without the flush they would land mid-line).
     std::fputc('\n', stdout);
+    std::fflush(stdout);
     std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished->num_generated,
                  finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
     if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
@@ -160,6 +164,8 @@ const CommandRegistrar registrar("generate", "Generate text from a prompt", [](C
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
   sub.add_flag("--json", a->json, "One JSON object per line: prompt ids, each token with its record, a summary");
   sub.add_flag("--no-echo", a->no_echo, "Do not print the prompt before the generated text");
+  sub.add_flag("--parse-special", a->parse_special,
+               "Recognise control-token strings in the prompt (<|im_start|>, <|eot_id|>) as their ids");
   sub.add_option("--trace", a->trace_path, "Write the session trace as JSON Lines");
   sub.add_option("--chrome-trace", a->chrome_trace_path, "Write a Chrome / Perfetto trace (JSON)");
   sub.add_option("--speculative", a->speculative,

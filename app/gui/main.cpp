@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
         // to the speculative branch for the capture.
         speculated = true;
         window.sampling()->speculative()->setSpec(QString());
+        window.sampling()->setSeedPinned(true);  // the same sample, plainly: same seed
         QTimer::singleShot(0, &window, [&] { window.chat()->regenerate(); });
         return;
       }

@@ -41,6 +41,28 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
 // (stories260K's 64x64 matrices, single-token attention) run on the caller.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 
+// x[i, :] += bias for each of n rows of width w (no-op without a bias).   x: (n, w)
+void add_bias_rows(float* x, const TensorView& bias, int64_t n, int64_t w) {
+  if (bias.data == nullptr) return;
+  const auto* b = static_cast<const float*>(bias.data);  // loader hands biases out as F32
+  for (int64_t i = 0; i < n; ++i) kernels::add_inplace(x + i * w, b, w);
+}
+
+// RoPE for the heads of one token: the llama2.c-exact kernel for plain adjacent
+// pairs (keeps the stories goldens bit-identical), the general one otherwise.
+void apply_rope(const ModelConfig& c, const TensorView& rope_freqs, float* v, int32_t num_heads, int32_t pos) {
+  if (c.rope_style == RopeStyle::Adjacent && !c.rope_freq_factors) {
+    kernels::rope(v, num_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base);
+    return;
+  }
+  kernels::RopeParams p;
+  p.rope_dim = c.rope_dim;
+  p.base = c.rope_freq_base;
+  p.style = c.rope_style == RopeStyle::NeoX ? kernels::RopeStyle::NeoX : kernels::RopeStyle::Adjacent;
+  p.freq_factors = c.rope_freq_factors ? static_cast<const float*>(rope_freqs.data) : nullptr;
+  kernels::rope_ex(v, num_heads, c.head_dim, pos, p);
+}
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -174,6 +196,9 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
     const float* attn_norm = norm_weights_.data() + attn_norm_offset_[static_cast<size_t>(l)];
     for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, attn_norm, dim, c.rms_eps);
     matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, xb_.data(), n);
+    add_bias_rows(q_.data(), lw.bq, n, q_dim);
+    add_bias_rows(k_.data(), lw.bk, n, kv_dim);
+    add_bias_rows(v_.data(), lw.bv, n, kv_dim);
 
     // RoPE, then store K and V in the slots the block tables name.
     float* kc = k_cache_[static_cast<size_t>(l)].data();
@@ -182,8 +207,8 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
       const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(s)];
       for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i) {
         const int32_t pos = batch.positions[static_cast<size_t>(i)];
-        kernels::rope(q_.data() + i * q_dim, c.num_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base);
-        kernels::rope(k_.data() + i * kv_dim, c.num_kv_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base);
+        apply_rope(c, w.rope_freqs, q_.data() + i * q_dim, c.num_heads, pos);
+        apply_rope(c, w.rope_freqs, k_.data() + i * kv_dim, c.num_kv_heads, pos);
         const int64_t slot = int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size;
         std::memcpy(kc + slot * kv_dim, k_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
         std::memcpy(vc + slot * kv_dim, v_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));

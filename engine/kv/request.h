@@ -52,8 +52,13 @@ struct RequestSpec {
   IsolationKey isolation;
   bool use_prefix_cache = true;
   // Keep the KV blocks after the request finishes, so it can be forked later
-  // (branching a conversation); Scheduler::release() frees them.
+  // (branching a conversation); Scheduler::release() frees them, and so does
+  // pressure on the pool (SchedulerConfig::evict_retained, max_retained).
   bool retain_kv = false;
+  // Output tokens given up front (a branch's forced first token when the parent
+  // no longer holds its KV): they count as generated, and are computed like the
+  // prompt (prefix hits included) before the first sampled token.
+  std::vector<TokenId> initial_output;
 };
 
 struct Request {

@@ -68,9 +68,17 @@ Status Scheduler::submit(RequestSpec spec) {
                       std::to_string(ceil_div(num_prompt + 1, config_.block_size)) + " KV blocks, but the pool has " +
                       std::to_string(config_.num_blocks) + " blocks of " + std::to_string(config_.block_size) +
                       " tokens");
+  const auto num_initial = static_cast<int32_t>(spec.initial_output.size());
+  if (num_initial >= spec.max_tokens)
+    return make_error(name + ": max_tokens leaves no room to generate after the " + std::to_string(num_initial) +
+                      " given output tokens");
+  if (num_prompt + num_initial >= max_total_tokens_)
+    return make_error(name + ": " + std::to_string(num_prompt + num_initial) +
+                      " tokens leave no room to generate within " + std::to_string(max_total_tokens_));
   Request r;
   r.id = spec.id;
   r.prompt_ids = std::move(spec.prompt_ids);
+  r.output_ids = std::move(spec.initial_output);
   r.max_tokens = spec.max_tokens;
   r.priority = spec.priority;
   r.arrival = next_arrival_++;
@@ -100,7 +108,8 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
   const std::string name = "fork of request " + std::to_string(parent.value);
   int32_t computed = 0;
   if (auto it = retained_.find(parent); it != retained_.end()) {
-    computed = it->second;
+    computed = it->second.num_computed;
+    it->second.last_used = next_use_++;  // branching from it makes it recent
   } else if (auto rt = requests_.find(parent); rt != requests_.end() && rt->second.state == RequestState::Running) {
     computed = rt->second.num_tokens_computed;
   } else {
@@ -116,6 +125,8 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
   if (static_cast<int32_t>(initial_output.size()) >= child.max_tokens)
     return make_error(name + ": max_tokens leaves no room to generate after the forced tokens");
   auto copies = kv_.fork(parent, child.id, num_shared_tokens);
+  while (!copies && config_.evict_retained && release_lru_retained(parent))
+    copies = kv_.fork(parent, child.id, num_shared_tokens);
   if (!copies) return make_error(name + ": no free KV block for the copy-on-write of the last block");
   pending_copies_.insert(pending_copies_.end(), copies->begin(), copies->end());
   Request r;
@@ -142,6 +153,38 @@ bool Scheduler::release(RequestId id) {
   kv_.free_request(id);
   retained_.erase(it);
   return true;
+}
+
+bool Scheduler::release_lru_retained(RequestId keep) {
+  auto oldest = retained_.end();
+  for (auto it = retained_.begin(); it != retained_.end(); ++it)
+    if (it->first != keep && (oldest == retained_.end() || it->second.last_used < oldest->second.last_used)) oldest = it;
+  if (oldest == retained_.end()) return false;
+  kv_.free_request(oldest->first);  // full blocks stay cached (evictable), the rest is free
+  retained_.erase(oldest);
+  return true;
+}
+
+std::vector<RequestId> Scheduler::retained_requests() const {
+  std::vector<std::pair<uint64_t, RequestId>> order;
+  for (const auto& [id, r] : retained_) order.emplace_back(r.last_used, id);
+  std::sort(order.begin(), order.end());
+  std::vector<RequestId> out;
+  for (const auto& [used, id] : order) out.push_back(id);
+  return out;
+}
+
+int32_t Scheduler::num_tokens_held(RequestId id) const {
+  if (auto it = retained_.find(id); it != retained_.end()) return it->second.num_computed;
+  const Request* r = find(id);
+  return r && r->state == RequestState::Running ? r->num_tokens_computed : 0;
+}
+
+std::optional<RequestId> Scheduler::stalled_request() const {
+  if (!running_.empty() || waiting_.empty()) return std::nullopt;
+  std::vector<RequestId> order = waiting_;
+  sort_by_rank(order);
+  return order.front();
 }
 
 void Scheduler::remove_from(std::vector<RequestId>& list, RequestId id) {
@@ -213,6 +256,8 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
         step.budget -= n;
         break;
       }
+      // Kept blocks of finished requests go before anyone running is preempted.
+      if (config_.evict_retained && release_lru_retained()) continue;
       const RequestId victim = lowest_ranked_running();
       preempt(victim, step);
       if (victim == id) break;
@@ -261,14 +306,22 @@ void Scheduler::schedule_waiting(StepState& step) {
     if (step.budget == 0 || static_cast<int32_t>(step.entries.size()) >= config_.max_seqs) return;
     Request& r = at(id);
     const std::vector<TokenId> known = r.all_tokens();
-    const PrefixMatch match = r.use_prefix_cache ? kv_.find_prefix(known, r.isolation) : PrefixMatch{};
-    const int32_t n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
+    PrefixMatch match;
+    int32_t n = 0;
     // Blocks this admission takes: cached blocks revived from the free queue plus
     // new ones for the first chunk (the prefix is whole blocks: no copy needed).
-    const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
-    const int32_t left_after = kv_.num_available() - taken;
-    const bool fits = left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
-    if (!fits) return;  // first in line waits; nobody overtakes it
+    // Kept blocks of finished requests are released (longest unused first) while
+    // it does not fit; released full blocks may then be part of its prefix.
+    auto fits = [&] {
+      match = r.use_prefix_cache ? kv_.find_prefix(known, r.isolation) : PrefixMatch{};
+      n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
+      const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
+      const int32_t left_after = kv_.num_available() - taken;
+      return left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
+    };
+    bool admissible = fits();
+    while (!admissible && config_.evict_retained && release_lru_retained()) admissible = fits();
+    if (!admissible) return;  // first in line waits; nobody overtakes it
     const int32_t hit = kv_.add_request(id, known, r.isolation, r.use_prefix_cache);
     GB_CHECK(hit == match.num_tokens);
     r.num_tokens_computed = hit;
@@ -371,8 +424,13 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     else if (r.num_tokens_output() >= r.max_tokens) reason = FinishReason::MaxTokens;
     else if (r.num_tokens_total() >= max_total_tokens_) reason = FinishReason::Length;
     if (reason == FinishReason::None) continue;
-    if (r.retain_kv) retained_[s.id] = r.num_tokens_computed;
-    else kv_.free_request(s.id);
+    if (r.retain_kv) {
+      retained_[s.id] = {r.num_tokens_computed, next_use_++};
+      if (config_.max_retained > 0 && static_cast<int32_t>(retained_.size()) > config_.max_retained)
+        release_lru_retained(s.id);
+    } else {
+      kv_.free_request(s.id);
+    }
     remove_from(running_, s.id);
     finished.push_back({s.id, reason, std::move(r.output_ids)});
     requests_.erase(s.id);
@@ -405,6 +463,13 @@ Status Scheduler::check_invariants() const {
     if (r.num_tokens_total() > max_total_tokens_) return fail("request longer than the context limit");
     if (!in_flight_ && (t.num_tokens != r.num_tokens_computed || t.num_computed != r.num_tokens_computed))
       return fail("block table and request disagree on computed tokens");
+  }
+  if (config_.max_retained > 0 && static_cast<int32_t>(retained_.size()) > config_.max_retained)
+    return fail("more retained requests than max_retained");
+  for (const auto& [id, kept] : retained_) {
+    if (requests_.contains(id)) return fail("a retained request is still queued or running");
+    if (!kv_.has_request(id) || kv_.table(id).num_computed != kept.num_computed)
+      return fail("a retained request's block table does not match its computed tokens");
   }
   for (RequestId id : waiting_) {
     auto it = requests_.find(id);

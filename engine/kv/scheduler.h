@@ -20,6 +20,18 @@
 //   preempted: its blocks are freed, it goes back to waiting and later
 //   recomputes prompt + output, so it finishes with the same tokens.
 //
+// Retained KV (branching): a finished retain_kv request keeps its blocks so a
+// fork from it is copy-on-write, but only while nobody needs them. At most
+// max_retained requests keep blocks (the longest unused is released first), and
+// with evict_retained a running request that needs a block, a waiting request
+// that does not fit, or a fork short of a block for its copy releases retained
+// requests, longest unused first, before anyone is preempted or kept waiting.
+// Released full blocks stay in the prefix cache (evictable, LRU), so a later
+// branch from such a request is a prefix hit plus a short re-prefill.
+// Nothing running and the first waiting request still not admissible is a stall
+// that cannot resolve itself (only possible without evict_retained, or with a
+// bug): stalled_request() names that request so the engine can fail it.
+//
 // Rejection: submit() refuses, with a message for that request only, a prompt
 // that can never run: empty, or with no room for one generated token within
 // min(max_context, num_blocks x block_size).
@@ -56,6 +68,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -75,6 +88,8 @@ struct SchedulerConfig {
   int32_t max_context = 2048;       // prompt + output tokens per request
   int32_t max_prefill_chunk = 0;    // 0: a prefill chunk may use the whole remaining budget
   float admission_watermark = 0.01f;  // fraction of blocks admission keeps free
+  int32_t max_retained = 0;         // finished requests keeping blocks; 0: no bound
+  bool evict_retained = true;       // release retained blocks whenever someone needs them
 };
 
 struct StepToken {
@@ -114,6 +129,15 @@ class Scheduler {
   // Frees the blocks a finished retain_kv request kept. False if it kept none.
   bool release(RequestId id);
   bool is_retained(RequestId id) const { return retained_.contains(id); }
+  // Finished requests that still keep blocks, longest unused first.
+  std::vector<RequestId> retained_requests() const;
+  // Tokens whose K/V `id` holds now (a running or retained request), else 0:
+  // a fork may share at most this many without recomputing.
+  int32_t num_tokens_held(RequestId id) const;
+  // After a schedule() that ran nothing and preempted nobody: the first waiting
+  // request when nothing runs (it can never be admitted as things are), else
+  // nullopt.
+  std::optional<RequestId> stalled_request() const;
 
   // Draft tokens for a running, decoding request, verified in the next step
   // (see above). Replaces an earlier draft; empty clears it.
@@ -164,6 +188,13 @@ class Scheduler {
   void sort_by_rank(std::vector<RequestId>& ids) const;
   void remove_from(std::vector<RequestId>& list, RequestId id);
   int32_t chunk_limit(int32_t budget) const;
+  // Releases the longest-unused retained request other than `keep`; false when
+  // there is none.
+  bool release_lru_retained(RequestId keep = kNoRequest);
+  struct Retained {
+    int32_t num_computed = 0;  // tokens whose K/V the kept blocks hold
+    uint64_t last_used = 0;    // finish or fork order (LRU)
+  };
 
   SchedulerConfig config_;
   KvCacheManager kv_;
@@ -172,10 +203,11 @@ class Scheduler {
   std::unordered_map<RequestId, Request> requests_;  // waiting, preempted and running
   std::vector<RequestId> running_;                   // holds blocks
   std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)
-  std::unordered_map<RequestId, int32_t> retained_;  // finished, blocks kept: id -> tokens computed
+  std::unordered_map<RequestId, Retained> retained_;  // finished, blocks kept
   std::vector<BlockCopy> pending_copies_;            // fork copies to run before the next forward
   std::unordered_map<RequestId, std::vector<TokenId>> drafts_;  // set_draft(), consumed by schedule()
   uint64_t next_arrival_ = 0;
+  uint64_t next_use_ = 0;  // Retained::last_used clock
   int64_t next_step_ = 0;
   bool in_flight_ = false;  // between schedule() of a non-empty plan and on_step_done()
 };

@@ -77,7 +77,14 @@ Result<std::optional<Vocabulary>> vocabulary_from_gguf(const GgufFile& file) {
     vocab.token_types.resize(num_tokens);
     for (size_t i = 0; i < num_tokens; ++i) vocab.token_types[i] = static_cast<int32_t>(t->int_at(i));
   }
+  if (const GgufValue* m = file.find("tokenizer.ggml.merges")) {
+    if (!m->is_array() || m->element_type != GgufType::String)
+      return vocab_error(file, "tokenizer.ggml.merges is not an array of strings");
+    vocab.merges = m->strings;
+  }
   GB_TRY(read_token_id(file, "tokenizer.ggml.bos_token_id", num_tokens, vocab.bos_id));
+  GB_TRY(read_token_id(file, "tokenizer.ggml.eot_token_id", num_tokens, vocab.eot_id));
+  GB_TRY(read_token_id(file, "tokenizer.ggml.eom_token_id", num_tokens, vocab.eom_id));
   GB_TRY(read_token_id(file, "tokenizer.ggml.eos_token_id", num_tokens, vocab.eos_id));
   GB_TRY(read_token_id(file, "tokenizer.ggml.unknown_token_id", num_tokens, vocab.unk_id));
   GB_TRY(read_token_id(file, "tokenizer.ggml.padding_token_id", num_tokens, vocab.pad_id));

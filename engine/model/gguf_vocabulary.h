@@ -3,8 +3,9 @@
 // the header and metadata are parsed. Pure functions; any thread.
 //
 // Keys: tokenizer.ggml.model, .pre, .tokens (required), .scores and .token_type
-// (optional; when present their length must equal the token count),
-// .bos/.eos/.unknown/.padding_token_id (must name a token;
+// (optional; when present their length must equal the token count), .merges
+// (optional array of strings; checked by the byte-level BPE tokenizer),
+// .bos/.eos/.eot/.eom/.unknown/.padding_token_id (must name a token;
 // 0xFFFFFFFF or -1 mean none and give -1), .add_bos_token,
 // .add_eos_token, .add_space_prefix. Absent flags keep Vocabulary's defaults,
 // except add_space_prefix, which defaults to true only for model "llama"

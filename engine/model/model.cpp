@@ -18,9 +18,11 @@ std::vector<const TensorView*> Model::all_tensors() const {
   std::vector<const TensorView*> out;
   out.push_back(&weights.token_embedding);
   for (const LayerWeights& l : weights.layers)
-    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up})
-      out.push_back(t);
+    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up,
+                                &l.bq, &l.bk, &l.bv})
+      if (t->data != nullptr) out.push_back(t);
   out.push_back(&weights.output_norm);
+  if (weights.rope_freqs.data != nullptr) out.push_back(&weights.rope_freqs);
   if (!config.tied_classifier) out.push_back(&weights.classifier);
   return out;
 }
@@ -40,8 +42,9 @@ size_t Model::weight_bytes() const {
 size_t Model::weight_bytes_per_token() const {
   size_t n = weights.token_embedding.row_bytes() + weights.output_norm.num_bytes() + weights.classifier.num_bytes();
   for (const LayerWeights& l : weights.layers)
-    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up})
-      n += t->num_bytes();
+    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up,
+                                &l.bq, &l.bk, &l.bv})
+      if (t->data != nullptr) n += t->num_bytes();
   return n;
 }
 

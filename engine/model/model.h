@@ -27,21 +27,28 @@ struct ModelWeights {
   std::vector<LayerWeights> layers; // (num_layers)
   TensorView output_norm;           // (dim)
   TensorView classifier;            // (vocab_size, dim); same data as token_embedding when tied
+  TensorView rope_freqs;            // (rope_dim/2) F32 frequency divisors, or data == nullptr
 };
 
 // A tokenizer vocabulary embedded in the model file (GGUF tokenizer.ggml.*).
 struct Vocabulary {
-  std::string model;                // tokenizer.ggml.model, e.g. "llama" (SentencePiece BPE)
+  std::string model;                // tokenizer.ggml.model: "llama" (SentencePiece BPE), "gpt2" (byte-level BPE)
   std::string pre;                  // tokenizer.ggml.pre, may be empty
   std::vector<std::string> tokens;  // piece text as stored (SentencePiece uses U+2581 for space)
   std::vector<float> scores;        // same length as tokens, or empty
   std::vector<int32_t> token_types; // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+  std::vector<std::string> merges;  // tokenizer.ggml.merges ("left right", best first); byte-level BPE only
   int32_t bos_id = -1;
   int32_t eos_id = -1;
+  int32_t eot_id = -1;              // end of turn (tokenizer.ggml.eot_token_id), e.g. Llama 3's <|eot_id|>
+  int32_t eom_id = -1;              // end of message (tokenizer.ggml.eom_token_id), e.g. <|eom_id|>
   int32_t unk_id = -1;
   int32_t pad_id = -1;
   bool add_bos = true;
   bool add_eos = false;
+  // SentencePiece's dummy prefix: a space is put before the text when encoding
+  // and the first text piece's leading space is dropped when decoding. True by
+  // default only for "llama" vocabularies (gguf_vocabulary.h).
   bool add_space_prefix = true;
 };
 

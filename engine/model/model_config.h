@@ -8,6 +8,12 @@
 
 namespace gb {
 
+// How RoPE pairs a head's dimensions (kernels/cpu/ops.h has the same two).
+enum class RopeStyle {
+  Adjacent,  // (2i, 2i+1): llama2.c and GGUF llama files
+  NeoX,      // (i, i + rope_dim/2): Qwen2, Gemma, Phi-3
+};
+
 struct ModelConfig {
   std::string architecture = "llama";
   int32_t dim = 0;              // embedding width (d_model)
@@ -22,6 +28,9 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_classifier = true;  // output projection shares the token embedding
+  RopeStyle rope_style = RopeStyle::Adjacent;
+  bool qkv_bias = false;        // q/k/v projections add a bias (Qwen2)
+  bool rope_freq_factors = false;  // ModelWeights::rope_freqs holds per-pair frequency divisors
 
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   // Bytes of K and V for one token across all layers at element size `bytes`:

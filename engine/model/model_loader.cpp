@@ -1,5 +1,6 @@
-// load_model(): format detection by magic, the GGUF llama mapping (metadata keys
-// -> ModelConfig, tensor names -> ModelWeights with shape checks), context
+// load_model(): format detection by magic, the GGUF mapping (metadata keys ->
+// ModelConfig, tensor names -> ModelWeights with shape checks, both driven by the
+// architecture table in architecture.h and kLayerTensors below), context
 // override, and the human-readable metadata list. The llama2.c formats live in
 // llama2c_file.cpp. GGUF dims are ne order (ne[0] = columns = input features,
 // ne[1] = rows = output features), matching TensorView's row-major layout.
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "cpu/convert.h"
+#include "model/architecture.h"
 #include "model/gguf_file.h"
 #include "model/gguf_vocabulary.h"
 #include "model/llama2c_file.h"
@@ -20,6 +22,46 @@ namespace gb {
 
 namespace {
 
+// The width a tensor dimension must have, by name.
+enum class Width { One, Dim, QDim, KvDim, Hidden };
+// When a layer tensor is present: always, or only for architectures with q/k/v biases.
+enum class Needed { Always, QkvBias };
+
+// The tensors of one block: GGUF name after "blk.N.", where it goes, its shape
+// (rows x cols; vectors have rows One) and when it is required.
+struct LayerTensor {
+  const char* name;
+  TensorView LayerWeights::*field;
+  Width rows, cols;
+  Needed needed;
+};
+
+constexpr LayerTensor kLayerTensors[] = {
+    {"attn_norm.weight", &LayerWeights::attn_norm, Width::One, Width::Dim, Needed::Always},
+    {"attn_q.weight", &LayerWeights::wq, Width::QDim, Width::Dim, Needed::Always},
+    {"attn_k.weight", &LayerWeights::wk, Width::KvDim, Width::Dim, Needed::Always},
+    {"attn_v.weight", &LayerWeights::wv, Width::KvDim, Width::Dim, Needed::Always},
+    {"attn_q.bias", &LayerWeights::bq, Width::One, Width::QDim, Needed::QkvBias},
+    {"attn_k.bias", &LayerWeights::bk, Width::One, Width::KvDim, Needed::QkvBias},
+    {"attn_v.bias", &LayerWeights::bv, Width::One, Width::KvDim, Needed::QkvBias},
+    {"attn_output.weight", &LayerWeights::wo, Width::Dim, Width::QDim, Needed::Always},
+    {"ffn_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::Always},
+    {"ffn_gate.weight", &LayerWeights::w_gate, Width::Hidden, Width::Dim, Needed::Always},
+    {"ffn_down.weight", &LayerWeights::w_down, Width::Dim, Width::Hidden, Needed::Always},
+    {"ffn_up.weight", &LayerWeights::w_up, Width::Hidden, Width::Dim, Needed::Always},
+};
+
+int64_t width(const ModelConfig& c, Width w) {
+  switch (w) {
+    case Width::One: return 1;
+    case Width::Dim: return c.dim;
+    case Width::QDim: return int64_t{c.num_heads} * c.head_dim;
+    case Width::KvDim: return c.kv_dim();
+    case Width::Hidden: return c.hidden_dim;
+  }
+  return 0;
+}
+
 class GgufLlamaReader {
  public:
   GgufLlamaReader(const GgufFile& file, Model& model) : f_(file), m_(model) {}
@@ -27,11 +69,14 @@ class GgufLlamaReader {
   Status read() {
     const GgufValue* arch = f_.find("general.architecture");
     if (arch == nullptr || !arch->as_string()) return fail("missing general.architecture (string)");
-    if (arch->string != "llama")
-      return fail("unsupported architecture '" + arch->string + "' (only llama is supported)");
+    const ArchitectureSpec* spec = find_architecture(arch->string);
+    if (spec == nullptr)
+      return fail("unsupported architecture '" + arch->string + "' (supported: " + supported_architectures() + ")");
     const std::string p = arch->string + ".";
     ModelConfig& c = m_.config;
     c.architecture = arch->string;
+    c.rope_style = spec->rope_style;
+    c.qkv_bias = spec->qkv_bias;
     GB_TRY(read_int(p + "embedding_length", c.dim, true));
     GB_TRY(read_int(p + "feed_forward_length", c.hidden_dim, true));
     GB_TRY(read_int(p + "block_count", c.num_layers, true));
@@ -47,23 +92,25 @@ class GgufLlamaReader {
 
     ModelWeights& w = m_.weights;
     GB_TRY(complete_model_config(c, f_.path()));
-    const int64_t d = c.dim, q = c.dim, kv = c.kv_dim();
+    const int64_t d = c.dim;
     GB_TRY(matrix("token_embd.weight", c.vocab_size, d, w.token_embedding));
     w.layers.assign(static_cast<size_t>(c.num_layers), LayerWeights{});
     for (int32_t l = 0; l < c.num_layers; ++l) {
       LayerWeights& lw = w.layers[static_cast<size_t>(l)];
       const std::string b = "blk." + std::to_string(l) + ".";
-      GB_TRY(vector(b + "attn_norm.weight", d, lw.attn_norm));
-      GB_TRY(matrix(b + "attn_q.weight", q, d, lw.wq));
-      GB_TRY(matrix(b + "attn_k.weight", kv, d, lw.wk));
-      GB_TRY(matrix(b + "attn_v.weight", kv, d, lw.wv));
-      GB_TRY(matrix(b + "attn_output.weight", d, q, lw.wo));
-      GB_TRY(vector(b + "ffn_norm.weight", d, lw.ffn_norm));
-      GB_TRY(matrix(b + "ffn_gate.weight", c.hidden_dim, d, lw.w_gate));
-      GB_TRY(matrix(b + "ffn_down.weight", d, c.hidden_dim, lw.w_down));
-      GB_TRY(matrix(b + "ffn_up.weight", c.hidden_dim, d, lw.w_up));
+      for (const LayerTensor& t : kLayerTensors) {
+        if (t.needed == Needed::QkvBias && !spec->qkv_bias) continue;
+        if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
+        else GB_TRY(matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
+      }
     }
     GB_TRY(vector("output_norm.weight", d, w.output_norm));
+    // Llama-3.1/3.2 "llama3" rope scaling, stored by converters as per-pair
+    // frequency divisors.
+    if (spec->rope_freqs && f_.find_tensor("rope_freqs.weight") != nullptr) {
+      GB_TRY(vector("rope_freqs.weight", c.rope_dim / 2, w.rope_freqs));
+      c.rope_freq_factors = true;
+    }
     c.tied_classifier = f_.find_tensor("output.weight") == nullptr;
     if (c.tied_classifier) {
       w.classifier = w.token_embedding;

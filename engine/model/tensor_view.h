@@ -37,6 +37,10 @@ struct LayerWeights {
   TensorView w_gate;     // (hidden_dim, dim)   llama2.c w1
   TensorView w_down;     // (dim, hidden_dim)   llama2.c w2
   TensorView w_up;       // (hidden_dim, dim)   llama2.c w3
+  // Optional (data == nullptr when the architecture has none), always F32:
+  TensorView bq;         // (num_heads*head_dim)     Qwen2 q bias
+  TensorView bk;         // (num_kv_heads*head_dim)
+  TensorView bv;         // (num_kv_heads*head_dim)
 };
 
 }  // namespace gb

@@ -130,6 +130,8 @@ Status Engine::start() {
   sc.max_context = max_context_;
   sc.max_prefill_chunk = config_.max_prefill_chunk;
   sc.admission_watermark = config_.admission_watermark;
+  sc.max_retained = config_.max_retained;
+  sc.evict_retained = config_.evict_retained;
   scheduler_ = std::make_unique<Scheduler>(sc);
   SpeculativeLimits limits;
   limits.max_context = max_context_;
@@ -263,6 +265,9 @@ Result<bool> Engine::step() {
   }
   if (plan.empty()) {
     forward_kv_events();
+    // Nothing ran and nobody was preempted: unless a request can never start
+    // (fail_stalled_request), there was simply nothing to do.
+    if (plan.preempted.empty()) fail_stalled_request();
     return false;
   }
   step_index_ = plan.stats.step;
@@ -272,10 +277,19 @@ Result<bool> Engine::step() {
   for (const ScheduledRequest& s : plan.requests) {
     RequestState& rs = *states_.at(s.id);
     if (!rs.admitted) {
+      // Prompt tokens whose K/V this admission reused (prefix hits, or a fork's
+      // shared blocks), never more than the prompt; the request's figure is
+      // that of its first admission (a re-admission after preemption may hit
+      // its own earlier output, which is not a prompt hit).
       rs.admitted = true;
       const Request* r = scheduler_->find(s.id);
-      rs.num_cached = r ? r->num_prefix_hit_tokens : 0;
-      publish(RequestAdmittedEvent{s.id, rs.num_cached, t_start - rs.submitted_ms});
+      const int32_t hits = r ? r->num_prefix_hit_tokens : 0;
+      const int32_t reused = std::min(rs.num_prompt, rs.num_shared + hits - rs.num_hits_seen);
+      rs.num_hits_seen = hits;
+      rs.num_shared = 0;
+      if (!rs.ever_admitted) rs.num_cached = reused;
+      rs.ever_admitted = true;
+      publish(RequestAdmittedEvent{s.id, reused, t_start - rs.submitted_ms});
     }
     if (!s.is_decode) publish(PrefillChunkEvent{s.id, plan.stats.step, s.start_pos, s.num_new_tokens});
   }
@@ -312,7 +326,7 @@ Result<bool> Engine::step() {
   // Stop checks, text and the event for one emitted token; true when the token
   // ends the request (EOS and stop tokens are not emitted as events).
   auto emit = [&](RequestState& rs, TokenSampledEvent ev, double t_sample0) {
-    const bool is_eos = (!rs.ignore_eos && ev.token == tokenizer_->eos_id()) || ev.token == tokenizer_->bos_id() ||
+    const bool is_eos = (!rs.ignore_eos && tokenizer_->is_end_of_generation(ev.token)) || ev.token == tokenizer_->bos_id() ||
                         rs.settings.is_stop_token(ev.token);
     if (is_eos) return true;
     const std::string piece = rs.decoder->push(ev.token);
@@ -448,18 +462,54 @@ Result<bool> Engine::step() {
     if (f.reason != FinishReason::Stop) tail += rs.decoder->flush();
     rs.text += tail;
     const bool errored = std::find(failed.begin(), failed.end(), f.id) != failed.end();
-    if (scheduler_->is_retained(f.id)) {
-      // Prompt + outputs (a fork's forced token included), for later forks.
-      std::vector<TokenId> all = rs.prompt_ids;
-      all.insert(all.end(), f.output_ids.begin(), f.output_ids.end());
-      retained_tokens_[f.id] = std::move(all);
-    }
     finish(f.id, errored ? "error" : finish_reason_name(f.reason), rs, rs.num_generated);
-    // Only a request that kept its blocks can still be forked; drop the others'
-    // state so a long session does not grow without bound.
-    if (!scheduler_->is_retained(f.id)) states_.erase(f.id);
+    // Prompt + outputs (a fork's forced token included), for later forks; the
+    // per-request state goes, so a long session does not grow without bound.
+    std::vector<TokenId> all = rs.prompt_ids;
+    all.insert(all.end(), f.output_ids.begin(), f.output_ids.end());
+    remember_finished(f.id, rs, std::move(all));
+    states_.erase(f.id);
   }
   return true;
+}
+
+void Engine::remember_finished(RequestId id, const RequestState& rs, std::vector<TokenId> tokens) {
+  finished_[id] = FinishedRecord{std::move(tokens), rs.settings, rs.num_prompt, rs.ignore_eos};
+  finished_order_.push_back(id);
+  while (config_.max_finished_records > 0 &&
+         static_cast<int32_t>(finished_order_.size()) > config_.max_finished_records) {
+    const RequestId old = finished_order_.front();
+    finished_order_.pop_front();
+    finished_.erase(old);
+    // Normally long released (max_retained is far smaller); never keep blocks
+    // nobody can fork from any more.
+    if (scheduler_->release(old)) forward_kv_events();
+  }
+}
+
+// A waiting request that cannot be admitted while nothing runs would wait for
+// ever (and a caller stepping until idle would spin): it fails with a message
+// saying where the blocks are, and the others go on.
+void Engine::fail_stalled_request() {
+  const std::optional<RequestId> stalled = scheduler_->stalled_request();
+  if (!stalled) return;
+  const KvCacheManager& kv = scheduler_->kv_cache();
+  int32_t kept_blocks = 0;
+  const std::vector<RequestId> kept = scheduler_->retained_requests();
+  for (RequestId k : kept) kept_blocks += kv.table(k).num_blocks();
+  const Request* r = scheduler_->find(*stalled);
+  const int32_t needed = r ? (r->num_tokens_total() + kv.block_size() - 1) / kv.block_size() : 0;
+  publish(ErrorEvent{*stalled, "request " + std::to_string(stalled->value) + " cannot start: it needs " +
+                                   std::to_string(needed) + " KV blocks, " + std::to_string(kv.num_available()) +
+                                   " of " + std::to_string(kv.num_blocks()) + " are free or cached, and " +
+                                   std::to_string(kept.size()) + " finished requests keep " +
+                                   std::to_string(kept_blocks) + " for branching (release them)"});
+  auto it = states_.find(*stalled);
+  scheduler_->cancel(*stalled);
+  forward_kv_events();
+  if (it == states_.end()) return;
+  finish(*stalled, "error", *it->second, it->second->num_generated);
+  states_.erase(it);
 }
 
 Status Engine::run_until_idle() {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,18 @@ struct EngineConfig {
   // drafted positions (self_draft_scratch_blocks(k_max, block_size) each).
   // 0: self-draft requests are refused.
   int32_t num_scratch_blocks = 0;
+  // Finished retain_kv requests that keep their blocks (copy-on-write forks);
+  // past the bound the longest unused one is released into the prefix cache.
+  // 0: no bound.
+  int32_t max_retained = 16;
+  // Release retained blocks whenever a request needs them (never a stall).
+  // false: only release() frees them, and a pool full of them fails the
+  // waiting request with an ErrorEvent (tests of that path).
+  bool evict_retained = true;
+  // Finished (or cancelled) requests remembered so they can still be forked
+  // after their blocks are gone (re-prefill, mostly prefix hits); oldest
+  // forgotten first.
+  int32_t max_finished_records = 256;
 };
 
 struct GenerationRequest {
@@ -100,13 +113,21 @@ class Engine {
   // fit) are returned for this request only and also emitted as an ErrorEvent.
   Result<RequestId> submit(GenerationRequest request);
   // Branches `parent` after its first num_tokens tokens (prompt + output), then
-  // continues with `forced_next` as the next token if given (a copy-on-write
-  // fork of the KV blocks, no re-prefill). The child keeps the parent's settings.
+  // continues with `forced_next` as the next token if given. While the parent
+  // holds the K/V of those tokens (running, or finished with retain_kv and not
+  // yet released) the child shares its blocks copy-on-write; otherwise it is a
+  // new request over the same tokens (prefix-cache hits, then a short
+  // re-prefill) with the same outcome. The child keeps the parent's settings
+  // and is itself retained. Errors when the parent is unknown or was
+  // forgotten (EngineConfig::max_finished_records).
   Result<RequestId> fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                          int32_t max_tokens);
   bool cancel(RequestId id);
-  // Frees the KV blocks a finished retain_kv request kept.
+  // Frees the KV blocks a finished retain_kv request kept (full blocks stay in
+  // the prefix cache). It can still be forked, by re-prefill.
   bool release(RequestId id);
+  // Finished requests that still keep their KV, longest unused first.
+  std::vector<RequestId> retained_requests() const;
   // New settings apply from the request's next sampled token.
   Status set_sampler_settings(RequestId id, const SamplerSettings& settings);
 
@@ -133,6 +154,15 @@ class Engine {
 
  private:
   struct RequestState;
+  // What a finished or cancelled request leaves for later forks.
+  struct FinishedRecord {
+    std::vector<TokenId> tokens;  // prompt + output
+    SamplerSettings settings;
+    int32_t num_prompt = 0;
+    bool ignore_eos = false;
+  };
+  void remember_finished(RequestId id, const RequestState& rs, std::vector<TokenId> tokens);
+  void fail_stalled_request();
   void publish(TraceEventBody body);
   double ms_now() const;
   Status run_step_or_fail();
@@ -156,7 +186,9 @@ class Engine {
   std::chrono::steady_clock::time_point t0_;
   std::vector<TraceEvent> events_;
   std::function<void(const TraceEvent&)> sink_;
-  std::unordered_map<RequestId, std::vector<TokenId>> retained_tokens_;  // finished, KV kept
+  // Live requests only (waiting, running); finished ones leave a record.
+  std::unordered_map<RequestId, FinishedRecord> finished_;
+  std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records
   std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
   std::unique_ptr<SpeculativeDecoder> spec_;  // drafters and verifier (created by start())
 };

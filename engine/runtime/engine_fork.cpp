@@ -13,36 +13,51 @@ namespace gb {
 Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                                int32_t max_tokens) {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
-  auto pit = states_.find(parent);
-  if (pit == states_.end()) return make_error("fork: request " + std::to_string(parent.value) + " is unknown");
-  const RequestState& ps = *pit->second;
-  // The parent's tokens: from the scheduler while it runs, else from its record.
+  // The parent's tokens and settings: from its live state while it is queued
+  // or running, else from its finished record.
   std::vector<TokenId> tokens;
-  if (const Request* r = scheduler_->find(parent)) tokens = r->all_tokens();
-  else tokens = retained_tokens_.count(parent) ? retained_tokens_[parent] : std::vector<TokenId>{};
+  const SamplerSettings* parent_settings = nullptr;
+  int32_t parent_prompt = 0;
+  bool ignore_eos = false;
+  if (auto pit = states_.find(parent); pit != states_.end()) {
+    if (const Request* r = scheduler_->find(parent)) tokens = r->all_tokens();
+    parent_settings = &pit->second->settings;
+    parent_prompt = pit->second->num_prompt;
+    ignore_eos = pit->second->ignore_eos;
+  } else if (auto fit = finished_.find(parent); fit != finished_.end()) {
+    tokens = fit->second.tokens;
+    parent_settings = &fit->second.settings;
+    parent_prompt = fit->second.num_prompt;
+    ignore_eos = fit->second.ignore_eos;
+  } else {
+    return make_error("fork: request " + std::to_string(parent.value) + " is unknown (or finished too long ago)");
+  }
   if (num_tokens < 1 || num_tokens > static_cast<int32_t>(tokens.size()))
     return make_error("fork: request " + std::to_string(parent.value) + " has no token " + std::to_string(num_tokens));
   if (forced_next && (*forced_next < 0 || *forced_next >= model_->config.vocab_size))
     return make_error("fork: token id " + std::to_string(*forced_next) + " is outside the vocabulary");
+  // With a forced token the child shares every given token and starts its
+  // output with the forced one (computed next); without one it shares all but
+  // the last token and recomputes that to get its logits.
+  const int32_t num_shared = forced_next ? num_tokens : num_tokens - 1;
+  if (num_shared < 1) return make_error("fork: nothing to share before token 1");
 
   const RequestId id{next_request_id_++};
   auto rs = std::make_unique<RequestState>();
-  rs->settings = ps.settings;
+  rs->settings = *parent_settings;
   rs->settings.max_tokens = max_tokens;
   reset_helpers(*rs);
   // Same seed, but the counter continues from the branch point, so a branch that
   // changes nothing would replay the parent's draws.
-  rs->rng = SamplerRng(ps.settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - ps.num_prompt)));
+  rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
   rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
-  rs->ignore_eos = ps.ignore_eos;
+  rs->ignore_eos = ignore_eos;
   std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
   rs->decoder->prime(shared);
   rs->num_prompt = num_tokens;
+  rs->prompt_ids = shared;
   rs->submitted_ms = ms_now();
 
-  // With a forced token the child shares every given token and starts its
-  // output with the forced one (computed next); without one it shares all but
-  // the last token and recomputes that to get its logits.
   RequestSpec spec;
   spec.id = id;
   spec.prompt_ids = shared;
@@ -51,10 +66,16 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
   spec.retain_kv = true;
   std::vector<TokenId> initial_output;
   if (forced_next) initial_output.push_back(*forced_next);
-  const int32_t num_shared = forced_next ? num_tokens : num_tokens - 1;
-  if (num_shared < 1) return make_error("fork: nothing to share before token 1");
-  rs->prompt_ids = shared;
-  if (Status st = scheduler_->fork(parent, std::move(spec), num_shared, initial_output); !st) return st.error();
+  if (scheduler_->num_tokens_held(parent) >= num_shared) {
+    // Copy-on-write: the parent's blocks are shared, only the tail is computed.
+    if (Status st = scheduler_->fork(parent, std::move(spec), num_shared, initial_output); !st) return st.error();
+    rs->num_shared = num_shared;
+  } else {
+    // The parent's blocks are gone (released, evicted, or it never ran that
+    // far): the same tokens as a new request, mostly prefix-cache hits.
+    spec.initial_output = std::move(initial_output);
+    if (Status st = scheduler_->submit(std::move(spec)); !st) return st.error();
+  }
 
   RequestSubmittedEvent ev;
   ev.request = id;
@@ -88,21 +109,28 @@ Result<RequestId> Engine::fork(RequestId parent, int32_t num_tokens, std::option
 bool Engine::cancel(RequestId id) {
   auto it = states_.find(id);
   if (it == states_.end()) return false;
+  std::vector<TokenId> tokens;
+  if (const Request* r = scheduler_->find(id)) tokens = r->all_tokens();
   const bool was_live = scheduler_->cancel(id);
   if (was_live) {
     RequestState& rs = *it->second;
+    forward_kv_events();
     finish(id, "cancelled", rs, rs.num_generated);
-    states_.erase(it);  // a cancelled request keeps no blocks, so it cannot be forked
+    // Its blocks are returned (full ones stay cached): a later fork re-prefills.
+    remember_finished(id, rs, std::move(tokens));
+    states_.erase(it);
   }
   return was_live;
 }
 
 bool Engine::release(RequestId id) {
-  retained_tokens_.erase(id);
-  states_.erase(id);
   const bool released = scheduler_->release(id);
   if (released) forward_kv_events();
   return released;
+}
+
+std::vector<RequestId> Engine::retained_requests() const {
+  return scheduler_ ? scheduler_->retained_requests() : std::vector<RequestId>{};
 }
 
 Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& settings) {

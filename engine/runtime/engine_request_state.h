@@ -27,8 +27,11 @@ struct Engine::RequestState {
   std::vector<TokenId> prompt_ids; // as submitted (a fork: the shared tokens)
   int32_t num_prompt = 0;
   int32_t num_generated = 0;
-  int32_t num_cached = 0;
-  bool admitted = false;
+  int32_t num_cached = 0;         // prompt tokens whose K/V was reused at first admission
+  int32_t num_shared = 0;         // a copy-on-write fork: tokens taken from the parent
+  int32_t num_hits_seen = 0;      // Request::num_prefix_hit_tokens already reported
+  bool admitted = false;          // admitted and not preempted since
+  bool ever_admitted = false;
   double submitted_ms = 0.0;
   double first_token_ms = -1.0;
   double last_token_ms = 0.0;

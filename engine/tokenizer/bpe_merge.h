@@ -1,16 +1,23 @@
-// Score-ordered BPE merging, the segmentation step shared by the llama2.c and the
-// GGUF SentencePiece tokenizers. Pure function of its inputs; any thread.
+// Priority-ordered BPE merging, the segmentation step shared by the llama2.c, the
+// GGUF SentencePiece and the byte-level BPE tokenizers. Pure function of its
+// inputs; any thread.
 //
-// Algorithm (SentencePiece BPE, also what llama2.c run.c does by brute force):
-// start with one symbol per UTF-8 character of the (already normalized) text;
-// while some adjacent pair concatenates to a mergeable piece, merge the pair whose
-// piece has the highest score, the leftmost pair on ties. A heap of candidate
+// Algorithm: start with one symbol per UTF-8 character of the (already
+// normalized) text; while some adjacent pair may merge, merge the pair with the
+// highest priority, the leftmost pair on ties. What "may merge" and "priority"
+// mean is the ranker's business: SentencePiece (and llama2.c run.c, by brute
+// force) ranks a pair by the score of the concatenated piece; GPT-2 style BPE
+// ranks the *pair* by its line in the merges list (a string reachable only
+// through an unlisted split must not merge, so ranking the result is not
+// equivalent). A heap of candidate
 // pairs plus a linked list of symbols makes this O(n log n) instead of run.c's
 // O(n^2) rescans; stale heap entries (a side changed since the push) are skipped,
 // so each step still merges argmax(score, -offset) over the current pairs.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -34,7 +41,15 @@ struct BpeMergeResult {
   std::unordered_map<std::string_view, uint32_t> left_length;
 };
 
-// `mergeable` holds the pieces a merge may produce; `scores` is indexed by token id
+// Priority of merging the adjacent symbols `left` and `right` (views into the
+// text, `right` directly after `left`); nullopt when the pair may not merge.
+using MergeRanker = std::function<std::optional<float>(std::string_view left, std::string_view right)>;
+
+// The general form. `record_splits` fills BpeMergeResult::left_length (only
+// SentencePiece's resegmentation of unused pieces needs it).
+BpeMergeResult bpe_merge_ranked(std::string_view text, const MergeRanker& rank, bool record_splits = false);
+
+// SentencePiece ranking: `mergeable` holds the pieces a merge may produce; `scores` is indexed by token id
 // (empty means every score is 0, so merges go leftmost first).
 //
 // isolate_unknown_characters: run.c turns a character that is not a vocabulary

@@ -2,6 +2,7 @@
 #include "tokenizer/gguf_spm_tokenizer.h"
 
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/end_of_generation.h"
 #include "tokenizer/piece_index.h"
 
 namespace gb {
@@ -59,6 +60,7 @@ Result<std::shared_ptr<const GgufSpmTokenizer>> GgufSpmTokenizer::create(Vocabul
       if (t->byte_token_[static_cast<size_t>(byte)] < 0) t->byte_token_[static_cast<size_t>(byte)] = static_cast<TokenId>(id);
     }
   }
+  t->end_of_generation_ = end_of_generation_flags(vocabulary);
   t->vocab_ = std::move(vocabulary);
   return std::shared_ptr<const GgufSpmTokenizer>(std::move(t));
 }
@@ -75,13 +77,21 @@ bool GgufSpmTokenizer::is_control(TokenId id) const {
 
 bool GgufSpmTokenizer::is_byte(TokenId id) const { return token_type(id) == SpmTokenType::Byte; }
 
-std::vector<TokenId> GgufSpmTokenizer::encode(std::string_view text, bool add_bos) const {
-  std::vector<TokenId> ids;
-  if (add_bos && vocab_.bos_id >= 0) ids.push_back(vocab_.bos_id);
-  if (text.empty()) return ids;
+bool GgufSpmTokenizer::is_end_of_generation(TokenId id) const {
+  return valid_id(id, end_of_generation_.size()) && end_of_generation_[static_cast<size_t>(id)];
+}
+
+SpecialKind GgufSpmTokenizer::special_kind(TokenId id) const {
+  const SpmTokenType type = token_type(id);
+  if (type == SpmTokenType::Control || type == SpmTokenType::Unknown) return SpecialKind::Control;
+  return type == SpmTokenType::UserDefined ? SpecialKind::UserDefined : SpecialKind::None;
+}
+
+void GgufSpmTokenizer::encode_fragment(std::string_view text, bool at_boundary, std::vector<TokenId>& ids) const {
+  if (text.empty()) return;
   std::string normalized;  // U+2581 for every space, plus the dummy prefix
   normalized.reserve(text.size() + 3);
-  if (vocab_.add_space_prefix) normalized.append(kSpaceMark);
+  if (vocab_.add_space_prefix && at_boundary) normalized.append(kSpaceMark);
   for (const char c : text) {
     if (c == ' ') normalized.append(kSpaceMark);
     else normalized.push_back(c);
@@ -89,7 +99,6 @@ std::vector<TokenId> GgufSpmTokenizer::encode(std::string_view text, bool add_bo
   const BpeMergeResult merged = bpe_merge(normalized, mergeable_, vocab_.scores);
   for (const BpeSegment& seg : merged.segments)
     append_segment_ids(std::string_view(normalized).substr(seg.offset, seg.length), merged, ids);
-  return ids;
 }
 
 // Appends the ids of one final segment: its piece, or (for an unused piece) the

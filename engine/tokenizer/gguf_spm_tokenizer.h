@@ -11,8 +11,7 @@
 // from (SentencePiece's resegmentation); a final string that is no piece falls
 // back to its bytes <0xAB> (looked up by piece text), or to UNK when the
 // vocabulary has no byte tokens.
-// Not covered: user-defined pieces are merged like normal ones instead of being
-// matched whole first (no llama-family vocabulary used here has any).
+// User-defined pieces are matched whole before merging (Tokenizer::encode).
 #pragma once
 
 #include <array>
@@ -36,7 +35,6 @@ class GgufSpmTokenizer final : public Tokenizer {
   // consistent array lengths and special ids inside the vocabulary.
   static Result<std::shared_ptr<const GgufSpmTokenizer>> create(Vocabulary vocabulary, const std::string& source_name);
 
-  std::vector<TokenId> encode(std::string_view text, bool add_bos) const override;
   std::string token_bytes(TokenId id) const override;
   std::string token_piece(TokenId id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.tokens.size()); }
@@ -45,9 +43,17 @@ class GgufSpmTokenizer final : public Tokenizer {
   bool is_control(TokenId id) const override;
   bool is_byte(TokenId id) const override;
   std::string_view kind() const override { return "gguf-spm"; }
+  bool strips_dummy_prefix() const override { return vocab_.add_space_prefix; }
+  bool is_end_of_generation(TokenId id) const override;
+  SpecialKind special_kind(TokenId id) const override;
 
   SpmTokenType token_type(TokenId id) const;
   const Vocabulary& vocabulary() const { return vocab_; }
+
+ protected:
+  void encode_fragment(std::string_view text, bool at_boundary, std::vector<TokenId>& out) const override;
+  bool default_add_bos() const override { return vocab_.add_bos; }
+  bool default_add_eos() const override { return vocab_.add_eos; }
 
  private:
   GgufSpmTokenizer() = default;
@@ -57,6 +63,7 @@ class GgufSpmTokenizer final : public Tokenizer {
   PieceIndex mergeable_;                   // normal, user-defined and unused pieces
   std::array<TokenId, 256> byte_token_{};  // byte -> id of "<0xAB>", -1 if absent
   std::vector<int16_t> byte_value_;        // (vocab_size) byte of a byte token, else -1
+  std::vector<bool> end_of_generation_;    // (vocab_size) see end_of_generation.h
 };
 
 }  // namespace gb

@@ -90,13 +90,11 @@ Result<std::shared_ptr<const Llama2cTokenizer>> Llama2cTokenizer::from_pieces(st
   return std::shared_ptr<const Llama2cTokenizer>(std::move(t));
 }
 
-std::vector<TokenId> Llama2cTokenizer::encode(std::string_view text, bool add_bos) const {
-  std::vector<TokenId> ids;
-  if (add_bos) ids.push_back(bos_id());
-  if (text.empty()) return ids;
-  std::string prefixed;  // the dummy-prefix space, then the text verbatim
+void Llama2cTokenizer::encode_fragment(std::string_view text, bool at_boundary, std::vector<TokenId>& ids) const {
+  if (text.empty()) return;
+  std::string prefixed;  // the dummy-prefix space (run.c always adds it), then the text verbatim
   prefixed.reserve(text.size() + 1);
-  prefixed.push_back(' ');
+  if (at_boundary) prefixed.push_back(' ');
   prefixed.append(text);
   const BpeMergeResult merged = bpe_merge(prefixed, index_, scores_, /*isolate_unknown_characters=*/true);
   for (const BpeSegment& seg : merged.segments) {
@@ -108,7 +106,6 @@ std::vector<TokenId> Llama2cTokenizer::encode(std::string_view text, bool add_bo
     }
     for (const char c : piece) ids.push_back(byte_token_[static_cast<uint8_t>(c)]);
   }
-  return ids;
 }
 
 bool Llama2cTokenizer::is_byte(TokenId id) const {

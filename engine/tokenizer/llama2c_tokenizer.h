@@ -35,7 +35,6 @@ class Llama2cTokenizer final : public Tokenizer {
                                                                       std::vector<float> scores,
                                                                       std::string source_name);
 
-  std::vector<TokenId> encode(std::string_view text, bool add_bos) const override;
   std::string token_bytes(TokenId id) const override;
   std::string token_piece(TokenId id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
@@ -44,6 +43,11 @@ class Llama2cTokenizer final : public Tokenizer {
   bool is_control(TokenId id) const override { return id >= 0 && id <= 2; }
   bool is_byte(TokenId id) const override;
   std::string_view kind() const override { return "llama2c"; }
+
+ protected:
+  void encode_fragment(std::string_view text, bool at_boundary, std::vector<TokenId>& out) const override;
+
+ public:
 
   float score(TokenId id) const { return scores_.at(static_cast<size_t>(id)); }
   uint32_t max_token_length() const { return max_token_length_; }

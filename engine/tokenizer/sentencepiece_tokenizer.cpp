@@ -137,14 +137,11 @@ Result<std::shared_ptr<const SentencePieceTokenizer>> SentencePieceTokenizer::lo
   return std::shared_ptr<const SentencePieceTokenizer>(std::move(t));
 }
 
-std::vector<TokenId> SentencePieceTokenizer::encode(std::string_view text, bool add_bos) const {
+void SentencePieceTokenizer::encode_fragment(std::string_view text, bool /*at_boundary*/,
+                                             std::vector<TokenId>& ids) const {
   std::vector<int> raw;
   processor_->Encode(text, &raw).IgnoreError();  // fails only when no model is loaded
-  std::vector<TokenId> ids;
-  ids.reserve(raw.size() + 1);
-  if (add_bos && bos_id_ >= 0) ids.push_back(bos_id_);
   ids.insert(ids.end(), raw.begin(), raw.end());
-  return ids;
 }
 
 bool SentencePieceTokenizer::is_control(TokenId id) const {

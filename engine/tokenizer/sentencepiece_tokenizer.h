@@ -34,7 +34,6 @@ class SentencePieceTokenizer final : public Tokenizer {
                                                                     const SentencePieceOptions& options = {});
   ~SentencePieceTokenizer() override;
 
-  std::vector<TokenId> encode(std::string_view text, bool add_bos) const override;
   std::string token_bytes(TokenId id) const override;
   std::string token_piece(TokenId id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
@@ -43,6 +42,13 @@ class SentencePieceTokenizer final : public Tokenizer {
   bool is_control(TokenId id) const override;
   bool is_byte(TokenId id) const override;
   std::string_view kind() const override { return "sentencepiece"; }
+
+ protected:
+  // libsentencepiece applies its own normalizer, dummy prefix included, to every
+  // fragment; `at_boundary` does not change it.
+  void encode_fragment(std::string_view text, bool at_boundary, std::vector<TokenId>& out) const override;
+
+ public:
 
  private:
   SentencePieceTokenizer();

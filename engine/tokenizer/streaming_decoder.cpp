@@ -28,7 +28,7 @@ std::string StreamingDecoder::push(TokenId id) {
     return {};
   }
   std::string bytes = tokenizer_.token_bytes(id);
-  if (at_start_ && !tokenizer_.is_byte(id) && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
+  if (at_start_ && tokenizer_.strips_dummy_prefix() && !tokenizer_.is_byte(id) && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
   at_start_ = false;
   pending_ += bytes;
 

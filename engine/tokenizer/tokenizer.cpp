@@ -1,9 +1,12 @@
 // Tokenizer::decode and the tokenizer loaders (see tokenizer.h).
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "model/model.h"
+#include "tokenizer/gguf_bpe_tokenizer.h"
 #include "tokenizer/gguf_spm_tokenizer.h"
 #include "tokenizer/llama2c_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
@@ -21,7 +24,92 @@ Result<std::shared_ptr<const Tokenizer>> upcast(Result<std::shared_ptr<const T>>
   return std::shared_ptr<const Tokenizer>(std::move(r).value());
 }
 
+// tokenizer.ggml.model -> the tokenizer that reads that vocabulary kind.
+struct GgufTokenizerKind {
+  std::string_view model;
+  Result<std::shared_ptr<const Tokenizer>> (*create)(Vocabulary, const std::string&, std::string*);
+};
+
+const GgufTokenizerKind kGgufTokenizerKinds[] = {
+    {"llama", [](Vocabulary v, const std::string& source, std::string*) {
+       return upcast(GgufSpmTokenizer::create(std::move(v), source));
+     }},
+    {"gpt2", [](Vocabulary v, const std::string& source, std::string* warning) {
+       return upcast(GgufBpeTokenizer::create(std::move(v), source, warning));
+     }},
+};
+
 }  // namespace
+
+Result<std::shared_ptr<const Tokenizer>> create_gguf_tokenizer(Vocabulary vocabulary, const std::string& source_name,
+                                                               std::string* warning) {
+  std::string known;
+  for (const GgufTokenizerKind& kind : kGgufTokenizerKinds) {
+    if (kind.model == vocabulary.model) return kind.create(std::move(vocabulary), source_name, warning);
+    known += (known.empty() ? "'" : ", '") + std::string(kind.model) + "'";
+  }
+  return make_error(source_name + ": tokenizer.ggml.model '" + vocabulary.model + "' is not supported (known: " +
+                    known + ")");
+}
+
+const std::vector<Tokenizer::SpecialPiece>& Tokenizer::special_pieces() const {
+  std::call_once(specials_once_, [this] {
+    for (TokenId id = 0; id < vocab_size(); ++id) {
+      const SpecialKind k = special_kind(id);
+      if (k == SpecialKind::None) continue;
+      std::string text = token_piece(id);
+      if (text.empty()) continue;
+      special_first_byte_[static_cast<uint8_t>(text[0])] = true;
+      specials_.push_back({std::move(text), id, k == SpecialKind::Control});
+    }
+    std::stable_sort(specials_.begin(), specials_.end(),
+                     [](const SpecialPiece& a, const SpecialPiece& b) { return a.text.size() > b.text.size(); });
+  });
+  return specials_;
+}
+
+std::vector<TokenId> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  std::vector<TokenId> ids;
+  const bool add_bos = options.add_bos.value_or(default_add_bos());
+  if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
+  const std::vector<SpecialPiece>& specials = special_pieces();
+  // Cut at special-token strings; the plain text between goes to encode_fragment.
+  size_t plain_begin = 0;
+  bool at_boundary = true;
+  for (size_t pos = 0; pos < text.size() && !specials.empty();) {
+    if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
+      ++pos;
+      continue;
+    }
+    const SpecialPiece* hit = nullptr;
+    for (const SpecialPiece& sp : specials) {
+      if (sp.control && !options.parse_special) continue;
+      if (text.compare(pos, sp.text.size(), sp.text) == 0) {
+        hit = &sp;
+        break;
+      }
+    }
+    if (hit == nullptr) {
+      ++pos;
+      continue;
+    }
+    if (pos > plain_begin) encode_fragment(text.substr(plain_begin, pos - plain_begin), at_boundary, ids);
+    ids.push_back(hit->id);
+    at_boundary = true;
+    pos += hit->text.size();
+    plain_begin = pos;
+  }
+  if (plain_begin < text.size()) encode_fragment(text.substr(plain_begin), at_boundary, ids);
+  if (!options.add_bos.has_value() && default_add_eos() && eos_id() >= 0) ids.push_back(eos_id());
+  return ids;
+}
+
+std::vector<TokenId> Tokenizer::end_of_generation_ids() const {
+  std::vector<TokenId> ids;
+  for (TokenId id = 0; id < vocab_size(); ++id)
+    if (is_end_of_generation(id)) ids.push_back(id);
+  return ids;
+}
 
 std::string Tokenizer::decode(std::span<const TokenId> ids) const {
   std::string out;
@@ -34,7 +122,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids) const {
     std::string bytes = token_bytes(id);
     // The dummy prefix is a leading space of a text piece; a byte token <0x20>
     // is a space the user typed and stays.
-    if (at_start && !is_byte(id) && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
+    if (at_start && strips_dummy_prefix() && !is_byte(id) && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
     at_start = false;
     out += bytes;
   }
@@ -55,8 +143,10 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const Model& model, cons
     tokenizer = std::move(loaded).value();
     source = tokenizer_path;
   } else if (model.vocabulary) {
-    auto built = GgufSpmTokenizer::create(*model.vocabulary, model.path);
+    std::string warning;
+    auto built = create_gguf_tokenizer(*model.vocabulary, model.path, &warning);
     if (!built.ok()) return built.error();
+    if (!warning.empty()) std::fprintf(stderr, "glassbox: warning: %s\n", warning.c_str());
     tokenizer = std::move(built).value();
     source = model.path + " (embedded vocabulary)";
   } else {

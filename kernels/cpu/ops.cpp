@@ -32,6 +32,27 @@ void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32
   }
 }
 
+void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const RopeParams& p) {
+  const int32_t half = p.rope_dim / 2;
+  for (int32_t i = 0; i < half; ++i) {
+    double inv_freq = std::pow(static_cast<double>(p.base), -2.0 * i / static_cast<double>(p.rope_dim));
+    if (p.freq_factors != nullptr) inv_freq /= static_cast<double>(p.freq_factors[i]);
+    const double angle = static_cast<double>(pos) * inv_freq;
+    const auto c = static_cast<float>(std::cos(angle));
+    const auto s = static_cast<float>(std::sin(angle));
+    // Offsets of the pair's two members inside a head.
+    const int32_t a = p.style == RopeStyle::Adjacent ? 2 * i : i;
+    const int32_t b = p.style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
+    for (int32_t h = 0; h < num_heads; ++h) {
+      float* head = v + static_cast<int64_t>(h) * head_dim;
+      const float x0 = head[a];
+      const float x1 = head[b];
+      head[a] = x0 * c - x1 * s;
+      head[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
 namespace avx2 {
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 }

@@ -15,6 +15,25 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 // head by angle pos * base^(-2i / rope_dim).      v: (num_heads, head_dim)
 void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32_t pos, float base);
 
+// How a head's rotated dimensions are paired.
+enum class RopeStyle {
+  Adjacent,  // (v[2i], v[2i+1]): llama2.c, and GGUF llama files (their q/k rows are permuted to fit)
+  NeoX,      // (v[i], v[i + rope_dim/2]): Qwen2/3, Gemma, Phi-3 (GPT-NeoX / HF rotate_half)
+};
+
+struct RopeParams {
+  int32_t rope_dim = 0;                 // rotated dimensions per head (even, <= head_dim)
+  float base = 10000.0f;
+  RopeStyle style = RopeStyle::Adjacent;
+  // (rope_dim/2) divisors of each pair's frequency, or null: Llama-3.1's
+  // rope_freqs tensor (its "llama3" rope scaling), Phi-3's long/short factors.
+  const float* freq_factors = nullptr;
+};
+
+// General RoPE: pair i (0 <= i < rope_dim/2) turns by pos * base^(-2i/rope_dim) /
+// freq_factors[i]. The angle is formed in double precision.  v: (num_heads, head_dim)
+void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const RopeParams& p);
+
 // out[i] = silu(gate[i]) * up[i]                     gate, up, out: (n)
 // Uses an AVX2 path (polynomial exp, < 1e-6 relative from the reference) when
 // the CPU has it; swiglu_reference is the scalar oracle.

@@ -336,6 +336,12 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Mod
     return make_error(model->path + ": head_dim " + std::to_string(c.head_dim) + " is not supported by the CUDA backend (1..256)");
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
     return make_error(model->path + ": head counts or rope_dim are inconsistent");
+  // Architecture features this backend has no kernels for yet: refuse rather
+  // than compute a different model (the CPU backend runs them).
+  if (c.qkv_bias || c.rope_style != RopeStyle::Adjacent || c.rope_freq_factors)
+    return make_error(model->path + ": architecture '" + c.architecture +
+                      "' needs q/k/v biases, NeoX RoPE or rope_freqs scaling, which the CUDA backend does not "
+                      "implement yet; use the CPU backend");
   auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
   GB_TRY(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));

@@ -67,6 +67,13 @@ GB_TEST(generate_text_mode_prints_prompt_and_continuation) {
   const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once upon a time' --max-tokens 60", false);
   QCOMPARE(r.exit_code, 0);
   QCOMPARE(r.output, expected.str() + "\n");
+  // Statistics (stderr) go on their own line after the text, also when both
+  // streams share one pipe, as in a terminal.
+  const auto merged = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once upon a time' --max-tokens 60");
+  QCOMPARE(merged.exit_code, 0);
+  const size_t stats = merged.output.find("[60 tokens, max_tokens");
+  QVERIFY2(stats != std::string::npos, merged.output.c_str());
+  QCOMPARE(merged.output.substr(0, stats), expected.str() + "\n");
 }
 
 GB_TEST(generate_writes_jsonl_and_chrome_traces) {

@@ -50,7 +50,7 @@ inline std::shared_ptr<const gb::Tokenizer> gguf_tokenizer(const std::string& pa
     error = vocab.error().message;
     return nullptr;
   }
-  auto tok = gb::GgufSpmTokenizer::create(std::move(vocab).value(), path);
+  auto tok = gb::create_gguf_tokenizer(std::move(vocab).value(), path);
   if (!tok.ok()) {
     error = tok.error().message;
     return nullptr;

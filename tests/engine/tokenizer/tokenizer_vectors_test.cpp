@@ -1,6 +1,8 @@
-// llama.cpp's tokenizer test vectors for the Llama 2 SentencePiece vocabulary
-// (testdata/tokenizer/ggml-vocab-llama-spm.gguf.inp/.out, 46 cases, ids without
-// BOS). The .out file was produced upstream from the reference tokenizer and
+// llama.cpp's tokenizer test vectors (testdata/tokenizer/ggml-vocab-*.gguf.inp/.out,
+// 46 cases each, ids without BOS) for the Llama 2 SentencePiece vocabulary and
+// the byte-level BPE ones (Llama 3 and Qwen2 through the vocabularies inside the
+// tiny-llama3 / tiny-qwen2 models, GPT-2, DeepSeek, Falcon, MPT, Refact,
+// StarCoder through their vocab files). The .out file was produced upstream from the reference tokenizer and
 // checked with llama.cpp's test-tokenizer-0 (testdata/tokenizer/README.md), so it
 // is independent of our code. The same vocabulary exists as a SentencePiece
 // proto (tokenizer.model) and in llama2.c form (tokenizer.bin); each of our three
@@ -8,6 +10,7 @@
 #include <cstdio>
 
 #include "gb_test.h"
+#include "tokenizer/utf8.h"
 #include "tokenizer/vocab_test_vectors.h"
 #include "tokenizer_test_support.h"
 
@@ -30,10 +33,11 @@ int count_matching(const gb::Tokenizer& tokenizer, const std::vector<std::string
   return num_matching;
 }
 
-void check_all_vectors(const std::shared_ptr<const gb::Tokenizer>& tokenizer, const std::string& error) {
+void check_all_vectors(const std::shared_ptr<const gb::Tokenizer>& tokenizer, const std::string& error,
+                       const std::string& name = "llama-spm") {
   QVERIFY2(tokenizer != nullptr, error.c_str());
-  GB_REQUIRE_SHARED(inp, "testdata/tokenizer/ggml-vocab-llama-spm.gguf.inp");
-  GB_REQUIRE_SHARED(out, "testdata/tokenizer/ggml-vocab-llama-spm.gguf.out");
+  GB_REQUIRE_SHARED(inp, "testdata/tokenizer/ggml-vocab-" + name + ".gguf.inp");
+  GB_REQUIRE_SHARED(out, "testdata/tokenizer/ggml-vocab-" + name + ".gguf.out");
   auto inputs = gb::read_vocab_test_inputs(inp);
   QVERIFY2(inputs.ok(), inputs.ok() ? "" : inputs.error().message.c_str());
   auto expected = gb::read_vocab_test_outputs(out);
@@ -42,7 +46,7 @@ void check_all_vectors(const std::shared_ptr<const gb::Tokenizer>& tokenizer, co
   QCOMPARE(expected->size(), inputs->size());
   std::string report;
   const int num_matching = count_matching(*tokenizer, inputs.value(), expected.value(), report);
-  std::printf("llama-spm vectors with %s: %d/%zu\n", std::string(tokenizer->kind()).c_str(), num_matching,
+  std::printf("%s vectors with %s: %d/%zu\n", name.c_str(), std::string(tokenizer->kind()).c_str(), num_matching,
               inputs->size());
   QVERIFY2(num_matching == static_cast<int>(inputs->size()),
            (std::to_string(num_matching) + "/46 match:" + report).c_str());
@@ -84,3 +88,55 @@ GB_TEST(llama_spm_vectors_with_llama2c_bin) {
   std::string error;
   check_all_vectors(gbtest::file_tokenizer(path, error), error);
 }
+
+// Decoding is byte-exact (decode(encode(text)) == text), the vector ids survive
+// decode then encode, and streaming the ids gives whole UTF-8 characters only,
+// adding up to the text.
+void check_round_trips(const gb::Tokenizer& tokenizer, const std::string& name) {
+  const std::string inp = gbtest::shared_file("testdata/tokenizer/ggml-vocab-" + name + ".gguf.inp");
+  const std::string out = gbtest::shared_file("testdata/tokenizer/ggml-vocab-" + name + ".gguf.out");
+  auto inputs = gb::read_vocab_test_inputs(inp);
+  auto expected = gb::read_vocab_test_outputs(out);
+  QVERIFY(inputs.ok() && expected.ok());
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const std::string& text = (*inputs)[i];
+    const std::vector<gb::TokenId>& ids = (*expected)[i];
+    QCOMPARE(tokenizer.decode(tokenizer.encode(text, false)), text);
+    QCOMPARE(tokenizer.encode(tokenizer.decode(ids), false), ids);
+    gb::StreamingDecoder stream(tokenizer);
+    std::string streamed;
+    for (const gb::TokenId id : ids) {
+      const std::string piece = stream.push(id);
+      QCOMPARE(gb::utf8_sanitize(piece), piece);  // never half a character
+      streamed += piece;
+    }
+    streamed += stream.flush();
+    QCOMPARE(streamed, text);
+  }
+}
+
+// Byte-level BPE: the vocabulary named by a model or vocab file, and its vectors.
+void check_bpe_vectors(const std::string& vocab_file, const std::string& name) {
+  GB_REQUIRE_SHARED(path, vocab_file);
+  std::string error;
+  const auto tokenizer = gbtest::gguf_tokenizer(path, error);
+  QVERIFY2(tokenizer != nullptr, error.c_str());
+  QCOMPARE(std::string(tokenizer->kind()), std::string("gguf-bpe"));
+  check_all_vectors(tokenizer, error, name);
+  check_round_trips(*tokenizer, name);
+}
+
+GB_TEST(llama_bpe_vectors_with_tiny_llama3_vocabulary) {
+  check_bpe_vectors("models/tiny-llama3/tiny-llama3-F16.gguf", "llama-bpe");
+}
+GB_TEST(qwen2_vectors_with_tiny_qwen2_vocabulary) {
+  check_bpe_vectors("models/tiny-qwen2/tiny-qwen2-F16.gguf", "qwen2");
+}
+GB_TEST(gpt2_vectors) { check_bpe_vectors("testdata/tokenizer/ggml-vocab-gpt-2.gguf", "gpt-2"); }
+GB_TEST(deepseek_llm_vectors) {
+  check_bpe_vectors("testdata/tokenizer/ggml-vocab-deepseek-llm.gguf", "deepseek-llm");
+}
+GB_TEST(falcon_vectors) { check_bpe_vectors("testdata/tokenizer/ggml-vocab-falcon.gguf", "falcon"); }
+GB_TEST(mpt_vectors) { check_bpe_vectors("testdata/tokenizer/ggml-vocab-mpt.gguf", "mpt"); }
+GB_TEST(refact_vectors) { check_bpe_vectors("testdata/tokenizer/ggml-vocab-refact.gguf", "refact"); }
+GB_TEST(starcoder_vectors) { check_bpe_vectors("testdata/tokenizer/ggml-vocab-starcoder.gguf", "starcoder"); }
