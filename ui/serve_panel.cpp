@@ -30,6 +30,11 @@ ServePanel::ServePanel(QWidget* parent) : QWidget(parent) {
   key_->setPlaceholderText(tr("none"));
   status_ = new QLabel(tr("Not serving"));
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  toggle_->setObjectName(QStringLiteral("serveToggle"));
+  host_->setObjectName(QStringLiteral("serveHost"));
+  port_->setObjectName(QStringLiteral("servePort"));
+  key_->setObjectName(QStringLiteral("serveApiKey"));
+  status_->setObjectName(QStringLiteral("serveStatus"));
 
   auto* row = new QHBoxLayout;
   row->addWidget(toggle_);
@@ -47,6 +52,7 @@ ServePanel::ServePanel(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setObjectName(QStringLiteral("serveRequests"));
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(row);
