@@ -8,11 +8,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev libgl-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev ccache
+  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev ccache
 )
 # Headless builds (GLASSBOX_UI=OFF) need no Qt.
 if [[ "${GLASSBOX_HEADLESS:-0}" == "1" ]]; then
-  packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev)
+  packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev)
 fi
 
 missing=()

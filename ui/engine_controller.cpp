@@ -26,7 +26,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent), state_(st
   connect(flushTimer_, &QTimer::timeout, this, &EngineController::flush);
 }
 
-EngineController::~EngineController() = default;
+EngineController::~EngineController() { stopServingNow(false); }
 
 QString EngineController::defaultSamplerJson() {
   return QString::fromStdString(gb::sampler_settings_to_json(gb::SamplerSettings{}, 2));
@@ -118,6 +118,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
     return;
   }
   if (generation != loadGeneration_.load()) return;  // cancelled while loading: drop it
+  stopServingNow(true);  // the server served the old engine
   stepTimer_->stop();
   pending_.clear();
   state_->reset();
@@ -233,6 +234,7 @@ bool EngineController::stepOnce() {
   collectEvents();
   translateMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
   if (!did) {
+    if (state_->hub) state_->hub->fail_all(*state_->engine, "engine failure: " + did.error().message, true);
     emit engineError(QString::fromStdString(did.error().message));
     return false;
   }

@@ -98,6 +98,13 @@ class EngineController : public QObject {
   void exportTrace(const QString& path, const QString& format);
   // Reads a recorded trace; emits traceOpened(info, events) or traceOpenFailed.
   void openTrace(const QString& path);
+  // Serves the loaded model over the OpenAI API (engine/server, docs/server.md)
+  // from this engine: HTTP requests are engine requests like the chat's, so every
+  // panel shows them. port 0 picks a free port; apiKey "" needs none. Emits
+  // servingStarted(address) or servingFailed(message). Loading another model
+  // stops serving (servingStopped).
+  void startServing(const QString& host, int port, const QString& apiKey);
+  void stopServing();
   // Moves the pending events out now (tests; also called by the flush timer).
   void flush();
   // Runs one engine step now and queues its events (tests drive the engine with
@@ -138,6 +145,9 @@ class EngineController : public QObject {
   void comparisonFailed(quint64 tag, const QString& message);
   void scoreFinished(quint64 tag, const QString& json);
   void scoreFailed(quint64 tag, const QString& message);
+  void servingStarted(const QString& address);
+  void servingFailed(const QString& message);
+  void servingStopped();
 
  private:
   struct State;  // engine objects; defined in the .cpp so this header stays engine-free
@@ -147,6 +157,8 @@ class EngineController : public QObject {
   // After events were collected: lets a running comparison fork its lanes or
   // finish (engine_controller_compare.cpp).
   void advanceComparison();
+  void serviceHub();          // takes the server's queued commands (engine_controller_serve.cpp)
+  void stopServingNow(bool notify);
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

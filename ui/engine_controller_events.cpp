@@ -149,6 +149,10 @@ void EngineController::collectEvents() {
     pending_.push_back(toUiEvent(e, state_->vocab));
     if (state_->comparison) state_->comparison->observe(e);
   }
+  if (state_->hub) {  // server requests' tokens go to their HTTP clients too
+    for (const gb::TraceEvent& e : events) state_->hub->on_event(e, *state_->tokenizer);
+    state_->hub->update_gauges(*state_->engine);
+  }
   state_->recorded.insert(state_->recorded.end(), std::make_move_iterator(events.begin()),
                           std::make_move_iterator(events.end()));
   if (state_->comparison) advanceComparison();

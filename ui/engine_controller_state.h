@@ -20,6 +20,8 @@
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
 #include "kv/scheduler.h"
+#include "server/openai_server.h"
+#include "server/serve_hub.h"
 
 namespace gbui {
 
@@ -33,6 +35,10 @@ struct EngineController::State {
   quint64 comparisonTag = 0;
   std::string comparisonPrompt;
   int numScratchBlocks = 0;               // KV blocks past the scheduler's pool (self drafting)
+  // Serving (startServing): the hub takes HTTP requests into `engine`; the
+  // server's handler threads only touch the hub. Stopped before engine changes.
+  std::unique_ptr<gb::server::ServeHub> hub;
+  std::unique_ptr<gb::server::OpenAiServer> http;
 
   void reset() {
     comparison.reset();

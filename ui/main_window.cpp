@@ -32,6 +32,7 @@
 #include "model_info_panel.h"
 #include "performance_panel.h"
 #include "sampling_panel.h"
+#include "serve_panel.h"
 #include "session_model.h"
 #include "speculative_panel.h"
 #include "speculative_settings.h"
@@ -85,6 +86,8 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   tabifyDockWidget(compareDock, addDock(score_, tr("Score"), "score", Qt::BottomDockWidgetArea));
   tabifyDockWidget(findChild<QDockWidget*>("inspector"), addDock(branches_, tr("Branches"), "branches", Qt::RightDockWidgetArea));
   connectCompareAndBranches(*this);  // compare_wiring.cpp
+  serve_ = new ServePanel;
+  tabifyDockWidget(compareDock, addDock(serve_, tr("Serve"), "serve", Qt::BottomDockWidgetArea));
   kvDock->raise();
 
   progress_ = new QProgressBar;
@@ -167,6 +170,19 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   });
   connect(controller_, &EngineController::traceOpenFailed, this,
           [this](const QString& path, const QString& m) { showError(tr("Open trace"), tr("%1\n\n%2").arg(path, m)); });
+
+  // The server: its requests are engine requests, listed in the Serve panel.
+  connect(controller_, &EngineController::eventsReady, serve_, &ServePanel::applyEvents);
+  connect(controller_, &EngineController::servingStarted, serve_, &ServePanel::onServingStarted);
+  connect(controller_, &EngineController::servingFailed, serve_, &ServePanel::onServingFailed);
+  connect(controller_, &EngineController::servingStopped, serve_, &ServePanel::onServingStopped);
+  connect(serve_, &ServePanel::startServing, this, [this](const QString& host, int port, const QString& key) {
+    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->startServing(host, port, key); });
+  });
+  // Selecting a request shows its first token in the inspector.
+  connect(serve_, &ServePanel::requestSelected, this, [this](quint64 request) { model_->selectToken(request, 0); });
+  connect(serve_, &ServePanel::stopServing, this,
+          [this] { QMetaObject::invokeMethod(controller_, [c = controller_] { c->stopServing(); }); });
 
   // UI -> engine: queued invocations only.
   connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {

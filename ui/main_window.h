@@ -29,6 +29,7 @@ class KvCachePanel;
 class ModelInfoPanel;
 class PerformancePanel;
 class SamplingPanel;
+class ServePanel;
 class SessionModel;
 class SpeculativePanel;
 class TokenInspectorPanel;
@@ -52,8 +53,10 @@ class MainWindow : public QMainWindow {
   CompareView* compareView() const { return compare_; }
   BranchesPanel* branchesPanel() const { return branches_; }
   ScoreView* scoreView() const { return score_; }
+  ServePanel* servePanel() const { return serve_; }
   // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model", "compare", "branches", "score").
+  // "speculative", "model", "compare", "branches", "score",
+  // "serve").
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -103,6 +106,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_;
   BranchesPanel* branches_;
   ScoreView* score_;
+  ServePanel* serve_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;

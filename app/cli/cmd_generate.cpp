@@ -11,6 +11,7 @@
 #include "cli/chat_runner.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
+#include "cli/remote_generate.h"
 #include "cli/sampler_options.h"
 #include "cli/token_json.h"
 #include "runtime/engine.h"
@@ -37,6 +38,9 @@ struct GenerateArgs {
   std::string speculative;  // ngram[:n=N,k=K] | draft:PATH[:k=K] | self:LAYERS[:k=K]
   bool chat = false;        // the prompt is one user turn in the model's chat template
   ChatOptions chat_options;
+  std::string remote;       // URL of an OpenAI-compatible server used instead of --model
+  std::string api_key;      // for --remote
+  std::string remote_model; // for --remote; "" -> the server's first model
 };
 
 // --chat: the prompt as a single user turn (after --system), rendered by the
@@ -95,6 +99,11 @@ int run_generate(GenerateArgs& a) {
   auto settings = finish_sampler_options(a.sampler);
   if (!settings) return fail(settings.error().message);
   settings->max_tokens = a.max_tokens;
+  if (!a.remote.empty()) {
+    if (!a.model.model_path.empty()) return fail("give --model or --remote, not both");
+    return run_remote_generate({a.remote, a.api_key, a.remote_model, a.prompt, a.max_tokens, a.json, a.no_echo}, *settings);
+  }
+  if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
 
@@ -185,7 +194,10 @@ int run_generate(GenerateArgs& a) {
 
 const CommandRegistrar registrar("generate", "Generate text from a prompt", [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<GenerateArgs>();
-  add_model_options(sub, a->model);
+  add_model_options(sub, a->model, false);
+  sub.add_option("--remote", a->remote, "Generate on an OpenAI-compatible server (http://HOST:PORT[/v1]) instead of --model");
+  sub.add_option("--api-key", a->api_key, "Bearer key for --remote");
+  sub.add_option("--remote-model", a->remote_model, "Model name on the --remote server (default: its first)");
   sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)");
   sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
   add_sampler_options(sub, a->sampler);

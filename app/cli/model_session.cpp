@@ -9,8 +9,8 @@
 
 namespace gb::cli {
 
-void add_model_options(CLI::App& sub, ModelOptions& o) {
-  sub.add_option("--model,-m", o.model_path, "Model file (GGUF or llama2.c .bin)")->required();
+void add_model_options(CLI::App& sub, ModelOptions& o, bool model_required) {
+  sub.add_option("--model,-m", o.model_path, "Model file (GGUF or llama2.c .bin)")->required(model_required);
   sub.add_option("--tokenizer,-z", o.tokenizer_path,
                  "Tokenizer (.model SentencePiece or llama2.c tokenizer.bin); default: embedded or beside the model");
   sub.add_option("--ctx", o.context_length, "Context length in tokens (default: the model file's)");

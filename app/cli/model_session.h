@@ -25,8 +25,9 @@ struct ModelOptions {
   bool check_tensors = false;  // scan every block for NaN/Inf scales at load
 };
 
-// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand.
-void add_model_options(CLI::App& sub, ModelOptions& options);
+// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand
+// (--model optional where another source can stand in, e.g. generate --remote).
+void add_model_options(CLI::App& sub, ModelOptions& options, bool model_required = true);
 
 struct ModelSession {
   std::shared_ptr<const Model> model;

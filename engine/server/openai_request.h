@@ -1,0 +1,76 @@
+// The body of POST /v1/completions and /v1/chat/completions, parsed and checked
+// into an ApiRequest before anything reaches the engine. Every bad value gives a
+// 400 ApiError that names the parameter, as OpenAI does.
+//
+// Defaults follow OpenAI, not the workbench: temperature 1, top_p 1 and every
+// Glassbox-only stage off (top_k 0, min_p 0, ...). Glassbox's other samplers are
+// accepted as extra top-level fields (as vLLM and llama-server do): top_k, min_p,
+// typical_p, repetition_penalty (alias repeat_penalty), penalty_last_n,
+// dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
+// xtc_threshold, xtc_probability, ignore_eos, stop_token_ids. Unknown fields are
+// ignored (as vLLM does); fields we cannot honour (tools, echo, suffix,
+// response_format other than text ...) are refused rather than ignored.
+// Threads: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/ids.h"
+#include "sampling/sampler_settings.h"
+#include "server/api_error.h"
+
+namespace gb::server {
+
+enum class ApiEndpoint { Completions, ChatCompletions };
+
+struct ChatMessage {
+  std::string role;     // "system" | "user" | "assistant" ("developer" is read as "system")
+  std::string content;  // text parts joined
+};
+
+// One completions prompt: text, or token ids given by the client.
+struct PromptInput {
+  std::string text;
+  std::vector<TokenId> ids;
+  bool is_ids = false;
+};
+
+struct ApiRequest {
+  ApiEndpoint endpoint = ApiEndpoint::Completions;
+  std::string model;                  // "" when the client did not name one
+  std::vector<PromptInput> prompts;   // completions: one or more (a batch)
+  std::vector<ChatMessage> messages;  // chat
+  int n = 1;                          // choices per prompt
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  bool logprobs = false;              // return the chosen token's logprob
+  int top_logprobs = 0;               // and this many alternatives (0..20)
+  std::optional<int> max_tokens;      // max_tokens / max_completion_tokens (absent: the server's default)
+  std::optional<uint64_t> seed;
+  SamplerSettings sampling;           // stop strings, logit bias and every sampler field
+  bool ignore_eos = false;
+};
+
+struct ParseLimits {
+  int32_t vocab_size = 0;   // logit_bias and stop_token_ids ids must be below this
+  int max_n = 16;           // choices per prompt
+  int max_prompts = 16;     // prompts in one completions batch
+  int max_messages = 256;   // chat messages
+  int max_stop = 16;        // stop strings
+  int max_top_logprobs = 20;
+};
+
+// The parsed request, or the ApiError to answer with.
+std::variant<ApiRequest, ApiError> parse_api_request(ApiEndpoint endpoint, std::string_view body,
+                                                     const ParseLimits& limits);
+
+// SamplerSettings with OpenAI's defaults (temperature 1, top_p 1, Glassbox-only
+// stages off, penalties over the whole history, no token records).
+SamplerSettings openai_default_sampling();
+
+}  // namespace gb::server

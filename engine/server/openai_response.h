@@ -1,0 +1,79 @@
+// ResponseBuilder: the JSON an OpenAI client expects back, built from the
+// ChoiceEvents of one request -- the whole body (non-streaming) or server-sent
+// events in OpenAI's chunk format (streaming): "data: {chunk}\n\n" lines, one
+// chunk per token and choice, a finish chunk per choice, an optional usage chunk
+// (stream_options.include_usage) and "data: [DONE]".
+//
+// Shapes follow OpenAI: chat logprobs are {"content": [{"token", "logprob",
+// "bytes", "top_logprobs": [...]}]}, completions logprobs are {"tokens",
+// "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}. Usage
+// counts each prompt once (not once per choice) and reports the prompt tokens the
+// prefix cache served as prompt_tokens_details.cached_tokens.
+// Threads: one builder per request, used by its handler thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/openai_request.h"
+#include "server/request_channel.h"
+
+namespace gb::server {
+
+struct ResponseMeta {
+  ApiEndpoint endpoint = ApiEndpoint::Completions;
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  std::string model;    // the served model's id
+  int64_t created = 0;  // unix seconds
+  int num_choices = 1;
+  int n = 1;            // choices per prompt (choice i belongs to prompt i / n)
+  bool logprobs = false;
+  bool include_usage = false;
+};
+
+class ResponseBuilder {
+ public:
+  explicit ResponseBuilder(ResponseMeta meta);
+
+  // Streaming: the SSE text these events produce (possibly empty). The first
+  // call also emits each chat choice's role chunk.
+  std::string stream(const std::vector<ChoiceEvent>& events);
+  // Streaming: the usage chunk (when asked for) and "data: [DONE]".
+  std::string stream_end() const;
+
+  // Non-streaming: records the events.
+  void add(const std::vector<ChoiceEvent>& events);
+  // Non-streaming: the whole response body.
+  std::string body() const;
+
+  bool finished() const { return num_finished_ == meta_.num_choices; }
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Choice {
+    std::string text;
+    std::vector<TokenLogprob> logprobs;
+    std::string finish_reason;  // OpenAI's: "stop" | "length"
+    int32_t num_prompt_tokens = 0, num_generated = 0, num_cached_tokens = 0;
+    int64_t num_token_bytes = 0;  // text_offset of the next token (completions)
+    bool finished = false;
+  };
+  std::string chunk_json(int choice, const std::string& text, const std::vector<TokenLogprob>& logprobs,
+                         const std::string& finish_reason, bool role) const;
+  void record(const ChoiceEvent& e, std::vector<TokenLogprob>* new_logprobs);
+  std::string usage_json() const;
+  std::string logprobs_json(const std::vector<TokenLogprob>& logprobs, int64_t first_offset) const;
+
+  ResponseMeta meta_;
+  std::vector<Choice> choices_;
+  int num_finished_ = 0;
+  bool started_ = false;
+  std::string error_;
+};
+
+// The engine's finish reason as OpenAI spells it.
+std::string openai_finish_reason(const std::string& engine_reason);
+
+}  // namespace gb::server

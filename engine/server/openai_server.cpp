@@ -1,0 +1,312 @@
+#include "server/openai_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "server/chat_prompt.h"
+#include "server/openai_response.h"
+#include "trace/sha256.h"
+
+namespace gb::server {
+
+namespace {
+
+using nlohmann::json;
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+void reply_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
+  res.set_content(api_error_json(e), "application/json");
+}
+
+std::string bearer_token(const httplib::Request& req) {
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  return auth.compare(0, prefix.size(), prefix) == 0 ? auth.substr(prefix.size()) : std::string();
+}
+
+// Compares without stopping at the first difference, so timing does not tell
+// how much of a guessed key was right.
+bool same_key(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+// Shared by the content provider and the releaser of one response.
+struct Exchange {
+  ServeHub* hub = nullptr;
+  std::shared_ptr<RequestChannel> channel;
+  std::vector<RequestId> ids;
+  ResponseBuilder builder;
+  bool stream = false;
+  bool done = false;
+};
+
+// Pulls the request's events and writes them; false ends the response (the
+// client went away), and the releaser then cancels what is still running.
+bool provide(Exchange& ex, httplib::DataSink& sink) {
+  std::vector<ChoiceEvent> events;
+  if (!ex.channel->wait(events, kPollInterval)) return sink.is_writable();
+  std::string out = ex.stream ? ex.builder.stream(events) : std::string();
+  if (!ex.stream) ex.builder.add(events);
+  const bool end = ex.builder.finished() || ex.builder.failed();
+  if (end && ex.stream) out += ex.builder.stream_end();
+  if (end && !ex.stream)
+    out = ex.builder.failed() ? api_error_json(ApiError{500, ex.builder.error(), "server_error", "", "engine_error", 0})
+                              : ex.builder.body();
+  if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+  if (end) {
+    if (ex.builder.failed()) ex.hub->cancel(ex.ids);  // the other choices, if any still run
+    ex.done = true;
+    sink.done();
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string default_model_name(const std::string& model_path) {
+  return std::filesystem::path(model_path).stem().string();
+}
+
+struct OpenAiServer::Impl {
+  ServeHub& hub;
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  ServerConfig config;
+  httplib::Server http;
+  std::thread thread;
+  int port = 0;
+  int64_t created = 0;
+  std::atomic<uint64_t> next_id{1};
+
+  Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
+      : hub(w), model(std::move(m)), tokenizer(std::move(t)), config(std::move(c)) {
+    if (config.model_name.empty()) config.model_name = default_model_name(model->path);
+    created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+
+  void install_routes();
+  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
+  void handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  std::variant<std::vector<ChoiceSubmission>, ApiError> plan_choices(const ApiRequest& r, const std::string& tenant) const;
+  std::variant<std::vector<std::vector<TokenId>>, ApiError> prompt_ids(const ApiRequest& r) const;
+  json model_json() const {
+    return {{"id", config.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "glassbox"},
+            {"max_model_len", hub.info().max_context}};
+  }
+};
+
+// Runs before the body is read: a refusal here leaves the body unread on the
+// connection, so the connection is closed after the answer (else its bytes
+// would be taken for the next request).
+httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Request& req, httplib::Response& res) {
+  using HR = httplib::Server::HandlerResponse;
+  res.set_header("Connection", "close");  // removed again below when the request goes on
+  if (req.headers.size() > config.max_headers) {
+    reply_error(res, {431, "the request has more than " + std::to_string(config.max_headers) + " header fields",
+                      "invalid_request_error", "", "too_many_headers", 0});
+    return HR::Handled;
+  }
+  if (req.has_header("Content-Length")) {
+    const std::string len = req.get_header_value("Content-Length");
+    const bool digits = !len.empty() && len.size() <= 18 && len.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoull(len) > config.max_body_bytes) {
+      reply_error(res, {413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes",
+                        "invalid_request_error", "", "request_too_large", 0});
+      return HR::Handled;
+    }
+  }
+  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0;
+  const std::string token = bearer_token(req);
+  for (const std::string& key : config.api_keys) ok |= same_key(token, key);
+  if (ok) {
+    res.headers.erase("Connection");
+    return HR::Unhandled;
+  }
+  reply_error(res, {401, token.empty() ? "no API key given: send 'Authorization: Bearer KEY'" : "the API key is not valid",
+                    "invalid_request_error", "", "invalid_api_key", 0});
+  return HR::Handled;
+}
+
+void OpenAiServer::Impl::install_routes() {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return pre_route(req, res); });
+  // Errors the library answers itself (unknown path, unreadable or oversized
+  // body) get OpenAI's JSON shape too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string what = res.status == 404   ? "unknown request URL: " + req.method + " " + req.path
+                             : res.status == 413 ? std::string("the request body is too large")
+                                                 : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+    reply_error(res, {res.status, what, "invalid_request_error", "", res.status == 404 ? "unknown_url" : "", 0});
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_logger([this](const httplib::Request&, const httplib::Response& res) { hub.metrics().on_http_response(res.status); });
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (hub.healthy()) return res.set_content("{\"status\":\"ok\"}", "application/json");
+    reply_error(res, {503, "the engine is not available", "server_error", "", "unavailable", config.retry_after_s});
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(hub.metrics().render(), "text/plain; version=0.0.4");
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"object", "list"}, {"data", json::array({model_json()})}}.dump(), "application/json");
+  });
+  http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] == config.model_name) return res.set_content(model_json().dump(), "application/json");
+    reply_error(res, {404, "the model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error",
+                      "model", "model_not_found", 0});
+  });
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(ApiEndpoint::Completions, req, res);
+  });
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(ApiEndpoint::ChatCompletions, req, res);
+  });
+}
+
+std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::prompt_ids(const ApiRequest& r) const {
+  const EngineInfo& info = hub.info();
+  const int max_prompt = config.max_prompt_tokens > 0 ? std::min(config.max_prompt_tokens, info.max_context - 1)
+                                                      : info.max_context - 1;
+  const char* param = r.endpoint == ApiEndpoint::ChatCompletions ? "messages" : "prompt";
+  std::vector<std::vector<TokenId>> prompts;
+  if (r.endpoint == ApiEndpoint::ChatCompletions) prompts.push_back(tokenizer->encode(chat_prompt_for_model(*model, r.messages), true));
+  for (const PromptInput& p : r.prompts) prompts.push_back(p.is_ids ? p.ids : tokenizer->encode(p.text, true));
+  for (const auto& ids : prompts) {
+    if (ids.empty()) return bad_param(param, std::string(param) + " is empty");
+    if (static_cast<int>(ids.size()) > max_prompt)
+      return ApiError{400, "the prompt has " + std::to_string(ids.size()) + " tokens; this server accepts at most " +
+                               std::to_string(max_prompt) + " (the model's context is " + std::to_string(info.max_context) + ")",
+                      "invalid_request_error", param, "context_length_exceeded", 0};
+  }
+  return prompts;
+}
+
+std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_choices(const ApiRequest& r,
+                                                                                      const std::string& tenant) const {
+  auto prompts = prompt_ids(r);
+  if (auto* e = std::get_if<ApiError>(&prompts)) return *e;
+  const int context = hub.info().max_context;
+  std::random_device random;
+  std::vector<ChoiceSubmission> items;
+  for (const auto& ids : std::get<0>(prompts)) {
+    const int room = context - static_cast<int>(ids.size());
+    int max_tokens = r.max_tokens.value_or(r.endpoint == ApiEndpoint::Completions ? std::min(16, room) : room);
+    if (max_tokens > room)
+      return ApiError{400, "the model's context is " + std::to_string(context) + " tokens, but " + std::to_string(ids.size()) +
+                               " prompt tokens + max_tokens " + std::to_string(max_tokens) + " exceed it",
+                      "invalid_request_error", "max_tokens", "context_length_exceeded", 0};
+    for (int j = 0; j < r.n; ++j) {
+      ChoiceSubmission c;
+      c.choice = static_cast<int>(items.size());
+      c.logprobs = r.logprobs;
+      c.top_logprobs = r.top_logprobs;
+      c.request.prompt_ids = ids;
+      c.request.sampling = r.sampling;
+      c.request.sampling.max_tokens = max_tokens;
+      c.request.sampling.seed = r.seed ? *r.seed + static_cast<uint64_t>(c.choice)
+                                       : (static_cast<uint64_t>(random()) << 32) ^ random();
+      c.request.sampling.top_n_record = r.logprobs ? std::max(1, r.top_logprobs) : config.record_top_n;
+      c.request.ignore_eos = r.ignore_eos;
+      c.request.isolation.tenant = tenant;
+      items.push_back(std::move(c));
+    }
+  }
+  return items;
+}
+
+void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+  ParseLimits limits;
+  limits.vocab_size = hub.info().vocab_size;
+  limits.max_n = config.max_n;
+  limits.max_prompts = config.max_prompts;
+  auto parsed = parse_api_request(endpoint, req.body, limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
+  const ApiRequest& r = std::get<ApiRequest>(parsed);
+  if (!r.model.empty() && r.model != config.model_name && r.model != model->path)
+    return reply_error(res, {404, "the model '" + r.model + "' does not exist (this server serves '" + config.model_name + "')",
+                             "invalid_request_error", "model", "model_not_found", 0});
+  // Tenants never share prefix-cache blocks: the key's hash, never the key, goes into the trace.
+  const std::string token = bearer_token(req);
+  const std::string tenant = token.empty() ? std::string() : "key:" + sha256_hex(token).substr(0, 16);
+  auto planned = plan_choices(r, tenant);
+  if (auto* e = std::get_if<ApiError>(&planned)) return reply_error(res, *e);
+  auto& items = std::get<std::vector<ChoiceSubmission>>(planned);
+  const int num_choices = static_cast<int>(items.size());
+
+  auto channel = std::make_shared<RequestChannel>();
+  SubmitOutcome outcome = hub.submit(std::move(items), channel);
+  if (outcome.status == SubmitStatus::QueueFull)
+    return reply_error(res, {429, outcome.message, "rate_limit_error", "", "queue_full", config.retry_after_s});
+  if (outcome.status == SubmitStatus::Unavailable)
+    return reply_error(res, {503, outcome.message, "server_error", "", "unavailable", config.retry_after_s});
+  if (outcome.status == SubmitStatus::Rejected) return reply_error(res, {400, outcome.message, "invalid_request_error", "", "rejected", 0});
+
+  const bool chat = endpoint == ApiEndpoint::ChatCompletions;
+  char id[40];
+  std::snprintf(id, sizeof id, "%s-%llx%04llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(created),
+                static_cast<unsigned long long>(next_id++));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ResponseMeta meta{endpoint, id, config.model_name, now, num_choices, r.n, r.logprobs, r.include_usage};
+  auto ex = std::make_shared<Exchange>(Exchange{&hub, channel, outcome.ids, ResponseBuilder(meta), r.stream, false});
+  if (r.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+  }
+  res.set_chunked_content_provider(
+      r.stream ? "text/event-stream" : "application/json",
+      [ex](size_t, httplib::DataSink& sink) { return provide(*ex, sink); },
+      [ex](bool) {
+        if (!ex->done) ex->hub->cancel(ex->ids);  // the client went away: free its blocks now
+      });
+}
+
+OpenAiServer::OpenAiServer(ServeHub& hub, std::shared_ptr<const Model> model,
+                           std::shared_ptr<const Tokenizer> tokenizer, ServerConfig config)
+    : impl_(std::make_unique<Impl>(hub, std::move(model), std::move(tokenizer), std::move(config))) {}
+
+OpenAiServer::~OpenAiServer() { stop(); }
+
+Status OpenAiServer::start() {
+  std::signal(SIGPIPE, SIG_IGN);
+  Impl& s = *impl_;
+  const size_t threads = static_cast<size_t>(std::max(2, s.config.max_threads));
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.http.set_payload_max_length(s.config.max_body_bytes);
+  s.http.set_keep_alive_max_count(1000);
+  s.install_routes();
+  if (s.config.port == 0) s.port = s.http.bind_to_any_port(s.config.host);
+  else s.port = s.http.bind_to_port(s.config.host, s.config.port) ? s.config.port : -1;
+  if (s.port <= 0)
+    return make_error("cannot listen on " + s.config.host + ":" + std::to_string(s.config.port) +
+                      " (address in use, or not an address of this machine)");
+  s.thread = std::thread([&s] { s.http.listen_after_bind(); });
+  return {};
+}
+
+void OpenAiServer::stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->http.stop();
+  impl_->thread.join();
+}
+
+int OpenAiServer::port() const { return impl_->port; }
+
+std::string OpenAiServer::address() const {
+  const std::string& host = impl_->config.host;
+  return "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(impl_->port);
+}
+
+const std::string& OpenAiServer::model_name() const { return impl_->config.model_name; }
+
+}  // namespace gb::server

@@ -1,0 +1,424 @@
+// The OpenAI-compatible server over loopback HTTP (httplib client, raw JSON):
+// both endpoints with and without streaming, greedy text equal to the engine
+// run directly, logprobs shapes, seeds, stop strings, n > 1, usage and cached
+// tokens, tenant isolation of the prefix cache, auth, every error status, and
+// cancellation when a streaming client disconnects (blocks freed, seen in
+// /metrics). Bounded: every wait is a bounded poll, no timing is asserted.
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "server/openai_request.h"
+#include "server_test_support.h"
+
+using nlohmann::json;
+using gbtest::ServerHarness;
+
+namespace {
+
+const char* kPrompt = "Once upon a time";
+using gbtest::engine_greedy_text;
+
+// Streams a request; returns the parsed chunks (without [DONE]) and whether [DONE] came last.
+std::pair<std::vector<json>, bool> stream(const ServerHarness& h, const std::string& path, const json& body) {
+  auto c = h.client();
+  auto r = c.Post(path.c_str(), body.dump(), "application/json");
+  std::vector<json> chunks;
+  if (!r || r->status != 200) return {chunks, false};
+  const auto data = gbtest::sse_data(r->body);
+  for (size_t i = 0; i + 1 < data.size(); ++i) chunks.push_back(json::parse(data[i], nullptr, false));
+  return {chunks, !data.empty() && data.back() == "[DONE]"};
+}
+
+void check_error(int status, const json& body, int want_status, const std::string& want_param) {
+  QCOMPARE(status, want_status);
+  QVERIFY2(body.is_object() && body.contains("error"), body.dump().c_str());
+  const json& e = body["error"];
+  QVERIFY(e["message"].is_string() && !e["message"].get<std::string>().empty());
+  QVERIFY(e.contains("type") && e.contains("param") && e.contains("code"));
+  if (want_param.empty()) QVERIFY(e["param"].is_null());
+  else QCOMPARE(e["param"].get<std::string>(), want_param);
+}
+
+}  // namespace
+
+GB_TEST(models_health_and_metrics) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto c = h.client();
+  auto models = c.Get("/v1/models");
+  QVERIFY(models && models->status == 200);
+  const json m = json::parse(models->body);
+  QCOMPARE(m["object"].get<std::string>(), std::string("list"));
+  QCOMPARE(m["data"][0]["id"].get<std::string>(), std::string("stories260K"));
+  auto one = c.Get("/v1/models/stories260K");
+  QVERIFY(one && one->status == 200);
+  auto health = c.Get("/health");
+  QVERIFY(health && health->status == 200);
+  const auto metrics = h.metrics();
+  for (const char* name : {"glassbox_num_requests_running", "glassbox_num_requests_waiting", "glassbox_kv_cache_usage_perc",
+                           "glassbox_prefix_cache_hit_rate", "glassbox_num_preemptions_total", "glassbox_prompt_tokens_total",
+                           "glassbox_generation_tokens_total", "glassbox_time_to_first_token_seconds_count",
+                           "glassbox_time_per_output_token_seconds_count", "glassbox_request_queue_time_seconds_count"})
+    QVERIFY2(metrics.count(name) == 1, name);
+  QCOMPARE(metrics.at("glassbox_kv_blocks_total"), static_cast<double>(h.worker->info().num_blocks));
+}
+
+GB_TEST(completions_greedy_equals_engine_and_stream_equals_whole) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const std::string want = engine_greedy_text(h.stories, kPrompt, 40);
+  const json body = {{"model", "stories260K"}, {"prompt", kPrompt}, {"max_tokens", 40}, {"temperature", 0}};
+  auto [status, r] = h.post("/v1/completions", body);
+  QCOMPARE(status, 200);
+  QCOMPARE(r["object"].get<std::string>(), std::string("text_completion"));
+  QCOMPARE(r["choices"][0]["text"].get<std::string>(), want);
+  const int num_prompt = static_cast<int>(h.stories.tokenizer->encode(kPrompt, true).size());
+  QCOMPARE(r["usage"]["prompt_tokens"].get<int>(), num_prompt);
+  QVERIFY(r["usage"]["completion_tokens"].get<int>() > 0);
+  QCOMPARE(r["usage"]["total_tokens"].get<int>(), num_prompt + r["usage"]["completion_tokens"].get<int>());
+  QVERIFY(r["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+
+  json sbody = body;
+  sbody["stream"] = true;
+  sbody["stream_options"] = {{"include_usage", true}};
+  auto [chunks, done] = stream(h, "/v1/completions", sbody);
+  QVERIFY2(done, "the stream must end with data: [DONE]");
+  QVERIFY(chunks.size() >= 2);
+  std::string text;
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+    QCOMPARE(chunks[i]["object"].get<std::string>(), std::string("text_completion"));
+    QVERIFY(chunks[i]["usage"].is_null());
+    text += chunks[i]["choices"][0]["text"].get<std::string>();
+  }
+  QCOMPARE(text, want);
+  QCOMPARE(chunks[chunks.size() - 2]["choices"][0]["finish_reason"].get<std::string>(),
+           r["choices"][0]["finish_reason"].get<std::string>());
+  const json& last = chunks.back();  // the usage chunk
+  QVERIFY(last["choices"].empty());
+  QCOMPARE(last["usage"]["completion_tokens"], r["usage"]["completion_tokens"]);
+}
+
+GB_TEST(chat_completions_whole_and_streamed) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const json body = {{"messages", json::array({{{"role", "system"}, {"content", "Lily had a dog. "}},
+                                               {{"role", "user"}, {"content", "One day"}}})},
+                     {"max_tokens", 30}, {"temperature", 0}};
+  auto [status, r] = h.post("/v1/chat/completions", body);
+  QCOMPARE(status, 200);
+  QCOMPARE(r["object"].get<std::string>(), std::string("chat.completion"));
+  QCOMPARE(r["choices"][0]["message"]["role"].get<std::string>(), std::string("assistant"));
+  // stories260K has no chat template: the plain format continues the joined text.
+  QCOMPARE(r["choices"][0]["message"]["content"].get<std::string>(), engine_greedy_text(h.stories, "Lily had a dog. One day", 30));
+  QVERIFY(r["choices"][0]["logprobs"].is_null());
+
+  json sbody = body;
+  sbody["stream"] = true;
+  auto [chunks, done] = stream(h, "/v1/chat/completions", sbody);
+  QVERIFY(done);
+  QVERIFY(chunks.size() >= 3);
+  QCOMPARE(chunks[0]["object"].get<std::string>(), std::string("chat.completion.chunk"));
+  QCOMPARE(chunks[0]["choices"][0]["delta"]["role"].get<std::string>(), std::string("assistant"));
+  std::string text;
+  for (const json& c : chunks)
+    if (c["choices"][0]["delta"].contains("content")) text += c["choices"][0]["delta"]["content"].get<std::string>();
+  QCOMPARE(text, r["choices"][0]["message"]["content"].get<std::string>());
+  QVERIFY(chunks.back()["choices"][0]["delta"].empty());
+  QCOMPARE(chunks.back()["choices"][0]["finish_reason"], r["choices"][0]["finish_reason"]);
+}
+
+GB_TEST(logprobs_shapes) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto [status, r] = h.post("/v1/chat/completions", {{"messages", json::array({{{"role", "user"}, {"content", kPrompt}}})},
+                                                     {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3}});
+  QCOMPARE(status, 200);
+  const json& content = r["choices"][0]["logprobs"]["content"];
+  QCOMPARE(static_cast<int>(content.size()), r["usage"]["completion_tokens"].get<int>());
+  std::string joined;
+  for (const json& t : content) {
+    QVERIFY(t["logprob"].get<double>() <= 0.0);
+    QCOMPARE(t["bytes"].size(), t["token"].get<std::string>().size());
+    QCOMPARE(t["top_logprobs"].size(), size_t{3});
+    // Greedy: the chosen token is the most likely one, with the same logprob.
+    QCOMPARE(t["top_logprobs"][0]["token"], t["token"]);
+    QCOMPARE(t["top_logprobs"][0]["logprob"].get<double>(), t["logprob"].get<double>());
+    QVERIFY(t["top_logprobs"][0]["logprob"].get<double>() >= t["top_logprobs"][1]["logprob"].get<double>());
+    double mass = 0;
+    for (const json& alt : t["top_logprobs"]) mass += std::exp(alt["logprob"].get<double>());
+    QVERIFY(mass <= 1.0 + 1e-5);
+    joined += t["token"].get<std::string>();
+  }
+  QCOMPARE(joined, r["choices"][0]["message"]["content"].get<std::string>());
+
+  auto [s2, c] = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", 2}});
+  QCOMPARE(s2, 200);
+  const json& lp = c["choices"][0]["logprobs"];
+  const size_t n = lp["tokens"].size();
+  QCOMPARE(static_cast<int>(n), c["usage"]["completion_tokens"].get<int>());
+  QCOMPARE(lp["token_logprobs"].size(), n);
+  QCOMPARE(lp["top_logprobs"].size(), n);
+  QCOMPARE(lp["text_offset"].size(), n);
+  int64_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    QCOMPARE(lp["text_offset"][i].get<int64_t>(), offset);
+    offset += static_cast<int64_t>(lp["tokens"][i].get<std::string>().size());
+    QVERIFY(lp["top_logprobs"][i].is_object() && lp["top_logprobs"][i].size() <= 2 && !lp["top_logprobs"][i].empty());
+    QCOMPARE(lp["top_logprobs"][i][lp["tokens"][i].get<std::string>()].get<double>(), lp["token_logprobs"][i].get<double>());
+  }
+  // Streaming carries the same logprobs, a token per chunk.
+  auto [chunks, done] = stream(h, "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", 2}, {"stream", true}});
+  QVERIFY(done);
+  std::vector<double> streamed;
+  for (const json& ch : chunks)
+    if (!ch["choices"][0]["logprobs"].is_null())
+      for (const json& v : ch["choices"][0]["logprobs"]["token_logprobs"]) streamed.push_back(v.get<double>());
+  QCOMPARE(streamed.size(), n);
+  for (size_t i = 0; i < n; ++i) QCOMPARE(streamed[i], lp["token_logprobs"][i].get<double>());
+}
+
+GB_TEST(seeds_reproduce_and_n_choices) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const json body = {{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 1.0}, {"seed", 42}, {"n", 3}};
+  auto [s1, a] = h.post("/v1/completions", body);
+  auto [s2, b] = h.post("/v1/completions", body);
+  QCOMPARE(s1, 200);
+  QCOMPARE(s2, 200);
+  QCOMPARE(a["choices"].size(), size_t{3});
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < 3; ++i) {
+    QCOMPARE(a["choices"][i]["index"].get<size_t>(), i);
+    QCOMPARE(a["choices"][i]["text"], b["choices"][i]["text"]);  // same seed, same text
+    distinct.insert(a["choices"][i]["text"].get<std::string>());
+  }
+  QVERIFY2(distinct.size() > 1, "n choices draw from different seeds");
+  // The prompt counts once, not once per choice.
+  QCOMPARE(a["usage"]["prompt_tokens"].get<size_t>(), h.stories.tokenizer->encode(kPrompt, true).size());
+  // A batch of two prompts with n = 2: four choices, prompt i owns choices 2i, 2i+1.
+  auto [s3, c] = h.post("/v1/completions", {{"prompt", json::array({kPrompt, "Tom"})}, {"max_tokens", 5}, {"n", 2}, {"seed", 1}});
+  QCOMPARE(s3, 200);
+  QCOMPARE(c["choices"].size(), size_t{4});
+}
+
+GB_TEST(stop_strings_end_the_text_before_them) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const std::string full = engine_greedy_text(h.stories, kPrompt, 60);
+  // A stop string from the middle of the greedy text: a word after the 20th byte.
+  const size_t at = full.find(' ', 20);
+  QVERIFY(at != std::string::npos && at + 4 < full.size());
+  const std::string stop = full.substr(at, 4);
+  auto [status, r] = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 60}, {"temperature", 0},
+                                                {"stop", json::array({stop, "@@never@@"})}});
+  QCOMPARE(status, 200);
+  QCOMPARE(r["choices"][0]["text"].get<std::string>(), full.substr(0, full.find(stop)));
+  QCOMPARE(r["choices"][0]["finish_reason"].get<std::string>(), std::string("stop"));
+  auto [chunks, done] = stream(h, "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 60}, {"temperature", 0},
+                                                       {"stop", stop}, {"stream", true}});
+  QVERIFY(done);
+  std::string text;
+  for (const json& c : chunks) text += c["choices"][0]["text"].get<std::string>();
+  QCOMPARE(text, full.substr(0, full.find(stop)));
+}
+
+GB_TEST(max_tokens_ends_with_length) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto [status, r] = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 7}, {"ignore_eos", true}, {"temperature", 0}});
+  QCOMPARE(status, 200);
+  QCOMPARE(r["usage"]["completion_tokens"].get<int>(), 7);
+  QCOMPARE(r["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+  auto [s2, c] = h.post("/v1/chat/completions", {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                                                 {"max_completion_tokens", 3}, {"ignore_eos", true}});
+  QCOMPARE(s2, 200);
+  QCOMPARE(c["usage"]["completion_tokens"].get<int>(), 3);
+}
+
+GB_TEST(same_tenant_shares_prefix_other_tenant_does_not) {
+  gb::server::ServerConfig config;
+  config.api_keys = {"alice-key", "bob-key"};
+  ServerHarness h(config);
+  QVERIFY(h.ok());
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.";
+  const json body = {{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}};
+  auto [s1, a1] = h.post("/v1/completions", body, "alice-key");
+  auto [s2, a2] = h.post("/v1/completions", body, "alice-key");
+  auto [s3, b1] = h.post("/v1/completions", body, "bob-key");
+  QCOMPARE(s1, 200);
+  QCOMPARE(s2, 200);
+  QCOMPARE(s3, 200);
+  QCOMPARE(a1["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  QVERIFY2(a2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() >= 16, a2.dump().c_str());
+  QCOMPARE(b1["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);  // never across tenants
+  QCOMPARE(a2["choices"][0]["text"], a1["choices"][0]["text"]);                  // a hit changes nothing
+  QVERIFY(h.metrics().at("glassbox_prefix_cache_hits_total") >= 16);
+}
+
+GB_TEST(auth_401_without_or_with_a_wrong_key) {
+  gb::server::ServerConfig config;
+  config.api_keys = {"secret"};
+  ServerHarness h(config);
+  QVERIFY(h.ok());
+  const json body = {{"prompt", kPrompt}, {"max_tokens", 2}};
+  auto [s1, e1] = h.post("/v1/completions", body);
+  check_error(s1, e1, 401, "");
+  QCOMPARE(e1["error"]["code"].get<std::string>(), std::string("invalid_api_key"));
+  auto [s2, e2] = h.post("/v1/completions", body, "secreT");
+  check_error(s2, e2, 401, "");
+  auto [s3, ok] = h.post("/v1/completions", body, "secret");
+  QCOMPARE(s3, 200);
+  auto keep = h.client("secreT");
+  keep.set_keep_alive(true);  // a refused body is never read: the next request must still parse
+  auto refused = keep.Post("/v1/completions", body.dump(), "application/json");
+  QVERIFY(refused && refused->status == 401);
+  keep.set_bearer_token_auth("secret");
+  auto accepted = keep.Post("/v1/completions", body.dump(), "application/json");
+  QVERIFY(accepted && accepted->status == 200);
+  auto c = h.client();
+  auto models = c.Get("/v1/models");
+  QVERIFY(models && models->status == 401);
+  auto health = c.Get("/health");  // health and metrics stay open (loopback by default)
+  QVERIFY(health && health->status == 200);
+}
+
+GB_TEST(errors_400_404_413_431_in_openai_shape) {
+  gb::server::ServerConfig config;
+  config.max_body_bytes = 4096;
+  ServerHarness h(config);
+  QVERIFY(h.ok());
+  const json ok = {{"prompt", kPrompt}, {"max_tokens", 2}};
+  const auto with = [&](const char* key, json value) {
+    json b = ok;
+    b[key] = std::move(value);
+    return b;
+  };
+  const struct { json body; const char* param; } bad[] = {
+      {with("temperature", 3), "temperature"},      {with("temperature", "hot"), "temperature"},
+      {with("top_p", 0), "top_p"},                  {with("n", 0), "n"},
+      {with("n", 1000), "n"},                       {with("max_tokens", 0), "max_tokens"},
+      {with("max_tokens", 100000), "max_tokens"},   {with("logprobs", 50), "logprobs"},
+      {with("logit_bias", {{"999999", 1}}), "logit_bias"}, {with("logit_bias", {{"5", 500}}), "logit_bias"},
+      {with("stop", 7), "stop"},                    {with("seed", "x"), "seed"},
+      {with("echo", true), "echo"},                 {with("top_k", 1.5), "top_k"},
+      {with("min_p", 2), "min_p"},                  {with("stream_options", {{"include_usage", true}}), "stream_options"},
+      {with("prompt", json::array()), "prompt"},    {with("prompt", json::array({1, 2, 99999})), "prompt"},
+      {json{{"max_tokens", 2}}, "prompt"},
+  };
+  for (const auto& b : bad) {
+    auto [status, body] = h.post("/v1/completions", b.body);
+    check_error(status, body, 400, b.param);
+    if (QTest::currentTestFailed()) std::fprintf(stderr, "request: %s\n", b.body.dump().c_str());
+  }
+  auto [sc, ec] = h.post("/v1/chat/completions", {{"messages", json::array({{{"role", "robot"}, {"content", "x"}}})}});
+  check_error(sc, ec, 400, "messages[0].role");
+  auto [st, et] = h.post("/v1/chat/completions", {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})},
+                                                  {"top_logprobs", 2}});
+  check_error(st, et, 400, "top_logprobs");
+  // A prompt longer than the context (512 tokens).
+  std::string longp;
+  for (int i = 0; i < 300; ++i) longp += "the dog ";
+  auto [sl, el] = h.post("/v1/completions", with("prompt", longp));
+  check_error(sl, el, 400, "prompt");
+  QCOMPARE(el["error"]["code"].get<std::string>(), std::string("context_length_exceeded"));
+
+  auto c = h.client();
+  auto malformed = c.Post("/v1/completions", "{\"prompt\": \"x\",", "application/json");
+  QVERIFY(malformed);
+  check_error(malformed->status, json::parse(malformed->body), 400, "");
+  auto [sm, em] = h.post("/v1/completions", with("model", "gpt-4"));
+  check_error(sm, em, 404, "model");
+  QCOMPARE(em["error"]["code"].get<std::string>(), std::string("model_not_found"));
+  c.set_keep_alive(true);  // the unread body of a 413 must not be taken for the next request
+  for (int i = 0; i < 2; ++i) {
+    auto big = c.Post("/v1/completions", json{{"prompt", std::string(10000, 'a')}}.dump(), "application/json");
+    QVERIFY(big);
+    check_error(big->status, json::parse(big->body), 413, "");
+    auto next = c.Post("/v1/completions", ok.dump(), "application/json");
+    QVERIFY(next && next->status == 200);
+  }
+  httplib::Headers many;
+  for (int i = 0; i < 100; ++i) many.emplace("X-Filler-" + std::to_string(i), "x");
+  auto crowded = c.Get("/v1/models", many);
+  QVERIFY(crowded);
+  check_error(crowded->status, json::parse(crowded->body), 431, "");
+  auto huge = c.Get("/v1/models", httplib::Headers{{"X-Huge", std::string(20000, 'x')}});  // over cpp-httplib's 8 KiB line
+  QVERIFY(!huge || huge->status >= 400);
+  auto still = h.client().Get("/v1/models");  // and the server still answers
+  QVERIFY(still && still->status == 200);
+  auto nowhere = c.Get("/v1/nowhere");
+  QVERIFY(nowhere);
+  check_error(nowhere->status, json::parse(nowhere->body), 404, "");
+  const auto m = h.metrics();
+  QVERIFY(m.at("glassbox_http_responses_total{code=\"400\"}") >= 20);
+  QCOMPARE(m.at("glassbox_num_requests_running"), 0.0);  // nothing bad reached the engine
+}
+
+GB_TEST(queue_full_429_and_unavailable_503_with_retry_after) {
+  ServerHarness h({}, gb::server::WorkerConfig{2, {}});
+  QVERIFY(h.ok());
+  auto c = h.client();
+  // Three choices cannot wait in a queue of two.
+  auto full = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"n", 3}, {"max_tokens", 2}}.dump(), "application/json");
+  QVERIFY(full);
+  check_error(full->status, json::parse(full->body), 429, "");
+  QVERIFY(full->has_header("Retry-After"));
+  auto fits = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"n", 2}, {"max_tokens", 2}}.dump(), "application/json");
+  QVERIFY(fits && fits->status == 200);
+  h.worker->stop();  // the engine is gone, HTTP still answers
+  auto gone = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 2}}.dump(), "application/json");
+  QVERIFY(gone);
+  check_error(gone->status, json::parse(gone->body), 503, "");
+  QVERIFY(gone->has_header("Retry-After"));
+  auto health = c.Get("/health");
+  QVERIFY(health && health->status == 503);
+}
+
+GB_TEST(concurrent_requests_batch_and_match_alone) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const std::vector<std::string> prompts = {"Once upon a time", "Lily wanted", "The dog ran", "Tom and Sue",
+                                            "One day, a bird", "The sun was", "A big cat", "Mom said"};
+  std::vector<std::string> got(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto [status, r] = h.post("/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 30}, {"temperature", 0}});
+      got[i] = status == 200 ? r["choices"][0]["text"].get<std::string>() : "<HTTP " + std::to_string(status) + ">";
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) QCOMPARE(got[i], engine_greedy_text(h.stories, prompts[i], 30));
+}
+
+GB_TEST(client_disconnect_cancels_and_frees_blocks) {
+  // Slow motion (20 ms a step) so the 400-token request is still running when
+  // the client goes away; the server must notice, cancel and free its blocks.
+  ServerHarness h({}, gb::server::WorkerConfig{256, std::chrono::milliseconds(20)});
+  QVERIFY(h.ok());
+  {
+    httplib::Client c("127.0.0.1", h.server->port());
+    int chunks = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.set_header("Content-Type", "application/json");
+    req.body = json{{"prompt", kPrompt}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}}.dump();
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };  // false: hang up
+    httplib::Response res;
+    httplib::Error error = httplib::Error::Success;
+    QVERIFY(!c.send(req, res, error));  // the client cancelled the read
+    QVERIFY(chunks >= 3);
+  }
+  std::map<std::string, double> m;
+  for (int i = 0; i < 200; ++i) {  // bounded poll until the cancellation shows
+    m = h.metrics();
+    if (m["glassbox_request_finished_total{reason=\"cancelled\"}"] >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  QCOMPARE(m["glassbox_request_finished_total{reason=\"cancelled\"}"], 1.0);
+  QCOMPARE(m["glassbox_num_requests_running"], 0.0);
+  QCOMPARE(m["glassbox_kv_blocks_used"], 0.0);  // freed at once, not when 400 tokens would have run
+  QVERIFY(m["glassbox_generation_tokens_total"] < 400);
+}
