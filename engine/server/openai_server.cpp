@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "server/chat_prompt.h"
+#include "runtime/chat_request.h"
 #include "server/openai_response.h"
 #include "trace/sha256.h"
 
@@ -82,6 +82,7 @@ struct OpenAiServer::Impl {
   ServeHub& hub;
   std::shared_ptr<const Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;
+  ChatFormatter chat_formatter;  // the model's template, or a built-in fallback
   ServerConfig config;
   httplib::Server http;
   std::thread thread;
@@ -90,7 +91,8 @@ struct OpenAiServer::Impl {
   std::atomic<uint64_t> next_id{1};
 
   Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
-      : hub(w), model(std::move(m)), tokenizer(std::move(t)), config(std::move(c)) {
+      : hub(w), model(std::move(m)), tokenizer(std::move(t)),
+        chat_formatter(chat_formatter_for(*model, *tokenizer)), config(std::move(c)) {
     if (config.model_name.empty()) config.model_name = default_model_name(model->path);
     created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
@@ -180,7 +182,13 @@ std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::pr
                                                       : info.max_context - 1;
   const char* param = r.endpoint == ApiEndpoint::ChatCompletions ? "messages" : "prompt";
   std::vector<std::vector<TokenId>> prompts;
-  if (r.endpoint == ApiEndpoint::ChatCompletions) prompts.push_back(tokenizer->encode(chat_prompt_for_model(*model, r.messages), true));
+  if (r.endpoint == ApiEndpoint::ChatCompletions) {
+    // The model's own chat template (built-in formats as the fallback), with
+    // control tokens recognised only where the template wrote them.
+    std::vector<gb::ChatMessage> messages;
+    for (const ChatMessage& m : r.messages) messages.push_back({m.role, m.content, {}});
+    prompts.push_back(make_chat_request(chat_formatter, *tokenizer, messages, SamplerSettings{}).request.prompt_ids);
+  }
   for (const PromptInput& p : r.prompts) prompts.push_back(p.is_ids ? p.ids : tokenizer->encode(p.text, true));
   for (const auto& ids : prompts) {
     if (ids.empty()) return bad_param(param, std::string(param) + " is empty");
