@@ -9,6 +9,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
+#include "cli/remote_compare.h"
 #include "runtime/comparison.h"
 #include "runtime/comparison_json.h"
 #include "runtime/engine.h"
@@ -28,6 +29,7 @@ struct CompareArgs {
   bool json = false;
   bool no_records = false;
   bool ignore_eos = false;
+  RemoteTarget remote;  // url set: run the lanes on that server
 };
 
 Result<ComparisonLane> parse_lane(const std::string& arg) {
@@ -83,6 +85,12 @@ int run_compare(const CompareArgs& a) {
   spec.ignore_eos = a.ignore_eos;
   spec.prompt_ids = {0};  // checked before the model loads; replaced below
   if (Status st = validate_comparison(spec); !st) return fail(st.error().message);
+  if (!a.remote.url.empty()) {
+    if (!a.model.model_path.empty()) return fail("give --model or --remote, not both");
+    if (a.ignore_eos) return fail("--ignore-eos is not available with --remote");
+    return run_remote_compare(a.remote, a.prompt, spec, a.json);
+  }
+  if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
   spec.prompt_ids = session->tokenizer->encode(a.prompt, true);
@@ -111,7 +119,10 @@ int run_compare(const CompareArgs& a) {
 const CommandRegistrar registrar("compare", "Compare sampler settings side by side on one prompt",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<CompareArgs>();
-  add_model_options(sub, a->model);
+  add_model_options(sub, a->model, false);
+  sub.add_option("--remote", a->remote.url, "Run the lanes on an OpenAI-compatible server (http://HOST:PORT[/v1])");
+  sub.add_option("--api-key", a->remote.api_key, "Bearer key for --remote");
+  sub.add_option("--remote-model", a->remote.model, "Model name on the --remote server (default: its first)");
   sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)")->required();
   sub.add_option("--lane", a->lanes, "NAME=SETTINGS.json (the sampler preset format; or NAME={json}); 2 to 6")
       ->required();
