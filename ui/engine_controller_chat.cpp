@@ -31,6 +31,8 @@ UiChatPrompt toUiPrompt(quint64 tag, const gb::ChatRequest& chat, const gb::Toke
 
 void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& messages, const QString& format,
                                   const QString& samplerJson, int maxTokens, const QString& speculativeSpec) {
+  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
+  if (submitChatRemote(tag, messages, samplerJson, maxTokens)) return;
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;

@@ -26,6 +26,7 @@
 #include "branches_panel.h"
 #include "chat_panel.h"
 #include "compare_view.h"
+#include "connect_dialog.h"
 #include "score_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
@@ -285,6 +286,10 @@ void MainWindow::buildMenus() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.gguf *.bin);;All files (*)"));
     if (!path.isEmpty()) openModel(path);
   }), "actionOpenModel");
+  named(file->addAction(tr("&Connect to server..."), this, [this] {
+    ConnectDialog dialog(model_->modelInfo().remoteUrl, this);
+    if (dialog.exec() == QDialog::Accepted && !dialog.url().isEmpty()) connectToServer(dialog.url(), dialog.apiKey());
+  }), "actionConnectServer");
   recentMenu_ = file->addMenu(tr("Recent models"));
   recentMenu_->setObjectName(QStringLiteral("menuRecent"));
   rebuildRecentMenu();
@@ -329,6 +334,17 @@ void MainWindow::openModel(const QString& path) {
   QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0, generation); });
 }
 
+void MainWindow::connectToServer(const QString& url, const QString& apiKey) {
+  loading_ = true;
+  lastError_.clear();
+  progress_->setRange(0, 0);
+  progress_->setVisible(true);
+  cancelLoad_->setVisible(true);
+  statusModel_->setText(tr("Connecting to %1...").arg(url));
+  const int generation = controller_->beginLoad();
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->connectRemote(url, apiKey, generation); });
+}
+
 void MainWindow::cancelLoad() {
   if (!loading_) return;
   controller_->cancelLoad();
@@ -347,7 +363,7 @@ void MainWindow::onModelLoaded(const UiModelInfo& info) {
   model_->setModelInfo(info);
   chat_->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
   statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
-  rememberRecent(info.path);
+  if (info.remoteUrl.isEmpty()) rememberRecent(info.path);  // Recent lists model files only
   autosave_->start();
   emit modelReady();
 }
@@ -413,7 +429,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::saveSession() {
-  const QJsonObject session{{"model", model_->isReplay() ? QString() : model_->modelInfo().path},
+  const QJsonObject session{{"model", model_->isReplay() || model_->isRemote() ? QString() : model_->modelInfo().path},
                             {"conversation", chat_->conversation().toJson()},
                             {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},
                             {"speculative", sampling_->speculative()->spec()}};

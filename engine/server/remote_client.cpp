@@ -107,6 +107,13 @@ std::vector<RemoteToken> chat_logprob_tokens(const json& lp) {
   return out;
 }
 
+// Either shape: llama-server answers /v1/completions with chat's
+// {"content": [...]} logprobs, so the shape is read from the object itself.
+std::vector<RemoteToken> logprob_tokens(const json& lp) {
+  if (lp.is_object() && lp.contains("content")) return chat_logprob_tokens(lp);
+  return completion_logprob_tokens(lp);
+}
+
 // The tokens of one streamed chunk's choice. With logprobs each reported token
 // is one RemoteToken; their strings give the text when they spell it exactly,
 // else the chunk's text goes with the last one. Without, the chunk's text is
@@ -118,7 +125,7 @@ std::vector<RemoteToken> tokens_of_chunk(const json& choice, bool chat, double t
     text = choice["delta"]["content"].get<std::string>();
   if (!chat && choice.contains("text") && choice["text"].is_string()) text = choice["text"].get<std::string>();
   const json lp = choice.contains("logprobs") ? choice["logprobs"] : json();
-  std::vector<RemoteToken> out = chat ? chat_logprob_tokens(lp) : completion_logprob_tokens(lp);
+  std::vector<RemoteToken> out = logprob_tokens(lp);
   if (out.empty()) {
     if (!text.empty()) out.push_back({text, "", kNaN, {}, t_ms});
     return out;
@@ -339,7 +346,7 @@ Result<std::vector<RemoteChoice>> RemoteClient::complete_n(const std::string& pr
     RemoteChoice& choice = out[static_cast<size_t>(index)];
     choice.text = c.value("text", "");
     choice.finish_reason = c.contains("finish_reason") && c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
-    choice.tokens = completion_logprob_tokens(c.contains("logprobs") ? c["logprobs"] : json());
+    choice.tokens = logprob_tokens(c.contains("logprobs") ? c["logprobs"] : json());
     for (RemoteToken& t : choice.tokens) t.text = t.token;
   }
   return out;
@@ -354,7 +361,7 @@ Result<std::vector<RemoteScoredToken>> RemoteClient::score(const std::string& te
   if (!choices.is_array() || choices.empty())
     return make_error(impl_->options.url + ": the echo answer has no choices");
   const std::vector<RemoteToken> tokens =
-      completion_logprob_tokens(choices[0].contains("logprobs") ? choices[0]["logprobs"] : json());
+      logprob_tokens(choices[0].contains("logprobs") ? choices[0]["logprobs"] : json());
   if (tokens.size() < 2)
     return make_error(impl_->options.url + " returned no prompt logprobs for echo: the server does not support "
                       "scoring (echo + logprobs with max_tokens 0)");
