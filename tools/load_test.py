@@ -5,8 +5,11 @@ N concurrent streaming clients (default 64) send chat completions that share one
 system prompt and differ in the user turn and in max_tokens (mixed lengths),
 until --requests are done or --duration-s has passed. Reports one JSON object:
 requests/s, output tokens/s, client-side TTFT and TPOT percentiles, errors by
-kind, and -- when the server exposes Prometheus /metrics (Glassbox, vLLM,
-llama-server) -- the prefix-cache hit rate over the run.
+kind, and -- when the server exposes Prometheus /metrics (Glassbox, vLLM) --
+the prefix-cache hit rate over the run. A client-side prefix hit rate comes from
+each answer's usage: prompt_tokens_details.cached_tokens (Glassbox, vLLM) or,
+for llama-server, prompt tokens minus its timings.prompt_n (tokens it had to
+evaluate; the rest came from the slot's cached prompt).
 
 Either point it at a running server:
   tools/load_test.py --url http://127.0.0.1:8080 [--model NAME]
@@ -74,7 +77,7 @@ def prefix_counters(m):
 
 def one_request(host, port, model, rng, key):
     body = {"model": model, "stream": True, "max_tokens": rng.choice(MAX_TOKENS), "temperature": 0.8,
-            "seed": rng.randrange(1 << 31), "ignore_eos": True,
+            "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(USER_TURNS)}]}
     headers = {"Content-Type": "application/json"}
     if key:
@@ -90,6 +93,7 @@ def one_request(host, port, model, rng, key):
         first = last = None
         tokens = 0
         finish = None
+        prompt_tokens = cached = None
         while True:
             line = resp.readline()
             if not line:
@@ -103,6 +107,14 @@ def one_request(host, port, model, rng, key):
             chunk = json.loads(data)
             if "error" in chunk:
                 return {"error": "stream_error"}
+            usage = chunk.get("usage") or {}
+            if usage.get("prompt_tokens"):
+                prompt_tokens = usage["prompt_tokens"]
+                details = usage.get("prompt_tokens_details") or {}
+                if details.get("cached_tokens") is not None:
+                    cached = details["cached_tokens"]
+                elif (chunk.get("timings") or {}).get("prompt_n") is not None:  # llama-server
+                    cached = max(0, prompt_tokens - chunk["timings"]["prompt_n"])
             for choice in chunk.get("choices", []):
                 finish = choice.get("finish_reason") or finish
                 if choice.get("delta", {}).get("content"):
@@ -112,7 +124,8 @@ def one_request(host, port, model, rng, key):
                     tokens += 1
         if first is None:  # a legitimate empty answer (e.g. the model's first token ends it)
             return {"empty": True, "finish": finish} if finish else {"error": "no_tokens"}
-        return {"ttft": first - t0, "tpot": (last - first) / (tokens - 1) if tokens > 1 else None, "tokens": tokens}
+        return {"ttft": first - t0, "tpot": (last - first) / (tokens - 1) if tokens > 1 else None, "tokens": tokens,
+                "prompt_tokens": prompt_tokens, "cached_tokens": cached}
     except Exception as e:  # connection refused/reset, timeout
         return {"error": type(e).__name__}
     finally:
@@ -202,6 +215,10 @@ def main():
         "ttft_ms": {p: round(percentile(ttft, q), 2) for p, q in (("p50", 50), ("p90", 90), ("p99", 99))},
         "tpot_ms": {p: round(percentile(tpot, q), 3) for p, q in (("p50", 50), ("p90", 90), ("p99", 99))},
     }
+    counted = [r for r in ok if r.get("prompt_tokens") and r.get("cached_tokens") is not None]
+    if counted:
+        summary["client_prefix_hit_rate"] = round(sum(r["cached_tokens"] for r in counted) /
+                                                  sum(r["prompt_tokens"] for r in counted), 4)
     b, c = prefix_counters(before), prefix_counters(after)
     if b and c and c[0] > b[0]:
         summary["prefix_hit_rate"] = round((c[1] - b[1]) / (c[0] - b[0]), 4)

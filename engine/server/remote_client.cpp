@@ -179,15 +179,16 @@ std::map<std::string, double> parse_prometheus_text(const std::string& text) {
 struct RemoteClient::Impl {
   std::unique_ptr<httplib::Client> http;
   std::string prefix;  // path before /v1
+  std::string base;    // scheme://host:port + prefix, for messages ("base/v1/completions ...")
   RemoteOptions options;
 
   Result<json> post_json(const std::string& path, const json& body) {
     auto r = http->Post(prefix + path, body.dump(), "application/json");
-    if (!r) return make_error(options.url + path + ": " + httplib::to_string(r.error()));
+    if (!r) return make_error(base + path + ": " + httplib::to_string(r.error()));
     if (r->status != 200)
-      return make_error(options.url + path + " answered HTTP " + std::to_string(r->status) + ": " + error_message(r->body));
+      return make_error(base + path + " answered HTTP " + std::to_string(r->status) + ": " + error_message(r->body));
     json j = json::parse(r->body, nullptr, false);
-    if (!j.is_object()) return make_error(options.url + path + ": the answer is not a JSON object");
+    if (!j.is_object()) return make_error(base + path + ": the answer is not a JSON object");
     return j;
   }
 };
@@ -205,6 +206,7 @@ Result<std::unique_ptr<RemoteClient>> RemoteClient::connect(const RemoteOptions&
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->prefix = parts->second;
+  impl->base = parts->first + parts->second;
   impl->http = std::make_unique<httplib::Client>(parts->first);
   if (!impl->http->is_valid()) return make_error("remote URL '" + options.url + "' is not usable");
   impl->http->set_read_timeout(options.timeout_s, 0);
@@ -218,14 +220,15 @@ Result<std::unique_ptr<RemoteClient>> RemoteClient::connect(const RemoteOptions&
   auto r = impl->http->Get(impl->prefix + "/v1/models");
   if (!r) return make_error(options.url + ": cannot connect (" + httplib::to_string(r.error()) + ")");
   if (r->status != 200)
-    return make_error(options.url + "/v1/models answered HTTP " + std::to_string(r->status) + ": " + error_message(r->body));
+    return make_error(impl->base + "/v1/models answered HTTP " + std::to_string(r->status) + ": " + error_message(r->body));
+  const std::string base = impl->base;
   std::unique_ptr<RemoteClient> client(new RemoteClient(std::move(impl)));
   client->model_ = options.model;
   if (client->model_.empty()) {
     const json models = json::parse(r->body, nullptr, false);
     if (!models.is_object() || !models.contains("data") || !models["data"].is_array() || models["data"].empty() ||
         !models["data"][0].contains("id") || !models["data"][0]["id"].is_string())
-      return make_error(options.url + "/v1/models lists no model");
+      return make_error(base + "/v1/models lists no model");
     client->model_ = models["data"][0]["id"].get<std::string>();
   }
   return client;
@@ -317,9 +320,9 @@ Result<RemoteResult> RemoteClient::stream(const std::string& path, const std::st
   httplib::Error http_error = httplib::Error::Success;
   const bool sent = impl_->http->send(req, res, http_error);
   if (!error.empty()) return make_error(impl_->options.url + ": " + error);
-  if (!sent && !cancelled) return make_error(impl_->options.url + path + ": " + httplib::to_string(http_error));
+  if (!sent && !cancelled) return make_error(impl_->base + path + ": " + httplib::to_string(http_error));
   if (res.status != 200 && !cancelled)
-    return make_error(impl_->options.url + path + " answered HTTP " + std::to_string(res.status) + ": " + error_message(buffer));
+    return make_error(impl_->base + path + " answered HTTP " + std::to_string(res.status) + ": " + error_message(buffer));
   if (cancelled) result.finish_reason = "cancelled";
   result.ttft_ms = first_ms < 0 ? 0.0 : first_ms;
   result.tpot_ms = num_tokens > 1 ? (last_ms - first_ms) / (num_tokens - 1) : 0.0;
@@ -378,8 +381,8 @@ Result<std::vector<RemoteScoredToken>> RemoteClient::score(const std::string& te
 
 Result<std::map<std::string, double>> RemoteClient::metrics() {
   auto r = impl_->http->Get(impl_->prefix + "/metrics");
-  if (!r) return make_error(impl_->options.url + "/metrics: " + httplib::to_string(r.error()));
-  if (r->status != 200) return make_error(impl_->options.url + "/metrics answered HTTP " + std::to_string(r->status));
+  if (!r) return make_error(impl_->base + "/metrics: " + httplib::to_string(r.error()));
+  if (r->status != 200) return make_error(impl_->base + "/metrics answered HTTP " + std::to_string(r->status));
   return parse_prometheus_text(r->body);
 }
 

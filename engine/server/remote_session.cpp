@@ -41,6 +41,10 @@ RemoteSession::~RemoteSession() {
   }
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
+  {
+    std::lock_guard<std::mutex> lock(poller_mutex_);
+    if (poller_client_) poller_client_->abort();  // a scrape in flight ends now
+  }
   if (poller_.joinable()) poller_.join();
 }
 
@@ -77,6 +81,7 @@ uint64_t RemoteSession::start_worker(
       }
       if (result) finished.result = std::move(*result);
       else if (!w->cancelled) finished.error = result.error().message;
+      else finished.result.num_generated = index;  // aborted mid-stream: what arrived
     }
     if (w->cancelled) finished.result.finish_reason = "cancelled";
     else if (!finished.error.empty()) finished.result.finish_reason = "error";
@@ -132,11 +137,17 @@ void RemoteSession::poll_metrics() {
   options.timeout_s = 5;  // a hung /metrics must not hold up the session's end for long
   auto client = RemoteClient::connect(options);
   if (!client) return;
+  {
+    std::lock_guard<std::mutex> lock(poller_mutex_);
+    poller_client_ = client->get();
+  }
   while (!stopping_) {
     if (auto samples = (*client)->metrics()) push(RemoteMetricsSample{read_remote_metrics(*samples)});
     for (int waited = 0; waited < metrics_interval_ms_ && !stopping_; waited += 25)
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  std::lock_guard<std::mutex> lock(poller_mutex_);
+  poller_client_ = nullptr;
 }
 
 }  // namespace gb::server

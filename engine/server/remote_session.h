@@ -94,6 +94,8 @@ class RemoteSession {
   uint64_t next_id_ = 1;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::thread poller_;
+  std::mutex poller_mutex_;                // guards poller_client_ (abort at the end)
+  RemoteClient* poller_client_ = nullptr;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;        // guards events_
   std::vector<RemoteEvent> events_;
