@@ -193,7 +193,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   QStringList headers = t->remote ? QStringList{tr("token"), tr("p (server)")}
                                   : QStringList{tr("token"), tr("id"), tr("logit"), tr("p raw")};
   for (const QString& s : t->stages) headers << s;
-  headers << tr("removed by");
+  if (!t->remote) headers << tr("removed by");
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
