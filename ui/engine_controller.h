@@ -67,7 +67,8 @@ class EngineController : public QObject {
   // UiRemoteMetrics. The network runs on threads of gb::server::RemoteSession:
   // this thread only drains their events at display rate. Emits modelLoaded
   // (info.remoteUrl set) or modelLoadFailed. What the API cannot do (branching,
-  // sampler changes mid-request, Compare, Score, serving) fails with a message.
+  // speculative decoding, Compare, Score, serving, trace export) fails with a
+  // message; sampler changes do not reach a request already sent.
   void connectRemote(const QString& url, const QString& apiKey, int generation = -1);
   // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
   // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).

@@ -3,10 +3,10 @@
 #include <httplib.h>
 
 #include <atomic>
-#include <mutex>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -14,8 +14,8 @@
 #include "backend/backend.h"
 #include "runtime/chat_request.h"
 #include "runtime/text_scorer.h"
-#include "template/chat_template.h"
 #include "server/openai_response.h"
+#include "template/chat_template.h"
 #include "trace/sha256.h"
 
 namespace gb::server {
