@@ -66,6 +66,8 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   connect(model_, &SessionModel::cleared, this, [this] {
     plottedSteps_ = 0;
     plottedMetrics_ = 0;
+    if (plot_->graphCount() > 3) plot_->removeGraph(3);  // a remote engine's prefix hit rate
+    plot_->yAxis2->setVisible(false);
     for (int i = 0; i < plot_->graphCount(); ++i) plot_->graph(i)->data()->clear();
     refresh();
   });
@@ -88,12 +90,13 @@ QString KvCachePanel::remoteStatsText() const {
   QString kv = known(m.kvUsage) ? tr("KV cache usage %1%").arg(100.0 * m.kvUsage, 0, 'f', 1) : tr("KV usage not exported");
   if (known(m.kvBlocksTotal))
     kv += tr(" (%1 used, %2 cached of %3 blocks)").arg(m.kvBlocksUsed).arg(m.kvBlocksCached).arg(m.kvBlocksTotal);
-  const QString hits = known(m.prefixQueries) && known(m.prefixHits) && m.prefixQueries > 0
-                           ? tr("prefix cache hit rate %1% (%2 of %3 prompt tokens)")
-                                 .arg(100.0 * m.prefixHits / m.prefixQueries, 0, 'f', 1)
-                                 .arg(m.prefixHits)
-                                 .arg(m.prefixQueries)
-                           : tr("prefix hits not exported");
+  const bool counted = known(m.prefixQueries) && known(m.prefixHits);
+  const QString hits = !counted                ? tr("prefix hits not exported")
+                       : m.prefixQueries <= 0 ? tr("prefix cache hit rate: no prompt looked up yet")
+                                              : tr("prefix cache hit rate %1% (%2 of %3 prompt tokens)")
+                                                    .arg(100.0 * m.prefixHits / m.prefixQueries, 0, 'f', 1)
+                                                    .arg(m.prefixHits)
+                                                    .arg(m.prefixQueries);
   return tr("Remote engine (%1 /metrics, %2 samples): %3; running %4, waiting %5; %6; preemptions %7.\n"
             "The block map is not available over the API.")
       .arg(m.flavour)
@@ -106,12 +109,25 @@ QString KvCachePanel::remoteStatsText() const {
 }
 
 // Glassbox servers export blocks (used, cached, free); the others only a usage
-// fraction, charted in percent (used and free).
+// fraction, charted in percent (used and free). Where the server counts
+// prefix-cache queries and hits (Glassbox, vLLM), the hit rate since its start
+// is a fourth line on the right axis.
 void KvCachePanel::plotRemote() {
   const auto& samples = model_->remoteMetrics();
   for (; plottedMetrics_ < samples.size(); ++plottedMetrics_) {
     const UiRemoteMetrics& m = samples[plottedMetrics_];
     const double x = double(plottedMetrics_);
+    if (!std::isnan(m.prefixQueries) && !std::isnan(m.prefixHits) && m.prefixQueries > 0) {
+      if (plot_->graphCount() == 3) {
+        QCPGraph* g = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
+        g->setName(tr("prefix hit rate % (right)"));
+        g->setPen(QPen(QColor(60, 160, 90), 1.5, Qt::DashLine));
+        plot_->yAxis2->setVisible(true);
+        plot_->yAxis2->setRange(0, 100);
+        plot_->yAxis2->setLabel(tr("prefix hit rate %"));
+      }
+      plot_->graph(3)->addData(x, 100.0 * m.prefixHits / m.prefixQueries);
+    }
     if (!std::isnan(m.kvBlocksTotal)) {
       plot_->graph(0)->addData(x, m.kvBlocksUsed);
       plot_->graph(1)->addData(x, m.kvBlocksCached);

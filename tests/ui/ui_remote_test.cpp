@@ -79,13 +79,18 @@ void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
   QCOMPARE(remote.finish.numPromptTokens, local.finish.numPromptTokens);
 
   // A's /metrics reach B's KV panel.
-  QVERIFY(QTest::qWaitFor([&] { return !b->sessionModel()->remoteMetrics().empty(); }, 20000));
+  // (the first sample may predate the request: wait for one that counts its prompt)
+  QVERIFY(QTest::qWaitFor([&] {
+    const auto& samples = b->sessionModel()->remoteMetrics();
+    return !samples.empty() && samples.back().prefixQueries > 0;
+  }, 20000));
   const gbui::UiRemoteMetrics& m = b->sessionModel()->remoteMetrics().back();
   QCOMPARE(m.flavour, QStringLiteral("glassbox"));
   QCOMPARE(int(m.kvBlocksTotal), a->sessionModel()->modelInfo().numBlocks);
   auto* kv = qobject_cast<gbui::KvCachePanel*>(b->panel("kv"));
   QVERIFY(kv != nullptr);
   QVERIFY2(kv->remoteStatsText().contains("glassbox /metrics"), qPrintable(kv->remoteStatsText()));
+  QVERIFY2(kv->remoteStatsText().contains("prefix cache hit rate 0.0% (0 of"), qPrintable(kv->remoteStatsText()));
   auto* perf = qobject_cast<gbui::PerformancePanel*>(b->panel("performance"));
   QVERIFY(perf != nullptr);
   QVERIFY(perf->numLatencyPoints() >= 12);
