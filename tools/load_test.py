@@ -75,10 +75,11 @@ def prefix_counters(m):
     return None
 
 
-def one_request(host, port, model, rng, key):
+def one_request(host, port, model, rng, key, extra):
     body = {"model": model, "stream": True, "max_tokens": rng.choice(MAX_TOKENS), "temperature": 0.8,
             "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(USER_TURNS)}]}
+    body.update(extra)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Bearer " + key
@@ -153,8 +154,14 @@ def main():
     ap.add_argument("--requests", type=int, default=512, help="stop after this many requests")
     ap.add_argument("--duration-s", type=float, default=120.0, help="stop starting requests after this long")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--extra", default="{}",
+                    help="JSON object merged into every request body, e.g. the same sampler fields for every server: "
+                         "'{\"top_k\": 40, \"top_p\": 0.95, \"min_p\": 0.05}' (servers' defaults differ)")
     a = ap.parse_args()
 
+    extra = json.loads(a.extra)
+    if not isinstance(extra, dict):
+        raise SystemExit("--extra must be a JSON object")
     proc = None
     if a.cli:
         proc, url = start_server(a.cli, a.model_path, a.serve_arg)
@@ -181,7 +188,7 @@ def main():
                 with lock:
                     if next(counter, None) is None:
                         return
-                r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key)
+                r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra)
                 with lock:
                     results.append(r)
 
@@ -208,7 +215,7 @@ def main():
     ttft = [r["ttft"] * 1000 for r in ok]
     tpot = [r["tpot"] * 1000 for r in ok if r["tpot"] is not None]
     summary = {
-        "url": url, "model": a.model, "clients": a.clients, "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
+        "url": url, "model": a.model, "extra": extra, "clients": a.clients, "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
         "errors": errors, "wall_s": round(wall, 3),
         "requests_per_s": round(answered / wall, 3) if wall > 0 else 0.0,
         "output_tokens_per_s": round(sum(r["tokens"] for r in ok) / wall, 1) if wall > 0 else 0.0,
