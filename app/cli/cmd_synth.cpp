@@ -1,6 +1,9 @@
 // `glassbox-cli synth --shape NAME --dtype f32|f16 --seed S --out FILE.gguf`:
 // write a synthetic llama GGUF (random weights, generated vocabulary) with the
 // shape of a known checkpoint, for benchmarks at real sizes. Progress on stderr.
+// `glassbox-cli synth --arch NAME --seed S --out FILE.gguf`: a small random model
+// of one architecture (qwen3, mistral, gemma2, gemma3, phi3), F32, for the
+// architecture references (tools/make_arch_refs.py, tests/data/arch).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -13,12 +16,27 @@ namespace {
 
 struct SynthArgs {
   std::string shape = "stories260K";
+  std::string arch;
   std::string dtype = "f32";
   uint64_t seed = 1;
   std::string out;
 };
 
+int run_synth_arch(const SynthArgs& a) {
+  const SyntheticArch* arch = find_synthetic_arch(a.arch);
+  if (arch == nullptr) {
+    std::string names;
+    for (const auto& s : synthetic_archs()) names += (names.empty() ? "" : ", ") + s.name;
+    return fail("unknown --arch '" + a.arch + "' (known: " + names + ")");
+  }
+  if (Status st = write_synthetic_arch_model(*arch, a.seed, a.out); !st) return fail(st.error().message);
+  std::fprintf(stderr, "synth: wrote %s (arch %s as %s, f32, seed %llu)\n", a.out.c_str(), arch->name.c_str(),
+               arch->architecture.c_str(), static_cast<unsigned long long>(a.seed));
+  return 0;
+}
+
 int run_synth(const SynthArgs& a) {
+  if (!a.arch.empty()) return run_synth_arch(a);
   auto shape = find_synthetic_shape(a.shape);
   if (!shape) {
     std::string names;
@@ -45,12 +63,15 @@ int run_synth(const SynthArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("synth", "Write a synthetic llama GGUF with a known shape",
+const CommandRegistrar kRegistrar("synth", "Write a synthetic GGUF: a llama with a known shape, or a small model of an architecture",
                                   [](CLI::App& sub) -> CommandRunner {
                                     auto args = std::make_shared<SynthArgs>();
                                     sub.add_option("--shape", args->shape,
                                                    "stories260K, stories15M, stories42M, stories110M, tinyllama-1.1b")
                                         ->capture_default_str();
+                                    sub.add_option("--arch", args->arch,
+                                                   "Small random model of an architecture instead of a shape: "
+                                                   "qwen3, mistral, gemma2, gemma3, phi3 (F32)");
                                     sub.add_option("--dtype", args->dtype, "Weight type")
                                         ->check(CLI::IsMember({"f32", "f16"}))
                                         ->capture_default_str();

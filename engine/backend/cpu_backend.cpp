@@ -30,19 +30,39 @@ void add_bias_rows(float* x, const TensorView& bias, int64_t n, int64_t w) {
   for (int64_t i = 0; i < n; ++i) kernels::add_inplace(x + i * w, b, w);
 }
 
-// RoPE for the heads of one token: the llama2.c-exact kernel for plain adjacent
-// pairs (keeps the stories goldens bit-identical), the general one otherwise.
-void apply_rope(const ModelConfig& c, const TensorView& rope_freqs, float* v, int32_t num_heads, int32_t pos) {
-  if (c.rope_style == RopeStyle::Adjacent && !c.rope_freq_factors) {
-    kernels::rope(v, num_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base);
+// RoPE for the heads of one token at a layer: the llama2.c-exact kernel for plain
+// adjacent pairs (keeps the stories goldens bit-identical), the general one
+// otherwise. Sliding layers may have their own base (Gemma 3) and no linear scaling.
+void apply_rope(const ModelConfig& c, const TensorView& rope_freqs, bool sliding, float* v, int32_t num_heads,
+                int32_t pos) {
+  const float base = sliding && c.rope_freq_base_swa > 0.0f ? c.rope_freq_base_swa : c.rope_freq_base;
+  const float scale = sliding ? 1.0f : c.rope_freq_scale;
+  if (c.rope_style == RopeStyle::Adjacent && !c.rope_freq_factors && scale == 1.0f && c.rope_attn_factor == 1.0f) {
+    kernels::rope(v, num_heads, c.head_dim, c.rope_dim, pos, base);
     return;
   }
   kernels::RopeParams p;
   p.rope_dim = c.rope_dim;
-  p.base = c.rope_freq_base;
+  p.base = base;
   p.style = c.rope_style == RopeStyle::NeoX ? kernels::RopeStyle::NeoX : kernels::RopeStyle::Adjacent;
   p.freq_factors = c.rope_freq_factors ? static_cast<const float*>(rope_freqs.data) : nullptr;
+  p.freq_scale = scale;
+  p.attn_factor = c.rope_attn_factor;
   kernels::rope_ex(v, num_heads, c.head_dim, pos, p);
+}
+
+// In-place RMSNorm of n rows of width w with one weight vector (F32, as the
+// loader hands out vectors); no-op when the tensor is absent.   x: (n, w)
+void norm_rows(float* x, const TensorView& weight, int64_t n, int64_t w, float eps) {
+  if (weight.data == nullptr) return;
+  const auto* g = static_cast<const float*>(weight.data);
+  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(x + i * w, x + i * w, g, w, eps);
+}
+
+// out = act(gate) * up for one row of the gated FFN.
+void gated_activation(FfnActivation act, float* out, const float* gate, const float* up, int64_t n) {
+  if (act == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(out, gate, up, n);
+  else kernels::swiglu(out, gate, up, n);
 }
 
 template <class T>
@@ -128,6 +148,7 @@ void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
   const int32_t num_tokens = batch.num_tokens();
   const int32_t q_dim = c.num_heads * c.head_dim;
   const int32_t group = c.num_heads / c.num_kv_heads;
+  const bool sliding = c.is_sliding(layer);
   int32_t max_ctx = 0;
   for (int32_t s = 0; s < batch.num_seqs(); ++s) max_ctx = std::max(max_ctx, batch.seq_kv_len[static_cast<size_t>(s)]);
   grow(scores_, static_cast<size_t>(pool_.num_threads()) * static_cast<size_t>(max_ctx));
@@ -151,8 +172,12 @@ void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
       kv.num_kv_heads = c.num_kv_heads;
       kv.head_dim = c.head_dim;
       const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
-      kernels::paged_attention_head(att_.data() + qo, q_.data() + qo, kv, h / group,
-                                    batch.positions[static_cast<size_t>(i)] + 1, scores);
+      const int32_t pos = batch.positions[static_cast<size_t>(i)];
+      kernels::AttentionShape shape;
+      shape.first = sliding ? std::max(0, pos - c.sliding_window + 1) : 0;
+      shape.scale = c.attn_scale;
+      shape.softcap = c.attn_softcap;
+      kernels::paged_attention_head_ex(att_.data() + qo, q_.data() + qo, kv, h / group, pos + 1, shape, scores);
     }
   };
   const int64_t macs = num_tasks * max_ctx * c.head_dim * 2;
@@ -176,6 +201,87 @@ Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) c
   return {};
 }
 
+// q, k, v of every token: one fused matrix split by rows (Phi-3), or three
+// (with optional biases), then the optional per-head q/k norms.
+void CpuBackend::project_qkv(const LayerWeights& lw, int64_t n) {
+  const ModelConfig& c = model_->config;
+  const int64_t kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
+  if (c.fused_qkv) {
+    const int64_t width = q_dim + 2 * kv_dim;
+    grow(qkv_, static_cast<size_t>(n * width));
+    matmul_group({{&lw.wqkv, qkv_.data()}}, xb_.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = qkv_.data() + i * width;
+      std::memcpy(q_.data() + i * q_dim, row, static_cast<size_t>(q_dim) * sizeof(float));
+      std::memcpy(k_.data() + i * kv_dim, row + q_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+      std::memcpy(v_.data() + i * kv_dim, row + q_dim + kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+    }
+  } else {
+    matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, xb_.data(), n);
+    add_bias_rows(q_.data(), lw.bq, n, q_dim);
+    add_bias_rows(k_.data(), lw.bk, n, kv_dim);
+    add_bias_rows(v_.data(), lw.bv, n, kv_dim);
+  }
+  norm_rows(q_.data(), lw.q_norm, n * c.num_heads, c.head_dim, c.rms_eps);
+  norm_rows(k_.data(), lw.k_norm, n * c.num_kv_heads, c.head_dim, c.rms_eps);
+}
+
+void CpuBackend::attention_block(const BatchLayout& batch, int32_t l) {
+  const ModelConfig& c = model_->config;
+  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(l)];
+  const int64_t n = batch.num_tokens();
+  const int64_t dim = c.dim, kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
+  const float* attn_norm = norm_weights_.data() + attn_norm_offset_[static_cast<size_t>(l)];
+  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, attn_norm, dim, c.rms_eps);
+  project_qkv(lw, n);
+
+  // RoPE, then store K and V in the slots the block tables name.
+  const bool sliding = c.is_sliding(l);
+  float* kc = k_cache_[static_cast<size_t>(l)].data();
+  float* vc = v_cache_[static_cast<size_t>(l)].data();
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(s)];
+    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i) {
+      const int32_t pos = batch.positions[static_cast<size_t>(i)];
+      apply_rope(c, model_->weights.rope_freqs, sliding, q_.data() + i * q_dim, c.num_heads, pos);
+      apply_rope(c, model_->weights.rope_freqs, sliding, k_.data() + i * kv_dim, c.num_kv_heads, pos);
+      const int64_t slot = int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size;
+      std::memcpy(kc + slot * kv_dim, k_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+      std::memcpy(vc + slot * kv_dim, v_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+    }
+  }
+  attention(batch, l);
+  matmul_group({{&lw.wo, proj_.data()}}, att_.data(), n);
+  norm_rows(proj_.data(), lw.post_attn_norm, n, dim, c.rms_eps);
+  kernels::add_inplace(x_.data(), proj_.data(), n * dim);
+}
+
+void CpuBackend::ffn_block(int32_t l, int64_t n) {
+  const ModelConfig& c = model_->config;
+  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(l)];
+  const int64_t dim = c.dim, hidden = c.hidden_dim;
+  const float* ffn_norm = norm_weights_.data() + ffn_norm_offset_[static_cast<size_t>(l)];
+  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, ffn_norm, dim, c.rms_eps);
+  // Row by row, so each token's activations take the same SIMD/tail path
+  // whatever else is in the batch (batched = alone, bit for bit).
+  if (c.fused_gate_up) {
+    // gate_ holds (n, 2 hidden): each row's gate half, then its up half.
+    matmul_group({{&lw.w_up, gate_.data()}}, xb_.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      gated_activation(c.activation, up_.data() + i * hidden, gate_.data() + i * 2 * hidden,
+                       gate_.data() + i * 2 * hidden + hidden, hidden);
+    matmul_group({{&lw.w_down, proj_.data()}}, up_.data(), n);
+  } else {
+    matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, xb_.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      gated_activation(c.activation, gate_.data() + i * hidden, gate_.data() + i * hidden, up_.data() + i * hidden,
+                       hidden);
+    matmul_group({{&lw.w_down, proj_.data()}}, gate_.data(), n);
+  }
+  norm_rows(proj_.data(), lw.post_ffn_norm, n, dim, c.rms_eps);
+  kernels::add_inplace(x_.data(), proj_.data(), n * dim);
+}
+
 Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   GB_TRY(validate(batch, logits));
   const ModelConfig& c = model_->config;
@@ -183,48 +289,18 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   const int64_t n = batch.num_tokens();
   if (n == 0) return {};
   const int64_t dim = c.dim, kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim, hidden = c.hidden_dim;
+  const int64_t gate_width = c.fused_gate_up ? 2 * hidden : hidden;
   grow(x_, n * dim); grow(xb_, n * dim); grow(q_, n * q_dim); grow(k_, n * kv_dim); grow(v_, n * kv_dim);
-  grow(att_, n * q_dim); grow(proj_, n * dim); grow(gate_, n * hidden); grow(up_, n * hidden);
+  grow(att_, n * q_dim); grow(proj_, n * dim); grow(gate_, n * gate_width); grow(up_, n * hidden);
 
   for (int64_t i = 0; i < n; ++i) row_to_f32(w.token_embedding, batch.token_ids[static_cast<size_t>(i)], x_.data() + i * dim);
+  if (c.embed_scale != 1.0f)
+    for (int64_t i = 0; i < n * dim; ++i) x_[static_cast<size_t>(i)] *= c.embed_scale;
 
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
   for (int32_t l = 0; l < num_layers; ++l) {
-    const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    const float* attn_norm = norm_weights_.data() + attn_norm_offset_[static_cast<size_t>(l)];
-    for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, attn_norm, dim, c.rms_eps);
-    matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, xb_.data(), n);
-    add_bias_rows(q_.data(), lw.bq, n, q_dim);
-    add_bias_rows(k_.data(), lw.bk, n, kv_dim);
-    add_bias_rows(v_.data(), lw.bv, n, kv_dim);
-
-    // RoPE, then store K and V in the slots the block tables name.
-    float* kc = k_cache_[static_cast<size_t>(l)].data();
-    float* vc = v_cache_[static_cast<size_t>(l)].data();
-    for (int32_t s = 0; s < batch.num_seqs(); ++s) {
-      const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(s)];
-      for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i) {
-        const int32_t pos = batch.positions[static_cast<size_t>(i)];
-        apply_rope(c, w.rope_freqs, q_.data() + i * q_dim, c.num_heads, pos);
-        apply_rope(c, w.rope_freqs, k_.data() + i * kv_dim, c.num_kv_heads, pos);
-        const int64_t slot = int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size;
-        std::memcpy(kc + slot * kv_dim, k_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-        std::memcpy(vc + slot * kv_dim, v_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-      }
-    }
-    attention(batch, l);
-    matmul_group({{&lw.wo, proj_.data()}}, att_.data(), n);
-    kernels::add_inplace(x_.data(), proj_.data(), n * dim);
-
-    const float* ffn_norm = norm_weights_.data() + ffn_norm_offset_[static_cast<size_t>(l)];
-    for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, ffn_norm, dim, c.rms_eps);
-    matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, xb_.data(), n);
-    // Row by row, so each token's activations take the same SIMD/tail path
-    // whatever else is in the batch (batched = alone, bit for bit).
-    for (int64_t i = 0; i < n; ++i)
-      kernels::swiglu(gate_.data() + i * hidden, gate_.data() + i * hidden, up_.data() + i * hidden, hidden);
-    matmul_group({{&lw.w_down, proj_.data()}}, gate_.data(), n);
-    kernels::add_inplace(x_.data(), proj_.data(), n * dim);
+    attention_block(batch, l);
+    ffn_block(l, n);
   }
 
   const int64_t num_logits = batch.num_logits();
@@ -236,6 +312,7 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
     kernels::rmsnorm(final_.data() + j * dim, x_.data() + i * dim, out_norm, dim, c.rms_eps);
   }
   matmul_group({{&w.classifier, logits.data()}}, final_.data(), num_logits);
+  if (c.final_softcap > 0.0f) kernels::softcap_inplace(logits.data(), num_logits * c.vocab_size, c.final_softcap);
   return {};
 }
 

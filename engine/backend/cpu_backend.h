@@ -35,6 +35,11 @@ class CpuBackend final : public Backend {
   void matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
                     int64_t num_tokens);
   void attention(const BatchLayout& batch, int32_t layer);
+  void project_qkv(const LayerWeights& lw, int64_t num_tokens);
+  // One block's attention half (norm, q/k/v, RoPE, KV store, attention, output
+  // projection, residual) and FFN half, on the step's activations.
+  void attention_block(const BatchLayout& batch, int32_t layer);
+  void ffn_block(int32_t layer, int64_t num_tokens);
   Status validate(const BatchLayout& batch, std::span<float> logits) const;
 
   std::shared_ptr<const Model> model_;
@@ -55,7 +60,8 @@ class CpuBackend final : public Backend {
   std::vector<float> v_;       // (num_tokens, kv_dim)
   std::vector<float> att_;     // (num_tokens, num_heads * head_dim)
   std::vector<float> proj_;    // (num_tokens, dim)
-  std::vector<float> gate_;    // (num_tokens, hidden_dim)
+  std::vector<float> gate_;    // (num_tokens, hidden_dim), or (num_tokens, 2 hidden_dim) with fused gate/up
+  std::vector<float> qkv_;     // (num_tokens, q_dim + 2 kv_dim) with a fused attn_qkv
   std::vector<float> up_;      // (num_tokens, hidden_dim)
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
   std::vector<float> final_;   // (num_logits, dim)

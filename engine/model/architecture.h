@@ -1,14 +1,22 @@
 // Architectures as data: one ArchitectureSpec row per GGUF general.architecture
-// value says which tensors a block has, how RoPE pairs dimensions and whether
-// q/k/v carry biases. The GGUF loader walks the row (and the shared tensor table
-// in architecture.cpp) instead of hard-coding one family's names; the backends
-// read the resulting ModelConfig flags. Immutable tables; any thread.
+// value says which tensors a block has, how RoPE pairs dimensions, the FFN
+// activation, the norms, soft-caps and sliding-window layout. The GGUF loader walks
+// the row (and the shared tensor table in model_loader.cpp) instead of hard-coding
+// one family's names; the backends read the resulting ModelConfig fields.
+// Immutable tables; any thread.
 //
 // Adding an architecture = one row here (plus, where it needs one, a new kernel
 // and the backend support; a backend that lacks an op must refuse the model, see
-// backend_supports()).
+// ModelConfig::non_llama_features()).
+//
+// GGUF conventions followed (llama.cpp's converter, convert_hf_to_gguf.py):
+// llama files have q/k rows permuted for adjacent-pair RoPE; Gemma norm weights
+// are stored as (1 + w), so a plain RMSNorm applies them; Gemma's query scale is
+// not stored: it is 1/sqrt(head_dim), except 1/sqrt(dim / heads) for the 27B
+// shapes (llama.cpp's rule, from gemma_pytorch's config).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +30,24 @@ struct ArchitectureSpec {
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool qkv_bias = false;         // blk.N.attn_{q,k,v}.bias are required
   bool rope_freqs = false;       // an optional rope_freqs.weight (Llama-3.1 rope scaling) is read
-  std::string_view summary;      // one line for docs and `info`
+  bool qk_norm = false;          // blk.N.attn_{q,k}_norm.weight (head_dim) are required
+  bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm are required
+  bool fused_qkv = false;        // blk.N.attn_qkv.weight instead of attn_q/k/v
+  bool fused_gate_up = false;    // blk.N.ffn_up.weight holds gate and up (2 x hidden rows), no ffn_gate
+  bool rope_long_short = false;  // optional rope_factors_long/short.weight (Phi-3 128k)
+  bool embed_scale_sqrt_dim = false;  // embeddings x sqrt(dim)
+  FfnActivation activation = FfnActivation::SiLU;
+  int32_t swa_pattern = 1;            // see ModelConfig::swa_pattern
+  int32_t default_sliding_window = 0; // used when the file has no <arch>.attention.sliding_window
+  float rope_freq_base_swa = 0.0f;    // sliding layers' RoPE base when the file does not say (0: global base)
+  int32_t layers_27b = 0;             // layer count of the shape whose query scale is 1/sqrt(dim/heads)
+  std::string_view summary;           // one line for docs and `info`
 };
 
 // The row for `architecture`, or null.
 const ArchitectureSpec* find_architecture(std::string_view architecture);
+// Every row, in table order.
+const std::vector<ArchitectureSpec>& architectures();
 // Comma-separated names of every supported architecture, for messages.
 std::string supported_architectures();
 

@@ -18,12 +18,32 @@ std::vector<const TensorView*> Model::all_tensors() const {
   std::vector<const TensorView*> out;
   out.push_back(&weights.token_embedding);
   for (const LayerWeights& l : weights.layers)
-    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up,
-                                &l.bq, &l.bk, &l.bv})
+    for (const TensorView* t : l.all())
       if (t->data != nullptr) out.push_back(t);
   out.push_back(&weights.output_norm);
   if (weights.rope_freqs.data != nullptr) out.push_back(&weights.rope_freqs);
+  if (weights.rope_factors_other.data != nullptr) out.push_back(&weights.rope_factors_other);
   if (!config.tied_classifier) out.push_back(&weights.classifier);
+  return out;
+}
+
+std::vector<std::string> ModelConfig::non_llama_features() const {
+  std::vector<std::string> out;
+  const auto add = [&](bool on, const char* what) {
+    if (on) out.emplace_back(what);
+  };
+  add(qkv_bias, "q/k/v biases");
+  add(rope_style != RopeStyle::Adjacent, "NeoX RoPE");
+  add(rope_freq_factors, "RoPE frequency factors");
+  add(activation != FfnActivation::SiLU, "GELU-tanh FFN");
+  add(qk_norm, "q/k norms");
+  add(post_norms, "post-attention/FFN norms");
+  add(fused_qkv || fused_gate_up, "fused projections");
+  add(embed_scale != 1.0f, "scaled embeddings");
+  add(attn_scale > 0.0f, "query scale");
+  add(attn_softcap > 0.0f || final_softcap > 0.0f, "soft-capping");
+  add(sliding_window > 0, "sliding-window attention");
+  add(rope_freq_base_swa > 0.0f || rope_freq_scale != 1.0f || rope_attn_factor != 1.0f, "RoPE scaling");
   return out;
 }
 
@@ -42,8 +62,7 @@ size_t Model::weight_bytes() const {
 size_t Model::weight_bytes_per_token() const {
   size_t n = weights.token_embedding.row_bytes() + weights.output_norm.num_bytes() + weights.classifier.num_bytes();
   for (const LayerWeights& l : weights.layers)
-    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up,
-                                &l.bq, &l.bk, &l.bv})
+    for (const TensorView* t : l.all())
       if (t->data != nullptr) n += t->num_bytes();
   return n;
 }

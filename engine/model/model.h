@@ -28,6 +28,9 @@ struct ModelWeights {
   TensorView output_norm;           // (dim)
   TensorView classifier;            // (vocab_size, dim); same data as token_embedding when tied
   TensorView rope_freqs;            // (rope_dim/2) F32 frequency divisors, or data == nullptr
+  // Phi-3 128k: the factor set not chosen for this context (rope_freqs holds the
+  // chosen one); kept so the file's every tensor is accounted for. Or data == nullptr.
+  TensorView rope_factors_other;
 };
 
 // A tokenizer vocabulary embedded in the model file (GGUF tokenizer.ggml.*).

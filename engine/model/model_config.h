@@ -2,9 +2,11 @@
 // model file. Immutable once a model is loaded; any thread may read it.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gb {
 
@@ -14,6 +16,12 @@ enum class RopeStyle {
   NeoX,      // (i, i + rope_dim/2): Qwen2, Gemma, Phi-3
 };
 
+// The gated FFN's activation: down(act(gate x) * up x).
+enum class FfnActivation {
+  SiLU,      // SwiGLU: llama, Qwen, Mistral, Phi-3
+  GeluTanh,  // GeGLU with the tanh approximation of GELU: Gemma 2/3
+};
+
 struct ModelConfig {
   std::string architecture = "llama";
   int32_t dim = 0;              // embedding width (d_model)
@@ -21,7 +29,7 @@ struct ModelConfig {
   int32_t num_layers = 0;
   int32_t num_heads = 0;        // query heads
   int32_t num_kv_heads = 0;     // key/value heads (GQA: num_heads % num_kv_heads == 0)
-  int32_t head_dim = 0;         // dim / num_heads
+  int32_t head_dim = 0;         // <arch>.attention.key_length, else dim / num_heads
   int32_t rope_dim = 0;         // rotated dimensions per head (<= head_dim, even)
   int32_t vocab_size = 0;
   int32_t context_length = 0;   // the file's declared context; callers may ask for more
@@ -31,6 +39,36 @@ struct ModelConfig {
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool qkv_bias = false;        // q/k/v projections add a bias (Qwen2)
   bool rope_freq_factors = false;  // ModelWeights::rope_freqs holds per-pair frequency divisors
+  // Architecture variations beyond the llama block (architecture.h sets them from
+  // the table row and the file's keys; the defaults are plain llama).
+  FfnActivation activation = FfnActivation::SiLU;
+  bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (Qwen3, Gemma 3)
+  bool post_norms = false;       // RMSNorm on the attention and FFN outputs before the residual add (Gemma 2/3)
+  bool fused_qkv = false;        // one attn_qkv matrix: rows q, then k, then v (Phi-3)
+  bool fused_gate_up = false;    // ffn_up holds gate rows then up rows, no ffn_gate (Phi-3)
+  float embed_scale = 1.0f;      // token embeddings are multiplied by this (Gemma: sqrt(dim))
+  float attn_scale = 0.0f;       // query scale; 0 means 1/sqrt(head_dim)
+  float attn_softcap = 0.0f;     // scores become cap * tanh(scores / cap) when > 0 (Gemma 2)
+  float final_softcap = 0.0f;    // logits likewise (Gemma 2)
+  // Sliding-window attention: a query at position p sees positions p - W + 1 .. p
+  // on sliding layers. 0: none.
+  int32_t sliding_window = 0;
+  // Layer l slides when l % swa_pattern < swa_pattern - 1 (Gemma 2: 2, Gemma 3: 6);
+  // 1 means every layer slides (Mistral, Phi-3).
+  int32_t swa_pattern = 1;
+  float rope_freq_base_swa = 0.0f;  // RoPE base of sliding layers; 0: rope_freq_base (Gemma 3: 10000)
+  float rope_freq_scale = 1.0f;     // linear RoPE scaling of the global layers (positions x scale)
+  float rope_attn_factor = 1.0f;    // cos/sin multiplier (Phi-3 LongRoPE's attention factor)
+  int32_t rope_orig_context = 0;    // <arch>.rope.scaling.original_context_length, 0 if absent
+  bool rope_long_factors = false;   // Phi-3: the long factors were chosen (context > original)
+
+  bool is_sliding(int32_t layer) const {
+    return sliding_window > 0 && (swa_pattern <= 1 || layer % swa_pattern < swa_pattern - 1);
+  }
+  float query_scale() const { return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+  // Names of the features above that a plain llama block lacks (empty for llama),
+  // for backends that implement only that block.
+  std::vector<std::string> non_llama_features() const;
 
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   // Bytes of K and V for one token across all layers at element size `bytes`:

@@ -5,6 +5,7 @@
 // llama2c_file.cpp. GGUF dims are ne order (ne[0] = columns = input features,
 // ne[1] = rows = output features), matching TensorView's row-major layout.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,9 +25,9 @@ namespace gb {
 namespace {
 
 // The width a tensor dimension must have, by name.
-enum class Width { One, Dim, QDim, KvDim, Hidden };
-// When a layer tensor is present: always, or only for architectures with q/k/v biases.
-enum class Needed { Always, QkvBias };
+enum class Width { One, Dim, QDim, KvDim, Hidden, UpRows, HeadDim, QkvDim };
+// When a layer tensor is present, by the architecture row's flags.
+enum class Needed { Always, QkvBias, SeparateQkv, FusedQkv, Gate, QkNorm, PostNorms };
 
 // The tensors of one block: GGUF name after "blk.N.", where it goes, its shape
 // (rows x cols; vectors have rows One) and when it is required.
@@ -39,18 +40,36 @@ struct LayerTensor {
 
 constexpr LayerTensor kLayerTensors[] = {
     {"attn_norm.weight", &LayerWeights::attn_norm, Width::One, Width::Dim, Needed::Always},
-    {"attn_q.weight", &LayerWeights::wq, Width::QDim, Width::Dim, Needed::Always},
-    {"attn_k.weight", &LayerWeights::wk, Width::KvDim, Width::Dim, Needed::Always},
-    {"attn_v.weight", &LayerWeights::wv, Width::KvDim, Width::Dim, Needed::Always},
+    {"attn_q.weight", &LayerWeights::wq, Width::QDim, Width::Dim, Needed::SeparateQkv},
+    {"attn_k.weight", &LayerWeights::wk, Width::KvDim, Width::Dim, Needed::SeparateQkv},
+    {"attn_v.weight", &LayerWeights::wv, Width::KvDim, Width::Dim, Needed::SeparateQkv},
+    {"attn_qkv.weight", &LayerWeights::wqkv, Width::QkvDim, Width::Dim, Needed::FusedQkv},
     {"attn_q.bias", &LayerWeights::bq, Width::One, Width::QDim, Needed::QkvBias},
     {"attn_k.bias", &LayerWeights::bk, Width::One, Width::KvDim, Needed::QkvBias},
     {"attn_v.bias", &LayerWeights::bv, Width::One, Width::KvDim, Needed::QkvBias},
+    {"attn_q_norm.weight", &LayerWeights::q_norm, Width::One, Width::HeadDim, Needed::QkNorm},
+    {"attn_k_norm.weight", &LayerWeights::k_norm, Width::One, Width::HeadDim, Needed::QkNorm},
     {"attn_output.weight", &LayerWeights::wo, Width::Dim, Width::QDim, Needed::Always},
+    {"post_attention_norm.weight", &LayerWeights::post_attn_norm, Width::One, Width::Dim, Needed::PostNorms},
     {"ffn_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::Always},
-    {"ffn_gate.weight", &LayerWeights::w_gate, Width::Hidden, Width::Dim, Needed::Always},
+    {"ffn_gate.weight", &LayerWeights::w_gate, Width::Hidden, Width::Dim, Needed::Gate},
     {"ffn_down.weight", &LayerWeights::w_down, Width::Dim, Width::Hidden, Needed::Always},
-    {"ffn_up.weight", &LayerWeights::w_up, Width::Hidden, Width::Dim, Needed::Always},
+    {"ffn_up.weight", &LayerWeights::w_up, Width::UpRows, Width::Dim, Needed::Always},
+    {"post_ffw_norm.weight", &LayerWeights::post_ffn_norm, Width::One, Width::Dim, Needed::PostNorms},
 };
+
+bool needed(const ArchitectureSpec& a, Needed n) {
+  switch (n) {
+    case Needed::Always: return true;
+    case Needed::QkvBias: return a.qkv_bias;
+    case Needed::SeparateQkv: return !a.fused_qkv;
+    case Needed::FusedQkv: return a.fused_qkv;
+    case Needed::Gate: return !a.fused_gate_up;
+    case Needed::QkNorm: return a.qk_norm;
+    case Needed::PostNorms: return a.post_norms;
+  }
+  return false;
+}
 
 int64_t width(const ModelConfig& c, Width w) {
   switch (w) {
@@ -59,13 +78,19 @@ int64_t width(const ModelConfig& c, Width w) {
     case Width::QDim: return int64_t{c.num_heads} * c.head_dim;
     case Width::KvDim: return c.kv_dim();
     case Width::Hidden: return c.hidden_dim;
+    case Width::UpRows: return c.fused_gate_up ? int64_t{2} * c.hidden_dim : c.hidden_dim;  // gate rows, then up
+    case Width::HeadDim: return c.head_dim;
+    case Width::QkvDim: return int64_t{c.num_heads} * c.head_dim + 2 * int64_t{c.kv_dim()};
   }
   return 0;
 }
 
 class GgufLlamaReader {
  public:
-  GgufLlamaReader(const GgufFile& file, Model& model) : f_(file), m_(model) {}
+  // requested_context: LoadOptions::context_length (0: the file's), which picks
+  // Phi-3's long or short RoPE factors.
+  GgufLlamaReader(const GgufFile& file, Model& model, int32_t requested_context)
+      : f_(file), m_(model), requested_context_(requested_context) {}
 
   Status read() {
     const GgufValue* arch = f_.find("general.architecture");
@@ -73,63 +98,12 @@ class GgufLlamaReader {
     const ArchitectureSpec* spec = find_architecture(arch->string);
     if (spec == nullptr)
       return fail("unsupported architecture '" + arch->string + "' (supported: " + supported_architectures() + ")");
-    const std::string p = arch->string + ".";
-    ModelConfig& c = m_.config;
-    c.architecture = arch->string;
-    c.rope_style = spec->rope_style;
-    c.qkv_bias = spec->qkv_bias;
-    GB_TRY(read_int(p + "embedding_length", c.dim, true));
-    GB_TRY(read_int(p + "feed_forward_length", c.hidden_dim, true));
-    GB_TRY(read_int(p + "block_count", c.num_layers, true));
-    GB_TRY(read_int(p + "attention.head_count", c.num_heads, true));
-    c.num_kv_heads = c.num_heads;
-    GB_TRY(read_int(p + "attention.head_count_kv", c.num_kv_heads, false));
-    GB_TRY(read_int(p + "context_length", c.context_length, true));
-    c.rope_dim = 0;  // default: the whole head
-    GB_TRY(read_int(p + "rope.dimension_count", c.rope_dim, false));
-    GB_TRY(read_float(p + "rope.freq_base", c.rope_freq_base));
-    GB_TRY(read_float(p + "attention.layer_norm_rms_epsilon", c.rms_eps));
-    GB_TRY(read_vocab_size(p));
-
-    ModelWeights& w = m_.weights;
-    GB_TRY(complete_model_config(c, f_.path()));
-    const int64_t d = c.dim;
-    GB_TRY(matrix("token_embd.weight", c.vocab_size, d, w.token_embedding));
-    w.layers.assign(static_cast<size_t>(c.num_layers), LayerWeights{});
-    for (int32_t l = 0; l < c.num_layers; ++l) {
-      LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-      const std::string b = "blk." + std::to_string(l) + ".";
-      for (const LayerTensor& t : kLayerTensors) {
-        if (t.needed == Needed::QkvBias && !spec->qkv_bias) continue;
-        if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
-        else GB_TRY(matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
-      }
-    }
-    GB_TRY(vector("output_norm.weight", d, w.output_norm));
-    // Llama-3.1/3.2 "llama3" rope scaling, stored by converters as per-pair
-    // frequency divisors.
-    if (spec->rope_freqs && f_.find_tensor("rope_freqs.weight") != nullptr) {
-      GB_TRY(vector("rope_freqs.weight", c.rope_dim / 2, w.rope_freqs));
-      c.rope_freq_factors = true;
-    }
-    c.tied_classifier = f_.find_tensor("output.weight") == nullptr;
-    if (c.tied_classifier) {
-      w.classifier = w.token_embedding;
-    } else {
-      GB_TRY(matrix("output.weight", c.vocab_size, d, w.classifier));
-      // Converters from tied checkpoints (llama2.c -> GGUF) write the embedding
-      // twice. Treating a byte-identical copy as tied gives the same config as
-      // the source file and halves the classifier's share of weight_bytes().
-      // memcmp stops at the first differing byte, so a truly untied model costs
-      // next to nothing here.
-      if (w.classifier.dtype == w.token_embedding.dtype &&
-          std::memcmp(w.classifier.data, w.token_embedding.data, w.classifier.num_bytes()) == 0) {
-        c.tied_classifier = true;
-        w.classifier = w.token_embedding;
-        m_.metadata.emplace_back("output.weight", "byte-identical to token_embd.weight: treated as tied");
-      }
-    }
-
+    GB_TRY(read_config(*spec));
+    GB_TRY(read_variations(*spec));
+    GB_TRY(complete_model_config(m_.config, f_.path()));
+    GB_TRY(read_tensors(*spec));
+    GB_TRY(read_rope_factors(*spec));
+    GB_TRY(read_classifier());
     auto vocab = vocabulary_from_gguf(f_);
     if (!vocab) return vocab.error();
     m_.vocabulary = std::move(vocab.value());
@@ -143,6 +117,135 @@ class GgufLlamaReader {
   }
 
  private:
+  Status read_config(const ArchitectureSpec& spec) {
+    const std::string p = std::string(spec.name) + ".";
+    ModelConfig& c = m_.config;
+    c.architecture = std::string(spec.name);
+    c.rope_style = spec.rope_style;
+    c.qkv_bias = spec.qkv_bias;
+    GB_TRY(read_int(p + "embedding_length", c.dim, true));
+    GB_TRY(read_int(p + "feed_forward_length", c.hidden_dim, true));
+    GB_TRY(read_int(p + "block_count", c.num_layers, true));
+    GB_TRY(read_int(p + "attention.head_count", c.num_heads, true));
+    c.num_kv_heads = c.num_heads;
+    GB_TRY(read_int(p + "attention.head_count_kv", c.num_kv_heads, false));
+    GB_TRY(read_int(p + "context_length", c.context_length, true));
+    c.rope_dim = 0;  // default: the whole head
+    GB_TRY(read_int(p + "rope.dimension_count", c.rope_dim, false));
+    c.head_dim = 0;  // default: dim / heads
+    GB_TRY(read_int(p + "attention.key_length", c.head_dim, false));
+    int32_t value_length = c.head_dim;
+    GB_TRY(read_int(p + "attention.value_length", value_length, false));
+    if (value_length != c.head_dim)
+      return fail(p + "attention.value_length " + std::to_string(value_length) + " differs from key_length " +
+                  std::to_string(c.head_dim) + " (not supported)");
+    GB_TRY(read_float(p + "rope.freq_base", c.rope_freq_base));
+    GB_TRY(read_float(p + "attention.layer_norm_rms_epsilon", c.rms_eps));
+    return read_vocab_size(p);
+  }
+
+  // The table row's variations, and the keys that tune them.
+  Status read_variations(const ArchitectureSpec& spec) {
+    const std::string p = std::string(spec.name) + ".";
+    ModelConfig& c = m_.config;
+    c.activation = spec.activation;
+    c.qk_norm = spec.qk_norm;
+    c.post_norms = spec.post_norms;
+    c.fused_qkv = spec.fused_qkv;
+    c.fused_gate_up = spec.fused_gate_up;
+    c.swa_pattern = spec.swa_pattern;
+    c.sliding_window = spec.default_sliding_window;
+    GB_TRY(read_int(p + "attention.sliding_window", c.sliding_window, false));
+    GB_TRY(read_int(p + "attention.sliding_window_pattern", c.swa_pattern, false));
+    if (c.sliding_window < 0 || c.swa_pattern < 1)
+      return fail("sliding window " + std::to_string(c.sliding_window) + " / pattern " +
+                  std::to_string(c.swa_pattern) + " out of range");
+    c.rope_freq_base_swa = spec.rope_freq_base_swa;
+    GB_TRY(read_float(p + "rope.freq_base_swa", c.rope_freq_base_swa));
+    GB_TRY(read_float(p + "attn_logit_softcapping", c.attn_softcap));
+    GB_TRY(read_float(p + "final_logit_softcapping", c.final_softcap));
+    GB_TRY(read_float(p + "rope.scaling.attn_factor", c.rope_attn_factor));
+    GB_TRY(read_int(p + "rope.scaling.original_context_length", c.rope_orig_context, false));
+    if (const GgufValue* t = f_.find(p + "rope.scaling.type"); t && t->as_string() && t->string != "none") {
+      if (t->string != "linear")
+        return fail("rope scaling type '" + t->string + "' is not supported (linear is)");
+      float factor = 1.0f;
+      GB_TRY(read_float(p + "rope.scaling.factor", factor));
+      if (!(factor > 0.0f)) return fail(p + "rope.scaling.factor must be positive");
+      c.rope_freq_scale = 1.0f / factor;
+    }
+    if (c.attn_softcap < 0.0f || c.final_softcap < 0.0f || !(c.rope_attn_factor > 0.0f))
+      return fail("negative soft-cap or non-positive rope attention factor");
+    if (spec.embed_scale_sqrt_dim) c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    return Status::success();
+  }
+
+  Status read_tensors(const ArchitectureSpec& spec) {
+    ModelConfig& c = m_.config;
+    ModelWeights& w = m_.weights;
+    // Query scale: Gemma's 27B shapes use dim / heads (see architecture.h).
+    if (spec.layers_27b > 0)
+      c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.num_layers == spec.layers_27b ? c.dim / c.num_heads
+                                                                                          : c.head_dim));
+    GB_TRY(matrix("token_embd.weight", c.vocab_size, c.dim, w.token_embedding));
+    w.layers.assign(static_cast<size_t>(c.num_layers), LayerWeights{});
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+      const std::string b = "blk." + std::to_string(l) + ".";
+      for (const LayerTensor& t : kLayerTensors) {
+        if (!needed(spec, t.needed)) continue;
+        if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
+        else GB_TRY(matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
+      }
+    }
+    return vector("output_norm.weight", c.dim, w.output_norm);
+  }
+
+  // Llama-3.1/3.2 "llama3" rope scaling is stored as per-pair frequency divisors
+  // (rope_freqs); Phi-3 128k as two sets, long and short, chosen by the context
+  // (long when it exceeds the original context, as llama.cpp does).
+  Status read_rope_factors(const ArchitectureSpec& spec) {
+    ModelConfig& c = m_.config;
+    ModelWeights& w = m_.weights;
+    if (spec.rope_freqs && f_.find_tensor("rope_freqs.weight") != nullptr) {
+      GB_TRY(vector("rope_freqs.weight", c.rope_dim / 2, w.rope_freqs));
+      c.rope_freq_factors = true;
+    }
+    if (!spec.rope_long_short || f_.find_tensor("rope_factors_long.weight") == nullptr) return Status::success();
+    const int32_t ctx = requested_context_ > 0 ? requested_context_ : c.context_length;
+    c.rope_long_factors = c.rope_orig_context > 0 && ctx > c.rope_orig_context;
+    const char* chosen = c.rope_long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    const char* other = c.rope_long_factors ? "rope_factors_short.weight" : "rope_factors_long.weight";
+    GB_TRY(vector(chosen, c.rope_dim / 2, w.rope_freqs));
+    GB_TRY(vector(other, c.rope_dim / 2, w.rope_factors_other));
+    c.rope_freq_factors = true;
+    return Status::success();
+  }
+
+  Status read_classifier() {
+    ModelConfig& c = m_.config;
+    ModelWeights& w = m_.weights;
+    const int64_t d = c.dim;
+    c.tied_classifier = f_.find_tensor("output.weight") == nullptr;
+    if (c.tied_classifier) {
+      w.classifier = w.token_embedding;
+      return Status::success();
+    }
+    GB_TRY(matrix("output.weight", c.vocab_size, d, w.classifier));
+    // Converters from tied checkpoints (llama2.c -> GGUF) write the embedding
+    // twice. Treating a byte-identical copy as tied gives the same config as
+    // the source file and halves the classifier's share of weight_bytes().
+    // memcmp stops at the first differing byte, so a truly untied model costs
+    // next to nothing here.
+    if (w.classifier.dtype == w.token_embedding.dtype &&
+        std::memcmp(w.classifier.data, w.token_embedding.data, w.classifier.num_bytes()) == 0) {
+      c.tied_classifier = true;
+      w.classifier = w.token_embedding;
+      m_.metadata.emplace_back("output.weight", "byte-identical to token_embd.weight: treated as tied");
+    }
+    return Status::success();
+  }
+
   Error fail(const std::string& problem) const { return make_error(f_.path() + ": " + problem); }
 
   Status read_int(const std::string& key, int32_t& out, bool required) {
@@ -223,6 +326,7 @@ class GgufLlamaReader {
 
   const GgufFile& f_;
   Model& m_;
+  int32_t requested_context_ = 0;
 };
 
 void describe_llama2c(Model& m) {
@@ -280,7 +384,7 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
     model->format = ModelFormat::Gguf;
     auto gguf = GgufFile::parse(file);
     if (!gguf) return gguf.error();
-    GgufLlamaReader reader(gguf.value(), *model);
+    GgufLlamaReader reader(gguf.value(), *model, options.context_length);
     GB_TRY(reader.read());
   } else {
     bool plausible = false;

@@ -27,13 +27,14 @@ Status complete_model_config(ModelConfig& c, const std::string& path) {
   GB_TRY(check_range(path, "kv head count", c.num_kv_heads, kMaxModelHeads));
   GB_TRY(check_range(path, "vocab size", c.vocab_size, kMaxVocabSize));
   GB_TRY(check_range(path, "context length", c.context_length, kMaxContextLength));
-  if (c.dim % c.num_heads != 0)
+  if (c.head_dim == 0 && c.dim % c.num_heads != 0)
     return make_error(path + ": absurd model dimensions: embedding width " + std::to_string(c.dim) +
                       " is not divisible by the head count " + std::to_string(c.num_heads));
   if (c.num_heads % c.num_kv_heads != 0)
     return make_error(path + ": absurd model dimensions: head count " + std::to_string(c.num_heads) +
                       " is not divisible by the kv head count " + std::to_string(c.num_kv_heads));
-  c.head_dim = c.dim / c.num_heads;
+  if (c.head_dim == 0) c.head_dim = c.dim / c.num_heads;
+  GB_TRY(check_range(path, "head size (attention.key_length)", c.head_dim, kMaxModelDim));
   if (c.rope_dim == 0) c.rope_dim = c.head_dim;
   if (c.head_dim % 2 != 0)
     return make_error(path + ": head size " + std::to_string(c.head_dim) + " is odd (RoPE rotates pairs)");

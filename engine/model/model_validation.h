@@ -23,7 +23,8 @@ inline constexpr int32_t kMaxContextLength = 1 << 24;
 // negative or above its limit, when dim is not divisible by num_heads, when
 // num_heads is not divisible by num_kv_heads, when head_dim or rope_dim is odd
 // or rope_dim > head_dim, or when rope base / rms eps is not a positive finite
-// number. On success sets head_dim = dim / num_heads and, when rope_dim is 0
+// number. On success sets head_dim = dim / num_heads when it is 0 (not given by
+// the file's attention.key_length; then dim must divide) and, when rope_dim is 0
 // (not given by the file), rope_dim = head_dim.
 Status complete_model_config(ModelConfig& config, const std::string& path);
 

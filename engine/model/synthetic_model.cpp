@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cpu/convert.h"
+#include "model/architecture.h"
 #include "model/gguf_writer.h"
 #include "model/model_validation.h"
 
@@ -32,13 +33,13 @@ float approx_normal(uint64_t& state) {
   return (sum - kMean) * kScale;
 }
 
-// A filler for a (rows, cols) tensor of `dtype`: N(0, std^2), or all `constant`
-// when std == 0.
+// A filler for a (rows, cols) tensor of `dtype`: N(constant, std^2), or all
+// `constant` when std == 0.
 GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, float stddev, float constant) {
   return [=](std::span<std::byte> out) {
     uint64_t state = seed * 0x2545f4914f6cdd1dull + tensor_index;
     const size_t n = out.size() / dtype_info(dtype).block_bytes;
-    auto value = [&] { return stddev > 0.0f ? stddev * approx_normal(state) : constant; };
+    auto value = [&] { return stddev > 0.0f ? constant + stddev * approx_normal(state) : constant; };
     if (dtype == DType::F32) {
       auto* dst = reinterpret_cast<float*>(out.data());
       for (size_t i = 0; i < n; ++i) dst[i] = value();
@@ -48,6 +49,19 @@ GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, 
       for (size_t i = 0; i < n; ++i) dst[i] = half ? kernels::f32_to_f16(value()) : kernels::f32_to_bf16(value());
     }
   };
+}
+
+void add_vocabulary(GgufWriter& w, int32_t vocab_size) {
+  Vocabulary v = make_synthetic_vocabulary(vocab_size);
+  w.add_metadata("tokenizer.ggml.model", GgufValue::str(v.model));
+  w.add_metadata("tokenizer.ggml.tokens", GgufValue::string_array(std::move(v.tokens)));
+  w.add_metadata("tokenizer.ggml.scores", GgufValue::f32_array(v.scores));
+  w.add_metadata("tokenizer.ggml.token_type", GgufValue::i32_array(v.token_types));
+  w.add_metadata("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(v.bos_id)));
+  w.add_metadata("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(v.eos_id)));
+  w.add_metadata("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(v.unk_id)));
+  w.add_metadata("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+  w.add_metadata("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
 }
 
 }  // namespace
@@ -137,16 +151,8 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   w.add_metadata("llama.rope.freq_base", GgufValue::f32(10000.0f));
   w.add_metadata("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
 
-  Vocabulary v = make_synthetic_vocabulary(s.vocab_size);
-  w.add_metadata("tokenizer.ggml.model", GgufValue::str(v.model));
-  w.add_metadata("tokenizer.ggml.tokens", GgufValue::string_array(std::move(v.tokens)));
-  w.add_metadata("tokenizer.ggml.scores", GgufValue::f32_array(v.scores));
-  w.add_metadata("tokenizer.ggml.token_type", GgufValue::i32_array(v.token_types));
-  w.add_metadata("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(v.bos_id)));
-  w.add_metadata("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(v.eos_id)));
-  w.add_metadata("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(v.unk_id)));
-  w.add_metadata("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
-  w.add_metadata("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+  add_vocabulary(w, s.vocab_size);
+
 
   uint64_t index = 0;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
@@ -174,6 +180,155 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   norm("output_norm.weight");
   if (!s.tied_classifier) matrix("output.weight", c.vocab_size, c.dim);
   return w.write(path, progress);
+}
+
+}  // namespace gb
+
+// ---------------------------------------------------------------------------
+// Architecture models (synth --arch): small, well-conditioned random models
+// written with llama.cpp's key and tensor names for each architecture, for the
+// reference tests (tests/data/arch, tools/make_arch_refs.py).
+
+namespace gb {
+
+const std::vector<SyntheticArch>& synthetic_archs() {
+  // name, architecture, dim, hidden, layers, heads, kv heads, head_dim (0: dim/heads, no key_length),
+  // vocab, context, rope base, rms eps, tied, sliding window, attn cap, final cap, linear rope factor,
+  // original context (LongRoPE factors when > 0), embedding std
+  static const std::vector<SyntheticArch> rows = {
+      {"qwen3", "qwen3", 64, 128, 2, 4, 2, 32, 512, 256, 1000000.0f, 1e-6f, true, 0, 0, 0, 0, 0, 0.1f},
+      {"mistral", "llama", 64, 160, 2, 4, 2, 0, 512, 256, 10000.0f, 1e-5f, false, 8, 0, 0, 0, 0},
+      {"gemma2", "gemma2", 64, 128, 3, 4, 2, 32, 512, 256, 10000.0f, 1e-6f, true, 6, 5.0f, 15.0f, 0, 0, 0.02f},
+      {"gemma3", "gemma3", 64, 128, 6, 4, 2, 32, 512, 256, 1000000.0f, 1e-6f, true, 6, 0, 0, 8.0f, 0, 0.02f},
+      {"phi3", "phi3", 64, 128, 2, 4, 2, 0, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 32},
+  };
+  return rows;
+}
+
+const SyntheticArch* find_synthetic_arch(std::string_view name) {
+  for (const SyntheticArch& a : synthetic_archs())
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+namespace {
+
+void add_arch_metadata(GgufWriter& w, const SyntheticArch& a, const ModelConfig& c, uint64_t seed) {
+  const std::string p = a.architecture + ".";
+  const auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+  w.add_metadata("general.architecture", GgufValue::str(a.architecture));
+  w.add_metadata("general.name", GgufValue::str("synthetic-arch-" + a.name));
+  w.add_metadata("general.file_type", GgufValue::u32(0));
+  w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(seed));
+  w.add_metadata(p + "context_length", u32(c.context_length));
+  w.add_metadata(p + "embedding_length", u32(c.dim));
+  w.add_metadata(p + "block_count", u32(c.num_layers));
+  w.add_metadata(p + "feed_forward_length", u32(c.hidden_dim));
+  w.add_metadata(p + "attention.head_count", u32(c.num_heads));
+  w.add_metadata(p + "attention.head_count_kv", u32(c.num_kv_heads));
+  if (a.head_dim > 0) {
+    w.add_metadata(p + "attention.key_length", u32(c.head_dim));
+    w.add_metadata(p + "attention.value_length", u32(c.head_dim));
+  }
+  w.add_metadata(p + "rope.dimension_count", u32(c.head_dim));
+  w.add_metadata(p + "rope.freq_base", GgufValue::f32(a.rope_base));
+  w.add_metadata(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(a.rms_eps));
+  if (a.sliding_window > 0 || a.architecture == "phi3") w.add_metadata(p + "attention.sliding_window", u32(a.sliding_window));
+  if (a.attn_softcap > 0) w.add_metadata(p + "attn_logit_softcapping", GgufValue::f32(a.attn_softcap));
+  if (a.final_softcap > 0) w.add_metadata(p + "final_logit_softcapping", GgufValue::f32(a.final_softcap));
+  if (a.rope_linear_factor > 0) {
+    w.add_metadata(p + "rope.scaling.type", GgufValue::str("linear"));
+    w.add_metadata(p + "rope.scaling.factor", GgufValue::f32(a.rope_linear_factor));
+  }
+  if (a.rope_orig_context > 0) {
+    // LongRoPE (llama.cpp's Phi-3 converter): attention factor sqrt(1 + ln(s) / ln(orig)), s = ctx / orig.
+    const double scale = static_cast<double>(c.context_length) / a.rope_orig_context;
+    w.add_metadata(p + "rope.scaling.original_context_length", u32(a.rope_orig_context));
+    w.add_metadata(p + "rope.scaling.attn_factor",
+                   GgufValue::f32(static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(a.rope_orig_context)))));
+  }
+}
+
+}  // namespace
+
+std::vector<float> synthetic_rope_factors(int32_t n, bool long_factors) {
+  std::vector<float> f(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) f[static_cast<size_t>(i)] = long_factors ? 1.0f + 3.0f * static_cast<float>(i) : 1.0f + 0.05f * static_cast<float>(i);
+  return f;
+}
+
+Status write_synthetic_arch_model(const SyntheticArch& a, uint64_t seed, const std::string& path) {
+  const ArchitectureSpec* spec = find_architecture(a.architecture);
+  if (spec == nullptr) return make_error(path + ": unknown architecture " + a.architecture);
+  ModelConfig c;
+  c.dim = a.dim;
+  c.hidden_dim = a.hidden_dim;
+  c.num_layers = a.num_layers;
+  c.num_heads = a.num_heads;
+  c.num_kv_heads = a.num_kv_heads;
+  c.head_dim = a.head_dim;
+  c.vocab_size = a.vocab_size;
+  c.context_length = a.context_length;
+  GB_TRY(complete_model_config(c, path));
+  GgufWriter w;
+  add_arch_metadata(w, a, c, seed);
+  add_vocabulary(w, a.vocab_size);
+
+  // Scales after the fixture generators (../shared/tools/fixtures/make_tiny_models.py):
+  // matrices N(0, 1.28/sqrt(fan_in)), embedding N(0, embed_std^2), norms 1 + N(0, 0.1),
+  // the final norm scaled so that logits have a standard deviation of about 10.
+  uint64_t index = 0;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float stddev) {
+    w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, dtype_info(DType::F32).gguf_code,
+                 static_cast<uint64_t>(rows * cols) * sizeof(float), make_fill(DType::F32, seed, index++, stddev, 0.0f));
+  };
+  auto vec = [&](const std::string& name, int64_t n, float mean, float stddev) {
+    w.add_tensor(name, {static_cast<uint64_t>(n)}, dtype_info(DType::F32).gguf_code,
+                 static_cast<uint64_t>(n) * sizeof(float), make_fill(DType::F32, seed, index++, stddev, mean));
+  };
+  const int64_t d = c.dim, hd = c.head_dim, q = int64_t{c.num_heads} * hd, kv = c.kv_dim(), h = c.hidden_dim;
+  const auto fan = [](int64_t n) { return 1.28f / std::sqrt(static_cast<float>(n)); };
+  matrix("token_embd.weight", c.vocab_size, d, a.embed_std);
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    vec(b + "attn_norm.weight", d, 1.0f, 0.1f);
+    if (spec->fused_qkv) {
+      matrix(b + "attn_qkv.weight", q + 2 * kv, d, fan(d));
+    } else {
+      matrix(b + "attn_q.weight", q, d, fan(d));
+      matrix(b + "attn_k.weight", kv, d, fan(d));
+      matrix(b + "attn_v.weight", kv, d, fan(d));
+    }
+    if (spec->qkv_bias) {
+      vec(b + "attn_q.bias", q, 0.0f, 0.5f);
+      vec(b + "attn_k.bias", kv, 0.0f, 0.5f);
+      vec(b + "attn_v.bias", kv, 0.0f, 0.5f);
+    }
+    if (spec->qk_norm) {
+      vec(b + "attn_q_norm.weight", hd, 1.0f, 0.1f);
+      vec(b + "attn_k_norm.weight", hd, 1.0f, 0.1f);
+    }
+    matrix(b + "attn_output.weight", d, q, fan(q));
+    if (spec->post_norms) vec(b + "post_attention_norm.weight", d, 1.0f, 0.1f);
+    vec(b + "ffn_norm.weight", d, 1.0f, 0.1f);
+    if (!spec->fused_gate_up) matrix(b + "ffn_gate.weight", h, d, fan(d));
+    matrix(b + "ffn_up.weight", spec->fused_gate_up ? 2 * h : h, d, fan(d));
+    matrix(b + "ffn_down.weight", d, h, fan(h));
+    if (spec->post_norms) vec(b + "post_ffw_norm.weight", d, 1.0f, 0.1f);
+  }
+  const float out_scale = a.tied ? 10.0f / (a.embed_std * std::sqrt(static_cast<float>(d))) : 10.0f / 1.28f;
+  vec("output_norm.weight", d, out_scale, 0.1f * out_scale);
+  if (!a.tied) matrix("output.weight", c.vocab_size, d, fan(d));
+  if (a.rope_orig_context > 0) {
+    for (const bool long_factors : {true, false}) {
+      std::vector<float> f = synthetic_rope_factors(c.head_dim / 2, long_factors);
+      std::vector<std::byte> bytes(f.size() * sizeof(float));
+      std::memcpy(bytes.data(), f.data(), bytes.size());
+      w.add_tensor(long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                   {static_cast<uint64_t>(f.size())}, DType::F32, std::move(bytes));
+    }
+  }
+  return w.write(path);
 }
 
 }  // namespace gb

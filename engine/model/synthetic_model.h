@@ -53,4 +53,31 @@ Vocabulary make_synthetic_vocabulary(int32_t vocab_size);
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
                              const std::function<void(uint64_t, uint64_t)>& progress = {});
 
+// Small random models of each supported architecture (`synth --arch NAME`), with
+// llama.cpp's key and tensor names and conventions (llama q/k permutation and
+// Gemma's stored (1 + w) norms are implied: the bytes are random, the reader
+// decides). Meant for references: matrices N(0, 1.28/sqrt(fan_in)), norms
+// 1 + N(0, 0.1), final norm scaled for logits of standard deviation ~10.
+struct SyntheticArch {
+  std::string name;          // --arch value
+  std::string architecture;  // general.architecture
+  int32_t dim = 0, hidden_dim = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0;
+  int32_t head_dim = 0;      // 0: dim / heads and no attention.key_length key
+  int32_t vocab_size = 0, context_length = 0;
+  float rope_base = 10000.0f, rms_eps = 1e-5f;
+  bool tied = true;
+  int32_t sliding_window = 0;
+  float attn_softcap = 0.0f, final_softcap = 0.0f;
+  float rope_linear_factor = 0.0f;  // > 0: rope.scaling.type linear with this factor
+  int32_t rope_orig_context = 0;    // > 0: LongRoPE long/short factors and attn_factor (Phi-3 128k)
+  float embed_std = 0.5f;           // token embedding N(0, embed_std^2); small keeps a tied model from copying its input
+};
+
+const std::vector<SyntheticArch>& synthetic_archs();
+const SyntheticArch* find_synthetic_arch(std::string_view name);
+// The LongRoPE factors synth writes (n = rope_dim / 2).
+std::vector<float> synthetic_rope_factors(int32_t n, bool long_factors);
+// Writes the model (F32 tensors, the generated vocabulary) as GGUF v3.
+Status write_synthetic_arch_model(const SyntheticArch& arch, uint64_t seed, const std::string& path);
+
 }  // namespace gb

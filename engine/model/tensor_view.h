@@ -3,6 +3,7 @@
 // cols = input features), so y = W x reads row r for output r; vectors have rows = 1.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,19 @@ struct LayerWeights {
   TensorView bq;         // (num_heads*head_dim)     Qwen2 q bias
   TensorView bk;         // (num_kv_heads*head_dim)
   TensorView bv;         // (num_kv_heads*head_dim)
+  TensorView q_norm;     // (head_dim)   per-head RMSNorm of q (Qwen3, Gemma 3)
+  TensorView k_norm;     // (head_dim)
+  TensorView post_attn_norm;  // (dim)  Gemma 2/3: norm of the attention output
+  TensorView post_ffn_norm;   // (dim)  Gemma 2/3: norm of the FFN output
+  // Fused layouts (Phi-3): wqkv replaces wq/wk/wv, and w_up holds 2*hidden_dim
+  // rows (gate, then up) with no w_gate.
+  TensorView wqkv;       // (num_heads*head_dim + 2*num_kv_heads*head_dim, dim)
+
+  // Every tensor of the block, present or not, in a fixed order.
+  std::array<const TensorView*, 17> all() const {
+    return {&attn_norm, &wq, &wk, &wv, &wo, &ffn_norm, &w_gate, &w_down, &w_up, &bq, &bk, &bv,
+            &q_norm, &k_norm, &post_attn_norm, &post_ffn_norm, &wqkv};
+  }
 };
 
 }  // namespace gb

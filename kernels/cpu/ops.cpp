@@ -37,9 +37,9 @@ void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const R
   for (int32_t i = 0; i < half; ++i) {
     double inv_freq = std::pow(static_cast<double>(p.base), -2.0 * i / static_cast<double>(p.rope_dim));
     if (p.freq_factors != nullptr) inv_freq /= static_cast<double>(p.freq_factors[i]);
-    const double angle = static_cast<double>(pos) * inv_freq;
-    const auto c = static_cast<float>(std::cos(angle));
-    const auto s = static_cast<float>(std::sin(angle));
+    const double angle = static_cast<double>(pos) * inv_freq * static_cast<double>(p.freq_scale);
+    const auto c = static_cast<float>(std::cos(angle) * static_cast<double>(p.attn_factor));
+    const auto s = static_cast<float>(std::sin(angle) * static_cast<double>(p.attn_factor));
     // Offsets of the pair's two members inside a head.
     const int32_t a = p.style == RopeStyle::Adjacent ? 2 * i : i;
     const int32_t b = p.style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
@@ -72,6 +72,18 @@ void swiglu_reference(float* out, const float* gate, const float* up, int64_t n)
     const float g = gate[i];
     out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
   }
+}
+
+void gelu_tanh_gated(float* out, const float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void softcap_inplace(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
 void add_inplace(float* x, const float* y, int64_t n) {

@@ -28,6 +28,8 @@ struct RopeParams {
   // (rope_dim/2) divisors of each pair's frequency, or null: Llama-3.1's
   // rope_freqs tensor (its "llama3" rope scaling), Phi-3's long/short factors.
   const float* freq_factors = nullptr;
+  float freq_scale = 1.0f;   // linear scaling: the angle is multiplied by this (Gemma 3 global layers)
+  float attn_factor = 1.0f;  // cos and sin are multiplied by this (Phi-3 LongRoPE)
 };
 
 // General RoPE: pair i (0 <= i < rope_dim/2) turns by pos * base^(-2i/rope_dim) /
@@ -39,6 +41,13 @@ void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const R
 // the CPU has it; swiglu_reference is the scalar oracle.
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 void swiglu_reference(float* out, const float* gate, const float* up, int64_t n);
+
+// out[i] = gelu_tanh(gate[i]) * up[i], GELU with the tanh approximation:
+// 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).   gate, up, out: (n)
+void gelu_tanh_gated(float* out, const float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap)                        (n)
+void softcap_inplace(float* x, int64_t n, float cap);
 
 // x[i] += y[i]                                        (n)
 void add_inplace(float* x, const float* y, int64_t n);

@@ -26,6 +26,33 @@ void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int
   paged_attention_head_reference(out, q, kv, kv_head, num_ctx, scores);
 }
 
+void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
+                             const AttentionShape& shape, float* scores) {
+  const int32_t d = kv.head_dim;
+  const float plain = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = shape.scale > 0.0f ? shape.scale : plain;
+  if (shape.first <= 0 && shape.softcap <= 0.0f && scale == plain) {
+    paged_attention_head(out, q, kv, kv_head, num_ctx, scores);
+    return;
+  }
+  const int32_t first = shape.first > 0 ? shape.first : 0;
+  const int32_t n = num_ctx - first;
+  for (int32_t t = 0; t < n; ++t) {
+    const float* k = kv.k_at(first + t, kv_head);
+    float s = 0.0f;
+    for (int32_t i = 0; i < d; ++i) s += q[i] * k[i];
+    s *= scale;
+    scores[t] = shape.softcap > 0.0f ? shape.softcap * std::tanh(s / shape.softcap) : s;
+  }
+  softmax_inplace(scores, n);
+  for (int32_t i = 0; i < d; ++i) out[i] = 0.0f;
+  for (int32_t t = 0; t < n; ++t) {
+    const float* v = kv.v_at(first + t, kv_head);
+    const float a = scores[t];
+    for (int32_t i = 0; i < d; ++i) out[i] += a * v[i];
+  }
+}
+
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
                                     int32_t num_ctx, float* scores) {
   const int32_t d = kv.head_dim;

@@ -33,6 +33,18 @@ struct PagedKvView {
 // Uses the AVX2 path when the CPU has it and head_dim % 8 == 0.
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores);
+// Attention over positions first .. num_ctx - 1 only (a sliding window starts at
+// first = max(0, pos - W + 1)), with the scores multiplied by `scale` and, when
+// softcap > 0, replaced by softcap * tanh(score / softcap) before the softmax
+// (Gemma 2). With first 0, scale 1/sqrt(head_dim) and no cap it is
+// paged_attention_head (and takes its fast path); otherwise scalar.
+struct AttentionShape {
+  int32_t first = 0;
+  float scale = 0.0f;    // 0: 1/sqrt(head_dim)
+  float softcap = 0.0f;  // 0: none
+};
+void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
+                             const AttentionShape& shape, float* scores);
 // The scalar oracle (run.c's arithmetic).
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
                                     int32_t num_ctx, float* scores);

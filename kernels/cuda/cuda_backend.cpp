@@ -338,10 +338,12 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Mod
     return make_error(model->path + ": head counts or rope_dim are inconsistent");
   // Architecture features this backend has no kernels for yet: refuse rather
   // than compute a different model (the CPU backend runs them).
-  if (c.qkv_bias || c.rope_style != RopeStyle::Adjacent || c.rope_freq_factors)
-    return make_error(model->path + ": architecture '" + c.architecture +
-                      "' needs q/k/v biases, NeoX RoPE or rope_freqs scaling, which the CUDA backend does not "
-                      "implement yet; use the CPU backend");
+  if (const std::vector<std::string> missing = c.non_llama_features(); !missing.empty()) {
+    std::string list;
+    for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+    return make_error(model->path + ": architecture '" + c.architecture + "' needs " + list +
+                      ", which the CUDA backend does not implement yet; use the CPU backend");
+  }
   auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
   GB_TRY(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));

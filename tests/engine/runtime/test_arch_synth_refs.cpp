@@ -1,0 +1,180 @@
+// Architecture references made with tools/make_arch_refs.py: for qwen3, mistral
+// (llama with a sliding window), gemma2, gemma3 and phi3 (LongRoPE 128k style), a
+// small random model is re-created here with the same synth code and seed as
+// `glassbox-cli synth --arch NAME --seed S`, and its 16 greedy tokens and the
+// top-20 logits of every greedy step must match HF transformers (float32, run on
+// the file's own tensors) within 1e-3, through the Engine on the CPU backend.
+// Each case also checks that the variation it is about is really in play (the
+// config says so, and turning it off changes the logits), so the test can fail.
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+
+#include "gb_test.h"
+#include "model/model.h"
+#include "model/synthetic_model.h"
+#include "../tokenizer/tokenizer_test_support.h"
+#include "arch_ref_support.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct Loaded {
+  std::shared_ptr<const gb::Model> model;
+  std::shared_ptr<const gb::Tokenizer> tokenizer;
+  json ref;
+};
+
+// Synthesises the model the reference was made from and loads it.
+Loaded load(const std::string& arch_name, std::string& error) {
+  Loaded out;
+  out.ref = gbtest::read_json(std::string(GLASSBOX_ARCH_REF_DIR) + "/" + arch_name + ".json");
+  const gb::SyntheticArch* arch = gb::find_synthetic_arch(out.ref["arch"].get<std::string>());
+  if (arch == nullptr) {
+    error = "synth does not know arch " + arch_name;
+    return out;
+  }
+  const std::string path = gbtest::temp_dir() + "/" + arch_name + ".gguf";
+  if (auto st = gb::write_synthetic_arch_model(*arch, out.ref["seed"].get<uint64_t>(), path); !st) {
+    error = st.error().message;
+    return out;
+  }
+  gb::LoadOptions options;
+  options.context_length = out.ref["context_length"].get<int32_t>();
+  auto model = gb::load_model(path, options);
+  if (!model) {
+    error = model.error().message;
+    return out;
+  }
+  out.model = *model;
+  auto tokenizer = gb::load_tokenizer(*out.model, "");
+  if (!tokenizer) {
+    error = tokenizer.error().message;
+    return out;
+  }
+  out.tokenizer = *tokenizer;
+  return out;
+}
+
+// Greedy tokens identical and every step's top-20 within tolerance.
+void check_matches(const Loaded& l) {
+  for (const json& prompt : l.ref["prompts"]) {
+    const std::string pname = prompt["name"].get<std::string>();
+    const auto ids = gbtest::json_ids(prompt["ids"]);
+    const auto want = gbtest::json_ids(prompt["greedy"]["ids"]);
+    std::string error;
+    const auto steps = archref::run_greedy(l.model, l.tokenizer, ids, static_cast<int>(want.size()), error);
+    QVERIFY2(error.empty(), error.c_str());
+    QCOMPARE(steps.size(), want.size());
+    for (size_t k = 0; k < steps.size(); ++k) {
+      QVERIFY2(steps[k].token == want[k], (pname + ": greedy token " + std::to_string(k) + " is " +
+                                           std::to_string(steps[k].token) + ", want " + std::to_string(want[k]))
+                                              .c_str());
+      const std::string diff = archref::compare_top(steps[k].top, prompt["greedy"]["steps"][k]);
+      QVERIFY2(diff.empty(), (pname + " step " + std::to_string(k) + ": " + diff).c_str());
+    }
+  }
+  std::printf("%s: %zu prompts match transformers\n", l.ref["arch"].get<std::string>().c_str(), l.ref["prompts"].size());
+}
+
+// With `change` applied to a copy of the model, the longest prompt's first
+// greedy step must move by more than the tolerance: the feature is exercised.
+void check_feature_matters(const Loaded& l, const char* what, const std::function<void(gb::Model&)>& change) {
+  auto copy = std::make_shared<gb::Model>(*l.model);
+  change(*copy);
+  const json& prompt = l.ref["prompts"].back();
+  std::string error;
+  const auto steps = archref::run_greedy(copy, l.tokenizer, gbtest::json_ids(prompt["ids"]), 1, error);
+  QVERIFY2(error.empty(), error.c_str());
+  QVERIFY(!steps.empty());
+  QVERIFY2(!archref::compare_top(steps[0].top, prompt["greedy"]["steps"][0]).empty(),
+           (std::string("turning off ") + what + " left the logits unchanged: the reference does not exercise it").c_str());
+}
+
+#define LOAD_OR_FAIL(var, name)                           \
+  std::string var##_error;                                \
+  const Loaded var = load(name, var##_error);             \
+  QVERIFY2(var##_error.empty(), var##_error.c_str())
+
+size_t longest_prompt(const json& ref) {
+  size_t n = 0;
+  for (const json& p : ref["prompts"]) n = std::max(n, p["ids"].size());
+  return n;
+}
+
+}  // namespace
+
+GB_TEST(qwen3_matches_transformers) {
+  LOAD_OR_FAIL(l, "qwen3");
+  const gb::ModelConfig& c = l.model->config;
+  QVERIFY(c.qk_norm && c.rope_style == gb::RopeStyle::NeoX && !c.qkv_bias);
+  QVERIFY(c.head_dim * c.num_heads != c.dim);  // explicit head_dim (attention.key_length)
+  QVERIFY(c.num_heads > c.num_kv_heads);
+  check_matches(l);
+  check_feature_matters(l, "the q/k norms", [](gb::Model& m) {
+    for (gb::LayerWeights& w : m.weights.layers) w.q_norm = w.k_norm = gb::TensorView{};
+  });
+}
+
+GB_TEST(mistral_sliding_window_matches_transformers) {
+  LOAD_OR_FAIL(l, "mistral");
+  const gb::ModelConfig& c = l.model->config;
+  QCOMPARE(c.architecture, std::string("llama"));
+  QVERIFY(c.sliding_window > 0 && static_cast<size_t>(c.sliding_window) < longest_prompt(l.ref));
+  QVERIFY(c.is_sliding(0) && c.is_sliding(c.num_layers - 1));
+  check_matches(l);
+  check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
+}
+
+GB_TEST(gemma2_matches_transformers) {
+  LOAD_OR_FAIL(l, "gemma2");
+  const gb::ModelConfig& c = l.model->config;
+  QVERIFY(c.attn_softcap > 0.0f && c.final_softcap > 0.0f);
+  QVERIFY(c.sliding_window > 0 && static_cast<size_t>(c.sliding_window) < longest_prompt(l.ref));
+  QVERIFY(c.is_sliding(0) && !c.is_sliding(1) && c.is_sliding(2));  // interleaved
+  QVERIFY(c.num_heads / c.num_kv_heads > 1);                         // GQA
+  QVERIFY(c.post_norms && c.activation == gb::FfnActivation::GeluTanh && c.embed_scale > 1.0f);
+  check_matches(l);
+  check_feature_matters(l, "the attention soft-cap", [](gb::Model& m) { m.config.attn_softcap = 0.0f; });
+  check_feature_matters(l, "the final soft-cap", [](gb::Model& m) { m.config.final_softcap = 0.0f; });
+  check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
+}
+
+GB_TEST(gemma3_matches_transformers) {
+  LOAD_OR_FAIL(l, "gemma3");
+  const gb::ModelConfig& c = l.model->config;
+  QVERIFY(c.qk_norm && c.post_norms && c.num_layers >= 6);
+  for (int32_t i = 0; i < 5; ++i) QVERIFY(c.is_sliding(i));
+  QVERIFY(!c.is_sliding(5));
+  QVERIFY(c.rope_freq_base_swa == 10000.0f && c.rope_freq_base != c.rope_freq_base_swa && c.rope_freq_scale < 1.0f);
+  check_matches(l);
+  check_feature_matters(l, "the local RoPE base", [](gb::Model& m) { m.config.rope_freq_base_swa = 0.0f; });
+  check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
+}
+
+GB_TEST(phi3_longrope_matches_transformers) {
+  LOAD_OR_FAIL(l, "phi3");
+  const gb::ModelConfig& c = l.model->config;
+  QVERIFY(c.fused_qkv && c.fused_gate_up && c.rope_freq_factors && c.rope_long_factors);
+  QVERIFY(c.rope_attn_factor > 1.0f);
+  check_matches(l);
+  check_feature_matters(l, "the LongRoPE attention factor", [](gb::Model& m) { m.config.rope_attn_factor = 1.0f; });
+}
+
+// The short factors are chosen when the context stays within the original one.
+GB_TEST(phi3_short_factors_within_original_context) {
+  const gb::SyntheticArch* arch = gb::find_synthetic_arch("phi3");
+  QVERIFY(arch != nullptr);
+  const std::string path = gbtest::temp_dir() + "/phi3-short.gguf";
+  QVERIFY(gb::write_synthetic_arch_model(*arch, 7, path).ok());
+  gb::LoadOptions options;
+  options.context_length = arch->rope_orig_context;
+  auto model = gb::load_model(path, options);
+  QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
+  const gb::Model& m = **model;
+  QVERIFY(!m.config.rope_long_factors);
+  const auto* f = static_cast<const float*>(m.weights.rope_freqs.data);
+  const auto want = gb::synthetic_rope_factors(m.config.rope_dim / 2, false);
+  for (size_t i = 0; i < want.size(); ++i) QCOMPARE(f[i], want[i]);
+}
