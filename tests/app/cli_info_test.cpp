@@ -66,3 +66,21 @@ GB_TEST(synth_then_info_round_trips) {
   QVERIFY(bad.exit_code != 0);
   QVERIFY2(bad.output.find("unknown shape 'nope'") != std::string::npos, bad.output.c_str());
 }
+
+GB_TEST(synth_arch_then_info_shows_windows_caps_and_rope) {
+  const std::string path = gbtest::temp_dir() + "/gemma2.gguf";
+  const RunResult w = run_cli("synth --arch gemma2 --seed 3 --out '" + path + "'");
+  QVERIFY2(w.exit_code == 0, w.output.c_str());
+  const RunResult r = run_cli("info '" + path + "'");
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  for (const char* want : {"architecture   gemma2", "sliding window 6 tokens on 2 of 3 layers", "soft-caps      attention 5, final logits 15",
+                           "rope           NeoX", "GELU-tanh gated FFN", "post-attention/FFN norms"})
+    QVERIFY2(r.output.find(want) != std::string::npos, (std::string(want) + " not in:\n" + r.output).c_str());
+  const std::string phi = gbtest::temp_dir() + "/phi3.gguf";
+  QVERIFY(run_cli("synth --arch phi3 --seed 3 --out '" + phi + "'").exit_code == 0);
+  const RunResult p = run_cli("info --ctx 32 '" + phi + "'");
+  QVERIFY2(p.output.find("LongRoPE short factors (original context 32)") != std::string::npos, p.output.c_str());
+  const RunResult bad = run_cli("synth --arch nope --out '" + path + "'");
+  QVERIFY(bad.exit_code != 0);
+  QVERIFY2(bad.output.find("unknown --arch 'nope'") != std::string::npos, bad.output.c_str());
+}

@@ -9,6 +9,7 @@
 #include "gb_test.h"
 #include "model/gguf_file.h"
 #include "model/model.h"
+#include "model/synthetic_model.h"
 #include "model_test_files.h"
 
 using gbtest::TinyGgufOptions;
@@ -285,4 +286,35 @@ GB_TEST(absurd_tensor_dimension) {
                     "tensor token_embd.weight has an absurd dimension 1099511627776");
   gbtest::poke<uint64_t>(bytes, ne1, 0);
   expect_load_error(gbtest::write_bytes("zero-dim.gguf", bytes), "tensor token_embd.weight has an absurd dimension 0");
+}
+
+// The architecture table's extra tensors are required, and shaped: a qwen3 file
+// without a q/k norm, a phi3 file whose fused qkv has the wrong height.
+GB_TEST(architecture_missing_or_misshapen_tensor) {
+  const std::string src = gbtest::temp_dir() + "/qwen3-src.gguf";
+  QVERIFY(gb::write_synthetic_arch_model(*gb::find_synthetic_arch("qwen3"), 1, src).ok());
+  QVERIFY(gb::load_model(src).ok());
+  auto bytes = gbtest::read_bytes(src);
+  const std::string name = "blk.1.attn_k_norm.weight";
+  const size_t at = gbtest::find_bytes(bytes, name);
+  QVERIFY(at != std::string::npos);
+  bytes[at + 11] = 'X';  // blk.1.attn_X_norm.weight
+  expect_load_error(gbtest::write_bytes("qwen3-no-k-norm.gguf", bytes), "missing tensor blk.1.attn_k_norm.weight");
+
+  const std::string phi = gbtest::temp_dir() + "/phi3-src.gguf";
+  QVERIFY(gb::write_synthetic_arch_model(*gb::find_synthetic_arch("phi3"), 1, phi).ok());
+  auto pb = gbtest::read_bytes(phi);
+  gbtest::poke<uint64_t>(pb, tensor_dims_field(pb, "blk.0.attn_qkv.weight") + 8, 96);
+  expect_load_error(gbtest::write_bytes("phi3-short-qkv.gguf", pb),
+                    "tensor blk.0.attn_qkv.weight has shape [64, 96] but the config expects [64, 128]");
+}
+
+GB_TEST(architecture_bad_variation_keys) {
+  const std::string src = gbtest::temp_dir() + "/gemma3-src.gguf";
+  QVERIFY(gb::write_synthetic_arch_model(*gb::find_synthetic_arch("gemma3"), 1, src).ok());
+  auto bytes = gbtest::read_bytes(src);
+  const size_t at = gbtest::find_bytes(bytes, std::string("linear"));
+  QVERIFY(at != std::string::npos);
+  std::memcpy(bytes.data() + at, "yarnxx", 6);
+  expect_load_error(gbtest::write_bytes("gemma3-yarn.gguf", bytes), "rope scaling type 'yarnxx' is not supported");
 }

@@ -144,6 +144,53 @@ GB_TEST(paged_attention_matches_contiguous_formula) {
   }
 }
 
+GB_TEST(paged_attention_window_scale_and_softcap_match_formula) {
+  // Positions first..ctx-1 only, scores x scale, then cap * tanh(s / cap), in double.
+  const int32_t kv_heads = 2, d = 8, ctx = 29, bs = 4, nblocks = 9, first = 17;
+  const float scale = 0.3f, cap = 1.5f;
+  const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 31, 3.0f);
+  const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 32);
+  const auto q = random_floats(static_cast<size_t>(d), 33, 3.0f);
+  const std::vector<int32_t> table = {8, 3, 7, 0, 6, 1, 5, 2};
+  PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+  std::vector<float> scores(ctx), out(d);
+  paged_attention_head_ex(out.data(), q.data(), kv, 0, ctx, AttentionShape{first, scale, cap}, scores.data());
+  const auto at = [&](int32_t t) { return ((int64_t{table[static_cast<size_t>(t / bs)]} * bs + t % bs) * kv_heads) * d; };
+  std::vector<double> s;
+  double m = -1e30, z = 0;
+  for (int32_t t = first; t < ctx; ++t) {
+    double dot = 0;
+    for (int32_t i = 0; i < d; ++i) dot += double{q[static_cast<size_t>(i)]} * k[static_cast<size_t>(at(t) + i)];
+    s.push_back(cap * std::tanh(dot * scale / cap));
+    m = std::max(m, s.back());
+  }
+  for (auto& x : s) z += x = std::exp(x - m);
+  for (int32_t i = 0; i < d; ++i) {
+    double o = 0;
+    for (int32_t t = first; t < ctx; ++t) o += s[static_cast<size_t>(t - first)] / z * v[static_cast<size_t>(at(t) + i)];
+    QVERIFY(std::abs(o - out[static_cast<size_t>(i)]) < 1e-5);
+  }
+  // With the defaults it is the plain kernel, bit for bit.
+  std::vector<float> a(d), b(d);
+  paged_attention_head_ex(a.data(), q.data(), kv, 1, ctx, AttentionShape{}, scores.data());
+  paged_attention_head(b.data(), q.data(), kv, 1, ctx, scores.data());
+  QVERIFY(a == b);
+}
+
+GB_TEST(gelu_tanh_gated_and_softcap_match_formula) {
+  const auto g = random_floats(64, 41, 4.0f), u = random_floats(64, 42);
+  std::vector<float> out(64);
+  gelu_tanh_gated(out.data(), g.data(), u.data(), 64);
+  for (size_t i = 0; i < 64; ++i) {
+    const double x = g[i];
+    const double want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+    QVERIFY(std::abs(want - out[i]) < 1e-5 * (1.0 + std::abs(want)));
+  }
+  std::vector<float> x = {-100.0f, -1.0f, 0.0f, 2.0f, 1e4f};
+  softcap_inplace(x.data(), 5, 30.0f);
+  QVERIFY(std::abs(x[0] + 30.0f * std::tanh(100.0f / 30.0f)) < 1e-4f && x[2] == 0.0f && std::abs(x[4] - 30.0f) < 1e-4f);
+}
+
 GB_TEST(paged_attention_simd_matches_reference) {
   for (int32_t d : {8, 16, 64, 128}) {
     for (int32_t ctx : {1, 7, 16, 33, 300}) {
