@@ -78,6 +78,8 @@ QTreeWidgetItem* BranchesPanel::makeItem(const RequestInfo& r) const {
   if (!r.parent) head = tr("prompt (%1 tokens)").arg(r.promptIds.size());
   else if (!r.tokens.empty()) head = QStringLiteral("'%1'").arg(r.tokens.front().text.left(24));
   else head = tr("(starting)");
+  // A branch with a prompt of its own (an edited message): where it left the parent.
+  if (r.parent && r.promptIds.size() > r.forkPosition) head = tr("edit at token %1: %2").arg(r.forkPosition).arg(head);
   head.replace(QLatin1Char('\n'), QStringLiteral("\\n"));
   const double p = forkProbability(r.key);
   QString state = r.finished ? r.finish.reason : tr("running");

@@ -40,14 +40,9 @@ void connectCompareAndBranches(MainWindow& w) {
   QObject::connect(branches, &BranchesPanel::branchActivated, &w, [&w](quint64 request) {
     // A chat branch becomes the turn's current one; any other request is
     // shown in the inspector (its first token selected).
+    // A request of a path left by an edit brings that path back.
     Conversation conv = w.chat()->conversation();
-    for (Turn& turn : conv.turns) {
-      const qsizetype at = turn.branches.indexOf(request);
-      if (at < 0) continue;
-      turn.current = static_cast<int>(at);
-      w.chat()->setConversation(conv);
-      break;
-    }
+    if (conv.showRequest(request)) w.chat()->setConversation(conv);
     w.sessionModel()->selectToken(request, 0);
   });
 }

@@ -61,8 +61,10 @@ class EngineController : public QObject {
   void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1);
   // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
   // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).
+  // branchFrom: earlier requests it may branch from (GenerationRequest::branch_from:
+  // the one sharing the longest token prefix is forked copy-on-write up to it).
   void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
-              const QString& speculativeSpec = {});
+              const QString& speculativeSpec = {}, const QVector<quint64>& branchFrom = {});
   // Branches `parent` after numTokens tokens (prompt + output), forcing `forcedToken`
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
@@ -72,7 +74,8 @@ class EngineController : public QObject {
   // end-of-generation token (engine_controller_chat.cpp). Emits chatPromptReady,
   // then requestSubmitted or requestFailed.
   void submitChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format,
-                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {});
+                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {},
+                  const QVector<quint64>& branchFrom = {});
   void cancel(quint64 request);
   // Frees the KV blocks a finished request kept (a released branch).
   void release(quint64 request);

@@ -30,7 +30,8 @@ UiChatPrompt toUiPrompt(quint64 tag, const gb::ChatRequest& chat, const gb::Toke
 }  // namespace
 
 void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& messages, const QString& format,
-                                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec) {
+                                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec,
+                                  const QVector<quint64>& branchFrom) {
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;
@@ -52,6 +53,9 @@ void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& mes
   gb::ChatRequest chat = gb::make_chat_request(formatter, *state_->tokenizer, history, *settings);
   emit chatPromptReady(toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
   chat.request.retain_kv = true;  // so any token can be branched later
+  // An edited or regenerated turn forks the old conversation's request that
+  // shares the longest token prefix with this rendering (KV reused up to it).
+  for (quint64 k : branchFrom) chat.request.branch_from.push_back(gb::RequestId{k});
   if (!speculativeSpec.isEmpty()) {
     auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
     if (!spec) {

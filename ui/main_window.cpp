@@ -185,21 +185,24 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
           [this] { QMetaObject::invokeMethod(controller_, [c = controller_] { c->stopServing(); }); });
 
   // UI -> engine: queued invocations only.
-  connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {
+  connect(chat_, &ChatPanel::generate, this,
+          [this](quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom) {
     // A turn that has an answer already is being regenerated: another sample,
     // so a new seed unless the user pinned it.
     const QVector<Turn>& turns = chat_->conversation().turns;
     const bool regenerating = tag < quint64(turns.size()) && !turns[int(tag)].branches.isEmpty();
     const QString json = sampling_->submitJson(regenerating);
     const QString spec = sampling_->speculative()->spec();
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec); });
+    QMetaObject::invokeMethod(controller_,
+                              [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec, branchFrom); });
   });
   connect(chat_, &ChatPanel::generateChat, this,
-          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens) {
+          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens,
+                 const QVector<quint64>& branchFrom) {
             const QString json = sampling_->submitJson();
             const QString spec = sampling_->speculative()->spec();
             QMetaObject::invokeMethod(controller_, [=, c = controller_] {
-              c->submitChat(tag, messages, format, json, maxTokens, spec);
+              c->submitChat(tag, messages, format, json, maxTokens, spec, branchFrom);
             });
           });
   connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);

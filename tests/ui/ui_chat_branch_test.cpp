@@ -1,0 +1,204 @@
+// Editing an earlier chat message in the workbench, on tiny-qwen2 (its own
+// Qwen2.5 template), driven by real clicks and keys: two turns are sent, the
+// first user message is double-clicked in the transcript, changed and sent.
+// The edit is a new node of the Branches tree under a request of the old
+// conversation; the engine reused exactly the common token prefix of the old
+// and new renderings (computed here from the prompts' ids); the old path with
+// its later turns comes back through the Branches panel. Editing the system
+// prompt and regenerating branch the same way. The session file keeps the
+// paths, and reopening it restores them (and an old file without them opens).
+#include <QApplication>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTreeWidget>
+
+#include "branches_panel.h"
+#include "token_view.h"
+#include "ui_test_support.h"
+
+using namespace gbuitest;
+
+namespace {
+
+QString qwenPath() { return sharedFile("models/tiny-qwen2/tiny-qwen2-F16.gguf"); }
+
+int commonPrefix(const QVector<int>& a, const QVector<int>& b) {
+  int n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+class UiChatBranchTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::unique_ptr<gbui::MainWindow> window_;
+
+  template <typename T>
+  T* find(const char* name) const {
+    T* w = window_->findChild<T*>(QLatin1String(name));
+    if (!w) qWarning("no widget named %s", name);
+    return w;
+  }
+  QPushButton* button(const char* name) const { return find<QPushButton>(name); }
+  gbui::ChatPanel* chat() const { return window_->chat(); }
+  const gbui::Conversation& conv() const { return chat()->conversation(); }
+  const gbui::RequestInfo* request(quint64 key) const { return window_->sessionModel()->request(key); }
+
+  void click(QAbstractButton* b) {
+    QVERIFY(b);
+    QVERIFY2(b->isVisible() && b->isEnabled(), qPrintable(b->objectName() + " is not clickable"));
+    QTest::mouseClick(b, Qt::LeftButton);
+  }
+  void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(button("send")->isEnabled() && chat()->activeRequest() == 0, 60000); }
+
+  void typeAndSend(const QString& text) {
+    auto* input = find<QPlainTextEdit>("chatInput");
+    QTest::mouseClick(input->viewport(), Qt::LeftButton);
+    QTest::keyClick(input, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(input, text);
+    QTest::keyClick(input, Qt::Key_Return, Qt::ControlModifier);
+    waitIdle();
+  }
+
+  // Double-clicks the message of `turn` (-1: the system prompt) in the transcript.
+  void doubleClickMessage(int turn) {
+    gbui::TokenView* view = chat()->view();
+    const auto range = view->messageRange(turn);
+    QVERIFY(range.has_value());
+    QTextCursor c(view->document());
+    c.setPosition(range->first + 1);
+    view->ensureCursorVisible();
+    const QPoint at = view->cursorRect(c).center();
+    const std::optional<int> under = view->messageAt(view->cursorForPosition(at).position());
+    QVERIFY(under.has_value() && *under == turn);
+    QTest::mouseDClick(view->viewport(), Qt::LeftButton, {}, at);
+  }
+
+  // The newest answer as a branch: its parent, and the reused prompt tokens equal
+  // the common prefix of its rendering and the parent's tokens.
+  void checkBranch(const gbui::RequestInfo& r, const QVector<quint64>& oldRequests) {
+    QVERIFY(r.finished);
+    QVERIFY(r.parent.has_value());
+    QVERIFY2(oldRequests.contains(*r.parent), "the edit branches from a request of the old conversation");
+    const gbui::RequestInfo* parent = request(*r.parent);
+    QVERIFY(parent);
+    const int common = commonPrefix(r.promptIds, parent->allTokenIds());
+    QVERIFY(common > 0 && common < r.promptIds.size());
+    QCOMPARE(r.forkPosition, common);
+    QCOMPARE(r.finish.numCachedTokens, common);
+    // The tree: the edit is a child of the request it branched from.
+    gbui::BranchesPanel* panel = window_->branchesPanel();
+    QTreeWidgetItem* item = panel->itemOf(r.key);
+    QVERIFY(item && item->parent());
+    QCOMPARE(item->parent(), panel->itemOf(*r.parent));
+    QVERIFY2(item->text(0).startsWith(QStringLiteral("edit at token %1").arg(common)), qPrintable(item->text(0)));
+  }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName("GlassboxTest");
+    QVERIFY2(QFile::exists(qwenPath()), qPrintable("missing test data: " + qwenPath()));
+    QVERIFY(dir_.isValid());
+    window_ = makeWindow(dir_);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    QSignalSpy ready(window_.get(), &gbui::MainWindow::modelReady);
+    window_->openModel(qwenPath());
+    QVERIFY(ready.wait(60000));
+    window_->sampling()->setSettingsJson(kGreedyJson);
+    auto* maxTokens = find<QSpinBox>("maxTokens");
+    QTest::mouseClick(maxTokens, Qt::LeftButton);
+    QTest::keyClick(maxTokens, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(maxTokens, "6");
+    QTest::keyClick(maxTokens, Qt::Key_Tab);
+    QCOMPARE(maxTokens->value(), 6);
+  }
+
+  void editAnEarlierMessage() {
+    auto* system = find<QLineEdit>("systemPrompt");
+    QTest::mouseClick(system, Qt::LeftButton);
+    QTest::keyClicks(system, "You are a brief assistant.");
+    typeAndSend("Tell me something about the sea and its tides.");
+    typeAndSend("And what about the sky at night?");
+    QCOMPARE(conv().turns.size(), 4);
+    const QVector<quint64> old = conv().requestsOfPath();
+    const quint64 oldLast = conv().turns[3].currentRequest();
+
+    doubleClickMessage(0);
+    auto* input = find<QPlainTextEdit>("chatInput");
+    QCOMPARE(input->toPlainText(), QStringLiteral("Tell me something about the sea and its tides."));
+    QVERIFY(button("cancelEdit")->isVisible());
+    QVERIFY2(find<QLabel>("chatStatus")->text().contains("Editing message 1"), qPrintable(find<QLabel>("chatStatus")->text()));
+    typeAndSend("Tell me something about the sea and its fish.");
+
+    // The new path: the edited message and its answer; the old one is kept.
+    QCOMPARE(conv().turns.size(), 2);
+    QCOMPARE(conv().turns[0].text, QStringLiteral("Tell me something about the sea and its fish."));
+    QCOMPARE(conv().otherPaths.size(), 1);
+    QCOMPARE(conv().otherPaths[0].turns.size(), 4);
+    QVERIFY(!button("cancelEdit")->isVisible());
+    const gbui::RequestInfo* r = request(conv().turns[1].currentRequest());
+    QVERIFY(r);
+    checkBranch(*r, old);
+    // Independently: the common prefix of the two renderings of the first turn.
+    const gbui::RequestInfo* oldFirst = request(old.front());
+    QCOMPARE(r->finish.numCachedTokens, commonPrefix(r->promptIds, oldFirst->promptIds));
+    QVERIFY(chat()->view()->toPlainText().contains("its fish."));
+    QVERIFY(!chat()->view()->toPlainText().contains("sky at night"));
+
+    // The old conversation, later turns included, comes back from the tree.
+    gbui::BranchesPanel* panel = window_->branchesPanel();
+    QTreeWidgetItem* item = panel->itemOf(oldLast);
+    QVERIFY(item);
+    panel->tree()->scrollToItem(item);
+    QTest::mouseClick(panel->tree()->viewport(), Qt::LeftButton, {}, panel->tree()->visualItemRect(item).center());
+    QCOMPARE(panel->selectedRequest(), oldLast);
+    click(button("branchesSwitch"));
+    QCOMPARE(conv().turns.size(), 4);
+    QCOMPARE(conv().turns[3].currentRequest(), oldLast);
+    QVERIFY(chat()->view()->toPlainText().contains("sky at night"));
+    QCOMPARE(conv().otherPaths.size(), 1);
+    QCOMPARE(conv().otherPaths[0].turns.size(), 2);
+  }
+
+  void editTheSystemPromptAndRegenerate() {
+    const QVector<quint64> old = conv().requestsOfPath();
+    doubleClickMessage(-1);
+    QCOMPARE(find<QPlainTextEdit>("chatInput")->toPlainText(), QStringLiteral("You are a brief assistant."));
+    typeAndSend("You are a patient assistant.");
+    QCOMPARE(conv().systemPrompt, QStringLiteral("You are a patient assistant."));
+    QCOMPARE(find<QLineEdit>("systemPrompt")->text(), conv().systemPrompt);
+    QCOMPARE(conv().turns.size(), 2);  // the first message, answered again
+    QCOMPARE(conv().otherPaths.size(), 2);
+    const gbui::RequestInfo* r = request(conv().turns[1].currentRequest());
+    QVERIFY(r);
+    checkBranch(*r, old);
+
+    // Regenerate: a branch of the shown answer that reuses all of its prompt but
+    // the last token (recomputed for its logits).
+    const quint64 shown = conv().turns[1].currentRequest();
+    click(button("regenerate"));
+    waitIdle();
+    const gbui::RequestInfo* again = request(conv().turns[1].currentRequest());
+    QVERIFY(again && again->key != shown && again->finished);
+    QVERIFY(again->parent.has_value() && *again->parent == shown);
+    QCOMPARE(again->finish.numCachedTokens, static_cast<int>(again->promptIds.size()) - 1);
+    QCOMPARE(conv().turns[1].branches.size(), 2);
+  }
+
+  void cleanupTestCase() { window_.reset(); }
+};
+
+QTEST_MAIN(UiChatBranchTest)
+#include "ui_chat_branch_test.moc"
