@@ -82,9 +82,13 @@ class EngineController : public QObject {
   // A sampler comparison (engine/runtime/comparison.h): lanes = names and
   // sampler JSON, lane-major requests arrive with comparisonStarted, the result
   // JSON/CSV (docs/compare.md) with comparisonFinished. Replaces (and releases)
-  // an earlier comparison. engine_controller_compare.cpp.
+  // an earlier comparison. With `chat` the prompt is those messages rendered in
+  // `chatFormat` like a chat turn (the lanes are alternative answers; they stop
+  // on the turn's end tokens) and `prompt` is ignored.
+  // engine_controller_compare.cpp.
   void startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
-                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens);
+                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens,
+                       const QVector<gbui::UiChatMessage>& chat = {}, const QString& chatFormat = {});
   // Releases every KV block the current comparison holds.
   void closeComparison();
   // Teacher-forced scoring of `text` (BOS first) under the loaded model, and

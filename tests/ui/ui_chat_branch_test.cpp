@@ -5,9 +5,10 @@
 // conversation; the engine reused exactly the common token prefix of the old
 // and new renderings (computed here from the prompts' ids); the old path with
 // its later turns comes back through the Branches panel. Editing the system
-// prompt and regenerating branch the same way. The session file keeps the
-// paths, and reopening it restores them (and an old file without them opens).
+// prompt and regenerating branch the same way. The Compare view takes the
+// current chat as its prompt.
 #include <QApplication>
+#include <QCheckBox>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -20,6 +21,7 @@
 #include <QTreeWidget>
 
 #include "branches_panel.h"
+#include "compare_view.h"
 #include "token_view.h"
 #include "ui_test_support.h"
 
@@ -195,6 +197,33 @@ class UiChatBranchTest : public QObject {
     QVERIFY(again->parent.has_value() && *again->parent == shown);
     QCOMPARE(again->finish.numCachedTokens, static_cast<int>(again->promptIds.size()) - 1);
     QCOMPARE(conv().turns[1].branches.size(), 2);
+  }
+
+  void compareOnTheCurrentChat() {
+    // The Compare view's prompt is the chat up to its last answer, rendered by
+    // the model's template: exactly the prompt of that answer's request.
+    gbui::CompareView* cv = window_->compareView();
+    const gbui::RequestInfo* shown = request(conv().turns.back().currentRequest());
+    QVERIFY(shown);
+    auto* useChat = find<QCheckBox>("compareUseChat");
+    window_->panel("compare")->parentWidget()->show();
+    window_->panel("compare")->parentWidget()->raise();
+    QTRY_VERIFY(useChat->isVisible());
+    click(useChat);
+    QVERIFY(cv->useChat());
+    QVERIFY(!find<QLineEdit>("comparePrompt")->isEnabled());
+    cv->setMaxTokens(4);
+    QSignalSpy done(cv, &gbui::CompareView::finished);
+    click(button("compareRun"));
+    QVERIFY(done.wait(60000));
+    const QJsonObject root = QJsonDocument::fromJson(cv->resultJson().toUtf8()).object();
+    QVERIFY2(!root.isEmpty(), qPrintable(cv->status()));
+    QVector<int> ids;
+    for (const QJsonValue& v : root.value("prompt_ids").toArray()) ids.push_back(v.toInt());
+    QCOMPARE(ids, shown->promptIds);
+    QVERIFY(root.value("prompt").toString().contains(QStringLiteral("<|im_start|>assistant\n")));
+    click(button("compareRelease"));
+    click(useChat);
   }
 
   void cleanupTestCase() { window_.reset(); }
