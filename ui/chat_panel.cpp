@@ -141,6 +141,7 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   connect(view_, &TokenView::tokenClicked, this, &ChatPanel::tokenClicked);
   connect(model_, &SessionModel::batchApplied, this, &ChatPanel::onBatch);
   connect(model_, &SessionModel::cleared, this, &ChatPanel::rerender);
+  connect(model_, &SessionModel::restoredChanged, this, &ChatPanel::rerender);
   connect(model_, &SessionModel::tokenSelected, view_, &TokenView::setSelected);
   updateButtons();
 }

@@ -102,7 +102,9 @@ class EngineController : public QObject {
   void releaseBranches(const QVector<quint64>& keep);
   void setSamplerSettings(quint64 request, const QString& samplerJson);
   // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
-  void exportTrace(const QString& path, const QString& format);
+  // branchesJson: the workbench's branch tree and conversation (ui/branch_tree.h),
+  // written into the JSONL header's "branches" ("" = none).
+  void exportTrace(const QString& path, const QString& format, const QString& branchesJson = {});
   // Reads a recorded trace; emits traceOpened(info, events) or traceOpenFailed.
   void openTrace(const QString& path);
   // Serves the loaded model over the OpenAI API (engine/server, docs/server.md)

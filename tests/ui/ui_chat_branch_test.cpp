@@ -6,11 +6,14 @@
 // and new renderings (computed here from the prompts' ids); the old path with
 // its later turns comes back through the Branches panel. Editing the system
 // prompt and regenerating branch the same way. The Compare view takes the
-// current chat as its prompt.
+// current chat as its prompt. The session file and an exported trace keep the
+// tree and the conversation's paths; reopening restores them, and an old
+// session file without a tree still opens.
 #include <QApplication>
 #include <QCheckBox>
 #include <QFile>
 #include <QJsonArray>
+#include <QMetaObject>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -22,6 +25,7 @@
 
 #include "branches_panel.h"
 #include "compare_view.h"
+#include "engine_controller.h"
 #include "token_view.h"
 #include "ui_test_support.h"
 
@@ -224,6 +228,128 @@ class UiChatBranchTest : public QObject {
     QVERIFY(root.value("prompt").toString().contains(QStringLiteral("<|im_start|>assistant\n")));
     click(button("compareRelease"));
     click(useChat);
+  }
+
+  // The tree as it is on screen: for each request of the conversation, its
+  // answer text and its parent's text ("" for a root), and which are shown.
+  static QStringList treeShape(const gbui::MainWindow& w) {
+    QStringList out;
+    const gbui::Conversation& c = w.chat()->conversation();
+    QVector<QVector<gbui::Turn>> paths{c.turns};
+    for (const gbui::ConversationPath& p : c.otherPaths) paths.push_back(p.turns);
+    for (const auto& path : paths)
+      for (const gbui::Turn& t : path)
+        for (quint64 k : t.branches) {
+          const gbui::RequestInfo* r = w.sessionModel()->request(k);
+          if (!r) return {QStringLiteral("unknown request %1").arg(k)};
+          QString text;
+          for (const gbui::UiToken& tok : r->tokens) text += tok.text;
+          const gbui::RequestInfo* p = r->parent ? w.sessionModel()->request(*r->parent) : nullptr;
+          QString parentText = r->parent ? QStringLiteral("?") : QString();
+          if (p) {
+            parentText.clear();
+            for (const gbui::UiToken& tok : p->tokens) parentText += tok.text;
+          }
+          out << QStringLiteral("%1 <- %2 @%3 p=%4 %5")
+                     .arg(text, parentText)
+                     .arg(r->forkPosition)
+                     .arg(w.sessionModel()->forkProbability(k), 0, 'f', 4)
+                     .arg(t.currentRequest() == k ? "current" : "");
+        }
+    return out;
+  }
+
+  void sessionFileKeepsTheTree() {
+    // Branch from an alternative token too, so the tree has a token fork with a
+    // probability at the fork.
+    const quint64 shown = conv().turns.back().currentRequest();
+    const gbui::RequestInfo* r = request(shown);
+    QVERIFY(r && r->tokens.size() >= 2 && r->tokens[1].top.size() >= 2);
+    const int alt = r->tokens[1].top[1].id;
+    QMetaObject::invokeMethod(window_->controller(), [c = window_->controller(), shown, n = int(r->promptIds.size()) + 1, alt] {
+      c->fork(1, shown, n, alt, 4);
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(conv().turns[1].branches.size() == 3 && chat()->activeRequest() == 0 &&
+                                 request(conv().turns[1].currentRequest())->finished, 30000);
+    QVERIFY(window_->sessionModel()->forkProbability(conv().turns[1].currentRequest()) > 0.0);
+    const QStringList before = treeShape(*window_);
+    QCOMPARE(before.size(), 6);  // 3 answers on screen, 3 on the paths left by the edits
+    window_->saveSession();
+
+    // Reopened: the same conversation paths and the same tree, from the file.
+    QTemporaryDir other;
+    QVERIFY(QFile::copy(dir_.filePath("session.json"), other.filePath("session.json")));
+    auto reopened = makeWindow(other);
+    QCOMPARE(treeShape(*reopened), before);
+    const gbui::Conversation& c = reopened->chat()->conversation();
+    QCOMPARE(c.turns.size(), conv().turns.size());
+    QCOMPARE(c.otherPaths.size(), conv().otherPaths.size());
+    QCOMPARE(c.systemPrompt, conv().systemPrompt);
+    for (const gbui::Turn& t : c.turns)
+      for (quint64 k : t.branches) QVERIFY(gbui::isRestoredKey(k));
+    QCOMPARE(reopened->chat()->view()->toPlainText(), chat()->view()->toPlainText());
+    gbui::BranchesPanel* panel = reopened->branchesPanel();
+    QTreeWidgetItem* item = panel->itemOf(c.turns[1].currentRequest());
+    QVERIFY(item && item->parent());
+    QVERIFY2(item->text(5).contains("saved"), qPrintable(item->text(5)));
+    // A request of the new engine never takes a restored one's place.
+    QSignalSpy ready(reopened.get(), &gbui::MainWindow::modelReady);
+    reopened->openModel(qwenPath());
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(treeShape(*reopened), before);
+    const int numTurns = static_cast<int>(c.turns.size());
+    reopened->chat()->setInputText(QStringLiteral("One more question."));
+    reopened->chat()->send();
+    QTRY_VERIFY_WITH_TIMEOUT(reopened->chat()->conversation().turns.size() == numTurns + 2 &&
+                                 !reopened->chat()->conversation().turns.back().branches.isEmpty() &&
+                                 reopened->chat()->activeRequest() == 0,
+                             60000);
+    QVERIFY(!gbui::isRestoredKey(reopened->chat()->conversation().turns.back().currentRequest()));
+    const QStringList after = treeShape(*reopened);
+    QCOMPARE(after.size(), before.size() + 1);
+    for (const QString& node : before) QVERIFY2(after.contains(node), qPrintable(node));
+  }
+
+  void oldSessionFileWithoutTreeOpens() {
+    QTemporaryDir old;
+    QFile f(old.filePath("session.json"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"model": "", "conversation": {"system": "Be kind.", "completion": false, "format": "model",
+               "turns": [{"role": "user", "text": "Hello", "branches": [], "current": 0},
+                         {"role": "assistant", "text": "Hi there!", "branches": ["3"], "current": 0}]}})");
+    f.close();
+    auto w = makeWindow(old);
+    const gbui::Conversation& c = w->chat()->conversation();
+    QCOMPARE(c.turns.size(), 2);
+    QCOMPARE(c.otherPaths.size(), 0);
+    QVERIFY(gbui::isRestoredKey(c.turns[1].currentRequest()));  // never an id of the new engine
+    QVERIFY(w->chat()->view()->toPlainText().contains("Hi there!"));
+    QCOMPARE(w->branchesPanel()->tree()->topLevelItemCount(), 0);
+  }
+
+  void exportedTraceKeepsTheTree() {
+    const QStringList before = treeShape(*window_);
+    const QString path = dir_.filePath("branches.jsonl");
+    QSignalSpy exported(window_.get(), &gbui::MainWindow::exported);
+    window_->exportTrace(path, "jsonl");
+    QVERIFY(exported.wait(30000));
+    QCOMPARE(exported.at(0).at(1).toString(), QString());
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject header = QJsonDocument::fromJson(file.readLine()).object();
+    const QJsonArray nodes = header.value("branches").toObject().value("nodes").toArray();
+    QVERIFY(nodes.size() >= before.size());
+    // Replayed: the conversation and the tree come back, the requests are the
+    // trace's own (their ids as recorded).
+    QTemporaryDir other;
+    auto replay = makeWindow(other);
+    QSignalSpy ready(replay.get(), &gbui::MainWindow::traceReady);
+    replay->openTrace(path);
+    QVERIFY(ready.wait(30000));
+    QCOMPARE(replay->chat()->conversation().turns.size(), conv().turns.size());
+    QCOMPARE(replay->chat()->conversation().otherPaths.size(), conv().otherPaths.size());
+    QCOMPARE(replay->chat()->conversation().turns[1].currentRequest(), conv().turns[1].currentRequest());
+    QCOMPARE(treeShape(*replay), before);
   }
 
   void cleanupTestCase() { window_.reset(); }
