@@ -123,6 +123,18 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     for (const char* key : {"id", "logprob", "rank", "entropy", "top", "kl", "top1_agree"}) QVERIFY2(t.contains(key), key);
     QCOMPARE(t["top"].size(), size_t{10});
   }
+  for (const char* key : {"min", "p01", "p05", "p10", "p50", "p90", "p95", "p99", "p999", "max"})
+    QVERIFY2(j["kl_percentiles"].contains(key), key);
+  QVERIFY(j["window"].is_null());
+  // llama-perplexity's windows: 8-token windows, tokens 5..7 of each counted.
+  r = gbtest::run_cli("score --model " + quote(f16) + " --ctx 512 --text " + text_path + " --base " + quote(model) +
+                          " --window 8 --json",
+                      false);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json w = nlohmann::json::parse(r.output);
+  QCOMPARE(w["window"].get<int>(), 8);
+  QCOMPARE(w["tokens"].size(), (w["num_tokens"].get<size_t>() / 8) * 3);
+  for (const auto& t : w["tokens"]) QVERIFY(t["position"].get<int>() % 8 >= 5);
   r = gbtest::run_cli("score --model " + quote(model) + " --text " + text_path + " --base " + quote(other));
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("cannot compare") != std::string::npos);
