@@ -238,6 +238,11 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     const RequestInfo* r = model_->request(request);
     const int turn = chat_->turnOf(request);
     if (!r || turn < 0 || chat_->activeRequest() != 0) return;
+    if (isRestoredKey(request)) {
+      // Restored from the session file: the running engine never saw it.
+      statusBar()->showMessage(tr("A saved answer cannot be branched at a token; regenerate it first."), 5000);
+      return;
+    }
     const int numTokens = static_cast<int>(r->promptIds.size()) + index;
     const int maxTokens = chat_->maxTokens();
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
