@@ -214,6 +214,9 @@ void TokenView::mouseMoveEvent(QMouseEvent* event) {
   const QTextCursor c = cursorForPosition(event->position().toPoint());
   if (const UiToken* t = tokenAt(c.position()))
     QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*t), this);
+  else if (messageAt(c.position()))
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       tr("Double-click to edit: sending the edit starts a new branch from here"), this);
   else
     QToolTip::hideText();
   QTextEdit::mouseMoveEvent(event);
