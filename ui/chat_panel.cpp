@@ -147,6 +147,14 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
 }
 
 void ChatPanel::setConversation(const Conversation& conversation) {
+  // The rendered prompts belong to the turns' messages: another path (an edit
+  // switched to in the Branches panel) has prompts of its own, not known here.
+  auto messages = [](const Conversation& c) {
+    QStringList out{c.systemPrompt};
+    for (const Turn& t : c.turns) out << (t.role == QLatin1String("user") ? t.text : QString());
+    return out;
+  };
+  if (messages(conversation) != messages(conversation_)) prompts_.clear();
   conversation_ = conversation;
   editing_ = kNotEditing;
   system_->setText(conversation.systemPrompt);

@@ -8,6 +8,7 @@
 // edited conversation produces. With the parent's KV released the branch is
 // still recorded but served by the prefix cache (whole blocks only).
 #include <algorithm>
+#include <cstdio>
 
 #include "gb_test.h"
 #include "model/model.h"
@@ -120,6 +121,8 @@ void check_edit(const Fixture& f, const std::vector<gb::ChatMessage>& edited, bo
   QVERIFY(id.ok());
   QVERIFY(engine->run_until_idle().ok());
   const Seen s = seen(engine->drain_events(), *id);
+  std::printf("branch%s: %d of %d prompt tokens in common, %d reused, %d prefilled\n",
+              release_first ? " (parent released)" : "", common, num_prompt, s.num_cached, s.num_prefilled);
   QVERIFY(s.parent.has_value());
   QCOMPARE(s.parent->value, old_id->value);
   QCOMPARE(s.fork_position, common);
