@@ -5,8 +5,11 @@ N concurrent streaming clients (default 64) send chat completions that share one
 system prompt and differ in the user turn and in max_tokens (mixed lengths),
 until --requests are done or --duration-s has passed. Reports one JSON object:
 requests/s, output tokens/s, client-side TTFT and TPOT percentiles, errors by
-kind, and -- when the server exposes Prometheus /metrics (Glassbox, vLLM,
-llama-server) -- the prefix-cache hit rate over the run.
+kind, and -- when the server exposes Prometheus /metrics (Glassbox, vLLM) --
+the prefix-cache hit rate over the run. A client-side prefix hit rate comes from
+each answer's usage: prompt_tokens_details.cached_tokens (Glassbox, vLLM) or,
+for llama-server, prompt tokens minus its timings.prompt_n (tokens it had to
+evaluate; the rest came from the slot's cached prompt).
 
 Either point it at a running server:
   tools/load_test.py --url http://127.0.0.1:8080 [--model NAME]
@@ -72,10 +75,11 @@ def prefix_counters(m):
     return None
 
 
-def one_request(host, port, model, rng, key):
+def one_request(host, port, model, rng, key, extra):
     body = {"model": model, "stream": True, "max_tokens": rng.choice(MAX_TOKENS), "temperature": 0.8,
-            "seed": rng.randrange(1 << 31), "ignore_eos": True,
+            "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(USER_TURNS)}]}
+    body.update(extra)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Bearer " + key
@@ -90,6 +94,7 @@ def one_request(host, port, model, rng, key):
         first = last = None
         tokens = 0
         finish = None
+        prompt_tokens = cached = None
         while True:
             line = resp.readline()
             if not line:
@@ -103,6 +108,14 @@ def one_request(host, port, model, rng, key):
             chunk = json.loads(data)
             if "error" in chunk:
                 return {"error": "stream_error"}
+            usage = chunk.get("usage") or {}
+            if usage.get("prompt_tokens"):
+                prompt_tokens = usage["prompt_tokens"]
+                details = usage.get("prompt_tokens_details") or {}
+                if details.get("cached_tokens") is not None:
+                    cached = details["cached_tokens"]
+                elif (chunk.get("timings") or {}).get("prompt_n") is not None:  # llama-server
+                    cached = max(0, prompt_tokens - chunk["timings"]["prompt_n"])
             for choice in chunk.get("choices", []):
                 finish = choice.get("finish_reason") or finish
                 if choice.get("delta", {}).get("content"):
@@ -112,7 +125,8 @@ def one_request(host, port, model, rng, key):
                     tokens += 1
         if first is None:  # a legitimate empty answer (e.g. the model's first token ends it)
             return {"empty": True, "finish": finish} if finish else {"error": "no_tokens"}
-        return {"ttft": first - t0, "tpot": (last - first) / (tokens - 1) if tokens > 1 else None, "tokens": tokens}
+        return {"ttft": first - t0, "tpot": (last - first) / (tokens - 1) if tokens > 1 else None, "tokens": tokens,
+                "prompt_tokens": prompt_tokens, "cached_tokens": cached}
     except Exception as e:  # connection refused/reset, timeout
         return {"error": type(e).__name__}
     finally:
@@ -140,8 +154,14 @@ def main():
     ap.add_argument("--requests", type=int, default=512, help="stop after this many requests")
     ap.add_argument("--duration-s", type=float, default=120.0, help="stop starting requests after this long")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--extra", default="{}",
+                    help="JSON object merged into every request body, e.g. the same sampler fields for every server: "
+                         "'{\"top_k\": 40, \"top_p\": 0.95, \"min_p\": 0.05}' (servers' defaults differ)")
     a = ap.parse_args()
 
+    extra = json.loads(a.extra)
+    if not isinstance(extra, dict):
+        raise SystemExit("--extra must be a JSON object")
     proc = None
     if a.cli:
         proc, url = start_server(a.cli, a.model_path, a.serve_arg)
@@ -168,7 +188,7 @@ def main():
                 with lock:
                     if next(counter, None) is None:
                         return
-                r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key)
+                r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra)
                 with lock:
                     results.append(r)
 
@@ -195,13 +215,17 @@ def main():
     ttft = [r["ttft"] * 1000 for r in ok]
     tpot = [r["tpot"] * 1000 for r in ok if r["tpot"] is not None]
     summary = {
-        "url": url, "model": a.model, "clients": a.clients, "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
+        "url": url, "model": a.model, "extra": extra, "clients": a.clients, "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
         "errors": errors, "wall_s": round(wall, 3),
         "requests_per_s": round(answered / wall, 3) if wall > 0 else 0.0,
         "output_tokens_per_s": round(sum(r["tokens"] for r in ok) / wall, 1) if wall > 0 else 0.0,
         "ttft_ms": {p: round(percentile(ttft, q), 2) for p, q in (("p50", 50), ("p90", 90), ("p99", 99))},
         "tpot_ms": {p: round(percentile(tpot, q), 3) for p, q in (("p50", 50), ("p90", 90), ("p99", 99))},
     }
+    counted = [r for r in ok if r.get("prompt_tokens") and r.get("cached_tokens") is not None]
+    if counted:
+        summary["client_prefix_hit_rate"] = round(sum(r["cached_tokens"] for r in counted) /
+                                                  sum(r["prompt_tokens"] for r in counted), 4)
     b, c = prefix_counters(before), prefix_counters(after)
     if b and c and c[0] > b[0]:
         summary["prefix_hit_rate"] = round((c[1] - b[1]) / (c[0] - b[0]), 4)

@@ -132,6 +132,8 @@ void EngineController::loadModel(const QString& path, const QString& device, int
 
 void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
                               const QString& speculativeSpec, const QVector<quint64>& branchFrom) {
+  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
+  if (submitRemote(tag, prompt, samplerJson, maxTokens)) return;
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;
@@ -167,6 +169,7 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
 }
 
 void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens) {
+  if (refuseRemote(tag, tr("Branching"))) return;
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;
@@ -185,6 +188,7 @@ void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forc
 }
 
 void EngineController::cancel(quint64 request) {
+  if (state_->remote) state_->remote->cancel(request);  // its stream is closed; the finish arrives as an event
   if (!state_->engine) return;
   state_->engine->cancel(gb::RequestId{request});
   collectEvents();
@@ -192,7 +196,10 @@ void EngineController::cancel(quint64 request) {
 }
 
 void EngineController::releaseBranches(const QVector<quint64>& keep) {
-  if (!state_->engine) return;
+  if (!state_->engine) {
+    if (state_->remote) emit branchesReleased(0);  // a remote keeps no KV for us
+    return;
+  }
   int released = 0;
   for (gb::RequestId id : state_->engine->retained_requests())
     if (!keep.contains(id.value)) released += state_->engine->release(id) ? 1 : 0;
@@ -216,6 +223,10 @@ void EngineController::setSamplerSettings(quint64 request, const QString& sample
 
 void EngineController::scheduleSteps() {
   numIdleSteps_ = 0;
+  if (state_->remote) {  // nothing to step: the flush timer drains the remote session
+    if (!flushTimer_->isActive()) flushTimer_->start();
+    return;
+  }
   if (!hasWork()) {  // nothing to step: hand over what is pending now and stay asleep
     flushTimer_->stop();
     flush();
@@ -268,6 +279,7 @@ void EngineController::runSteps() {
 }
 
 void EngineController::flush() {
+  drainRemote();
   if (pending_.empty()) return;
   auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
   pending_.clear();
@@ -298,7 +310,10 @@ QVector<quint64> EngineController::keptRequests() const {
   return out;
 }
 
-bool EngineController::hasWork() const { return state_->engine && state_->engine->has_work(); }
+bool EngineController::hasWork() const {
+  if (state_->remote) return state_->remote->num_active() > 0;
+  return state_->engine && state_->engine->has_work();
+}
 
 QVector<int> EngineController::tokensOf(quint64 request) const {
   QVector<int> out;

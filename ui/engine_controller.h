@@ -59,6 +59,17 @@ class EngineController : public QObject {
   // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
   // generation: from beginLoad(); -1 takes the current one (direct calls, tests).
   void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1);
+  // Uses an OpenAI-compatible server (another Glassbox, llama-server, vLLM) as
+  // the engine instead of a local model (engine_controller_remote.cpp): submit,
+  // submitChat and cancel go to it as streamed requests, its tokens (with up to
+  // 20 alternatives) and client-side timings arrive as UiEvents like local ones
+  // (UiToken::remote set), and its /metrics, when it has one, as
+  // UiRemoteMetrics. The network runs on threads of gb::server::RemoteSession:
+  // this thread only drains their events at display rate. Emits modelLoaded
+  // (info.remoteUrl set) or modelLoadFailed. What the API cannot do (branching,
+  // speculative decoding, Compare, Score, serving, trace export) fails with a
+  // message; sampler changes do not reach a request already sent.
+  void connectRemote(const QString& url, const QString& apiKey, int generation = -1);
   // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
   // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).
   // branchFrom: earlier requests it may branch from (GenerationRequest::branch_from:
@@ -168,6 +179,11 @@ class EngineController : public QObject {
   void advanceComparison();
   void serviceHub();          // takes the server's queued commands (engine_controller_serve.cpp)
   void stopServingNow(bool notify);
+  void drainRemote();         // remote engine events -> pending UiEvents (engine_controller_remote.cpp)
+  bool submitRemote(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens);
+  bool submitChatRemote(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& samplerJson,
+                        int maxTokens);
+  bool refuseRemote(quint64 tag, const QString& what);  // requestFailed for what a remote cannot do
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

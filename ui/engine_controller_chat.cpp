@@ -46,6 +46,8 @@ gb::ChatRequest renderChatRequest(const gb::Model& model, const gb::Tokenizer& t
 void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& messages, const QString& format,
                                   const QString& samplerJson, int maxTokens, const QString& speculativeSpec,
                                   const QVector<quint64>& branchFrom) {
+  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
+  if (submitChatRemote(tag, messages, samplerJson, maxTokens)) return;
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
     return;

@@ -30,7 +30,8 @@ void EngineController::startComparison(quint64 tag, const QString& prompt, const
                                        const QStringList& laneJson, int samples, quint64 seed, bool crn,
                                        int maxTokens, const QVector<UiChatMessage>& chat, const QString& chatFormat) {
   if (!state_->engine) {
-    emit comparisonFailed(tag, tr("No model is loaded."));
+    emit comparisonFailed(tag, state_->remote ? tr("Compare runs on a local model; for a server use glassbox-cli compare --remote.")
+                                              : tr("No model is loaded."));
     return;
   }
   closeComparison();
@@ -96,7 +97,8 @@ void EngineController::advanceComparison() {
 
 void EngineController::scoreText(quint64 tag, const QString& text, const QString& basePath) {
   if (!state_->model) {
-    emit scoreFailed(tag, tr("No model is loaded."));
+    emit scoreFailed(tag, state_->remote ? tr("Score runs on a local model; for a server use glassbox-cli score --remote.")
+                                         : tr("No model is loaded."));
     return;
   }
   std::shared_ptr<const gb::Model> base;

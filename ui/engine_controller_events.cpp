@@ -219,7 +219,8 @@ UiModelInfo EngineController::modelInfo() const {
 
 void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
   if (!state_->model) {
-    emit exportFinished(path, tr("Nothing to export: no model is loaded."));
+    emit exportFinished(path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
+                                             : tr("Nothing to export: no model is loaded."));
     return;
   }
   auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);

@@ -10,7 +10,8 @@ namespace gbui {
 
 void EngineController::startServing(const QString& host, int port, const QString& apiKey) {
   if (!state_->engine) {
-    emit servingFailed(tr("Load a model before serving it."));
+    emit servingFailed(state_->remote ? tr("A remote engine cannot be served again from here; load a local model.")
+                                      : tr("Load a model before serving it."));
     return;
   }
   stopServingNow(false);

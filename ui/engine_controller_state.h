@@ -5,6 +5,7 @@
 
 #include <QString>
 #include <QVector>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "trace/trace_jsonl.h"
 #include "kv/scheduler.h"
 #include "server/openai_server.h"
+#include "server/remote_session.h"
 #include "server/serve_hub.h"
 
 namespace gbui {
@@ -40,8 +42,22 @@ struct EngineController::State {
   // server's handler threads only touch the hub. Stopped before engine changes.
   std::unique_ptr<gb::server::ServeHub> hub;
   std::unique_ptr<gb::server::OpenAiServer> http;
+  // A remote engine (connectRemote) instead of `engine`: its requests' settings
+  // (for UiSubmitted) and local numbers for the token strings it reports.
+  std::unique_ptr<gb::server::RemoteSession> remote;
+  struct RemoteRequest {
+    int maxTokens = 0;
+    QString samplerJson;
+    int numTokens = 0;
+  };
+  std::map<uint64_t, RemoteRequest> remoteRequests;
+  std::map<std::string, int> remoteTokenIds;
+  quint64 remoteSeq = 0;
 
   void reset() {
+    remote.reset();
+    remoteRequests.clear();
+    remoteTokenIds.clear();
     comparison.reset();
     engine.reset();
     recorded.clear();

@@ -1,5 +1,7 @@
 #include "kv_cache_panel.h"
 
+#include <cmath>
+
 #include <QHBoxLayout>
 #include <algorithm>
 #include <QLabel>
@@ -63,6 +65,9 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   connect(model_, &SessionModel::batchApplied, this, &KvCachePanel::refresh);
   connect(model_, &SessionModel::cleared, this, [this] {
     plottedSteps_ = 0;
+    plottedMetrics_ = 0;
+    if (plot_->graphCount() > 3) plot_->removeGraph(3);  // a remote engine's prefix hit rate
+    plot_->yAxis2->setVisible(false);
     for (int i = 0; i < plot_->graphCount(); ++i) plot_->graph(i)->data()->clear();
     refresh();
   });
@@ -75,7 +80,75 @@ int KvCachePanel::numKeptRequests() const {
   return n;
 }
 
+QString KvCachePanel::remoteStatsText() const {
+  const auto& samples = model_->remoteMetrics();
+  if (samples.empty())
+    return tr("Remote engine: the block map is not available over the API, and the server has no /metrics the "
+              "workbench can read (Glassbox, llama-server with --metrics, vLLM), so KV usage is not available.");
+  const UiRemoteMetrics& m = samples.back();
+  const auto known = [](double v) { return !std::isnan(v); };
+  QString kv = known(m.kvUsage) ? tr("KV cache usage %1%").arg(100.0 * m.kvUsage, 0, 'f', 1) : tr("KV usage not exported");
+  if (known(m.kvBlocksTotal))
+    kv += tr(" (%1 used, %2 cached of %3 blocks)").arg(m.kvBlocksUsed).arg(m.kvBlocksCached).arg(m.kvBlocksTotal);
+  const bool counted = known(m.prefixQueries) && known(m.prefixHits);
+  const QString hits = !counted                ? tr("prefix hits not exported")
+                       : m.prefixQueries <= 0 ? tr("prefix cache hit rate: no prompt looked up yet")
+                                              : tr("prefix cache hit rate %1% (%2 of %3 prompt tokens)")
+                                                    .arg(100.0 * m.prefixHits / m.prefixQueries, 0, 'f', 1)
+                                                    .arg(m.prefixHits)
+                                                    .arg(m.prefixQueries);
+  return tr("Remote engine (%1 /metrics, %2 samples): %3; running %4, waiting %5; %6; preemptions %7.\n"
+            "The block map is not available over the API.")
+      .arg(m.flavour)
+      .arg(samples.size())
+      .arg(kv)
+      .arg(known(m.numRunning) ? QString::number(m.numRunning) : tr("n/a"))
+      .arg(known(m.numWaiting) ? QString::number(m.numWaiting) : tr("n/a"))
+      .arg(hits)
+      .arg(known(m.preemptions) ? QString::number(m.preemptions) : tr("n/a"));
+}
+
+// Glassbox servers export blocks (used, cached, free); the others only a usage
+// fraction, charted in percent (used and free). Where the server counts
+// prefix-cache queries and hits (Glassbox, vLLM), the hit rate since its start
+// is a fourth line on the right axis.
+void KvCachePanel::plotRemote() {
+  const auto& samples = model_->remoteMetrics();
+  for (; plottedMetrics_ < samples.size(); ++plottedMetrics_) {
+    const UiRemoteMetrics& m = samples[plottedMetrics_];
+    const double x = double(plottedMetrics_);
+    if (!std::isnan(m.prefixQueries) && !std::isnan(m.prefixHits) && m.prefixQueries > 0) {
+      if (plot_->graphCount() == 3) {
+        QCPGraph* g = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
+        g->setName(tr("prefix hit rate % (right)"));
+        g->setPen(QPen(QColor(60, 160, 90), 1.5, Qt::DashLine));
+        plot_->yAxis2->setVisible(true);
+        plot_->yAxis2->setRange(0, 100);
+        plot_->yAxis2->setLabel(tr("prefix hit rate %"));
+      }
+      plot_->graph(3)->addData(x, 100.0 * m.prefixHits / m.prefixQueries);
+    }
+    if (!std::isnan(m.kvBlocksTotal)) {
+      plot_->graph(0)->addData(x, m.kvBlocksUsed);
+      plot_->graph(1)->addData(x, m.kvBlocksCached);
+      plot_->graph(2)->addData(x, m.kvBlocksTotal - m.kvBlocksUsed - m.kvBlocksCached);
+    } else if (!std::isnan(m.kvUsage)) {
+      plot_->graph(0)->addData(x, 100.0 * m.kvUsage);
+      plot_->graph(2)->addData(x, 100.0 - 100.0 * m.kvUsage);
+    }
+  }
+  const bool blocks = !samples.empty() && !std::isnan(samples.back().kvBlocksTotal);
+  plot_->xAxis->setLabel(tr("/metrics sample"));
+  plot_->yAxis->setLabel(blocks ? tr("blocks (server)") : tr("% of the server's KV cache"));
+  if (!samples.empty()) {
+    plot_->xAxis->setRange(0, std::max(1.0, double(samples.size() - 1)));
+    plot_->yAxis->setRange(0, (blocks ? std::max(1.0, samples.back().kvBlocksTotal) : 100.0) * 1.05);
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 QString KvCachePanel::statsText() const {
+  if (model_->isRemote()) return remoteStatsText();
   const UiModelInfo& info = model_->modelInfo();
   const KvCounts k = model_->kvCounts();
   const int poolTokens = k.total * model_->blockSize();
@@ -128,6 +201,9 @@ QString KvCachePanel::statsText() const {
 }
 
 void KvCachePanel::rebuildPlot() {
+  if (model_->isRemote()) return plotRemote();
+  plot_->xAxis->setLabel(tr("step"));
+  plot_->yAxis->setLabel(tr("blocks"));
   const std::vector<UiStep>& steps = model_->steps();
   for (; plottedSteps_ < steps.size(); ++plottedSteps_) {
     const UiStep& s = steps[plottedSteps_];

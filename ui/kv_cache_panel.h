@@ -26,6 +26,8 @@ class KvCachePanel : public QWidget {
   KvGridWidget* grid() const { return grid_; }
   QCustomPlot* plot() const { return plot_; }
   QString statsText() const;
+  // A remote engine: its polled /metrics instead of the block map (which the API does not show).
+  QString remoteStatsText() const;
   QPushButton* releaseButton() const { return release_; }
   // Finished requests whose blocks are still held (kept for branching).
   int numKeptRequests() const;
@@ -38,12 +40,14 @@ class KvCachePanel : public QWidget {
 
  private:
   void rebuildPlot();
+  void plotRemote();
   SessionModel* model_;
   KvGridWidget* grid_;
   QCustomPlot* plot_;
   QLabel* stats_;
   QPushButton* release_;
   size_t plottedSteps_ = 0;
+  size_t plottedMetrics_ = 0;
 };
 
 }  // namespace gbui

@@ -28,6 +28,7 @@
 #include "branches_panel.h"
 #include "chat_panel.h"
 #include "compare_view.h"
+#include "connect_dialog.h"
 #include "score_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
@@ -312,6 +313,10 @@ void MainWindow::buildMenus() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.gguf *.bin);;All files (*)"));
     if (!path.isEmpty()) openModel(path);
   }), "actionOpenModel");
+  named(file->addAction(tr("&Connect to server..."), this, [this] {
+    ConnectDialog dialog(model_->modelInfo().remoteUrl, this);
+    if (dialog.exec() == QDialog::Accepted && !dialog.url().isEmpty()) connectToServer(dialog.url(), dialog.apiKey());
+  }), "actionConnectServer");
   recentMenu_ = file->addMenu(tr("Recent models"));
   recentMenu_->setObjectName(QStringLiteral("menuRecent"));
   rebuildRecentMenu();
@@ -356,6 +361,17 @@ void MainWindow::openModel(const QString& path) {
   QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0, generation); });
 }
 
+void MainWindow::connectToServer(const QString& url, const QString& apiKey) {
+  loading_ = true;
+  lastError_.clear();
+  progress_->setRange(0, 0);
+  progress_->setVisible(true);
+  cancelLoad_->setVisible(true);
+  statusModel_->setText(tr("Connecting to %1...").arg(url));
+  const int generation = controller_->beginLoad();
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->connectRemote(url, apiKey, generation); });
+}
+
 void MainWindow::cancelLoad() {
   if (!loading_) return;
   controller_->cancelLoad();
@@ -374,7 +390,7 @@ void MainWindow::onModelLoaded(const UiModelInfo& info) {
   model_->setModelInfo(info);
   chat_->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
   statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
-  rememberRecent(info.path);
+  if (info.remoteUrl.isEmpty()) rememberRecent(info.path);  // Recent lists model files only
   autosave_->start();
   emit modelReady();
 }
@@ -447,7 +463,7 @@ void MainWindow::saveSession() {
   // renumbered the same way in both.
   QJsonObject tree = branchTreeToJson(chat_->conversation(), *model_);
   const QJsonValue conversation = tree.take("conversation");
-  const QJsonObject session{{"model", model_->isReplay() ? QString() : model_->modelInfo().path},
+  const QJsonObject session{{"model", model_->isReplay() || model_->isRemote() ? QString() : model_->modelInfo().path},
                             {"conversation", conversation},
                             {"branch_tree", tree},
                             {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},

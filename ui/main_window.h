@@ -64,6 +64,8 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void openModel(const QString& path);
+  // A remote OpenAI-compatible server as the engine (File > Connect to server...).
+  void connectToServer(const QString& url, const QString& apiKey);
   void cancelLoad();
   void openTrace(const QString& path);
   void exportTrace(const QString& path, const QString& format);

@@ -11,6 +11,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <qcustomplot.h>
 
 #include "session_model.h"
@@ -77,6 +78,7 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   addGraph(steps_, tr("forward"), QColor(40, 100, 190));
   addGraph(steps_, tr("sample"), QColor(240, 140, 30));
   addGraph(steps_, tr("queue"), QColor(200, 40, 40), steps_->yAxis2);
+  addGraph(steps_, tr("running"), QColor(50, 150, 80), steps_->yAxis2);
   steps_->legend->setVisible(true);
   steps_->legend->setFont(QFont(font().family(), 7));
   // Under the chart, two entries per row: in a short chart an inset legend
@@ -120,6 +122,7 @@ void PerformancePanel::reset() {
   tokenTimesMs_.clear();
   numTokens_ = 0;
   numRequests_ = 0;
+  numRemoteSamples_ = 0;
   rescale();
 }
 
@@ -150,6 +153,12 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
       steps_->graph(1)->addData(x, s->forwardMs);
       steps_->graph(2)->addData(x, s->sampleMs);
       steps_->graph(3)->addData(x, s->numWaiting);
+      steps_->graph(4)->addData(x, s->numRunning);
+    } else if (const auto* m = std::get_if<UiRemoteMetrics>(&e.body)) {
+      // A remote engine has no steps: its polled /metrics, one point per sample.
+      const double x = double(numRemoteSamples_++);
+      if (!std::isnan(m->numWaiting)) steps_->graph(3)->addData(x, m->numWaiting);
+      if (!std::isnan(m->numRunning)) steps_->graph(4)->addData(x, m->numRunning);
     }
   }
   if (!pause_->isChecked()) rescale();
@@ -159,10 +168,14 @@ void PerformancePanel::rescale() {
   const double window = window_->value();
   for (QCustomPlot* p : {latency_, steps_}) {
     bool found = false;
-    const QCPRange keys = p->graph(0)->getKeyRange(found);
+    // A remote engine charts only queue and running (per /metrics sample).
+    const int keyGraph = p == steps_ && p->graph(0)->data()->isEmpty() ? 3 : 0;
+    const QCPRange keys = p->graph(keyGraph)->getKeyRange(found);
     if (found) p->xAxis->setRange(std::max(keys.lower, keys.upper - window), std::max(keys.upper, keys.lower + 1));
     p->yAxis->rescale();
-    if (p == steps_) p->yAxis2->setRange(0, std::max(1.0, p->graph(3)->getValueRange(found).upper + 1));
+    if (p == steps_)
+      p->yAxis2->setRange(0, std::max({1.0, p->graph(3)->getValueRange(found).upper + 1,
+                                       p->graph(4)->getValueRange(found).upper + 1}));
   }
   bool found = false;
   const QCPRange secs = throughput_->graph(0)->getKeyRange(found);

@@ -49,6 +49,7 @@ class PerformancePanel : public QWidget {
   std::vector<double> tokenTimesMs_;  // every token's time, for the rolling rate
   int numTokens_ = 0;
   int numRequests_ = 0;
+  int numRemoteSamples_ = 0;  // remote engine: /metrics samples charted
 };
 
 }  // namespace gbui

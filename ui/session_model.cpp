@@ -18,6 +18,7 @@ void SessionModel::clear() {
   std::erase_if(requests_, [](const auto& entry) { return !isRestoredKey(entry.first); });
   for (auto& [key, r] : requests_) r.blockTable.clear();
   steps_.clear();
+  remoteMetrics_.clear();
   events_.clear();
   cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
   lastWriter_.clear();
@@ -123,6 +124,8 @@ void SessionModel::applyOne(const UiEvent& e) {
         } else if constexpr (std::is_same_v<B, UiStep>) {
           steps_.push_back(b);
           if (b.total > cells_.size()) cells_.resize(b.total);
+        } else if constexpr (std::is_same_v<B, UiRemoteMetrics>) {
+          remoteMetrics_.push_back(b);
         } else if constexpr (std::is_same_v<B, UiKv>) {
           applyKv(b);
         } else if constexpr (std::is_same_v<B, UiError>) {

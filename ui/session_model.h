@@ -85,6 +85,9 @@ class SessionModel : public QObject {
   const RequestInfo* request(RequestKey key) const;
   const UiToken* token(RequestKey key, int index) const;
   const std::vector<UiStep>& steps() const { return steps_; }
+  // A remote engine's polled /metrics, in order (empty for a local engine).
+  const std::vector<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_; }
+  bool isRemote() const { return !info_.remoteUrl.isEmpty(); }
   const std::vector<UiEvent>& events() const { return events_; }
   const QVector<KvCell>& kvCells() const { return cells_; }
   KvCounts kvCounts() const;
@@ -116,6 +119,7 @@ class SessionModel : public QObject {
   bool replay_ = false;
   std::map<RequestKey, RequestInfo> requests_;
   std::vector<UiStep> steps_;
+  std::vector<UiRemoteMetrics> remoteMetrics_;
   std::vector<UiEvent> events_;  // everything applied, for replay comparisons
   QVector<KvCell> cells_;        // (numBlocks) index = block id
   std::map<int, RequestKey> lastWriter_;  // block -> request that filled it

@@ -1,5 +1,7 @@
 #include "token_inspector_panel.h"
 
+#include <cmath>
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -84,6 +86,18 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   const UiToken* t = model_->token(request, index);
   if (!t) return;
   shown_ = std::make_pair(request, index);
+  branch_->setEnabled(!t->remote);
+  if (t->remote) {
+    header_->setText(tr("<b>%1</b> (request %2, token %3) &nbsp; p = %4 from the server's logprob, rank %5 of %6 "
+                        "alternatives<br><small><i>Not available over the API: token id, logits, sampler stages, "
+                        "the final distribution, the random draw, entropy.</i></small>")
+                         .arg(visible(t->piece).toHtmlEscaped())
+                         .arg(request)
+                         .arg(index)
+                         .arg(std::isnan(t->probBefore) ? tr("n/a") : QString::number(t->probBefore, 'f', 4))
+                         .arg(t->rank < t->top.size() ? QString::number(t->rank) : tr("≥%1").arg(t->top.size()))
+                         .arg(t->top.size()));
+  } else {
   QString stages;
   for (int s = 0; s < t->stages.size(); ++s)
     if (s < t->stageActive.size() && t->stageActive[s])
@@ -103,6 +117,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
                        .arg(t->xtcFired ? tr(", XTC fired") : QString())
                        .arg(t->numCandidatesBefore)
                        .arg(stages));
+  }
 
   // Bars: raw probability (grey), final probability (blue), chosen (orange).
   const int n = static_cast<int>(t->top.size());
@@ -135,9 +150,14 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     bars->setBrush(color);
     bars->setName(name);
   };
-  addBars(before, QColor(170, 170, 170), tr("raw p (before sampling)"), -0.2);
-  addBars(after, QColor(70, 120, 200), tr("p after the chain"), 0.2);
-  addBars(chosen, QColor(240, 140, 30), tr("chosen token"), 0.2);
+  if (t->remote) {  // the server's probabilities only: no chain to show
+    addBars(after, QColor(170, 170, 170), tr("alternatives (server's p)"), 0.0);
+    addBars(chosen, QColor(240, 140, 30), tr("chosen token (server's p)"), 0.0);
+  } else {
+    addBars(before, QColor(170, 170, 170), tr("raw p (before sampling)"), -0.2);
+    addBars(after, QColor(70, 120, 200), tr("p after the chain"), 0.2);
+    addBars(chosen, QColor(240, 140, 30), tr("chosen token"), 0.2);
+  }
   auto* cumGraph = new QCPGraph(plot_->xAxis, plot_->yAxis2);
   cumGraph->setData(x, cumulative, true);
   cumGraph->setLineStyle(QCPGraph::lsStepCenter);
@@ -149,6 +169,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   draw->point1->setCoords(0, t->draw);
   draw->point2->setCoords(1, t->draw);
   draw->setPen(QPen(QColor(200, 40, 40), 1, Qt::DashLine));
+  draw->setVisible(!t->remote);  // no draw over the API
   for (int i = 0; i < n; ++i) {
     const UiCandidate& c = t->top[i];
     if (c.removedByStage < 0 || c.removedByStage >= t->stages.size()) continue;
@@ -169,9 +190,10 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   // Table: every stage column, exactly the record's numbers.
   // Stage columns are headed by the stage's name (the probability after it):
   // compact headers keep more columns in view in a narrow dock.
-  QStringList headers = {tr("token"), tr("id"), tr("logit"), tr("p raw")};
+  QStringList headers = t->remote ? QStringList{tr("token"), tr("p (server)")}
+                                  : QStringList{tr("token"), tr("id"), tr("logit"), tr("p raw")};
   for (const QString& s : t->stages) headers << s;
-  headers << tr("removed by");
+  if (!t->remote) headers << tr("removed by");
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
@@ -181,6 +203,12 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     int col = 0;
     auto set = [&](const QString& text) { table_->setItem(i, col++, new QTableWidgetItem(text)); };
     set(visible(c.text));
+    if (t->remote) {
+      set(QString::number(c.probBefore, 'g', 6));
+      if (c.id == t->tokenId)
+        for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
+      continue;
+    }
     set(QString::number(c.id));
     set(QString::number(c.logit, 'f', 3));
     set(QString::number(c.probBefore, 'g', 6));
@@ -189,7 +217,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     if (c.id == t->tokenId)
       for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
   }
-  for (int s = 0; s < t->stages.size(); ++s)
+  for (int s = 0; s < t->stages.size() && !t->remote; ++s)
     table_->horizontalHeaderItem(4 + s)->setToolTip(tr("probability after the %1 stage").arg(t->stages[s]));
   table_->resizeColumnsToContents();
 }

@@ -129,6 +129,14 @@ QString TokenView::tokenText() const {
 QColor TokenView::colorFor(const UiToken& t) const {
   // Light tints so text stays readable: green = confident, red = unlikely.
   double score = 0.0;  // 0 bad .. 1 good
+  if (t.remote) {
+    // A remote engine reports the raw model's p (its logprob) and the rank among
+    // its alternatives; the entropy is not available: neutral grey.
+    if (mode_ == ColorMode::Entropy || std::isnan(t.probBefore)) return QColor(235, 235, 235);
+    if (mode_ == ColorMode::Probability) score = std::clamp(static_cast<double>(t.probBefore), 0.0, 1.0);
+    else score = t.rank <= 0 ? 1.0 : std::max(0.0, 0.7 - 0.15 * t.rank);
+    return QColor::fromHsvF(static_cast<float>(std::round(score * 15.0) / 15.0 * 0.33), 0.35f, 1.0f);
+  }
   switch (mode_) {
     case ColorMode::Probability: score = std::clamp(static_cast<double>(t.prob), 0.0, 1.0); break;
     case ColorMode::Entropy: score = 1.0 - std::clamp(static_cast<double>(t.entropyBefore) / 4.0, 0.0, 1.0); break;
@@ -141,6 +149,20 @@ QColor TokenView::colorFor(const UiToken& t) const {
 }
 
 QString TokenView::tooltipFor(const UiToken& t) const {
+  if (t.remote) {
+    QString tip = QStringLiteral("<b>%1</b><br>p = %2 (the server's logprob), rank %3<br><i>%4</i>")
+                      .arg(t.piece.toHtmlEscaped())
+                      .arg(std::isnan(t.probBefore) ? QStringLiteral("n/a") : QString::number(t.probBefore, 'f', 3))
+                      .arg(t.rank < t.top.size() ? QString::number(t.rank) : QStringLiteral("≥%1").arg(t.top.size()))
+                      .arg(tr("remote engine: id, stages and entropy not available"));
+    int shown = 0;
+    for (const UiCandidate& c : t.top) {
+      if (c.id == t.tokenId) continue;
+      tip += QStringLiteral("<br>&nbsp;&nbsp;%1: %2").arg(c.text.toHtmlEscaped()).arg(c.probBefore, 0, 'f', 3);
+      if (++shown == 3) break;
+    }
+    return tip;
+  }
   QString tip = QStringLiteral("<b>%1</b> id %2<br>p = %3 (raw %4), rank %5, entropy %6 nats")
                     .arg(t.piece.toHtmlEscaped())
                     .arg(t.tokenId)

@@ -62,6 +62,13 @@ struct UiToken {
   float draftQ = 0.0f, draftP = 0.0f;  // q and p of the drafted token at draftPosition
   int rejectedId = -1;        // resampled: the drafted token the target rejected
   QString rejectedText;
+  // From a remote engine's API (a server's streamed logprobs): text, piece,
+  // probBefore (exp of the server's logprob, NaN when it sent none), rank among
+  // the alternatives (top.size() when not among them) and the alternatives
+  // (probBefore only) are what it reported. tokenId and candidate ids are
+  // local numbers for the token strings, not the model's ids; stages, prob,
+  // logits, entropies and the draw are not available (NaN / empty).
+  bool remote = false;
 };
 
 // One verification of a drafted run (gb::SpeculativeEvent). It precedes the
@@ -113,9 +120,17 @@ struct UiKv {
   int refCount = 0;
 };
 struct UiError { std::optional<RequestKey> request; QString message; };
+// A remote engine's /metrics, polled (server/remote_metrics.h); NaN = the
+// server does not export it.
+struct UiRemoteMetrics {
+  QString flavour;  // "glassbox" | "llama.cpp" | "vllm"
+  double numRunning = 0, numWaiting = 0, kvUsage = 0;  // kvUsage 0..1
+  double kvBlocksTotal = 0, kvBlocksUsed = 0, kvBlocksCached = 0;
+  double prefixQueries = 0, prefixHits = 0, promptTokens = 0, generationTokens = 0, preemptions = 0;
+};
 
 using UiEventBody = std::variant<UiSubmitted, UiAdmitted, UiPrefill, UiToken, UiPreempted, UiFinished, UiStep, UiKv,
-                                 UiSpeculative, UiError>;
+                                 UiSpeculative, UiError, UiRemoteMetrics>;
 struct UiEvent {
   quint64 seq = 0;
   qint64 tUs = 0;
@@ -137,6 +152,7 @@ struct UiModelInfo {
   int numBlocks = 0, blockSize = 0;
   int numScratchBlocks = 0;            // self-draft scratch blocks past the pool (in kvPoolBytes)
   QString deviceBackend, deviceName;
+  QString remoteUrl;  // set when the engine is a remote server (connectRemote)
   quint64 deviceMemoryUsed = 0, deviceMemoryTotal = 0;
   int numThreads = 0;
   int bosId = -1, eosId = -1;

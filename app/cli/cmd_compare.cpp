@@ -10,6 +10,7 @@
 #include "cli/chat_runner.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
+#include "cli/remote_compare.h"
 #include "runtime/comparison.h"
 #include "runtime/comparison_json.h"
 #include "runtime/engine.h"
@@ -31,6 +32,7 @@ struct CompareArgs {
   bool json = false;
   bool no_records = false;
   bool ignore_eos = false;
+  RemoteTarget remote;  // url set: run the lanes on that server
 };
 
 Result<ComparisonLane> parse_lane(const std::string& arg) {
@@ -87,6 +89,13 @@ int run_compare(const CompareArgs& a) {
   spec.prompt_ids = {0};  // checked before the model loads; replaced below
   if (Status st = validate_comparison(spec); !st) return fail(st.error().message);
   if (a.prompt.empty() == a.chat_path.empty()) return fail("give --prompt TEXT or --chat MESSAGES.json (one of them)");
+  if (!a.remote.url.empty()) {
+    if (!a.model.model_path.empty()) return fail("give --model or --remote, not both");
+    if (a.ignore_eos) return fail("--ignore-eos is not available with --remote");
+    if (!a.chat_path.empty()) return fail("--chat is not available with --remote (give --prompt)");
+    return run_remote_compare(a.remote, a.prompt, spec, a.json);
+  }
+  if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
   std::vector<ChatMessage> messages;
   if (!a.chat_path.empty()) {
     auto m = read_chat_messages(a.chat_path);
@@ -134,7 +143,10 @@ int run_compare(const CompareArgs& a) {
 const CommandRegistrar registrar("compare", "Compare sampler settings side by side on one prompt",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<CompareArgs>();
-  add_model_options(sub, a->model);
+  add_model_options(sub, a->model, false);
+  sub.add_option("--remote", a->remote.url, "Run the lanes on an OpenAI-compatible server (http://HOST:PORT[/v1])");
+  sub.add_option("--api-key", a->remote.api_key, "Bearer key for --remote");
+  sub.add_option("--remote-model", a->remote.model, "Model name on the --remote server (default: its first)");
   sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)");
   sub.add_option("--chat", a->chat_path,
                  "A chat as the prompt: a JSON file of messages [{\"role\",\"content\"}...], rendered by the model's "

@@ -9,6 +9,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
+#include "cli/remote_compare.h"
 #include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
 
@@ -23,6 +24,7 @@ struct ScoreArgs {
   int32_t top_n = 10;
   int32_t window = 0;  // llama-perplexity's -c: score in windows, second halves only
   bool json = false;
+  RemoteTarget remote;  // url set: score on that server (echo + logprobs)
 };
 
 void print_json(const TextScore& score, const ScoreArgs& a, const Tokenizer& tok) {
@@ -59,6 +61,11 @@ int run_score(const ScoreArgs& a) {
   if (!in) return fail("--text: cannot open " + a.text_path);
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (!a.remote.url.empty()) {
+    if (!a.model.model_path.empty() || !a.base_path.empty()) return fail("give --model or --remote, not both (no --base with --remote)");
+    return run_remote_score(a.remote, ss.str(), a.text_path, a.top_n, a.json);
+  }
+  if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
   std::optional<ModelSession> base;
@@ -89,7 +96,10 @@ int run_score(const ScoreArgs& a) {
 const CommandRegistrar registrar("score", "Score a text by teacher forcing (log-probabilities, perplexity, KL to a base)",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ScoreArgs>();
-  add_model_options(sub, a->model);
+  add_model_options(sub, a->model, false);
+  sub.add_option("--remote", a->remote.url, "Score on an OpenAI-compatible server (http://HOST:PORT[/v1]) via echo + logprobs");
+  sub.add_option("--api-key", a->remote.api_key, "Bearer key for --remote");
+  sub.add_option("--remote-model", a->remote.model, "Model name on the --remote server (default: its first)");
   sub.add_option("--text", a->text_path, "Text file to score (BOS is added)")->required();
   sub.add_option("--base", a->base_path, "Second model with the same vocabulary: per-token KL(base || model)");
   sub.add_option("--base-tokenizer", a->base_tokenizer, "Tokenizer of the base model (default: embedded or beside it)");

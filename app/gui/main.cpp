@@ -1,5 +1,5 @@
 // glassbox: the Qt workbench.
-//   glassbox [--model PATH] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
+//   glassbox [--model PATH | --connect URL [--api-key KEY]] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
 //            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
@@ -38,11 +38,13 @@ void selectInterestingToken(gbui::MainWindow& window) {
   std::optional<std::pair<quint64, int>> best;
   float bestProb = 2.0f;
   for (const auto& [key, r] : model->requests())
-    for (const gbui::UiToken& t : r.tokens)
-      if (t.prob < bestProb && t.top.size() > 2) {
-        bestProb = t.prob;
+    for (const gbui::UiToken& t : r.tokens) {
+      const float p = t.remote ? t.probBefore : t.prob;  // a remote engine reports the raw p only
+      if (p < bestProb && t.top.size() > 2) {
+        bestProb = p;
         best = std::make_pair(key, t.index);
       }
+    }
   if (best) model->selectToken(best->first, best->second);
 }
 
@@ -104,7 +106,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption height("height", "Window height for screenshots.", "PX", "950");
   const QCommandLineOption speculative("speculative", "Generate with this drafter spec, then plainly, to compare.", "SPEC");
   const QCommandLineOption sampler("sampler", "Sampler settings JSON for the run.", "JSON");
-  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler});
+  const QCommandLineOption connectTo("connect", "Use an OpenAI-compatible server as the engine instead of --model.",
+                                     "http://HOST:PORT/v1");
+  const QCommandLineOption apiKey("api-key", "Bearer key for --connect.", "KEY");
+  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
+                     connectTo, apiKey});
   parser.process(app);
 
   const bool shot = parser.isSet(screenshot);
@@ -132,7 +138,7 @@ int main(int argc, char** argv) {
     exitCode = code;
     QTimer::singleShot(0, &app, [&] { app.exit(exitCode); });
   };
-  if (parser.isSet(model)) {
+  if (parser.isSet(model) || parser.isSet(connectTo)) {
     QObject::connect(&window, &gbui::MainWindow::modelReady, &window, [&] {
       if (!promptText.isEmpty()) window.chat()->send();
       else if (shot) finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel)));
@@ -141,7 +147,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "glassbox: %s\n", qPrintable(message));
       if (shot) finish(1);
     });
-    window.openModel(parser.value(model));
+    if (parser.isSet(connectTo)) window.connectToServer(parser.value(connectTo), parser.value(apiKey));
+    else window.openModel(parser.value(model));
   } else if (shot) {
     QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
   }

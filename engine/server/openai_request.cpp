@@ -45,8 +45,8 @@ const std::vector<NumberField>& number_fields() {
 
 // Fields whose meaning we cannot honour: refusing is clearer than ignoring them.
 const std::vector<const char*>& refused_fields(ApiEndpoint endpoint) {
-  static const std::vector<const char*> chat = {"tools", "tool_choice", "functions", "function_call", "audio",
-                                                "modalities", "prediction", "web_search_options"};
+  static const std::vector<const char*> chat = {"functions", "function_call", "audio", "modalities", "prediction",
+                                                "web_search_options"};
   static const std::vector<const char*> completions = {"suffix"};
   return endpoint == ApiEndpoint::ChatCompletions ? chat : completions;
 }
@@ -161,7 +161,8 @@ Outcome parse_common(const json& body, const ParseLimits& limits, ApiRequest& r)
   std::optional<int> n, max_tokens, max_completion_tokens;
   if (Outcome e = parse_int(body, "n", 1, limits.max_n, n)) return e;
   r.n = n.value_or(1);
-  if (Outcome e = parse_int(body, "max_tokens", 1, 1 << 30, max_tokens)) return e;
+  // 0 only with echo (scoring the prompt): checked by parse_completions.
+  if (Outcome e = parse_int(body, "max_tokens", 0, 1 << 30, max_tokens)) return e;
   if (Outcome e = parse_int(body, "max_completion_tokens", 1, 1 << 30, max_completion_tokens)) return e;
   r.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
   if (auto it = body.find("seed"); it != body.end() && !it->is_null()) {
@@ -245,9 +246,13 @@ Outcome parse_completions(const json& body, const ParseLimits& limits, ApiReques
   r.top_logprobs = logprobs.value_or(0);
   if (Outcome e = parse_int(body, "best_of", 1, limits.max_n, best_of)) return e;
   if (best_of && *best_of != r.n) return bad_param("best_of", "best_of other than n is not supported by this server");
-  bool echo = false;
-  if (Outcome e = parse_bool(body, "echo", echo)) return e;
-  if (echo) return bad_param("echo", "echo is not supported by this server");
+  if (Outcome e = parse_bool(body, "echo", r.echo)) return e;
+  const bool zero = r.max_tokens && *r.max_tokens == 0;
+  if (zero && !r.echo) return bad_param("max_tokens", "max_tokens must be at least 1 (0 only with echo)");
+  if (r.echo && !zero)
+    return bad_param("echo", "echo is supported with max_tokens 0 only (scoring the prompt), not with generation");
+  if (r.echo && r.stream) return bad_param("stream", "echo is not supported with stream");
+  if (r.echo && r.n != 1) return bad_param("n", "echo is supported with n = 1 only");
   return std::nullopt;
 }
 
@@ -268,6 +273,28 @@ Outcome parse_content(const json& m, const std::string& where, std::string& out)
   return std::nullopt;
 }
 
+// chat_template_kwargs (an object: enable_thinking ...) and tools (a list of
+// function definitions) become variables of the model's chat template, as in
+// vLLM and llama-server; the tool calls themselves are the model's text.
+Outcome parse_template_vars(const json& body, ApiRequest& r) {
+  json vars = json::object();
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad_param("chat_template_kwargs", "chat_template_kwargs must be an object");
+    vars = *it;
+  }
+  if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return bad_param("tools", "tools must be an array");
+    for (const json& t : *it)
+      if (!t.is_object()) return bad_param("tools", "every entry of tools must be an object");
+    if (!it->empty()) vars["tools"] = *it;
+  }
+  if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null())
+    if (!it->is_string() || (it->get<std::string>() != "auto" && it->get<std::string>() != "none"))
+      return bad_param("tool_choice", "tool_choice other than \"auto\" or \"none\" is not supported (no constrained decoding)");
+  if (!vars.empty()) r.template_vars_json = vars.dump();
+  return std::nullopt;
+}
+
 Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty())
@@ -282,8 +309,8 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
       return bad_param(where + ".role", where + " must be an object with a string role");
     ChatMessage msg{m["role"].get<std::string>(), ""};
     if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      return bad_param(where + ".role", where + ".role '" + msg.role + "' is not one of system, developer, user, assistant");
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      return bad_param(where + ".role", where + ".role '" + msg.role + "' is not one of system, developer, user, assistant, tool");
     if (Outcome e = parse_content(m, where, msg.content)) return e;
     r.messages.push_back(std::move(msg));
   }
@@ -292,6 +319,7 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
   if (Outcome e = parse_int(body, "top_logprobs", 0, limits.max_top_logprobs, top)) return e;
   if (top && !r.logprobs) return bad_param("top_logprobs", "top_logprobs requires logprobs to be true");
   r.top_logprobs = top.value_or(0);
+  if (Outcome e = parse_template_vars(body, r)) return e;
   if (auto rf = body.find("response_format"); rf != body.end() && !rf->is_null())
     if (!rf->is_object() || rf->value("type", "") != "text")
       return bad_param("response_format", "response_format other than {\"type\": \"text\"} is not supported");

@@ -8,8 +8,11 @@
 // typical_p, repetition_penalty (alias repeat_penalty), penalty_last_n,
 // dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
 // xtc_threshold, xtc_probability, ignore_eos, stop_token_ids. Unknown fields are
-// ignored (as vLLM does); fields we cannot honour (tools, echo, suffix,
-// response_format other than text ...) are refused rather than ignored.
+// ignored (as vLLM does); fields we cannot honour (tool_choice other than
+// auto/none, suffix, response_format other than text ...) are refused rather
+// than ignored. Completions' `echo` is honoured for scoring: with `max_tokens` 0
+// (and `logprobs` for the prompt tokens' log-probabilities, as vLLM answers).
+// Chat's `tools` and `chat_template_kwargs` reach the model's chat template.
 // Threads: pure functions.
 #pragma once
 
@@ -29,7 +32,7 @@ namespace gb::server {
 enum class ApiEndpoint { Completions, ChatCompletions };
 
 struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant" ("developer" is read as "system")
+  std::string role;     // "system" | "user" | "assistant" | "tool" ("developer" is read as "system")
   std::string content;  // text parts joined
 };
 
@@ -54,6 +57,10 @@ struct ApiRequest {
   std::optional<uint64_t> seed;
   SamplerSettings sampling;           // stop strings, logit bias and every sampler field
   bool ignore_eos = false;
+  bool echo = false;                  // completions: score the prompt (max_tokens 0 only)
+  // Chat: extra template variables as a JSON object text ("" none): the
+  // request's chat_template_kwargs with its `tools` (a list) added.
+  std::string template_vars_json;
 };
 
 struct ParseLimits {

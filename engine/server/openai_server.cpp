@@ -6,12 +6,16 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
+#include "backend/backend.h"
 #include "runtime/chat_request.h"
+#include "runtime/text_scorer.h"
 #include "server/openai_response.h"
+#include "template/chat_template.h"
 #include "trace/sha256.h"
 
 namespace gb::server {
@@ -89,6 +93,11 @@ struct OpenAiServer::Impl {
   int port = 0;
   int64_t created = 0;
   std::atomic<uint64_t> next_id{1};
+  // echo + logprobs (scoring a prompt) runs teacher forcing on the handler
+  // thread with a CPU backend of its own, one request at a time, so the
+  // engine's KV pool is untouched.
+  std::mutex scorer_mutex;
+  std::unique_ptr<Backend> scorer;
 
   Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
       : hub(w), model(std::move(m)), tokenizer(std::move(t)),
@@ -100,6 +109,9 @@ struct OpenAiServer::Impl {
   void install_routes();
   httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
   void handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  void handle_echo(const ApiRequest& r, httplib::Response& res);
+  std::variant<json, ApiError> echo_choice(const std::vector<TokenId>& ids, const std::string& text, int index,
+                                           int top_n);
   std::variant<std::vector<ChoiceSubmission>, ApiError> plan_choices(const ApiRequest& r, const std::string& tenant) const;
   std::variant<std::vector<std::vector<TokenId>>, ApiError> prompt_ids(const ApiRequest& r) const;
   json model_json() const {
@@ -187,7 +199,13 @@ std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::pr
     // control tokens recognised only where the template wrote them.
     std::vector<gb::ChatMessage> messages;
     for (const ChatMessage& m : r.messages) messages.push_back({m.role, m.content, {}});
-    prompts.push_back(make_chat_request(chat_formatter, *tokenizer, messages, SamplerSettings{}).request.prompt_ids);
+    ChatRenderOptions options;  // chat_template_kwargs and tools: variables of the template
+    if (!r.template_vars_json.empty()) {
+      auto vars = json_to_value(r.template_vars_json);
+      if (!vars) return bad_param("chat_template_kwargs", "chat_template_kwargs: " + vars.error().message);
+      options.extra = std::move(*vars);
+    }
+    prompts.push_back(make_chat_request(chat_formatter, *tokenizer, messages, SamplerSettings{}, options).request.prompt_ids);
   }
   for (const PromptInput& p : r.prompts) prompts.push_back(p.is_ids ? p.ids : tokenizer->encode(p.text, true));
   for (const auto& ids : prompts) {
@@ -244,6 +262,7 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
   if (!r.model.empty() && r.model != config.model_name && r.model != model->path)
     return reply_error(res, {404, "the model '" + r.model + "' does not exist (this server serves '" + config.model_name + "')",
                              "invalid_request_error", "model", "model_not_found", 0});
+  if (r.echo) return handle_echo(r, res);
   // Tenants never share prefix-cache blocks: the key's hash, never the key, goes into the trace.
   const std::string token = bearer_token(req);
   const std::string tenant = token.empty() ? std::string() : "key:" + sha256_hex(token).substr(0, 16);
@@ -277,6 +296,72 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
       [ex](bool) {
         if (!ex->done) ex->hub->cancel(ex->ids);  // the client went away: free its blocks now
       });
+}
+
+// One echoed prompt: its text, and with logprobs each token's log-probability
+// under the model given the tokens before it (the first has none: null, as in
+// OpenAI's and vLLM's answers) with its top_n alternatives.
+std::variant<json, ApiError> OpenAiServer::Impl::echo_choice(const std::vector<TokenId>& ids, const std::string& text,
+                                                             int index, int top_n) {
+  json choice = {{"index", index}, {"text", text}, {"finish_reason", "length"}, {"logprobs", nullptr}};
+  if (top_n < 0) return choice;
+  json tokens = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+  std::optional<TextScore> score;
+  if (ids.size() >= 2) {
+    std::lock_guard<std::mutex> lock(scorer_mutex);
+    if (!scorer) scorer = make_cpu_backend(model);
+    ScoreOptions options;
+    options.top_n = std::max(1, top_n);
+    auto scored = score_tokens(*model, *scorer, nullptr, nullptr, ids, options);
+    if (!scored) return ApiError{500, "scoring the prompt failed: " + scored.error().message, "server_error", "", "engine_error", 0};
+    score = std::move(*scored);
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = tokenizer->token_bytes(ids[i]);
+    tokens.push_back(piece);
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(piece.size());
+    if (i == 0 || !score) {
+      values.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
+    const TokenScore& t = score->tokens[i - 1];
+    values.push_back(t.logprob);
+    json top = json::object();
+    for (int k = 0; k < top_n && k < static_cast<int>(t.top.size()); ++k)
+      top[tokenizer->token_bytes(t.top[static_cast<size_t>(k)].first)] = t.top[static_cast<size_t>(k)].second;
+    tops.push_back(top);
+  }
+  choice["logprobs"] = {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+  return choice;
+}
+
+// echo with max_tokens 0: the prompts scored, nothing generated (the engine is
+// not involved).
+void OpenAiServer::Impl::handle_echo(const ApiRequest& r, httplib::Response& res) {
+  auto prompts = prompt_ids(r);
+  if (auto* e = std::get_if<ApiError>(&prompts)) return reply_error(res, *e);
+  const auto& all = std::get<std::vector<std::vector<TokenId>>>(prompts);
+  json choices = json::array();
+  int64_t num_prompt_tokens = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const PromptInput& p = r.prompts[i];
+    const std::string text = p.is_ids ? tokenizer->decode(p.ids) : p.text;
+    auto choice = echo_choice(all[i], text, static_cast<int>(i), r.logprobs ? r.top_logprobs : -1);
+    if (auto* e = std::get_if<ApiError>(&choice)) return reply_error(res, *e);
+    choices.push_back(std::move(std::get<json>(choice)));
+    num_prompt_tokens += static_cast<int64_t>(all[i].size());
+  }
+  char id[40];
+  std::snprintf(id, sizeof id, "cmpl-%llx%04llx", static_cast<unsigned long long>(created),
+                static_cast<unsigned long long>(next_id++));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const json body = {{"id", id}, {"object", "text_completion"}, {"created", now}, {"model", config.model_name},
+                     {"system_fingerprint", std::string("glassbox-") + GLASSBOX_VERSION}, {"choices", choices},
+                     {"usage", {{"prompt_tokens", num_prompt_tokens}, {"completion_tokens", 0}, {"total_tokens", num_prompt_tokens}}}};
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 OpenAiServer::OpenAiServer(ServeHub& hub, std::shared_ptr<const Model> model,

@@ -4,7 +4,9 @@
 // only, a free port picked by the server.
 #include <httplib.h>
 
+#include <cmath>
 #include <csignal>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,4 +110,40 @@ GB_TEST(remote_generate_reports_an_unreachable_server) {
   const auto r = gbtest::run_cli("generate --remote http://127.0.0.1:1 --prompt x");
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find("cannot connect") != std::string::npos, r.output.c_str());
+}
+
+// `score --remote` (echo + logprobs over HTTP) gives the local `score`'s
+// per-token log-probabilities and perplexity within float tolerance.
+GB_TEST(score_remote_equals_local_score) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string text_path = gbtest::temp_dir() + "/score.txt";
+  {
+    std::ofstream f(text_path);
+    f << "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  }
+  const auto local = gbtest::run_cli("score --model '" + model + "' --text '" + text_path + "' --json --top 5", false);
+  QCOMPARE(local.exit_code, 0);
+  ServeProcess serve(model);
+  QVERIFY2(serve.port > 0, "serve did not print its address");
+  const auto remote = gbtest::run_cli("score --remote " + serve.address + " --text '" + text_path + "' --json --top 5", false);
+  QCOMPARE(remote.exit_code, 0);
+  const auto l = nlohmann::json::parse(local.output, nullptr, false);
+  const auto r = nlohmann::json::parse(remote.output, nullptr, false);
+  QVERIFY2(l.is_object() && r.is_object(), (local.output + remote.output).c_str());
+  QCOMPARE(r["tokens"].size(), l["tokens"].size());
+  for (size_t i = 0; i < l["tokens"].size(); ++i)
+    QVERIFY(std::abs(r["tokens"][i]["logprob"].get<double>() - l["tokens"][i]["logprob"].get<double>()) < 1e-4);
+  QVERIFY(std::abs(r["perplexity"].get<double>() - l["perplexity"].get<double>()) < 1e-3);
+  // compare --remote: a greedy lane equals generate's greedy text; a sampled lane diverges somewhere.
+  const auto cmp = gbtest::run_cli("compare --remote " + serve.address + " -p 'Once upon a time' -n 16 --samples 2 --json "
+                                   "--lane 'greedy={\"temperature\":0}' --lane 'hot={\"temperature\":1.5,\"top_k\":0,\"top_p\":1,\"min_p\":0}'",
+                                   false);
+  QCOMPARE(cmp.exit_code, 0);
+  const auto c = nlohmann::json::parse(cmp.output, nullptr, false);
+  QVERIFY2(c.is_object(), cmp.output.c_str());
+  const auto gen = gbtest::run_cli("generate --model '" + model + "' --prompt 'Once upon a time' --max-tokens 16 --temperature 0 --no-echo", false);
+  QCOMPARE(c["lanes"][0]["samples"][0]["text"].get<std::string>() + "\n", gen.output);
+  QCOMPARE(c["lanes"][0]["samples"][1]["text"], c["lanes"][0]["samples"][0]["text"]);
+  QCOMPARE(c["lanes"][1]["samples"].size(), size_t{2});
+  QCOMPARE(serve.stop(), 0);
 }

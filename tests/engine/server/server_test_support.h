@@ -24,9 +24,10 @@ struct ServerHarness {
   std::unique_ptr<gb::server::EngineWorker> worker;
   std::unique_ptr<gb::server::OpenAiServer> server;
 
+  // `fixture` (default: stories260K) is the served model.
   explicit ServerHarness(gb::server::ServerConfig config = {}, gb::server::WorkerConfig worker_config = {},
-                         gb::EngineConfig engine_config = {}) {
-    stories = load_stories();
+                         gb::EngineConfig engine_config = {}, StoriesFixture fixture = {}) {
+    stories = fixture.ok() ? std::move(fixture) : load_stories();
     if (!stories.ok()) return;
     worker = std::make_unique<gb::server::EngineWorker>(make_test_engine(stories, engine_config), worker_config);
     config.port = 0;
@@ -70,6 +71,23 @@ struct ServerHarness {
     return out;
   }
 };
+
+// Another shared model file (relative to the shared dir) with its own tokenizer;
+// not ok() when missing.
+inline StoriesFixture load_fixture(const std::string& relative_path, int context_length) {
+  StoriesFixture f;
+  f.model_path = shared_file(relative_path);
+  if (f.model_path.empty()) return f;
+  gb::LoadOptions options;
+  options.context_length = context_length;
+  auto model = gb::load_model(f.model_path, options);
+  if (!model) return f;
+  auto tok = gb::load_tokenizer(**model, "");
+  if (!tok) return f;
+  f.model = *model;
+  f.tokenizer = *tok;
+  return f;
+}
 
 // Greedy text of the engine run directly (the reference for the HTTP answers).
 inline std::string engine_greedy_text(const StoriesFixture& f, const std::string& prompt, int max_tokens) {

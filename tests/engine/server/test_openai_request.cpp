@@ -117,9 +117,30 @@ GB_TEST(bad_values_name_their_parameter) {
   QCOMPARE(param_of(chat(R"({"messages": []})")), std::string("messages"));
   QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")),
            std::string("messages[0].content"));
-  QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": []})")), std::string("tools"));
+  QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": 5})")), std::string("tools"));
+  QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": [1]})")), std::string("tools"));
+  QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})")),
+           std::string("tool_choice"));
+  QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})")),
+           std::string("chat_template_kwargs"));
+  // echo only for scoring: with max_tokens 0, not streamed, n = 1; max_tokens 0 only with echo.
+  QCOMPARE(param_of(completions(R"({"prompt": "x", "echo": true, "max_tokens": 3})")), std::string("echo"));
+  QCOMPARE(param_of(completions(R"({"prompt": "x", "max_tokens": 0})")), std::string("max_tokens"));
+  QCOMPARE(param_of(completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "stream": true})")), std::string("stream"));
+  QCOMPARE(param_of(completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "n": 2})")), std::string("n"));
   QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})")),
            std::string("response_format"));
+  {
+    auto ok = completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "logprobs": 5})");
+    QVERIFY(std::holds_alternative<gb::server::ApiRequest>(ok));
+    QVERIFY(std::get<gb::server::ApiRequest>(ok).echo);
+    // Template keywords and tools become one object of template variables.
+    auto vars = chat(R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": false},
+                         "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto"})");
+    QVERIFY(std::holds_alternative<gb::server::ApiRequest>(vars));
+    QCOMPARE(std::get<gb::server::ApiRequest>(vars).template_vars_json,
+             std::string(R"({"enable_thinking":false,"tools":[{"function":{"name":"f"},"type":"function"}]})"));
+  }
   // Not JSON, or not an object: 400 without a parameter.
   for (const char* body : {"{", "[1, 2]", "", "null"}) {
     auto r = completions(body);

@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <set>
 
+#include "runtime/chat_request.h"
+#include "runtime/text_scorer.h"
 #include "server/openai_request.h"
 #include "server_test_support.h"
+#include "template/chat_template.h"
 
 using nlohmann::json;
 using gbtest::ServerHarness;
@@ -421,4 +424,60 @@ GB_TEST(client_disconnect_cancels_and_frees_blocks) {
   QCOMPARE(m["glassbox_num_requests_running"], 0.0);
   QCOMPARE(m["glassbox_kv_blocks_used"], 0.0);  // freed at once, not when 400 tokens would have run
   QVERIFY(m["glassbox_generation_tokens_total"] < 400);
+}
+
+// echo + logprobs with max_tokens 0 scores the prompt (as vLLM answers):
+// OpenAI's completions logprobs shape, the first token null, each other
+// token's logprob equal to local teacher forcing; nothing is generated.
+GB_TEST(echo_with_max_tokens_0_scores_the_prompt) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto [status, body] = h.post("/v1/completions", {{"prompt", kPrompt}, {"echo", true}, {"logprobs", 3}, {"max_tokens", 0}});
+  QCOMPARE(status, 200);
+  const json& c = body["choices"][0];
+  QCOMPARE(c["text"].get<std::string>(), std::string(kPrompt));
+  const std::vector<gb::TokenId> ids = h.stories.tokenizer->encode(kPrompt, true);
+  QCOMPARE(c["logprobs"]["tokens"].size(), ids.size());
+  QVERIFY(c["logprobs"]["token_logprobs"][0].is_null());
+  QVERIFY(c["logprobs"]["top_logprobs"][0].is_null());
+  auto backend = gb::make_cpu_backend(h.stories.model);
+  auto local = gb::score_tokens(*h.stories.model, *backend, nullptr, nullptr, ids, {});
+  QVERIFY(local.ok());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    QVERIFY(std::abs(c["logprobs"]["token_logprobs"][i].get<double>() - local->tokens[i - 1].logprob) < 1e-4);
+    QVERIFY(c["logprobs"]["top_logprobs"][i].size() <= 3);
+  }
+  QCOMPARE(body["usage"]["prompt_tokens"].get<int>(), static_cast<int>(ids.size()));
+  QCOMPARE(body["usage"]["completion_tokens"].get<int>(), 0);
+  // Without logprobs: the prompt echoed, logprobs null.
+  auto [status2, plain] = h.post("/v1/completions", {{"prompt", kPrompt}, {"echo", true}, {"max_tokens", 0}});
+  QCOMPARE(status2, 200);
+  QVERIFY(plain["choices"][0]["logprobs"].is_null());
+}
+
+// tools and chat_template_kwargs reach the model's own chat template (Qwen2's
+// renders a tools section): the prompt the server counts equals the one the
+// engine renders locally with the same variables, and differs without them.
+GB_TEST(tools_and_template_kwargs_reach_the_chat_template) {
+  gbtest::StoriesFixture qwen = gbtest::load_fixture("models/tiny-qwen2/tiny-qwen2-F16.gguf", 256);
+  QVERIFY2(qwen.ok(), "models/tiny-qwen2/tiny-qwen2-F16.gguf is missing or does not load");
+  ServerHarness h({}, {}, {}, qwen);
+  QVERIFY(h.ok());
+  const json tools = json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", json::object()}}}}});
+  const json messages = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  auto [s1, with] = h.post("/v1/chat/completions", {{"messages", messages}, {"tools", tools}, {"max_tokens", 1},
+                                                    {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  auto [s2, without] = h.post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}});
+  QCOMPARE(s1, 200);
+  QCOMPARE(s2, 200);
+  const gb::ChatFormatter formatter = gb::chat_formatter_for(*qwen.model, *qwen.tokenizer);
+  QVERIFY(formatter.uses_model_template());
+  gb::ChatRenderOptions options;
+  auto extra = gb::json_to_value(json{{"enable_thinking", false}, {"tools", tools}}.dump());
+  QVERIFY(extra.ok());
+  options.extra = *extra;
+  const auto local = gb::make_chat_request(formatter, *qwen.tokenizer, {{"user", "Weather in Paris?", {}}}, {}, options);
+  QVERIFY(local.prompt.text.find("get_weather") != std::string::npos);
+  QCOMPARE(with["usage"]["prompt_tokens"].get<int>(), static_cast<int>(local.request.prompt_ids.size()));
+  QVERIFY(without["usage"]["prompt_tokens"].get<int>() < with["usage"]["prompt_tokens"].get<int>());
 }

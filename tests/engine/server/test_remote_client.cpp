@@ -3,10 +3,16 @@
 // directly, every token carries its logprob and 20 alternatives (the chosen one
 // first under greedy), client-side timings and usage are filled, a consumer
 // that stops reading cancels the request on the server (seen in /metrics), and
-// bad URLs, closed ports and a missing key are errors with a message.
+// bad URLs, closed ports and a missing key are errors with a message. Also:
+// scoring (echo + logprobs) equal to local teacher forcing, chat streaming,
+// n choices, metric names of each server family, and RemoteSession (the
+// workbench's remote engine).
 #include <cmath>
 
+#include "runtime/text_scorer.h"
 #include "server/remote_client.h"
+#include "server/remote_metrics.h"
+#include "server/remote_session.h"
 #include "server_test_support.h"
 
 using gb::server::RemoteClient;
@@ -99,4 +105,158 @@ GB_TEST(connection_errors_have_messages) {
   auto bad = (*with_key)->complete("x", s, 4, [](const gb::server::RemoteToken&) { return true; });
   QVERIFY(!bad.ok());
   QVERIFY2(bad.error().message.find("top_p") != std::string::npos, bad.error().message.c_str());
+}
+
+// Scoring over the API (echo + logprobs, max_tokens 0) equals teacher forcing
+// run locally on the same model: same tokens, same log-probabilities.
+GB_TEST(score_over_the_remote_equals_local_scoring) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto client = RemoteClient::connect({url_of(h), "", "", 5, 60});
+  QVERIFY(client.ok());
+  const std::string text = "Once upon a time, there was a little girl named Lily. She loved to play.";
+  auto remote = (*client)->score(text, 5);
+  QVERIFY2(remote.ok(), remote.ok() ? "" : remote.error().message.c_str());
+  const std::vector<gb::TokenId> ids = h.stories.tokenizer->encode(text, true);
+  auto backend = gb::make_cpu_backend(h.stories.model);
+  gb::ScoreOptions options;
+  options.top_n = 5;
+  auto local = gb::score_tokens(*h.stories.model, *backend, nullptr, nullptr, ids, options);
+  QVERIFY(local.ok());
+  QCOMPARE(remote->size(), ids.size());
+  QVERIFY(!(*remote)[0].logprob.has_value());  // the first token is context only
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const gb::server::RemoteScoredToken& r = (*remote)[i];
+    QCOMPARE(r.token, h.stories.tokenizer->token_bytes(ids[i]));
+    QVERIFY(r.logprob.has_value());
+    QVERIFY(std::abs(*r.logprob - local->tokens[i - 1].logprob) < 1e-4);
+    QCOMPARE(r.top.size(), size_t{5});
+    QVERIFY(std::abs(r.top[0].second - local->tokens[i - 1].top[0].second) < 1e-4);
+  }
+}
+
+// Chat over the remote: streamed tokens with 20 alternatives each, the text
+// equal to the server's own non-streamed greedy answer.
+GB_TEST(chat_over_the_remote_streams_tokens_with_alternatives) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto client = RemoteClient::connect({url_of(h), "", "", 20, 60});
+  QVERIFY(client.ok());
+  std::vector<gb::server::RemoteToken> tokens;
+  auto result = (*client)->chat({{"user", "Once upon a time", {}}}, greedy(), 12, "", [&](const gb::server::RemoteToken& t) {
+    tokens.push_back(t);
+    return true;
+  });
+  QVERIFY2(result.ok(), result.ok() ? "" : result.error().message.c_str());
+  auto [status, whole] = h.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
+                                                          {"max_tokens", 12}, {"temperature", 0}});
+  QCOMPARE(status, 200);
+  QCOMPARE(result->text, whole["choices"][0]["message"]["content"].get<std::string>());
+  QCOMPARE(static_cast<int>(tokens.size()), 12);
+  for (const auto& t : tokens) {
+    QCOMPARE(t.top.size(), size_t{20});
+    QCOMPARE(t.top[0].first, t.token);
+  }
+  // Template keywords must be an object.
+  auto bad = (*client)->chat({{"user", "x", {}}}, greedy(), 2, "[1]", [](const gb::server::RemoteToken&) { return true; });
+  QVERIFY(!bad.ok());
+}
+
+// n choices at once (Compare lanes): choice j is the streamed completion with seed + j.
+GB_TEST(n_choices_equal_single_requests_with_seed_plus_j) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  auto client = RemoteClient::connect({url_of(h), "", "", 1, 60});
+  QVERIFY(client.ok());
+  gb::SamplerSettings s = gb::server::openai_default_sampling();
+  s.seed = 11;
+  auto all = (*client)->complete_n("Once upon a time", s, 10, 3);
+  QVERIFY2(all.ok(), all.ok() ? "" : all.error().message.c_str());
+  QCOMPARE(all->size(), size_t{3});
+  for (int j = 0; j < 3; ++j) {
+    gb::SamplerSettings one = s;
+    one.seed = 11 + static_cast<uint64_t>(j);
+    auto single = (*client)->complete("Once upon a time", one, 10, [](const gb::server::RemoteToken&) { return true; });
+    QVERIFY(single.ok());
+    QCOMPARE((*all)[static_cast<size_t>(j)].text, single->text);
+    QCOMPARE((*all)[static_cast<size_t>(j)].tokens.size(), size_t{10});
+  }
+}
+
+// The metric names of each server family map to one set of quantities;
+// labelled series are summed, absent quantities stay empty.
+GB_TEST(remote_metrics_read_every_family) {
+  using gb::server::parse_prometheus_text;
+  using gb::server::read_remote_metrics;
+  // Names as llama-server (examples/server/server.cpp, --metrics) and vLLM
+  // (vllm/v1/metrics/loggers.py) export them.
+  const auto llama = read_remote_metrics(parse_prometheus_text(
+      "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n"
+      "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 120\n"
+      "llamacpp:tokens_predicted_total 64\nllamacpp:kv_cache_usage_ratio 0.25\n"
+      "llamacpp:requests_processing 3\nllamacpp:requests_deferred 1\n"));
+  QCOMPARE(llama.flavour, std::string("llama.cpp"));
+  QCOMPARE(*llama.num_running, 3.0);
+  QCOMPARE(*llama.num_waiting, 1.0);
+  QCOMPARE(*llama.kv_usage, 0.25);
+  QCOMPARE(*llama.prompt_tokens, 120.0);
+  QCOMPARE(*llama.generation_tokens, 64.0);
+  QVERIFY(!llama.prefix_hit_rate().has_value());
+  const auto vllm = read_remote_metrics(parse_prometheus_text(
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 2.0\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 3.0\n"
+      "vllm:num_requests_waiting{model_name=\"m\"} 4.0\n"
+      "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\n"
+      "vllm:prefix_cache_queries_total{model_name=\"m\"} 200.0\n"
+      "vllm:prefix_cache_hits_total{model_name=\"m\"} 50.0\n"
+      "vllm:num_requests_running_extra 99\n"));
+  QCOMPARE(vllm.flavour, std::string("vllm"));
+  QCOMPARE(*vllm.num_running, 5.0);  // two engines summed; the longer name is not taken
+  QCOMPARE(*vllm.num_waiting, 4.0);
+  QCOMPARE(*vllm.kv_usage, 0.5);
+  QCOMPARE(*vllm.prefix_hit_rate(), 0.25);
+  QVERIFY(!vllm.kv_blocks_total.has_value());
+  QCOMPARE(read_remote_metrics(parse_prometheus_text("something_else 1\n")).flavour, std::string());
+}
+
+// The workbench's remote engine: events arrive in order without the caller
+// waiting (started, tokens, finished), greedy text equals the engine's, the
+// server's /metrics is polled, and a cancel ends a long request early.
+GB_TEST(remote_session_streams_events_and_polls_metrics) {
+  ServerHarness h({}, gb::server::WorkerConfig{256, std::chrono::milliseconds(5)});
+  QVERIFY(h.ok());
+  auto session = gb::server::RemoteSession::connect({url_of(h), "", "", 20, 60}, 50);
+  QVERIFY2(session.ok(), session.ok() ? "" : session.error().message.c_str());
+  QCOMPARE((*session)->metrics_flavour(), std::string("glassbox"));
+  const uint64_t a = (*session)->submit_completion("Once upon a time", greedy(), 20);
+  const uint64_t b = (*session)->submit_completion("Once upon a time", greedy(), 400);
+  std::string text_a;
+  int num_b = 0, num_metrics = 0;
+  std::map<uint64_t, std::string> reasons;
+  bool started_first = false, cancelled = false;
+  for (int i = 0; i < 2000 && reasons.size() < 2; ++i) {  // bounded: 2000 x 10 ms
+    for (const gb::server::RemoteEvent& e : (*session)->drain()) {
+      if (const auto* s = std::get_if<gb::server::RemoteStarted>(&e.body)) started_first |= s->request == a && text_a.empty();
+      if (const auto* t = std::get_if<gb::server::RemoteTokenEvent>(&e.body)) {
+        if (t->request == a) text_a += t->token.text;
+        if (t->request == b && ++num_b == 2 && !cancelled) {
+          (*session)->cancel(b);
+          cancelled = true;
+        }
+      }
+      if (const auto* f = std::get_if<gb::server::RemoteFinished>(&e.body)) reasons[f->request] = f->result.finish_reason;
+      if (const auto* m = std::get_if<gb::server::RemoteMetricsSample>(&e.body)) {
+        QVERIFY(m->metrics.kv_blocks_total.has_value() && *m->metrics.kv_blocks_total > 0);
+        ++num_metrics;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  QVERIFY(started_first);
+  QCOMPARE(text_a, gbtest::engine_greedy_text(h.stories, "Once upon a time", 20));
+  QCOMPARE(reasons[a], std::string("length"));
+  QCOMPARE(reasons[b], std::string("cancelled"));
+  QVERIFY(num_b < 400);
+  QVERIFY(num_metrics > 0);
+  QCOMPARE((*session)->num_active(), 0);
 }

@@ -1,0 +1,133 @@
+// The workbench's remote engine end to end on loopback: workbench A serves
+// stories260K (its Serve panel), workbench B connects to it as a remote engine
+// (File > Connect to server..., here connectToServer). B's greedy request
+// streams tokens that equal A's engine run of the same request (text, and each
+// token's p within float tolerance), each with 20 alternatives and marked
+// remote; B's chat goes through the server's template; B polls A's /metrics
+// into its KV panel (A's pool size); the inspector says what the API cannot
+// show; an unreachable server fails the connect with a message. Waits bounded.
+#include <QLabel>
+#include <QTest>
+#include <cmath>
+
+#include "engine_controller.h"
+#include "kv_cache_panel.h"
+#include "performance_panel.h"
+#include "serve_panel.h"
+#include "token_inspector_panel.h"
+#include "session_model.h"
+#include "ui_test_support.h"
+
+class UiRemoteTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void workbenchUsesAnotherWorkbenchAsItsEngine();
+  void unreachableServerFailsTheConnect();
+};
+
+namespace {
+
+const gbui::RequestInfo* onlyFinished(const gbui::SessionModel& m) {
+  const gbui::RequestInfo* found = nullptr;
+  for (const auto& [key, r] : m.requests())
+    if (r.finished) found = &r;
+  return found;
+}
+
+}  // namespace
+
+void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
+  QTemporaryDir dirA, dirB;
+  auto a = gbuitest::makeWindow(dirA);
+  QVERIFY(gbuitest::loadStories(*a));
+  gbui::ServePanel* serve = a->servePanel();
+  serve->setPort(0);
+  serve->setServing(true);
+  QVERIFY(QTest::qWaitFor([&] { return !serve->address().isEmpty(); }, 20000));
+
+  auto b = gbuitest::makeWindow(dirB);
+  QSignalSpy ready(b.get(), &gbui::MainWindow::modelReady);
+  b->connectToServer(serve->address() + "/v1", QString());
+  QVERIFY(ready.wait(30000));
+  const gbui::UiModelInfo& info = b->sessionModel()->modelInfo();
+  QVERIFY(!info.remoteUrl.isEmpty());
+  QCOMPARE(info.name, QStringLiteral("stories260K"));
+
+  // A greedy completion on B runs on A's engine.
+  gbui::EngineController* controller = b->controller();
+  QMetaObject::invokeMethod(controller, [controller] {
+    controller->submit(1, QStringLiteral("Once upon a time"), QString::fromLatin1(gbuitest::kGreedyJson), 12);
+  });
+  QVERIFY(QTest::qWaitFor([&] { return onlyFinished(*b->sessionModel()) && onlyFinished(*a->sessionModel()); }, 60000));
+  const gbui::RequestInfo& remote = *onlyFinished(*b->sessionModel());
+  const gbui::RequestInfo& local = *onlyFinished(*a->sessionModel());
+  QCOMPARE(remote.finish.text, local.finish.text);
+  QCOMPARE(int(remote.tokens.size()), 12);
+  QCOMPARE(remote.tokens.size(), local.tokens.size());
+  QString joined;
+  for (size_t i = 0; i < remote.tokens.size(); ++i) {
+    const gbui::UiToken& t = remote.tokens[i];
+    QVERIFY(t.remote);
+    QCOMPARE(int(t.top.size()), 20);
+    QCOMPARE(t.rank, 0);  // greedy: the most likely alternative
+    QVERIFY(std::abs(t.probBefore - local.tokens[i].probBefore) < 1e-5);
+    QVERIFY(std::isnan(t.prob) && t.stages.isEmpty());  // not available, not made up
+    joined += t.text;
+  }
+  QCOMPARE(joined, remote.finish.text);
+  QVERIFY(remote.finish.ttftMs > 0.0);
+  QCOMPARE(remote.finish.numPromptTokens, local.finish.numPromptTokens);
+
+  // A's /metrics reach B's KV panel.
+  // (the first sample may predate the request: wait for one that counts its prompt)
+  QVERIFY(QTest::qWaitFor([&] {
+    const auto& samples = b->sessionModel()->remoteMetrics();
+    return !samples.empty() && samples.back().prefixQueries > 0;
+  }, 20000));
+  const gbui::UiRemoteMetrics& m = b->sessionModel()->remoteMetrics().back();
+  QCOMPARE(m.flavour, QStringLiteral("glassbox"));
+  QCOMPARE(int(m.kvBlocksTotal), a->sessionModel()->modelInfo().numBlocks);
+  auto* kv = qobject_cast<gbui::KvCachePanel*>(b->panel("kv"));
+  QVERIFY(kv != nullptr);
+  QVERIFY2(kv->remoteStatsText().contains("glassbox /metrics"), qPrintable(kv->remoteStatsText()));
+  QVERIFY2(kv->remoteStatsText().contains("prefix cache hit rate 0.0% (0 of"), qPrintable(kv->remoteStatsText()));
+  auto* perf = qobject_cast<gbui::PerformancePanel*>(b->panel("performance"));
+  QVERIFY(perf != nullptr);
+  QVERIFY(perf->numLatencyPoints() >= 12);
+
+  // The inspector shows the server's numbers and says what is missing.
+  b->sessionModel()->selectToken(remote.key, 0);
+  auto* header = b->inspector()->findChild<QLabel*>(QStringLiteral("inspectorHeader"));
+  QVERIFY(header != nullptr);
+  QVERIFY2(header->text().contains("Not available over the API"), qPrintable(header->text()));
+
+  // Chat goes to /v1/chat/completions; branching is refused with a message.
+  QSignalSpy failed(controller, &gbui::EngineController::requestFailed);
+  QMetaObject::invokeMethod(controller, [controller] {
+    controller->submitChat(2, {{QStringLiteral("user"), QStringLiteral("Tell me a story")}}, QStringLiteral("model"),
+                           QString::fromLatin1(gbuitest::kGreedyJson), 8);
+    controller->fork(3, 1, 4, -1, 4);
+  });
+  QVERIFY(QTest::qWaitFor([&] {
+    int n = 0;
+    for (const auto& [key, r] : b->sessionModel()->requests()) n += r.finished;
+    return n == 2;
+  }, 60000));
+  QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 5000));
+  QCOMPARE(failed.first().at(0).toULongLong(), 3ull);
+  QVERIFY(failed.first().at(1).toString().contains("not available with a remote engine"));
+  serve->setServing(false);
+}
+
+void UiRemoteTest::unreachableServerFailsTheConnect() {
+  QTemporaryDir dir;
+  auto w = gbuitest::makeWindow(dir);
+  QSignalSpy failed(w.get(), &gbui::MainWindow::loadFailed);
+  w->connectToServer(QStringLiteral("http://127.0.0.1:1/v1"), QString());
+  QVERIFY(failed.wait(30000));
+  QVERIFY2(failed.first().first().toString().contains("cannot connect"), qPrintable(failed.first().first().toString()));
+  QVERIFY(!w->sessionModel()->hasModel());
+}
+
+QTEST_MAIN(UiRemoteTest)
+#include "ui_remote_test.moc"
