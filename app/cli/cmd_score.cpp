@@ -63,6 +63,7 @@ int run_score(const ScoreArgs& a) {
   ss << in.rdbuf();
   if (!a.remote.url.empty()) {
     if (!a.model.model_path.empty() || !a.base_path.empty()) return fail("give --model or --remote, not both (no --base with --remote)");
+    if (a.window > 0) return fail("--window is not available with --remote");
     return run_remote_score(a.remote, ss.str(), a.text_path, a.top_n, a.json);
   }
   if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
