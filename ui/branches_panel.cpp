@@ -46,6 +46,7 @@ BranchesPanel::BranchesPanel(SessionModel* model, QWidget* parent) : QWidget(par
   });
   connect(model_, &SessionModel::batchApplied, this, &BranchesPanel::rebuild);
   connect(model_, &SessionModel::cleared, this, &BranchesPanel::rebuild);
+  connect(model_, &SessionModel::restoredChanged, this, &BranchesPanel::rebuild);
 }
 
 int BranchesPanel::sharedBlocks(RequestKey request) const {
@@ -58,19 +59,7 @@ int BranchesPanel::sharedBlocks(RequestKey request) const {
   return n;
 }
 
-double BranchesPanel::forkProbability(RequestKey request) const {
-  const RequestInfo* r = model_->request(request);
-  if (!r || !r->parent || r->tokens.empty()) return -1.0;
-  const RequestInfo* p = model_->request(*r->parent);
-  if (!p) return -1.0;
-  // The child's first token sits at position forkPosition; the parent sampled
-  // its own token there (index = position - parent's prompt length).
-  const int index = r->forkPosition - static_cast<int>(p->promptIds.size());
-  if (index < 0 || index >= static_cast<int>(p->tokens.size())) return -1.0;
-  for (const UiCandidate& c : p->tokens[static_cast<size_t>(index)].top)
-    if (c.id == r->tokens.front().tokenId) return c.probBefore;
-  return -1.0;
-}
+double BranchesPanel::forkProbability(RequestKey request) const { return model_->forkProbability(request); }
 
 QTreeWidgetItem* BranchesPanel::makeItem(const RequestInfo& r) const {
   auto* item = new QTreeWidgetItem;
@@ -78,12 +67,14 @@ QTreeWidgetItem* BranchesPanel::makeItem(const RequestInfo& r) const {
   if (!r.parent) head = tr("prompt (%1 tokens)").arg(r.promptIds.size());
   else if (!r.tokens.empty()) head = QStringLiteral("'%1'").arg(r.tokens.front().text.left(24));
   else head = tr("(starting)");
+  // A branch with a prompt of its own (an edited message): where it left the parent.
+  if (r.parent && r.promptIds.size() > r.forkPosition) head = tr("edit at token %1: %2").arg(r.forkPosition).arg(head);
   head.replace(QLatin1Char('\n'), QStringLiteral("\\n"));
   const double p = forkProbability(r.key);
   QString state = r.finished ? r.finish.reason : tr("running");
-  if (r.finished && r.blockTable.isEmpty()) state += tr(", released");
+  if (r.finished && r.blockTable.isEmpty()) state += isRestoredKey(r.key) ? tr(", saved") : tr(", released");
   item->setText(0, head);
-  item->setText(1, QString::number(r.key));
+  item->setText(1, isRestoredKey(r.key) ? tr("saved %1").arg(r.key & ~kRestoredKeyBit) : QString::number(r.key));
   item->setText(2, p >= 0 ? QString::number(p, 'f', 3) : QStringLiteral("-"));
   item->setText(3, QString::number(r.tokens.size()));
   item->setText(4, r.parent ? QStringLiteral("%1 / %2").arg(sharedBlocks(r.key)).arg(r.blockTable.size())

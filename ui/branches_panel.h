@@ -1,11 +1,15 @@
 // BranchesPanel: the session's branch tree. Every fork (an alternative token
-// picked in the inspector, a regeneration, a comparison lane) is a child of the
+// picked in the inspector, a regeneration, an edited message, a comparison lane) is a child of the
 // request it was forked from, backed by copy-on-write KV blocks. Each node shows
 // the token the branch starts with, that token's probability at the fork (raw
 // model, from the parent's record), how many KV blocks it shares with its parent
 // right now, and its state. "Switch" makes a branch the shown one; "Release"
 // frees a finished branch's KV blocks (its private blocks go back to the pool,
 // visible in the KV map).
+//
+// A branch with a prompt of its own (an edited earlier message) is labelled
+// "edit at token N" (N = the tokens it shares with its parent). Requests
+// restored from the session file or a trace's tree are drawn as "saved".
 //
 // Built only from SessionModel (the event stream), so a replayed trace draws
 // the same tree. Threads: UI thread only.

@@ -1,6 +1,7 @@
 #include "chat_panel.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <QApplication>
 #include <QCheckBox>
@@ -79,7 +80,12 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   send_ = new QPushButton(tr("Send"));
   stop_ = new QPushButton(tr("Stop"));
   regenerate_ = new QPushButton(tr("Regenerate"));
-  edit_ = new QPushButton(tr("Edit last"));
+  edit_ = new QPushButton(tr("Edit"));
+  edit_->setToolTip(tr("Edit the last message (double-click an earlier message or the system prompt to edit it); "
+                       "sending it starts a new branch, the old conversation stays in the Branches panel"));
+  cancelEdit_ = new QPushButton(tr("Cancel edit"));
+  cancelEdit_->setObjectName(QStringLiteral("cancelEdit"));
+  cancelEdit_->setVisible(false);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   showPrompt_ = new QPushButton(tr("Show prompt"));
@@ -89,7 +95,7 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   buttons->addWidget(status_, 1);
   buttons->addWidget(showReasoning_);
   buttons->addWidget(showPrompt_);
-  for (QPushButton* b : {edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
+  for (QPushButton* b : {cancelEdit_, edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
   layout->addLayout(buttons);
   regenerate_->setToolTip(tr("Answer again with a new seed (unless the seed is pinned)"));
   const std::initializer_list<std::pair<QWidget*, const char*>> names = {
@@ -116,6 +122,8 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
   connect(regenerate_, &QPushButton::clicked, this, &ChatPanel::regenerate);
   connect(edit_, &QPushButton::clicked, this, &ChatPanel::editLast);
+  connect(cancelEdit_, &QPushButton::clicked, this, &ChatPanel::cancelEdit);
+  connect(view_, &TokenView::messageActivated, this, &ChatPanel::editMessage);
   connect(showPrompt_, &QPushButton::clicked, this, &ChatPanel::showPrompt);
   connect(showReasoning_, &QCheckBox::toggled, this, [this] { rerender(); });
   connect(prevBranch_, &QPushButton::clicked, this, [this] { showBranch(-1); });
@@ -133,12 +141,22 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   connect(view_, &TokenView::tokenClicked, this, &ChatPanel::tokenClicked);
   connect(model_, &SessionModel::batchApplied, this, &ChatPanel::onBatch);
   connect(model_, &SessionModel::cleared, this, &ChatPanel::rerender);
+  connect(model_, &SessionModel::restoredChanged, this, &ChatPanel::rerender);
   connect(model_, &SessionModel::tokenSelected, view_, &TokenView::setSelected);
   updateButtons();
 }
 
 void ChatPanel::setConversation(const Conversation& conversation) {
+  // The rendered prompts belong to the turns' messages: another path (an edit
+  // switched to in the Branches panel) has prompts of its own, not known here.
+  auto messages = [](const Conversation& c) {
+    QStringList out{c.systemPrompt};
+    for (const Turn& t : c.turns) out << (t.role == QLatin1String("user") ? t.text : QString());
+    return out;
+  };
+  if (messages(conversation) != messages(conversation_)) prompts_.clear();
   conversation_ = conversation;
+  editing_ = kNotEditing;
   system_->setText(conversation.systemPrompt);
   mode_->setCurrentIndex(conversation.completionMode ? 1 : 0);
   format_->setCurrentText(conversation.format);
@@ -229,7 +247,9 @@ std::vector<UiToken> ChatPanel::displayedTokens(RequestKey request) const {
   const RequestInfo* r = model_->request(request);
   if (!r) return {};
   std::vector<UiToken> out;
-  if (r->parent) {
+  // A fork at one of the parent's tokens continues its answer; a branch with a
+  // prompt of its own (an edited message, a regenerated answer) starts afresh.
+  if (r->parent && r->promptIds.size() == r->forkPosition) {
     if (const RequestInfo* p = model_->request(*r->parent)) {
       out = displayedTokens(*r->parent);
       // Parent's tokens at generated index < fork point stay; the rest is replaced.
@@ -256,13 +276,14 @@ void ChatPanel::rerender() {
   renderedKnown_ = false;
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
-    view_->appendPlain(conversation_.systemPrompt);
+    view_->appendMessage(conversation_.systemPrompt, -1);
   }
-  for (const Turn& turn : conversation_.turns) {
+  for (int i = 0; i < conversation_.turns.size(); ++i) {
+    const Turn& turn = conversation_.turns[i];
     const bool assistant = turn.role == QLatin1String("assistant");
     if (!conversation_.completionMode) view_->appendLabel(assistant ? tr("Assistant") : tr("User"));
     if (!assistant) {
-      view_->appendPlain(turn.text);
+      view_->appendMessage(turn.text, i);
       continue;
     }
     const RequestKey key = turn.currentRequest();
@@ -343,6 +364,7 @@ void ChatPanel::updateButtons() {
   const bool hasAnswer = !conversation_.turns.isEmpty() && conversation_.turns.back().role == QLatin1String("assistant");
   regenerate_->setEnabled(!busy && hasAnswer);
   edit_->setEnabled(!busy && conversation_.turns.size() >= 2);
+  cancelEdit_->setVisible(editing_ != kNotEditing);
   showPrompt_->setEnabled(!conversation_.turns.isEmpty() &&
                           promptFor(static_cast<quint64>(conversation_.turns.size() - 1)) != nullptr);
   int n = 0, cur = 0;
@@ -367,7 +389,7 @@ qint64 ChatPanel::shownSeed() const {
   return r ? r->seed : -1;
 }
 
-void ChatPanel::submitTurn(int assistantTurn) {
+void ChatPanel::submitTurn(int assistantTurn, const QVector<quint64>& branchFrom) {
   status_->setText(tr("generating..."));
   pending_ = true;
   updateButtons();
@@ -375,17 +397,36 @@ void ChatPanel::submitTurn(int assistantTurn) {
     // Notebook mode: the text continues as written (BOS is added by the engine).
     QString prompt;
     for (const UiChatMessage& m : conversation_.messagesBefore(assistantTurn)) prompt += m.text;
-    emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value());
+    emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value(), branchFrom);
     return;
   }
   prompts_.remove(static_cast<quint64>(assistantTurn));
   emit generateChat(static_cast<quint64>(assistantTurn), conversation_.messagesBefore(assistantTurn), format(),
-                    maxTokens_->value());
+                    maxTokens_->value(), branchFrom);
 }
 
 void ChatPanel::send() {
   if (active_ != 0 || pending_) return;
   const QString text = input_->toPlainText();
+  if (editing_ != kNotEditing) {
+    // The old path's requests are the candidates the engine branches from.
+    const QVector<quint64> from = conversation_.requestsOfPath();
+    const int edited = std::exchange(editing_, kNotEditing);
+    const int assistant = conversation_.editMessage(edited, text);
+    if (assistant < 0) {
+      if (edited == -1) system_->setText(text);  // no message yet: nothing to branch
+      input_->clear();
+      rerender();
+      return;
+    }
+    input_->clear();
+    system_->setText(conversation_.systemPrompt);
+    prompts_.clear();  // tags (turn indices) of the old path
+    rerender();
+    submitTurn(assistant, from);
+    emit conversationChanged();
+    return;
+  }
   if (text.isEmpty() && conversation_.turns.isEmpty()) return;
   conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
   conversation_.turns.push_back({QStringLiteral("assistant"), QString(), {}, 0});
@@ -403,20 +444,45 @@ void ChatPanel::regenerate() {
   if (active_ != 0 || pending_ || conversation_.turns.isEmpty() ||
       conversation_.turns.back().role != QLatin1String("assistant"))
     return;
-  submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
+  const Turn& turn = conversation_.turns.back();
+  QVector<quint64> from;  // the shown answer first: the new one branches from it
+  if (turn.currentRequest() != 0) from.push_back(turn.currentRequest());
+  for (RequestKey k : turn.branches)
+    if (!from.contains(k)) from.push_back(k);
+  submitTurn(static_cast<int>(conversation_.turns.size()) - 1, from);
 }
 
 void ChatPanel::editLast() {
-  if (active_ != 0 || conversation_.turns.size() < 2) return;
-  conversation_.turns.pop_back();
-  input_->setPlainText(conversation_.turns.back().text);
-  conversation_.turns.pop_back();
-  rerender();
-  emit conversationChanged();
+  for (int i = static_cast<int>(conversation_.turns.size()) - 1; i >= 0; --i)
+    if (conversation_.turns[i].role == QLatin1String("user")) return editMessage(i);
+}
+
+void ChatPanel::editMessage(int turn) {
+  if (active_ != 0 || pending_) return;
+  const bool system = turn == -1;
+  if (system ? conversation_.completionMode
+             : (turn < 0 || turn >= conversation_.turns.size() || conversation_.turns[turn].role != QLatin1String("user")))
+    return;
+  editing_ = turn;
+  input_->setPlainText(system ? conversation_.systemPrompt : conversation_.turns[turn].text);
+  input_->setFocus();
+  status_->setText(system ? tr("Editing the system prompt: Send starts a new branch from the first message")
+                          : tr("Editing message %1: Send starts a new branch; the old one stays in the Branches panel")
+                                .arg(turn / 2 + 1));
+  updateButtons();
+}
+
+void ChatPanel::cancelEdit() {
+  editing_ = kNotEditing;
+  input_->clear();
+  status_->clear();
+  updateButtons();
 }
 
 void ChatPanel::clearConversation() {
   conversation_.turns.clear();
+  conversation_.otherPaths.clear();
+  editing_ = kNotEditing;
   prompts_.clear();
   warning_->setVisible(false);
   active_ = 0;

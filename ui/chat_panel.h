@@ -10,6 +10,12 @@
 // the model's own chat template (the default "model" format) or a built-in one,
 // and answers with the prompt it rendered (onChatPrompt): a fallback warning is
 // shown above the transcript, "Show prompt" opens the exact text and tokens.
+// Editing: "Edit" takes the last user message, a double-click on any earlier
+// user message (or on the system prompt) takes that one; Send then starts a new
+// path of the conversation (Conversation::editMessage) whose request branches
+// from the old path's requests: the engine forks the one sharing the longest
+// token prefix with the new rendering, so the KV before the edit is reused. The
+// old path stays in the Branches panel. Regenerate branches from the shown answer.
 // Reasoning (<think>...</think>) is folded into one grey line with its token count
 // unless "Show reasoning" is ticked (then shown grey italic); the engine drops it
 // from the history it sends back.
@@ -77,6 +83,9 @@ class ChatPanel : public QWidget {
   void stop();
   void regenerate();
   void editLast();
+  // Starts editing user turn `turn` (-1: the system prompt); Send submits it.
+  void editMessage(int turn);
+  void cancelEdit();
   void clearConversation();
   void onRequestSubmitted(quint64 tag, quint64 request);
   void onRequestFailed(quint64 tag, const QString& message);
@@ -87,9 +96,11 @@ class ChatPanel : public QWidget {
 
  signals:
   // tag: the assistant turn index the request answers.
-  void generate(quint64 tag, const QString& prompt, int maxTokens);
+  // branchFrom: requests the new one may branch from (regenerate, edit; empty for a new turn).
+  void generate(quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom);
   // Chat mode: the conversation up to the assistant turn `tag`, in `format`.
-  void generateChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format, int maxTokens);
+  void generateChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format, int maxTokens,
+                    const QVector<quint64>& branchFrom);
   void stopRequested(quint64 request);
   void conversationChanged();
   void tokenClicked(quint64 request, int index);
@@ -97,7 +108,7 @@ class ChatPanel : public QWidget {
  private:
   void onBatch();
   void updateButtons();
-  void submitTurn(int assistantTurn);
+  void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {});
   QString turnText(RequestKey request) const;
   void appendAnswer(const std::vector<UiToken>& tokens);
   qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none
@@ -115,6 +126,9 @@ class ChatPanel : public QWidget {
   QPushButton* stop_;
   QPushButton* regenerate_;
   QPushButton* edit_;
+  QPushButton* cancelEdit_;
+  int editing_ = kNotEditing;  // the user turn being edited, -1 the system prompt
+  static constexpr int kNotEditing = -2;
   QPushButton* prevBranch_;
   QPushButton* nextBranch_;
   QLabel* branchLabel_;

@@ -59,6 +59,11 @@ QString fmt(const QJsonValue& v, int digits = 3) {
 
 CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
   prompt_ = new QLineEdit(QStringLiteral("Once upon a time"));
+  useChat_ = new QCheckBox(tr("Current chat"));
+  useChat_->setToolTip(tr("Use the chat (up to its last answer), rendered by the model's chat template, as the "
+                          "prompt: the lanes are alternative answers to the last message"));
+  useChat_->setObjectName(QStringLiteral("compareUseChat"));
+  connect(useChat_, &QCheckBox::toggled, prompt_, &QWidget::setDisabled);
   samples_ = new QSpinBox;
   samples_->setRange(1, 32);
   seed_ = new QSpinBox;
@@ -101,6 +106,7 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Prompt")));
   top->addWidget(prompt_, 1);
+  top->addWidget(useChat_);
   for (auto [label, w] : {std::pair<QString, QWidget*>{tr("Samples"), samples_}, {tr("Seed"), seed_},
                           {tr("Max tokens"), maxTokens_}}) {
     top->addWidget(new QLabel(label));
@@ -266,6 +272,8 @@ void CompareView::setLaneSettings(int lane, const QString& json) {
   lanes_.at(static_cast<size_t>(lane)).settings->setPlainText(json);
 }
 void CompareView::setPrompt(const QString& prompt) { prompt_->setText(prompt); }
+void CompareView::setUseChat(bool useChat) { useChat_->setChecked(useChat); }
+bool CompareView::useChat() const { return useChat_->isChecked(); }
 void CompareView::setSamples(int samples) { samples_->setValue(samples); }
 void CompareView::setSeed(int seed) { seed_->setValue(seed); }
 void CompareView::setCrn(bool crn) { crn_->setChecked(crn); }
@@ -295,8 +303,12 @@ void CompareView::run() {
   runNames_ = names;
   running_ = true;
   status_->setText(tr("Running..."));
-  emit runRequested(++tag_, prompt_->text(), names, json, samples_->value(), static_cast<quint64>(seed_->value()),
-                    crn_->isChecked(), maxTokens_->value());
+  if (useChat_->isChecked())
+    emit runChatRequested(++tag_, names, json, samples_->value(), static_cast<quint64>(seed_->value()),
+                          crn_->isChecked(), maxTokens_->value());
+  else
+    emit runRequested(++tag_, prompt_->text(), names, json, samples_->value(), static_cast<quint64>(seed_->value()),
+                      crn_->isChecked(), maxTokens_->value());
 }
 
 void CompareView::onStarted(quint64 tag, const QVector<quint64>& requests) {

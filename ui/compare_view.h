@@ -5,6 +5,9 @@
 // run ends a summary table fills in; the bars show each lane's next-token
 // distribution after its chain at a chosen position (spin box, or click a
 // token), drawn token marked.
+// The prompt is the text box, or with "Current chat" the chat panel's
+// conversation up to its last answer, rendered by the model's chat template
+// (runChatRequested; the wiring supplies the messages).
 // Export: the engine's comparison JSON and CSV, and a PNG of the view.
 //
 // It reads tokens from SessionModel (the event stream) and talks to the engine
@@ -54,6 +57,9 @@ class CompareView : public QWidget {
   static QString presetJson(const QString& name);
 
   void setPrompt(const QString& prompt);
+  // The chat panel's conversation as the prompt instead of the text box.
+  void setUseChat(bool useChat);
+  bool useChat() const;
   void setSamples(int samples);
   void setSeed(int seed);
   void setCrn(bool crn);
@@ -86,6 +92,9 @@ class CompareView : public QWidget {
  signals:
   void runRequested(quint64 tag, const QString& prompt, const QStringList& laneNames, const QStringList& laneJson,
                     int samples, quint64 seed, bool crn, int maxTokens);
+  // "Current chat": the same run with the chat's messages as the prompt.
+  void runChatRequested(quint64 tag, const QStringList& laneNames, const QStringList& laneJson, int samples,
+                        quint64 seed, bool crn, int maxTokens);
   void releaseRequested();
   void finished();
 
@@ -107,6 +116,7 @@ class CompareView : public QWidget {
 
   SessionModel* model_;
   QLineEdit* prompt_;
+  QCheckBox* useChat_;
   QSpinBox* samples_;
   QSpinBox* seed_;
   QCheckBox* crn_;

@@ -22,6 +22,23 @@ void connectCompareAndBranches(MainWindow& w) {
                        int samples, quint64 seed, bool crn, int maxTokens) {
                      QMetaObject::invokeMethod(c, [=] { c->startComparison(tag, prompt, names, json, samples, seed, crn, maxTokens); });
                    });
+  QObject::connect(compare, &CompareView::runChatRequested, c,
+                   [c, &w](quint64 tag, const QStringList& names, const QStringList& json, int samples, quint64 seed,
+                           bool crn, int maxTokens) {
+                     // The chat up to its last answer: the lanes answer its last message again.
+                     const Conversation& conv = w.chat()->conversation();
+                     int end = static_cast<int>(conv.turns.size());
+                     if (end > 0 && conv.turns.back().role == QLatin1String("assistant")) --end;
+                     Conversation chatOnly = conv;
+                     chatOnly.completionMode = false;
+                     const QVector<UiChatMessage> messages = chatOnly.messagesBefore(end);
+                     const QString format = w.chat()->format();
+                     if (messages.isEmpty() || messages.back().role == QLatin1String("assistant"))
+                       return w.compareView()->onFailed(tag, QObject::tr("The chat has no message to answer yet."));
+                     QMetaObject::invokeMethod(c, [=] {
+                       c->startComparison(tag, {}, names, json, samples, seed, crn, maxTokens, messages, format);
+                     });
+                   });
   QObject::connect(compare, &CompareView::releaseRequested, c,
                    [c] { QMetaObject::invokeMethod(c, [c] { c->closeComparison(); }); });
   QObject::connect(c, &EngineController::comparisonStarted, compare, &CompareView::onStarted);
@@ -40,14 +57,9 @@ void connectCompareAndBranches(MainWindow& w) {
   QObject::connect(branches, &BranchesPanel::branchActivated, &w, [&w](quint64 request) {
     // A chat branch becomes the turn's current one; any other request is
     // shown in the inspector (its first token selected).
+    // A request of a path left by an edit brings that path back.
     Conversation conv = w.chat()->conversation();
-    for (Turn& turn : conv.turns) {
-      const qsizetype at = turn.branches.indexOf(request);
-      if (at < 0) continue;
-      turn.current = static_cast<int>(at);
-      w.chat()->setConversation(conv);
-      break;
-    }
+    if (conv.showRequest(request)) w.chat()->setConversation(conv);
     w.sessionModel()->selectToken(request, 0);
   });
 }

@@ -131,7 +131,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
 }
 
 void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
-                              const QString& speculativeSpec) {
+                              const QString& speculativeSpec, const QVector<quint64>& branchFrom) {
   if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
   if (submitRemote(tag, prompt, samplerJson, maxTokens)) return;
   if (!state_->engine) {
@@ -148,6 +148,7 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
   request.sampling = *settings;
   request.sampling.max_tokens = maxTokens;
   request.retain_kv = true;  // so any token can be branched later
+  for (quint64 k : branchFrom) request.branch_from.push_back(gb::RequestId{k});
   if (!speculativeSpec.isEmpty()) {
     auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
     if (!spec) {

@@ -72,8 +72,10 @@ class EngineController : public QObject {
   void connectRemote(const QString& url, const QString& apiKey, int generation = -1);
   // Encodes `prompt` (BOS first) and submits it, speculating per `speculativeSpec`
   // ("" = plain decoding). Emits requestSubmitted(tag, id) or requestFailed(tag, message).
+  // branchFrom: earlier requests it may branch from (GenerationRequest::branch_from:
+  // the one sharing the longest token prefix is forked copy-on-write up to it).
   void submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
-              const QString& speculativeSpec = {});
+              const QString& speculativeSpec = {}, const QVector<quint64>& branchFrom = {});
   // Branches `parent` after numTokens tokens (prompt + output), forcing `forcedToken`
   // next (-1: none). Emits requestSubmitted(tag, child) or requestFailed.
   void fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens);
@@ -83,16 +85,21 @@ class EngineController : public QObject {
   // end-of-generation token (engine_controller_chat.cpp). Emits chatPromptReady,
   // then requestSubmitted or requestFailed.
   void submitChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format,
-                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {});
+                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec = {},
+                  const QVector<quint64>& branchFrom = {});
   void cancel(quint64 request);
   // Frees the KV blocks a finished request kept (a released branch).
   void release(quint64 request);
   // A sampler comparison (engine/runtime/comparison.h): lanes = names and
   // sampler JSON, lane-major requests arrive with comparisonStarted, the result
   // JSON/CSV (docs/compare.md) with comparisonFinished. Replaces (and releases)
-  // an earlier comparison. engine_controller_compare.cpp.
+  // an earlier comparison. With `chat` the prompt is those messages rendered in
+  // `chatFormat` like a chat turn (the lanes are alternative answers; they stop
+  // on the turn's end tokens) and `prompt` is ignored.
+  // engine_controller_compare.cpp.
   void startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
-                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens);
+                       const QStringList& laneJson, int samples, quint64 seed, bool crn, int maxTokens,
+                       const QVector<gbui::UiChatMessage>& chat = {}, const QString& chatFormat = {});
   // Releases every KV block the current comparison holds.
   void closeComparison();
   // Teacher-forced scoring of `text` (BOS first) under the loaded model, and
@@ -106,7 +113,9 @@ class EngineController : public QObject {
   void releaseBranches(const QVector<quint64>& keep);
   void setSamplerSettings(quint64 request, const QString& samplerJson);
   // format: "jsonl" | "chrome". Emits exportFinished(path, error or "").
-  void exportTrace(const QString& path, const QString& format);
+  // branchesJson: the workbench's branch tree and conversation (ui/branch_tree.h),
+  // written into the JSONL header's "branches" ("" = none).
+  void exportTrace(const QString& path, const QString& format, const QString& branchesJson = {});
   // Reads a recorded trace; emits traceOpened(info, events) or traceOpenFailed.
   void openTrace(const QString& path);
   // Serves the loaded model over the OpenAI API (engine/server, docs/server.md)

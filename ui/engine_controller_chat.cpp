@@ -29,8 +29,23 @@ UiChatPrompt toUiPrompt(quint64 tag, const gb::ChatRequest& chat, const gb::Toke
 
 }  // namespace
 
+gb::ChatRequest renderChatRequest(const gb::Model& model, const gb::Tokenizer& tokenizer,
+                                  const QVector<UiChatMessage>& messages, const QString& format,
+                                  const gb::SamplerSettings& settings) {
+  std::optional<gb::BuiltinChatFormat> forced;
+  if (format != QLatin1String("model")) forced = gb::builtin_chat_format_from_name(format.toStdString());
+  const gb::ChatFormatter formatter = gb::chat_formatter_for(model, tokenizer, forced);
+  std::vector<gb::ChatMessage> history;
+  for (const UiChatMessage& m : messages) {
+    if (m.role == QLatin1String("assistant")) history.push_back(gb::assistant_history_message(m.text.toStdString()));
+    else history.push_back({m.role.toStdString(), m.text.toStdString(), {}});
+  }
+  return gb::make_chat_request(formatter, tokenizer, history, settings);
+}
+
 void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& messages, const QString& format,
-                                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec) {
+                                  const QString& samplerJson, int maxTokens, const QString& speculativeSpec,
+                                  const QVector<quint64>& branchFrom) {
   if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
   if (submitChatRemote(tag, messages, samplerJson, maxTokens)) return;
   if (!state_->engine) {
@@ -43,17 +58,12 @@ void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& mes
     return;
   }
   settings->max_tokens = maxTokens;
-  std::optional<gb::BuiltinChatFormat> forced;
-  if (format != QLatin1String("model")) forced = gb::builtin_chat_format_from_name(format.toStdString());
-  const gb::ChatFormatter formatter = gb::chat_formatter_for(*state_->model, *state_->tokenizer, forced);
-  std::vector<gb::ChatMessage> history;
-  for (const UiChatMessage& m : messages) {
-    if (m.role == QLatin1String("assistant")) history.push_back(gb::assistant_history_message(m.text.toStdString()));
-    else history.push_back({m.role.toStdString(), m.text.toStdString(), {}});
-  }
-  gb::ChatRequest chat = gb::make_chat_request(formatter, *state_->tokenizer, history, *settings);
+  gb::ChatRequest chat = renderChatRequest(*state_->model, *state_->tokenizer, messages, format, *settings);
   emit chatPromptReady(toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
   chat.request.retain_kv = true;  // so any token can be branched later
+  // An edited or regenerated turn forks the old conversation's request that
+  // shares the longest token prefix with this rendering (KV reused up to it).
+  for (quint64 k : branchFrom) chat.request.branch_from.push_back(gb::RequestId{k});
   if (!speculativeSpec.isEmpty()) {
     auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
     if (!spec) {

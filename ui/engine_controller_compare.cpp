@@ -28,7 +28,7 @@ void EngineController::closeComparison() {
 
 void EngineController::startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
                                        const QStringList& laneJson, int samples, quint64 seed, bool crn,
-                                       int maxTokens) {
+                                       int maxTokens, const QVector<UiChatMessage>& chat, const QString& chatFormat) {
   if (!state_->engine) {
     emit comparisonFailed(tag, state_->remote ? tr("Compare runs on a local model; for a server use glassbox-cli compare --remote.")
                                               : tr("No model is loaded."));
@@ -44,7 +44,17 @@ void EngineController::startComparison(quint64 tag, const QString& prompt, const
     }
     spec.lanes.push_back({laneNames[i].toStdString(), *settings});
   }
-  spec.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
+  std::string promptText = prompt.toStdString();
+  if (!chat.isEmpty()) {
+    // The same rendering as a chat turn (the engine's ChatFormatter).
+    gb::ChatRequest rendered = renderChatRequest(*state_->model, *state_->tokenizer, chat, chatFormat, gb::SamplerSettings{});
+    spec.prompt_ids = std::move(rendered.request.prompt_ids);
+    spec.stop_token_ids = rendered.request.sampling.stop_token_ids;
+    spec.isolation = rendered.request.isolation;
+    promptText = rendered.prompt.text;
+  } else {
+    spec.prompt_ids = state_->tokenizer->encode(promptText, true);
+  }
   spec.num_samples = samples;
   spec.seed = seed;
   spec.crn = crn;
@@ -57,7 +67,7 @@ void EngineController::startComparison(quint64 tag, const QString& prompt, const
   }
   state_->comparison = std::move(*c);
   state_->comparisonTag = tag;
-  state_->comparisonPrompt = prompt.toStdString();
+  state_->comparisonPrompt = promptText;
   collectEvents();
   scheduleSteps();
 }

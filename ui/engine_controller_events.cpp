@@ -217,7 +217,7 @@ UiModelInfo EngineController::modelInfo() const {
   return info;
 }
 
-void EngineController::exportTrace(const QString& path, const QString& format) {
+void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
   if (!state_->model) {
     emit exportFinished(path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
                                              : tr("Nothing to export: no model is loaded."));
@@ -232,6 +232,7 @@ void EngineController::exportTrace(const QString& path, const QString& format) {
     header->kv_block_size = state_->engine->block_size();
     header->kv_num_blocks = state_->engine->num_blocks();
   }
+  header->branches = branchesJson.toStdString();
   const gb::Status s = format == QLatin1String("chrome")
                            ? gb::write_chrome_trace(path.toStdString(), *header, state_->recorded)
                            : gb::write_trace_jsonl(path.toStdString(), *header, state_->recorded);
@@ -256,6 +257,7 @@ void EngineController::openTrace(const QString& path) {
                  {"layers", QString::number(c.num_layers)}, {"heads", QString::number(c.num_heads)},
                  {"kv heads", QString::number(c.num_kv_heads)}, {"head_dim", QString::number(c.head_dim)},
                  {"vocab", QString::number(c.vocab_size)}};
+  info.branchTreeJson = QString::fromStdString(h.branches);
   info.metadata = {{"trace", path}, {"created", QString::fromStdString(h.created)},
                    {"engine version", QString::fromStdString(h.engine_version)},
                    {"model sha256", QString::fromStdString(h.model.sha256)}};

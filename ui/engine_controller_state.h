@@ -11,6 +11,7 @@
 
 #include "engine_controller.h"
 #include "model/model.h"
+#include "runtime/chat_request.h"
 #include "runtime/comparison.h"
 #include "runtime/engine.h"
 #include "sampling/sampler_settings_json.h"
@@ -62,6 +63,13 @@ struct EngineController::State {
     recorded.clear();
   }
 };
+
+// The chat panel's messages rendered for the engine: the model's own template
+// ("model") or a built-in format, assistant answers without their reasoning
+// (engine_controller_chat.cpp; used by chat turns and chat comparisons).
+gb::ChatRequest renderChatRequest(const gb::Model& model, const gb::Tokenizer& tokenizer,
+                                  const QVector<UiChatMessage>& messages, const QString& format,
+                                  const gb::SamplerSettings& settings);
 
 // Engine value -> UI value (engine_controller_events.cpp).
 UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab);

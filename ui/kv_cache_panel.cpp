@@ -158,7 +158,7 @@ QString KvCachePanel::statsText() const {
   int numFinished = 0, numKept = 0;
   QSet<int> keptBlocks;
   for (const auto& [key, r] : model_->requests()) {
-    if (!r.finished) continue;
+    if (!r.finished || isRestoredKey(key)) continue;  // restored from a file: not this engine's
     ++numFinished;
     hit += std::min(r.finish.numCachedTokens, r.finish.numPromptTokens);
     prompt += r.finish.numPromptTokens;

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QJsonDocument>
+#include <QSet>
 #include <QJsonObject>
 #include <QLabel>
 #include <QMenuBar>
@@ -23,6 +24,7 @@
 #include <QStatusBar>
 #include <QTimer>
 
+#include "branch_tree.h"
 #include "branches_panel.h"
 #include "chat_panel.h"
 #include "compare_view.h"
@@ -158,13 +160,30 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   });
   connect(controller_, &EngineController::traceOpened, this, [this](const UiModelInfo& info, const UiEventBatch& events) {
     model_->setModelInfo(info);
+    model_->forgetRestored();
     model_->setReplay(true);
     Conversation replay;
     replay.completionMode = true;
+    QSet<quint64> recorded;
     for (const auto& e : *events)
-      if (const auto* s = std::get_if<UiSubmitted>(&e.body); s && !s->parent)
-        replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
+      if (const auto* s = std::get_if<UiSubmitted>(&e.body)) {
+        recorded.insert(s->request);
+        if (!s->parent) replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
+      }
     model_->apply(events);
+    if (!info.branchTreeJson.isEmpty()) {
+      // A workbench export: its conversation and tree; nodes recorded in the
+      // trace are its replayed requests, the others (restored from an earlier
+      // session) come from the tree.
+      const RestoredTree tree =
+          branchTreeFromJson(QJsonDocument::fromJson(info.branchTreeJson.toUtf8()).object(),
+                             [&](quint64 id) { return recorded.contains(id) ? id : restoredKey(id); });
+      std::vector<RequestInfo> saved;
+      for (const RequestInfo& r : tree.requests)
+        if (isRestoredKey(r.key)) saved.push_back(r);
+      model_->restoreRequests(saved);
+      if (!tree.conversation.turns.isEmpty()) replay = tree.conversation;  // else every request, as before
+    }
     chat_->setConversation(replay);
     statusModel_->setText(tr("Replay: %1").arg(info.name));
     emit traceReady();
@@ -186,21 +205,24 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
           [this] { QMetaObject::invokeMethod(controller_, [c = controller_] { c->stopServing(); }); });
 
   // UI -> engine: queued invocations only.
-  connect(chat_, &ChatPanel::generate, this, [this](quint64 tag, const QString& prompt, int maxTokens) {
+  connect(chat_, &ChatPanel::generate, this,
+          [this](quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom) {
     // A turn that has an answer already is being regenerated: another sample,
     // so a new seed unless the user pinned it.
     const QVector<Turn>& turns = chat_->conversation().turns;
     const bool regenerating = tag < quint64(turns.size()) && !turns[int(tag)].branches.isEmpty();
     const QString json = sampling_->submitJson(regenerating);
     const QString spec = sampling_->speculative()->spec();
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec); });
+    QMetaObject::invokeMethod(controller_,
+                              [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec, branchFrom); });
   });
   connect(chat_, &ChatPanel::generateChat, this,
-          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens) {
+          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens,
+                 const QVector<quint64>& branchFrom) {
             const QString json = sampling_->submitJson();
             const QString spec = sampling_->speculative()->spec();
             QMetaObject::invokeMethod(controller_, [=, c = controller_] {
-              c->submitChat(tag, messages, format, json, maxTokens, spec);
+              c->submitChat(tag, messages, format, json, maxTokens, spec, branchFrom);
             });
           });
   connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);
@@ -217,6 +239,11 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     const RequestInfo* r = model_->request(request);
     const int turn = chat_->turnOf(request);
     if (!r || turn < 0 || chat_->activeRequest() != 0) return;
+    if (isRestoredKey(request)) {
+      // Restored from the session file: the running engine never saw it.
+      statusBar()->showMessage(tr("A saved answer cannot be branched at a token; regenerate it first."), 5000);
+      return;
+    }
     const int numTokens = static_cast<int>(r->promptIds.size()) + index;
     const int maxTokens = chat_->maxTokens();
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
@@ -409,7 +436,10 @@ void MainWindow::openTrace(const QString& path) {
 }
 
 void MainWindow::exportTrace(const QString& path, const QString& format) {
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->exportTrace(path, format); });
+  // The branch tree and the conversation ride in the trace's header.
+  const QString branches = QString::fromUtf8(
+      QJsonDocument(branchTreeToJson(chat_->conversation(), *model_)).toJson(QJsonDocument::Compact));
+  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->exportTrace(path, format, branches); });
 }
 
 void MainWindow::rememberRecent(const QString& path) {
@@ -429,8 +459,13 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::saveSession() {
+  // The conversation and the branch tree under it (ui/branch_tree.h), ids
+  // renumbered the same way in both.
+  QJsonObject tree = branchTreeToJson(chat_->conversation(), *model_);
+  const QJsonValue conversation = tree.take("conversation");
   const QJsonObject session{{"model", model_->isReplay() || model_->isRemote() ? QString() : model_->modelInfo().path},
-                            {"conversation", chat_->conversation().toJson()},
+                            {"conversation", conversation},
+                            {"branch_tree", tree},
                             {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},
                             {"speculative", sampling_->speculative()->spec()}};
   QSaveFile file(sessionPath_);  // write to a temporary, rename on commit: no torn files
@@ -447,7 +482,13 @@ void MainWindow::restoreSession() {
   if (session.contains("sampler"))
     sampling_->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
   sampling_->speculative()->setSpec(session.value("speculative").toString());
-  chat_->setConversation(Conversation::fromJson(session.value("conversation").toObject()));
+  // The saved requests get restored keys: they never collide with the ids of
+  // the engine that runs now. A file without a tree restores the conversation.
+  QJsonObject tree = session.value("branch_tree").toObject();
+  tree.insert("conversation", session.value("conversation"));
+  RestoredTree restored = branchTreeFromJson(tree, [](quint64 id) { return restoredKey(id); });
+  model_->restoreRequests(restored.requests);
+  chat_->setConversation(restored.conversation);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -15,7 +15,8 @@ QVector<int> RequestInfo::allTokenIds() const {
 SessionModel::SessionModel(QObject* parent) : QObject(parent) {}
 
 void SessionModel::clear() {
-  requests_.clear();
+  std::erase_if(requests_, [](const auto& entry) { return !isRestoredKey(entry.first); });
+  for (auto& [key, r] : requests_) r.blockTable.clear();
   steps_.clear();
   remoteMetrics_.clear();
   events_.clear();
@@ -29,6 +30,31 @@ void SessionModel::setModelInfo(const UiModelInfo& info) {
   info_ = info;
   clear();
   emit modelChanged();
+}
+
+void SessionModel::restoreRequests(const std::vector<RequestInfo>& requests) {
+  for (const RequestInfo& r : requests)
+    if (isRestoredKey(r.key)) requests_[r.key] = r;
+  emit restoredChanged();
+}
+
+void SessionModel::forgetRestored() {
+  if (std::erase_if(requests_, [](const auto& entry) { return isRestoredKey(entry.first); }) > 0) emit restoredChanged();
+}
+
+double SessionModel::forkProbability(RequestKey request) const {
+  const RequestInfo* r = this->request(request);
+  if (!r || !r->parent) return -1.0;
+  if (r->savedForkProb >= 0.0) return r->savedForkProb;
+  const RequestInfo* p = this->request(*r->parent);
+  if (!p || r->tokens.empty() || r->promptIds.size() != r->forkPosition) return -1.0;
+  // The child's first token sits at position forkPosition; the parent sampled
+  // its own token there (index = position - parent's prompt length).
+  const int index = r->forkPosition - static_cast<int>(p->promptIds.size());
+  if (index < 0 || index >= static_cast<int>(p->tokens.size())) return -1.0;
+  for (const UiCandidate& c : p->tokens[static_cast<size_t>(index)].top)
+    if (c.id == r->tokens.front().tokenId) return c.probBefore;
+  return -1.0;
 }
 
 const RequestInfo* SessionModel::request(RequestKey key) const {

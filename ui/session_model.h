@@ -19,6 +19,12 @@
 
 namespace gbui {
 
+// Requests restored from a session file or a trace's branch tree (not known to
+// the running engine) have this bit in their key, so they never collide with
+// the ids of the engine that runs now (ui/branch_tree.h).
+inline constexpr RequestKey kRestoredKeyBit = RequestKey{1} << 62;
+inline bool isRestoredKey(RequestKey key) { return (key & kRestoredKeyBit) != 0; }
+
 struct RequestInfo {
   RequestKey key = 0;
   std::optional<RequestKey> parent;
@@ -34,6 +40,7 @@ struct RequestInfo {
   double submittedMs = 0.0;
   double admittedMs = -1.0;
   int numPreemptions = 0;
+  double savedForkProb = -1.0;  // restored: the probability at the fork as saved (-1 unknown)
   std::vector<UiSpeculative> speculative;  // verifications in order (empty: plain decoding)
   int numFromLastVerification = 0;         // tokens applied since speculative.back()
   // Prompt + generated ids (a fork's prompt already holds the parent's tokens).
@@ -65,6 +72,14 @@ class SessionModel : public QObject {
   bool isReplay() const { return replay_; }
 
   void apply(const UiEventBatch& batch);
+  // Requests of a saved branch tree (keys with kRestoredKeyBit): shown in the
+  // chat and the Branches panel like finished ones; clear() keeps them (they
+  // outlive a model load), forgetRestored() drops them. Emits restoredChanged().
+  void restoreRequests(const std::vector<RequestInfo>& requests);
+  void forgetRestored();
+  // Raw probability of a branch's first token at its fork (from the parent's
+  // record, or as saved); -1 unknown.
+  double forkProbability(RequestKey request) const;
 
   const std::map<RequestKey, RequestInfo>& requests() const { return requests_; }
   const RequestInfo* request(RequestKey key) const;
@@ -89,6 +104,7 @@ class SessionModel : public QObject {
  signals:
   void modelChanged();
   void cleared();
+  void restoredChanged();
   void batchApplied(const gbui::UiEventBatch& batch);
   void tokenSelected(quint64 request, int index);
   void errorReported(const QString& message);

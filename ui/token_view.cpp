@@ -20,6 +20,7 @@ void TokenView::clearAll() {
   reasoning_ = false;
   clear();
   spans_.clear();
+  messages_.clear();
 }
 
 void TokenView::appendLabel(const QString& text) {
@@ -37,6 +38,26 @@ void TokenView::appendPlain(const QString& text) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   c.insertText(text, QTextCharFormat());
+}
+
+void TokenView::appendMessage(const QString& text, int turn) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  const int begin = c.position();
+  c.insertText(text, QTextCharFormat());
+  messages_.push_back({begin, c.position(), turn});
+}
+
+std::optional<int> TokenView::messageAt(int pos) const {
+  for (const MessageSpan& m : messages_)
+    if (pos >= m.begin && pos < m.end) return m.turn;
+  return std::nullopt;
+}
+
+std::optional<std::pair<int, int>> TokenView::messageRange(int turn) const {
+  for (const MessageSpan& m : messages_)
+    if (m.turn == turn) return std::make_pair(m.begin, m.end);
+  return std::nullopt;
 }
 
 void TokenView::appendNote(const QString& text) {
@@ -215,6 +236,9 @@ void TokenView::mouseMoveEvent(QMouseEvent* event) {
   const QTextCursor c = cursorForPosition(event->position().toPoint());
   if (const UiToken* t = tokenAt(c.position()))
     QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*t), this);
+  else if (messageAt(c.position()))
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       tr("Double-click to edit: sending the edit starts a new branch from here"), this);
   else
     QToolTip::hideText();
   QTextEdit::mouseMoveEvent(event);
@@ -224,6 +248,12 @@ void TokenView::mousePressEvent(QMouseEvent* event) {
   const QTextCursor c = cursorForPosition(event->position().toPoint());
   if (const UiToken* t = tokenAt(c.position())) emit tokenClicked(t->request, t->index);
   QTextEdit::mousePressEvent(event);
+}
+
+void TokenView::mouseDoubleClickEvent(QMouseEvent* event) {
+  const QTextCursor c = cursorForPosition(event->position().toPoint());
+  if (const std::optional<int> turn = messageAt(c.position())) emit messageActivated(*turn);
+  QTextEdit::mouseDoubleClickEvent(event);
 }
 
 }  // namespace gbui

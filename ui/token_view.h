@@ -5,12 +5,16 @@
 // origin: accepted drafted tokens get a solid green underline, resampled tokens
 // (the target rejected the draft there) a red wavy one, bonus tokens a dotted
 // purple one; the hover names the rejected drafted token with its q and p. Tokens are appended incrementally
-// while streaming, so a long answer costs O(new tokens) per frame.
+// while streaming, so a long answer costs O(new tokens) per frame. Messages the
+// user wrote (appendMessage) remember their turn: a double-click on one asks to
+// edit it (messageActivated).
 // Threads: UI thread.
 #pragma once
 
 #include <QTextCharFormat>
 #include <QTextEdit>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "ui_events.h"
@@ -29,6 +33,12 @@ class TokenView : public QTextEdit {
   void clearAll();
   void appendLabel(const QString& text);  // bold role label on its own line
   void appendPlain(const QString& text);
+  // A user's message (turn index) or the system prompt (-1), editable by double-click.
+  void appendMessage(const QString& text, int turn);
+  // The message under a document position: its turn, -1 the system prompt, nullopt none.
+  std::optional<int> messageAt(int documentPosition) const;
+  // Document range [begin, end) of the message of `turn`, or nullopt (tests click it).
+  std::optional<std::pair<int, int>> messageRange(int turn) const;
   void appendToken(const UiToken& token);
   // Reasoning (<think>...</think>) is styled apart: tokens appended while this is
   // on are grey italic; appendNote writes a grey italic line (a folded block).
@@ -51,10 +61,12 @@ class TokenView : public QTextEdit {
 
  signals:
   void tokenClicked(quint64 request, int index);
+  void messageActivated(int turn);
 
  protected:
   void mouseMoveEvent(QMouseEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
 
  private:
   struct Span {
@@ -64,6 +76,10 @@ class TokenView : public QTextEdit {
   ColorMode mode_ = ColorMode::Probability;
   bool reasoning_ = false;
   std::vector<Span> spans_;  // ascending, non-overlapping document ranges
+  struct MessageSpan {
+    int begin = 0, end = 0, turn = 0;
+  };
+  std::vector<MessageSpan> messages_;  // ascending document ranges of user messages
 };
 
 }  // namespace gbui

@@ -157,6 +157,7 @@ struct UiModelInfo {
   int numThreads = 0;
   int bosId = -1, eosId = -1;
   QVector<QString> vocab;  // decoded text per token id (hover text, replay)
+  QString branchTreeJson;  // replay: the trace header's "branches" (ui/branch_tree.h), "" none
 
   // Measured bytes per token: the backend's pool bytes over every slot it
   // allocated (the scheduler's blocks and the self-draft scratch blocks); 0

@@ -1,6 +1,7 @@
 #include "cli/chat_runner.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -19,27 +20,87 @@ void add_chat_options(CLI::App& sub, ChatOptions& o) {
   sub.add_flag("--show-prompt", o.show_prompt, "Print each rendered prompt and its token count to stderr");
 }
 
-Result<std::unique_ptr<ChatRunner>> ChatRunner::create(ModelSession session, const ChatOptions& o,
-                                                       int32_t max_context) {
-  std::unique_ptr<ChatRunner> r(new ChatRunner());
-  std::string override_text;
-  if (!o.template_path.empty()) {
-    std::ifstream in(o.template_path, std::ios::binary);
-    if (!in) return make_error(o.template_path + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    override_text = ss.str();
-  }
+namespace {
+
+Result<std::string> read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The formatter and render options the chat options ask for.
+Result<std::pair<ChatFormatter, ChatRenderOptions>> chat_setup(const ChatOptions& o, const ModelSession& session) {
   std::optional<BuiltinChatFormat> forced;
   if (o.format != "model") forced = builtin_chat_format_from_name(o.format);
-  r->formatter_ = chat_formatter_for(*session.model, *session.tokenizer, forced, override_text);
-  if (!r->formatter_.load_warning().empty()) std::fprintf(stderr, "warning: %s\n", r->formatter_.load_warning().c_str());
+  std::string override_text;
+  if (!o.template_path.empty()) {
+    auto text = read_file_text(o.template_path);
+    if (!text) return text.error();
+    override_text = std::move(*text);
+  }
+  ChatRenderOptions options;
   if (!o.kwargs_json.empty()) {
     auto extra = json_to_value(o.kwargs_json);
     if (!extra) return make_error("--template-kwargs: " + extra.error().message);
     if (!extra->is_dict()) return make_error("--template-kwargs: expected a JSON object");
-    r->render_options_.extra = *extra;
+    options.extra = *extra;
   }
+  return std::make_pair(chat_formatter_for(*session.model, *session.tokenizer, forced, override_text), std::move(options));
+}
+
+}  // namespace
+
+Result<ChatRequest> render_chat_request(const ChatOptions& o, const ModelSession& session,
+                                        std::vector<ChatMessage> messages, const SamplerSettings& settings) {
+  auto setup = chat_setup(o, session);
+  if (!setup) return setup.error();
+  if (!o.system.empty()) messages.insert(messages.begin(), ChatMessage{"system", o.system, {}});
+  ChatRequest chat = make_chat_request(setup->first, *session.tokenizer, messages, settings, setup->second);
+  if (!chat.prompt.warning.empty()) std::fprintf(stderr, "warning: %s\n", chat.prompt.warning.c_str());
+  if (o.show_prompt)
+    std::fprintf(stderr, "--- prompt (%s format, %zu tokens) ---\n%s\n---\n", chat.prompt.format.c_str(),
+                 chat.request.prompt_ids.size(), chat.prompt.text.c_str());
+  return chat;
+}
+
+Result<std::vector<ChatMessage>> read_chat_messages(const std::string& path) {
+  auto text = read_file_text(path);
+  if (!text) return text.error();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return make_error(path + ": not valid JSON");
+  const nlohmann::json& list = j.is_object() && j.contains("messages") ? j["messages"] : j;
+  if (!list.is_array() || list.empty()) return make_error(path + ": expected a non-empty array of messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& m = list[i];
+    const std::string where = path + ": messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) return make_error(where + ": needs a \"role\" string");
+    ChatMessage msg{m["role"].get<std::string>(), {}, {}};
+    const nlohmann::json content = m.value("content", nlohmann::json(""));
+    if (content.is_string()) {
+      msg.content = content.get<std::string>();
+    } else if (content.is_array()) {
+      for (const nlohmann::json& part : content)
+        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string())
+          msg.content += part["text"].get<std::string>();
+    } else if (!content.is_null()) {
+      return make_error(where + ": \"content\" must be a string or a list of text parts");
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<ChatRunner>> ChatRunner::create(ModelSession session, const ChatOptions& o,
+                                                       int32_t max_context) {
+  std::unique_ptr<ChatRunner> r(new ChatRunner());
+  auto setup = chat_setup(o, session);
+  if (!setup) return setup.error();
+  r->formatter_ = std::move(setup->first);
+  r->render_options_ = std::move(setup->second);
+  if (!r->formatter_.load_warning().empty()) std::fprintf(stderr, "warning: %s\n", r->formatter_.load_warning().c_str());
   if (!o.system.empty()) r->history_.push_back(ChatMessage{"system", o.system, {}});
   r->show_prompt_ = o.show_prompt;
   r->use_prefix_cache_ = !o.no_prefix_cache;

@@ -31,6 +31,19 @@ struct ChatOptions {
 // Adds --system, --chat-format, --chat-template, --template-kwargs, --show-prompt.
 void add_chat_options(CLI::App& sub, ChatOptions& options);
 
+// One chat prompt: `messages` after --system, rendered by the model's own
+// template (or --chat-format / --chat-template, with --template-kwargs) and
+// tokenized (runtime/chat_request.h); a fallback warning and, with
+// --show-prompt, the prompt go to stderr. `generate --chat` and `compare --chat`
+// both build their prompts here.
+Result<ChatRequest> render_chat_request(const ChatOptions& options, const ModelSession& session,
+                                        std::vector<ChatMessage> messages, const SamplerSettings& settings);
+
+// A messages file: a JSON array of {"role", "content"} objects, or an object
+// with such a "messages" array; content is a string or a list of
+// {"type": "text", "text": ...} parts (joined).
+Result<std::vector<ChatMessage>> read_chat_messages(const std::string& path);
+
 struct TurnResult {
   std::string text;  // generated text (control tokens never appear)
   std::string reason;

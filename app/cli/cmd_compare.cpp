@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/chat_runner.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
 #include "cli/remote_compare.h"
@@ -21,6 +22,8 @@ namespace {
 struct CompareArgs {
   ModelOptions model;
   std::string prompt;
+  std::string chat_path;  // --chat MESSAGES.json: the prompt is a chat in the model's template
+  ChatOptions chat;
   std::vector<std::string> lanes;  // NAME=SETTINGS.json (or NAME={inline json})
   int32_t num_samples = 1;
   uint64_t seed = 0;
@@ -85,15 +88,35 @@ int run_compare(const CompareArgs& a) {
   spec.ignore_eos = a.ignore_eos;
   spec.prompt_ids = {0};  // checked before the model loads; replaced below
   if (Status st = validate_comparison(spec); !st) return fail(st.error().message);
+  if (a.prompt.empty() == a.chat_path.empty()) return fail("give --prompt TEXT or --chat MESSAGES.json (one of them)");
   if (!a.remote.url.empty()) {
     if (!a.model.model_path.empty()) return fail("give --model or --remote, not both");
     if (a.ignore_eos) return fail("--ignore-eos is not available with --remote");
+    if (!a.chat_path.empty()) return fail("--chat is not available with --remote (give --prompt)");
     return run_remote_compare(a.remote, a.prompt, spec, a.json);
   }
   if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
+  std::vector<ChatMessage> messages;
+  if (!a.chat_path.empty()) {
+    auto m = read_chat_messages(a.chat_path);
+    if (!m) return fail(m.error().message);
+    messages = std::move(*m);
+  }
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
-  spec.prompt_ids = session->tokenizer->encode(a.prompt, true);
+  std::string prompt_text = a.prompt, chat_format;
+  if (!a.chat_path.empty()) {
+    // The same rendering as generate --chat and the chat command.
+    auto chat = render_chat_request(a.chat, *session, std::move(messages), SamplerSettings{});
+    if (!chat) return fail(chat.error().message);
+    spec.prompt_ids = std::move(chat->request.prompt_ids);
+    spec.stop_token_ids = chat->request.sampling.stop_token_ids;
+    spec.isolation = chat->request.isolation;
+    prompt_text = chat->prompt.text;
+    chat_format = chat->prompt.format;
+  } else {
+    spec.prompt_ids = session->tokenizer->encode(a.prompt, true);
+  }
 
   EngineConfig config;
   config.max_seqs = static_cast<int32_t>(spec.lanes.size()) * spec.num_samples + 1;
@@ -105,7 +128,8 @@ int run_compare(const CompareArgs& a) {
   if (!c) return fail(c.error().message);
   if (a.json) {
     ComparisonJsonOptions options;
-    options.prompt_text = a.prompt;
+    options.prompt_text = prompt_text;
+    options.chat_format = chat_format;
     options.token_records = !a.no_records;
     const std::string out = comparison_to_json(**c, options);
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -123,7 +147,11 @@ const CommandRegistrar registrar("compare", "Compare sampler settings side by si
   sub.add_option("--remote", a->remote.url, "Run the lanes on an OpenAI-compatible server (http://HOST:PORT[/v1])");
   sub.add_option("--api-key", a->remote.api_key, "Bearer key for --remote");
   sub.add_option("--remote-model", a->remote.model, "Model name on the --remote server (default: its first)");
-  sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)")->required();
+  sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)");
+  sub.add_option("--chat", a->chat_path,
+                 "A chat as the prompt: a JSON file of messages [{\"role\",\"content\"}...], rendered by the model's "
+                 "own chat template (with --system, --chat-format, --chat-template, --template-kwargs)");
+  add_chat_options(sub, a->chat);
   sub.add_option("--lane", a->lanes, "NAME=SETTINGS.json (the sampler preset format; or NAME={json}); 2 to 6")
       ->required();
   sub.add_option("--samples", a->num_samples, "Samples per lane (1 to 32)")->capture_default_str();

@@ -43,35 +43,6 @@ struct GenerateArgs {
   std::string remote_model; // for --remote; "" -> the server's first model
 };
 
-// --chat: the prompt as a single user turn (after --system), rendered by the
-// model's own chat template; stops on every end-of-generation token.
-Result<GenerationRequest> chat_request(const GenerateArgs& a, const ModelSession& session, const SamplerSettings& settings) {
-  std::optional<BuiltinChatFormat> forced;
-  if (a.chat_options.format != "model") forced = builtin_chat_format_from_name(a.chat_options.format);
-  std::string override_text;
-  if (!a.chat_options.template_path.empty()) {
-    std::ifstream in(a.chat_options.template_path, std::ios::binary);
-    if (!in) return make_error(a.chat_options.template_path + ": cannot open");
-    override_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  const ChatFormatter formatter = chat_formatter_for(*session.model, *session.tokenizer, forced, override_text);
-  ChatRenderOptions options;
-  if (!a.chat_options.kwargs_json.empty()) {
-    auto extra = json_to_value(a.chat_options.kwargs_json);
-    if (!extra || !extra->is_dict()) return make_error("--template-kwargs: expected a JSON object");
-    options.extra = *extra;
-  }
-  std::vector<ChatMessage> messages;
-  if (!a.chat_options.system.empty()) messages.push_back({"system", a.chat_options.system, {}});
-  messages.push_back({"user", a.prompt, {}});
-  ChatRequest chat = make_chat_request(formatter, *session.tokenizer, messages, settings, options);
-  if (!chat.prompt.warning.empty()) std::fprintf(stderr, "warning: %s\n", chat.prompt.warning.c_str());
-  if (a.chat_options.show_prompt)
-    std::fprintf(stderr, "--- prompt (%s format, %zu tokens) ---\n%s\n---\n", chat.prompt.format.c_str(),
-                 chat.request.prompt_ids.size(), chat.prompt.text.c_str());
-  return std::move(chat.request);
-}
-
 void print_json(const nlohmann::json& j) {
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -109,9 +80,10 @@ int run_generate(GenerateArgs& a) {
 
   GenerationRequest request;
   if (a.chat) {
-    auto chat = chat_request(a, *session, *settings);
+    // The prompt as a single user turn (after --system) in the model's chat template.
+    auto chat = render_chat_request(a.chat_options, *session, {{"user", a.prompt, {}}}, *settings);
     if (!chat) return fail(chat.error().message);
-    request = std::move(*chat);
+    request = std::move(chat->request);
   } else {
     request.prompt_ids = session->tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
     request.sampling = *settings;

@@ -22,6 +22,7 @@ struct ScoreArgs {
   std::string base_path;
   std::string base_tokenizer;
   int32_t top_n = 10;
+  int32_t window = 0;  // llama-perplexity's -c: score in windows, second halves only
   bool json = false;
   RemoteTarget remote;  // url set: score on that server (echo + logprobs)
 };
@@ -31,6 +32,7 @@ void print_json(const TextScore& score, const ScoreArgs& a, const Tokenizer& tok
   o.model_path = a.model.model_path;
   o.base_path = a.base_path;
   o.text_file = a.text_path;
+  o.window = a.window;
   const std::string line = text_score_to_json(score, tok, o);
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fputc('\n', stdout);
@@ -45,9 +47,13 @@ void print_text(const TextScore& score, const Tokenizer& tok) {
   }
   std::printf("tokens %zu, mean logprob %.5f, perplexity %.4f\n", score.tokens.size(), score.mean_logprob,
               score.perplexity);
-  if (score.kl)
-    std::printf("KL mean %.6f, p50 %.6f, p90 %.6f, p99 %.6f, max %.6f; top-1 agreement %.2f%%\n", score.kl->mean,
-                score.kl->p50, score.kl->p90, score.kl->p99, score.kl->max, 100.0 * score.kl->top1_agreement);
+  if (score.kl) {
+    const KlSummary& k = *score.kl;
+    std::printf("KL mean %.6f, p50 %.6f, p90 %.6f, p99 %.6f, max %.6f; top-1 agreement %.2f%%\n", k.mean, k.p50, k.p90,
+                k.p99, k.max, 100.0 * k.top1_agreement);
+    std::printf("KL min %.6f, p1 %.6f, p5 %.6f, p10 %.6f, p95 %.6f, p99.9 %.6f\n", k.min, k.p01, k.p05, k.p10, k.p95,
+                k.p999);
+  }
 }
 
 int run_score(const ScoreArgs& a) {
@@ -57,6 +63,7 @@ int run_score(const ScoreArgs& a) {
   ss << in.rdbuf();
   if (!a.remote.url.empty()) {
     if (!a.model.model_path.empty() || !a.base_path.empty()) return fail("give --model or --remote, not both (no --base with --remote)");
+    if (a.window > 0) return fail("--window is not available with --remote");
     return run_remote_score(a.remote, ss.str(), a.text_path, a.top_n, a.json);
   }
   if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
@@ -76,8 +83,11 @@ int run_score(const ScoreArgs& a) {
   const std::vector<TokenId> ids = session->tokenizer->encode(ss.str(), true);
   ScoreOptions options;
   options.top_n = a.top_n;
-  auto score = score_tokens(*session->model, *session->backend, base ? base->model.get() : nullptr,
-                            base ? base->backend.get() : nullptr, ids, options);
+  const Model* base_model = base ? base->model.get() : nullptr;
+  Backend* base_backend = base ? base->backend.get() : nullptr;
+  auto score = a.window > 0 ? score_tokens_in_windows(*session->model, *session->backend, base_model, base_backend, ids,
+                                                      a.window, session->tokenizer->bos_id(), options)
+                            : score_tokens(*session->model, *session->backend, base_model, base_backend, ids, options);
   if (!score) return fail(score.error().message);
   if (a.json) print_json(*score, a, *session->tokenizer);
   else print_text(*score, *session->tokenizer);
@@ -95,6 +105,9 @@ const CommandRegistrar registrar("score", "Score a text by teacher forcing (log-
   sub.add_option("--base", a->base_path, "Second model with the same vocabulary: per-token KL(base || model)");
   sub.add_option("--base-tokenizer", a->base_tokenizer, "Tokenizer of the base model (default: embedded or beside it)");
   sub.add_option("--top", a->top_n, "Alternatives listed per token")->capture_default_str();
+  sub.add_option("--window", a->window,
+                 "Score like llama-perplexity -c N: windows of N tokens, each starting with BOS, only their second "
+                 "halves counted (docs/compare.md)");
   sub.add_flag("--json", a->json, "Print one JSON object (docs/compare.md)");
   return [a] { return run_score(*a); };
 });

@@ -53,6 +53,7 @@ Result<std::unique_ptr<Comparison>> Comparison::start(Engine& engine, Comparison
   prompt.sampling.max_tokens = 1;
   prompt.retain_kv = true;
   prompt.ignore_eos = c->spec_.ignore_eos;
+  prompt.isolation = c->spec_.isolation;
   auto id = engine.submit(std::move(prompt));
   if (!id) return make_error("comparison: the prompt was refused: " + id.error().message);
   c->prompt_request_ = *id;
@@ -109,6 +110,8 @@ Status Comparison::fork_lanes(Engine& engine) {
       s.seed = comparison_sample_seed(spec_.seed, j, key);
       s.max_tokens = spec_.max_tokens;
       s.top_n_record = std::max(1, s.top_n_record);  // the statistics need the raw log-probability
+      for (TokenId stop : spec_.stop_token_ids)
+        if (!s.is_stop_token(stop)) s.stop_token_ids.push_back(stop);
       // A finished sample frees its blocks at once: the pool then always has
       // room for the samples still waiting (a retained sample could starve them).
       auto id = engine.fork_with_settings(prompt_request_, num_prompt, s, false);

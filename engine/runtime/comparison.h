@@ -39,6 +39,7 @@
 
 #include "core/ids.h"
 #include "core/result.h"
+#include "kv/isolation_key.h"
 #include "sampling/sampler_settings.h"
 #include "trace/trace_event.h"
 
@@ -63,6 +64,11 @@ struct ComparisonSpec {
   bool crn = false;
   int32_t max_tokens = 64;  // generated tokens per sample (replaces each lane's max_tokens)
   bool ignore_eos = false;
+  // A chat prompt (runtime/chat_request.h): the turn's end-of-generation ids,
+  // added to every lane's stop tokens, and the prompt's isolation key (the
+  // template's hash). Empty for a plain prompt.
+  std::vector<TokenId> stop_token_ids;
+  IsolationKey isolation;
 };
 
 // Lane count, sample count, names (non-empty, distinct), max_tokens and every

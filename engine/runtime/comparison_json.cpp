@@ -118,6 +118,7 @@ std::string comparison_to_json(const Comparison& c, const ComparisonJsonOptions&
               {"kv", {{"num_prompt_blocks_shared", c.num_prompt_blocks_shared()},
                       {"shared_prompt_blocks", c.shared_prompt_blocks()}}},
               {"lanes", std::move(lanes)}};
+  out["chat_format"] = options.chat_format.empty() ? json(nullptr) : json(options.chat_format);
   return out.dump(options.indent, ' ', false, json::error_handler_t::replace);
 }
 

@@ -11,7 +11,8 @@
 namespace gb {
 
 struct ComparisonJsonOptions {
-  std::string prompt_text;     // echoed as "prompt"
+  std::string prompt_text;     // echoed as "prompt" (a chat: the rendered prompt)
+  std::string chat_format;     // a chat prompt: "model" or the built-in format used ("" = a plain prompt)
   bool token_records = true;   // per token: logprob, rank, draw, entropy, top candidates
   int indent = -1;             // < 0: one line
 };

@@ -182,9 +182,19 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
     if (Status st = spec_->add_request(id, *request.speculative, rs->settings); !st)
       return reject("request " + std::to_string(id.value) + ": " + st.error().message);
   }
-  if (Status st = scheduler_->submit(std::move(spec)); !st) {
-    spec_->finish(id);
-    return reject(st.error().message);
+  const std::optional<BranchChoice> branch = choose_branch(request.branch_from, request.prompt_ids);
+  bool forked = false;
+  if (branch && branch->num_shared > 0) {
+    // Copy-on-write up to the common prefix; a fork refused for want of a free
+    // block for the partial block's copy falls back to a plain submission.
+    forked = scheduler_->fork(branch->parent, spec, branch->num_shared).ok();
+    if (forked) rs->num_shared = branch->num_shared;
+  }
+  if (!forked) {
+    if (Status st = scheduler_->submit(std::move(spec)); !st) {
+      spec_->finish(id);
+      return reject(st.error().message);
+    }
   }
 
   RequestSubmittedEvent ev;
@@ -193,6 +203,10 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   ev.max_tokens = request.sampling.max_tokens;
   ev.priority = request.priority == Priority::Interactive ? "interactive" : "batch";
   ev.sampler_settings = sampler_settings_to_json(request.sampling);
+  if (branch) {
+    ev.parent = branch->parent;
+    ev.fork_position = branch->num_common;
+  }
   publish(std::move(ev));
   states_.emplace(id, std::move(rs));
   return id;

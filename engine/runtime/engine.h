@@ -96,6 +96,15 @@ struct GenerationRequest {
   // same distribution). Not inherited by forks; off while a reasoning budget
   // forces tokens.
   std::optional<SpeculativeConfig> speculative;
+  // Requests this one branches from (an edited earlier chat message, a
+  // regenerated answer): the candidate whose tokens (prompt + output) share the
+  // longest common prefix with prompt_ids becomes the parent, and while it holds
+  // the K/V of that prefix the request is a copy-on-write fork of it up to that
+  // token (full blocks shared, a partial block copied; only the rest of the
+  // prompt is prefilled). Otherwise the prefix cache serves what it can. Either
+  // way the submitted event names the parent and the common prefix length
+  // (fork_position). Unknown candidates are ignored.
+  std::vector<RequestId> branch_from;
 };
 
 class Engine {
@@ -170,6 +179,16 @@ class Engine {
     bool ignore_eos = false;
   };
   void remember_finished(RequestId id, const RequestState& rs, std::vector<TokenId> tokens);
+  // The branch_from candidate sharing the longest prefix with `prompt`.
+  struct BranchChoice {
+    RequestId parent;
+    int32_t num_common = 0;  // tokens equal at the start of both
+    int32_t num_shared = 0;  // of those, K/V the child takes copy-on-write (0: none held)
+  };
+  std::optional<BranchChoice> choose_branch(const std::vector<RequestId>& candidates,
+                                            const std::vector<TokenId>& prompt) const;
+  // Prompt + output of a live or remembered request (empty if unknown).
+  std::vector<TokenId> known_tokens(RequestId id) const;
   void fail_stalled_request();
   void publish(TraceEventBody body);
   double ms_now() const;

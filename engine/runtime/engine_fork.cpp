@@ -1,6 +1,7 @@
 // Engine: branching (copy-on-write forks), cancellation, releasing retained KV
 // and live sampler-setting changes. The step loop is in engine.cpp.
 #include <algorithm>
+#include <tuple>
 
 #include "kv/scheduler.h"
 #include "runtime/engine.h"
@@ -118,6 +119,33 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   }
   states_.emplace(id, std::move(rs));
   return id;
+}
+
+std::vector<TokenId> Engine::known_tokens(RequestId id) const {
+  if (const Request* r = scheduler_->find(id)) return r->all_tokens();
+  if (auto fit = finished_.find(id); fit != finished_.end()) return fit->second.tokens;
+  return {};
+}
+
+std::optional<Engine::BranchChoice> Engine::choose_branch(const std::vector<RequestId>& candidates,
+                                                          const std::vector<TokenId>& prompt) const {
+  std::optional<BranchChoice> best;
+  for (RequestId c : candidates) {
+    const std::vector<TokenId> tokens = known_tokens(c);
+    if (tokens.empty()) continue;
+    const auto mismatch = std::mismatch(prompt.begin(), prompt.end(), tokens.begin(), tokens.end());
+    BranchChoice choice;
+    choice.parent = c;
+    choice.num_common = static_cast<int32_t>(mismatch.first - prompt.begin());
+    // At least the prompt's last token is computed here, for its logits.
+    const int32_t held = scheduler_->num_tokens_held(c);
+    choice.num_shared = std::max(0, std::min({choice.num_common, static_cast<int32_t>(prompt.size()) - 1, held}));
+    // Most K/V reused first, then the longest common prefix.
+    if (!best || std::tie(choice.num_shared, choice.num_common) > std::tie(best->num_shared, best->num_common))
+      best = choice;
+  }
+  if (best && best->num_common == 0) return std::nullopt;  // nothing in common: not a branch
+  return best;
 }
 
 bool Engine::cancel(RequestId id) {

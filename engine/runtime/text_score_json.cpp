@@ -34,11 +34,13 @@ std::string text_score_to_json(const TextScore& score, const Tokenizer& tok, con
                         {"mean_logprob", score.mean_logprob},
                         {"perplexity", score.perplexity},
                         {"tokens", std::move(tokens)}};
+  out["window"] = o.window > 0 ? nlohmann::json(o.window) : nlohmann::json(nullptr);
   if (score.kl) {
     const KlSummary& k = *score.kl;
     out["base"] = o.base_path;
     out["kl_mean"] = k.mean;
-    out["kl_percentiles"] = {{"p50", k.p50}, {"p90", k.p90}, {"p95", k.p95}, {"p99", k.p99}, {"max", k.max}};
+    out["kl_percentiles"] = {{"min", k.min}, {"p01", k.p01}, {"p05", k.p05}, {"p10", k.p10}, {"p50", k.p50},
+                             {"p90", k.p90}, {"p95", k.p95}, {"p99", k.p99}, {"p999", k.p999}, {"max", k.max}};
     out["top1_agreement"] = k.top1_agreement;
   }
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -15,6 +15,7 @@ struct TextScoreJsonOptions {
   std::string model_path;
   std::string base_path;  // with a base model
   std::string text_file;
+  int window = 0;         // > 0: scored in llama-perplexity windows of this many tokens ("window")
 };
 
 std::string text_score_to_json(const TextScore& score, const Tokenizer& tokenizer, const TextScoreJsonOptions& options);

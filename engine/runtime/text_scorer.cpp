@@ -136,28 +136,62 @@ Result<TextScore> score_tokens(const Model& model, Backend& backend, const Model
                                           base_backend ? &base_lp : nullptr, o.top_n));
     }
   }
+  summarize_scores(out);
+  return out;
+}
+
+void summarize_scores(TextScore& out) {
+  if (out.tokens.empty()) return;
   double sum = 0.0;
   for (const TokenScore& s : out.tokens) sum += s.logprob;
   out.mean_logprob = sum / static_cast<double>(out.tokens.size());
   out.perplexity = std::exp(-out.mean_logprob);
-  if (base_backend) {
-    KlSummary k;
-    std::vector<double> kls;
-    int32_t agree = 0;
-    for (const TokenScore& s : out.tokens) {
-      kls.push_back(*s.kl);
-      agree += *s.top1_agree ? 1 : 0;
-    }
-    for (double x : kls) k.mean += x;
-    k.mean /= static_cast<double>(kls.size());
-    k.p50 = percentile(kls, 0.50);
-    k.p90 = percentile(kls, 0.90);
-    k.p95 = percentile(kls, 0.95);
-    k.p99 = percentile(kls, 0.99);
-    k.max = *std::max_element(kls.begin(), kls.end());
-    k.top1_agreement = static_cast<double>(agree) / static_cast<double>(kls.size());
-    out.kl = k;
+  if (!out.tokens.front().kl) return;
+  KlSummary k;
+  std::vector<double> kls;
+  int32_t agree = 0;
+  for (const TokenScore& s : out.tokens) {
+    kls.push_back(s.kl.value_or(0.0));
+    agree += s.top1_agree.value_or(false) ? 1 : 0;
   }
+  for (double x : kls) k.mean += x;
+  k.mean /= static_cast<double>(kls.size());
+  k.p50 = percentile(kls, 0.50);
+  k.p90 = percentile(kls, 0.90);
+  k.p95 = percentile(kls, 0.95);
+  k.p99 = percentile(kls, 0.99);
+  k.p999 = percentile(kls, 0.999);
+  k.p10 = percentile(kls, 0.10);
+  k.p05 = percentile(kls, 0.05);
+  k.p01 = percentile(kls, 0.01);
+  k.max = *std::max_element(kls.begin(), kls.end());
+  k.min = *std::min_element(kls.begin(), kls.end());
+  k.top1_agreement = static_cast<double>(agree) / static_cast<double>(kls.size());
+  out.kl = k;
+}
+
+Result<TextScore> score_tokens_in_windows(const Model& model, Backend& backend, const Model* base,
+                                          Backend* base_backend, std::span<const TokenId> tokens, int32_t window,
+                                          TokenId bos_id, const ScoreOptions& options) {
+  const auto n = static_cast<int32_t>(tokens.size());
+  if (window < 4) return make_error("score: a window needs at least 4 tokens");
+  if (n < window)
+    return make_error("score: the text has " + std::to_string(n) + " tokens, fewer than one window of " +
+                      std::to_string(window));
+  TextScore out;
+  out.token_ids.assign(tokens.begin(), tokens.end());
+  for (int32_t start = 0; start + window <= n; start += window) {
+    std::vector<TokenId> w(tokens.begin() + start, tokens.begin() + start + window);
+    w.front() = bos_id;
+    auto scored = score_tokens(model, backend, base, base_backend, w, options);
+    if (!scored) return scored.error();
+    for (TokenScore& t : scored->tokens) {
+      if (t.position <= window / 2) continue;  // the first half is context only
+      t.position += start;
+      out.tokens.push_back(std::move(t));
+    }
+  }
+  summarize_scores(out);
   return out;
 }
 

@@ -46,6 +46,7 @@ struct TokenScore {
 struct KlSummary {
   double mean = 0.0;
   double p50 = 0.0, p90 = 0.0, p95 = 0.0, p99 = 0.0, max = 0.0;
+  double min = 0.0, p01 = 0.0, p05 = 0.0, p10 = 0.0, p999 = 0.0;  // the rest of llama-perplexity's table
   double top1_agreement = 0.0;  // fraction of positions whose argmax agree
 };
 
@@ -68,6 +69,22 @@ struct ScoreOptions {
 // vocabularies of different sizes, a failed forward pass.
 Result<TextScore> score_tokens(const Model& model, Backend& backend, const Model* base, Backend* base_backend,
                                std::span<const TokenId> tokens, const ScoreOptions& options = {});
+
+// Scores the tokens the way llama.cpp's perplexity tool does (so the two can
+// be compared on the same tokens): consecutive windows of `window` tokens (a
+// trailing partial window is left out), each window's first token replaced by
+// `bos_id`, each window run from an empty cache, and only the second half of
+// each window counted -- tokens window/2 + 1 .. window - 1, each predicted
+// from at least window/2 tokens of context. TokenScore::position is the index in
+// `tokens`; token_ids holds the scored sequence as given. Errors as
+// score_tokens, and a window < 4 or longer than the text.
+Result<TextScore> score_tokens_in_windows(const Model& model, Backend& backend, const Model* base,
+                                          Backend* base_backend, std::span<const TokenId> tokens, int32_t window,
+                                          TokenId bos_id, const ScoreOptions& options = {});
+
+// Fills mean_logprob, perplexity and (when the tokens have KL) the KL summary
+// from score.tokens.
+void summarize_scores(TextScore& score);
 
 // Same vocabulary = same size, and every token decodes to the same bytes with
 // the same kind (control, byte fallback), and the same BOS/EOS (the check the

@@ -51,7 +51,7 @@ json trace_header_to_json(const TraceHeader& h) {
     settings = json::parse(h.sampler_settings, nullptr, false);
     if (settings.is_discarded() || !settings.is_object()) settings = h.sampler_settings;
   }
-  return {{"type", "header"},
+  json out = {{"type", "header"},
           {"format", kTraceFormatName},
           {"schema_version", h.schema_version},
           {"engine_version", h.engine_version},
@@ -62,6 +62,11 @@ json trace_header_to_json(const TraceHeader& h) {
           {"model", model},
           {"tokenizer", tokenizer},
           {"sampler_settings", settings}};
+  if (!h.branches.empty()) {
+    json branches = json::parse(h.branches, nullptr, false);
+    if (!branches.is_discarded() && branches.is_object()) out["branches"] = std::move(branches);
+  }
+  return out;
 }
 
 Result<TraceHeader> trace_header_from_json(const json& j) {
@@ -119,6 +124,11 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
   else if (it->is_string()) h.sampler_settings = it->get<std::string>();
   else if (it->is_object()) h.sampler_settings = it->dump();
   else if (!it->is_null()) r.fail("sampler_settings", "expected an object, a string or null");
+  // Optional (workbench exports): kept verbatim for the workbench to read.
+  if (const auto b = j.is_object() ? j.find("branches") : j.end(); b != j.end()) {
+    if (b->is_object()) h.branches = b->dump();
+    else r.fail("branches", "expected an object");
+  }
   if (!r.ok()) return make_error(r.error());
   return h;
 }

@@ -8,7 +8,8 @@
 //    "engine_version":"0.1.0","created":"2025-01-02T03:04:05Z","seed":42,
 //    "model":{"path","name","sha256","format","architecture","dim",...,"tied_classifier"},
 //    "tokenizer":{"kind","path","vocab_size","bos_id","eos_id"},
-//    "sampler_settings":{...} | null}
+//    "sampler_settings":{...} | null,
+//    "branches":{"nodes":[...],"conversation":{...}}}   (optional)
 // Threads: plain values and pure functions (make_trace_header reads the model file).
 #pragma once
 
@@ -54,6 +55,10 @@ struct TraceHeader {
   std::string created;           // UTC, ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"
   int32_t kv_block_size = 0;     // tokens per KV block of the run; 0 = not recorded
   int32_t kv_num_blocks = 0;     // blocks in the KV pool; 0 = not recorded
+  // The workbench's branch tree and conversation at export time, as JSON
+  // object text (docs/trace-format.md, "branches"); "" = none (absent in the
+  // file). The engine keeps it verbatim; the workbench writes and reads it.
+  std::string branches;
 };
 
 nlohmann::json trace_header_to_json(const TraceHeader& header);

@@ -27,6 +27,8 @@ enum class Kind {
   NullOrUInt,
   NullOrInt32,
   NullOrObjectOrString,
+  NullOrReal,
+  AnyObject,   // an object whose keys are defined elsewhere (the workbench's conversation)
   Object,      // nested, see `nested`
   ObjectArray, // array of nested objects
 };
@@ -36,6 +38,7 @@ struct FieldSpec {
   Kind kind;
   std::vector<std::string> allowed = {};       // String / element names: allowed values
   const std::vector<FieldSpec>* nested = nullptr;
+  bool optional = false;                        // may be absent
 };
 
 const std::vector<std::string> kStageNames = {"penalties", "dry",   "logit_bias", "top_k",      "typical_p",
@@ -81,6 +84,24 @@ const std::vector<FieldSpec> kTokenizer = {{"kind", Kind::String},
                                            {"bos_id", Kind::Int32},
                                            {"eos_id", Kind::Int32}};
 
+// The workbench's branch tree (header "branches"; ui/branch_tree.h writes it).
+const std::vector<FieldSpec> kBranchNode = {{"request", Kind::UInt},
+                                            {"parent", Kind::NullOrUInt},
+                                            {"fork_position", Kind::Int32},
+                                            {"fork_token", Kind::NullOrInt32},
+                                            {"fork_prob", Kind::NullOrReal},
+                                            {"prompt_ids", Kind::Int32Array},
+                                            {"token_ids", Kind::Int32Array},
+                                            {"token_texts", Kind::NameArray},
+                                            {"token_probs", Kind::RealArray},
+                                            {"text", Kind::Text},
+                                            {"seed", Kind::Int},
+                                            {"reason", Kind::String},
+                                            {"current", Kind::Bool}};
+
+const std::vector<FieldSpec> kBranches = {{"nodes", Kind::ObjectArray, {}, &kBranchNode},
+                                          {"conversation", Kind::AnyObject}};
+
 struct LineSpec {
   const char* type;
   std::vector<FieldSpec> fields;  // besides "type" (and "seq", "t_us" for events)
@@ -98,7 +119,8 @@ const std::vector<LineSpec>& line_specs() {
         {"kv_num_blocks", Kind::Int32},
         {"model", Kind::Object, {}, &kModel},
         {"tokenizer", Kind::Object, {}, &kTokenizer},
-        {"sampler_settings", Kind::NullOrObjectOrString}}},
+        {"sampler_settings", Kind::NullOrObjectOrString},
+        {"branches", Kind::Object, {}, &kBranches, true}}},
       {"request_submitted",
        {{"request", Kind::UInt},
         {"prompt_ids", Kind::Int32Array},
@@ -255,6 +277,12 @@ std::string check_field(const json& value, const FieldSpec& spec, const std::str
       if (!value.is_null() && !value.is_object() && !value.is_string())
         return where + ": expected an object, a string or null";
       return {};
+    case Kind::NullOrReal:
+      if (!value.is_null() && !is_real(value)) return where + ": expected null or a number";
+      return {};
+    case Kind::AnyObject:
+      if (!value.is_object()) return where + ": expected an object";
+      return {};
     case Kind::Object:
       if (!value.is_object()) return where + ": expected an object";
       return check_object(value, *spec.nested, where + ".", {});
@@ -274,6 +302,7 @@ std::string check_object(const json& j, const std::vector<FieldSpec>& fields, co
                          std::vector<std::string> extra_known) {
   for (const FieldSpec& f : fields) {
     const auto it = j.find(f.name);
+    if (it == j.end() && f.optional) continue;
     if (it == j.end()) return path + f.name + ": missing field";
     std::string problem = check_field(*it, f, path);
     if (!problem.empty()) return problem;

@@ -1,5 +1,7 @@
 // `glassbox-cli compare` and `glassbox-cli score` end to end: the JSON keys the
 // docs promise, identical lanes with no divergence, and clear failures.
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -42,6 +44,50 @@ GB_TEST(compare_json_has_lanes_samples_divergence_and_statistics) {
   }
 }
 
+// compare --chat: the prompt is the messages rendered by the model's own chat
+// template, the same path as generate --chat; the lanes' prompt ids equal the
+// Hugging Face reference ids of that conversation (models/*/refs, "chat").
+void check_chat_compare(const std::string& name) {
+  GB_REQUIRE_SHARED(model, "models/" + name + "/" + name + "-F16.gguf");
+  GB_REQUIRE_SHARED(refs, "models/" + name + "/refs/" + name + "-F16.json");
+  std::vector<int> ref_ids;
+  std::ifstream in(refs);
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  for (const auto& p : reference["prompts"])
+    if (p["name"] == "chat") ref_ids = p["ids"].get<std::vector<int>>();
+  QVERIFY(!ref_ids.empty());
+  const std::filesystem::path messages = std::filesystem::temp_directory_path() / ("gb_compare_chat_" + name + ".json");
+  std::ofstream(messages) << R"([{"role": "system", "content": "You are a helpful assistant."},
+                                 {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]}])";
+  const auto r = gbtest::run_cli("compare --model " + quote(model) + " --chat " + quote(messages.string()) +
+                                     " --lane 'greedy={\"temperature\": 0}' --lane 'hot={\"temperature\": 1.5}'"
+                                     " --samples 2 --seed 5 --max-tokens 6 --json --no-records",
+                                 false);
+  std::filesystem::remove(messages);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  QCOMPARE(j["prompt_ids"].get<std::vector<int>>(), ref_ids);
+  QCOMPARE(j["chat_format"].get<std::string>(), std::string("model"));
+  QCOMPARE(j["lanes"].size(), size_t{2});
+  for (const auto& l : j["lanes"])
+    for (const auto& s : l["samples"]) QVERIFY(s["length"].get<int>() >= 1);
+}
+
+GB_TEST(compare_chat_prompt_is_the_template_rendering_tiny_qwen2) { check_chat_compare("tiny-qwen2"); }
+GB_TEST(compare_chat_prompt_is_the_template_rendering_tiny_llama3) { check_chat_compare("tiny-llama3"); }
+
+GB_TEST(compare_needs_one_prompt) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  auto r = gbtest::run_cli("compare --model " + quote(model) + " --lane 'A={}' --lane 'B={}'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("give --prompt TEXT or --chat MESSAGES.json") != std::string::npos);
+  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
+  QVERIFY(r.exit_code != 0);
+  r = gbtest::run_cli("compare --model " + quote(model) + " --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY(r.output.find("/nonexistent.json: cannot open") != std::string::npos);
+}
+
 GB_TEST(compare_refuses_bad_lanes_clearly) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   auto r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --json");
@@ -77,6 +123,18 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     for (const char* key : {"id", "logprob", "rank", "entropy", "top", "kl", "top1_agree"}) QVERIFY2(t.contains(key), key);
     QCOMPARE(t["top"].size(), size_t{10});
   }
+  for (const char* key : {"min", "p01", "p05", "p10", "p50", "p90", "p95", "p99", "p999", "max"})
+    QVERIFY2(j["kl_percentiles"].contains(key), key);
+  QVERIFY(j["window"].is_null());
+  // llama-perplexity's windows: 8-token windows, tokens 5..7 of each counted.
+  r = gbtest::run_cli("score --model " + quote(f16) + " --ctx 512 --text " + text_path + " --base " + quote(model) +
+                          " --window 8 --json",
+                      false);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json w = nlohmann::json::parse(r.output);
+  QCOMPARE(w["window"].get<int>(), 8);
+  QCOMPARE(w["tokens"].size(), (w["num_tokens"].get<size_t>() / 8) * 3);
+  for (const auto& t : w["tokens"]) QVERIFY(t["position"].get<int>() % 8 >= 5);
   r = gbtest::run_cli("score --model " + quote(model) + " --text " + text_path + " --base " + quote(other));
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("cannot compare") != std::string::npos);

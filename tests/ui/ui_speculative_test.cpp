@@ -213,7 +213,9 @@ class UiSpeculativeTest : public QObject {
     QVERIFY2(window->lastError().contains("llama-2-tiny-random.gguf"), qPrintable(window->lastError()));
     QVERIFY(window->findChild<QMessageBox*>("errorDialog"));
     QCOMPARE(window->chat()->activeRequest(), gbui::RequestKey(0));
-    QVERIFY(window->sessionModel()->requests().empty());
+    // No request reached the engine (the answers restored from the shared
+    // session file are not the engine's).
+    for (const auto& [key, r] : window->sessionModel()->requests()) QVERIFY(gbui::isRestoredKey(key));
     // Still usable: the same model generates once speculation is off.
     QCOMPARE(window->sampling()->speculative()->setSpec(QString()), QString());
     QCOMPARE(window->sampling()->setSettingsJson(kGreedyJson), QString());

@@ -99,7 +99,52 @@ GB_TEST(kl_of_a_model_against_itself_is_zero_and_f16_is_close) {
   QVERIFY(vs->kl->mean > 0.0);      // F16 rounding moves the distributions a little ...
   QVERIFY(vs->kl->mean < 1e-3);     // ... but only a little
   QVERIFY(vs->kl->top1_agreement > 0.9);
-  QVERIFY(vs->kl->p50 <= vs->kl->p90 && vs->kl->p90 <= vs->kl->p99 && vs->kl->p99 <= vs->kl->max);
+  const gb::KlSummary& k = *vs->kl;
+  QVERIFY(k.min <= k.p01 && k.p01 <= k.p05 && k.p05 <= k.p10 && k.p10 <= k.p50 && k.p50 <= k.p90 && k.p90 <= k.p95 &&
+          k.p95 <= k.p99 && k.p99 <= k.p999 && k.p999 <= k.max);
+}
+
+// llama-perplexity's windows: whole windows of w tokens (the rest dropped), each
+// starting with BOS and run from an empty cache, only tokens w/2+1 .. w-1 of
+// each counted -- so a token's score depends only on its own window.
+GB_TEST(windows_score_the_second_half_of_each_window_like_llama_perplexity) {
+  REQUIRE_FIXTURE(f);
+  std::vector<gb::TokenId> ids = f.tokenizer->encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day she saw "
+      "a big red ball in the park. She ran to it and kicked it very hard. The ball flew over the fence and into "
+      "the garden of an old man. Lily was scared, but she went to knock on his door. The old man smiled and gave "
+      "her the ball back, and they became good friends.",
+      true);
+  QVERIFY(ids.size() > 100);
+  const int32_t w = 32;
+  auto model_backend = cpu(f.model);
+  auto base_backend = cpu(f.model);
+  auto windows = gb::score_tokens_in_windows(*f.model, *model_backend, f.model.get(), base_backend.get(), ids, w,
+                                             f.tokenizer->bos_id());
+  QVERIFY2(windows.ok(), windows.ok() ? "" : windows.error().message.c_str());
+  const auto num_windows = static_cast<int32_t>(ids.size()) / w;
+  QCOMPARE(static_cast<int32_t>(windows->tokens.size()), num_windows * (w - 1 - w / 2));
+  QCOMPARE(windows->kl->mean, 0.0);  // the model against itself
+  QCOMPARE(windows->kl->top1_agreement, 1.0);
+  // Window 1 alone, BOS first, as a plain scoring: the same numbers.
+  std::vector<gb::TokenId> second(ids.begin() + w, ids.begin() + 2 * w);
+  second.front() = f.tokenizer->bos_id();
+  auto alone = gb::score_tokens(*f.model, *model_backend, nullptr, nullptr, second);
+  QVERIFY(alone.ok());
+  for (const gb::TokenScore& t : windows->tokens) {
+    QVERIFY(t.position % w > w / 2);  // second halves only
+    QCOMPARE(t.id, ids[static_cast<size_t>(t.position)]);
+    if (t.position / w != 1) continue;
+    const gb::TokenScore& a = alone->tokens[static_cast<size_t>(t.position % w - 1)];
+    QCOMPARE(a.id, t.id);
+    QCOMPARE(a.logprob, t.logprob);
+  }
+  double sum = 0.0;
+  for (const gb::TokenScore& t : windows->tokens) sum += t.logprob;
+  QVERIFY(std::abs(windows->perplexity - std::exp(-sum / static_cast<double>(windows->tokens.size()))) < 1e-9 * windows->perplexity);
+  // Too short for one window, or a window too small: clear errors.
+  QVERIFY(!gb::score_tokens_in_windows(*f.model, *model_backend, nullptr, nullptr, ids, 4096, 1).ok());
+  QVERIFY(!gb::score_tokens_in_windows(*f.model, *model_backend, nullptr, nullptr, ids, 2, 1).ok());
 }
 
 GB_TEST(different_vocabularies_and_bad_inputs_are_refused) {

@@ -96,6 +96,44 @@ GB_TEST(lines_lead_with_type_and_pass_the_validator) {
   QVERIFY(nlohmann::json::parse(lines[0])["sampler_settings"].is_object());
 }
 
+// The workbench's branch tree rides in the header ("branches", optional): kept
+// through export -> import -> export, validated strictly, and a file without it
+// (every trace written before it existed) still reads, with no tree.
+GB_TEST(branch_tree_in_the_header_round_trips_and_is_optional) {
+  gb::TraceHeader h = sample_header();
+  const nlohmann::json tree = {
+      {"nodes",
+       {{{"request", 1}, {"parent", nullptr}, {"fork_position", 0}, {"fork_token", nullptr}, {"fork_prob", nullptr},
+         {"prompt_ids", {1, 400}}, {"token_ids", {5, 6}}, {"token_texts", {"a", "b"}}, {"token_probs", {0.5, 0.25}},
+         {"text", "ab"}, {"seed", 7}, {"reason", "max_tokens"}, {"current", false}},
+        {{"request", 3}, {"parent", 1}, {"fork_position", 3}, {"fork_token", 9}, {"fork_prob", 0.125},
+         {"prompt_ids", {1, 400, 5}}, {"token_ids", {9}}, {"token_texts", {"c"}}, {"token_probs", {0.125}},
+         {"text", "c"}, {"seed", -1}, {"reason", "stop"}, {"current", true}}}},
+      {"conversation", {{"system", ""}, {"turns", nlohmann::json::array()}}}};
+  h.branches = tree.dump();
+  const std::string text = gb::format_trace_jsonl(h, gbtest::every_event_type());
+  const auto header_line = nlohmann::json::parse(lines_of(text)[0]);
+  QVERIFY(gb::validate_trace_json_line(header_line).ok());
+  QCOMPARE(header_line["branches"], tree);
+  auto file = gb::parse_trace_jsonl(text, "t.jsonl");
+  QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
+  QCOMPARE(nlohmann::json::parse(file.value().header.branches), tree);
+  QVERIFY(gb::format_trace_jsonl(file.value().header, file.value().events) == text);
+  // A node that breaks the schema is caught by the validator.
+  nlohmann::json bad = header_line;
+  bad["branches"]["nodes"][1].erase("fork_position");
+  QVERIFY(!gb::validate_trace_json_line(bad).ok());
+  bad = header_line;
+  bad["branches"]["nodes"][0]["token_probs"] = "x";
+  QVERIFY(!gb::validate_trace_json_line(bad).ok());
+  // Without a tree: no key in the header, and the reader gives "".
+  const std::string plain = gb::format_trace_jsonl(sample_header(), gbtest::every_event_type());
+  QVERIFY(!nlohmann::json::parse(lines_of(plain)[0]).contains("branches"));
+  auto old = gb::parse_trace_jsonl(plain, "t.jsonl");
+  QVERIFY(old.ok());
+  QVERIFY(old.value().header.branches.empty());
+}
+
 GB_TEST(importer_reports_file_line_and_problem) {
   const std::string header = gb::trace_header_line(sample_header()) + "\n";
   const auto events = gbtest::every_event_type();
