@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "engine_controller_state.h"
+#include "model/architecture.h"
 #include "model/weight_report.h"
 
 namespace gbui {
@@ -183,7 +184,11 @@ UiModelInfo EngineController::modelInfo() const {
                  {"kv heads", QString::number(c.num_kv_heads)}, {"head_dim", QString::number(c.head_dim)},
                  {"rope_dim", QString::number(c.rope_dim)}, {"vocab", QString::number(c.vocab_size)},
                  {"rope base", QString::number(c.rope_freq_base)}, {"rms eps", QString::number(c.rms_eps)},
-                 {"tied classifier", c.tied_classifier ? "yes" : "no"}};
+                 {"tied classifier", c.tied_classifier ? "yes" : "no"},
+                 {"block", QString::fromStdString(gb::describe_block(c))},
+                 {"rope", QString::fromStdString(gb::describe_rope(c))},
+                 {"sliding window", QString::fromStdString(gb::describe_sliding_window(c))},
+                 {"soft-caps", QString::fromStdString(gb::describe_softcaps(c))}};
   for (const auto& [k, v] : m.metadata) info.metadata.push_back({QString::fromStdString(k), QString::fromStdString(v)});
   // One row per weight type (largest share first), then the whole model.
   for (const gb::WeightTypeRow& r : gb::weight_type_table(m))

@@ -69,67 +69,6 @@ int print_comparison(const Model& m, const std::string& ref_path) {
   return 0;
 }
 
-// RoPE in one line: pairing, base(s), scaling and frequency factors.
-std::string rope_text(const ModelConfig& c) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s pairs, base %g", c.rope_style == RopeStyle::NeoX ? "NeoX (i, i+d/2)" : "adjacent",
-                static_cast<double>(c.rope_freq_base));
-  std::string s = buf;
-  if (c.rope_freq_base_swa > 0.0f) {
-    std::snprintf(buf, sizeof buf, ", sliding layers base %g", static_cast<double>(c.rope_freq_base_swa));
-    s += buf;
-  }
-  if (c.rope_freq_scale != 1.0f) {
-    std::snprintf(buf, sizeof buf, ", linear scaling x%g", 1.0 / static_cast<double>(c.rope_freq_scale));
-    s += buf + std::string(c.sliding_window > 0 ? " (global layers)" : "");
-  }
-  if (c.rope_freq_factors)
-    s += c.rope_orig_context > 0 ? std::string(", LongRoPE ") + (c.rope_long_factors ? "long" : "short") +
-                                       " factors (original context " + std::to_string(c.rope_orig_context) + ")"
-                                 : ", rope_freqs factors (Llama 3.1 scaling)";
-  if (c.rope_attn_factor != 1.0f) {
-    std::snprintf(buf, sizeof buf, ", attention factor %.4g", static_cast<double>(c.rope_attn_factor));
-    s += buf;
-  }
-  return s;
-}
-
-// Sliding-window layout in one line, or "none".
-std::string window_text(const ModelConfig& c) {
-  if (c.sliding_window <= 0) return "none";
-  int sliding = 0;
-  for (int32_t l = 0; l < c.num_layers; ++l) sliding += c.is_sliding(l) ? 1 : 0;
-  std::string s = std::to_string(c.sliding_window) + " tokens on " + std::to_string(sliding) + " of " +
-                  std::to_string(c.num_layers) + " layers";
-  if (c.swa_pattern > 1) s += " (" + std::to_string(c.swa_pattern - 1) + " sliding per global layer)";
-  return s;
-}
-
-// Block variations beyond llama's, in one line.
-std::string block_text(const ModelConfig& c) {
-  std::string s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated FFN" : "SwiGLU FFN";
-  if (c.qkv_bias) s += ", q/k/v biases";
-  if (c.qk_norm) s += ", q/k RMSNorm";
-  if (c.post_norms) s += ", post-attention/FFN norms";
-  if (c.fused_qkv) s += ", fused qkv";
-  if (c.fused_gate_up) s += ", fused gate/up";
-  char buf[96];
-  if (c.embed_scale != 1.0f) {
-    std::snprintf(buf, sizeof buf, ", embeddings x%.4g", static_cast<double>(c.embed_scale));
-    s += buf;
-  }
-  std::snprintf(buf, sizeof buf, ", query scale %.4g", static_cast<double>(c.query_scale()));
-  return s + buf;
-}
-
-std::string softcap_text(const ModelConfig& c) {
-  if (c.attn_softcap <= 0.0f && c.final_softcap <= 0.0f) return "none";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "attention %g, final logits %g", static_cast<double>(c.attn_softcap),
-                static_cast<double>(c.final_softcap));
-  return buf;
-}
-
 int run_info(const InfoArgs& a) {
   LoadOptions load;
   load.context_length = a.context_length;
@@ -152,12 +91,12 @@ int run_info(const InfoArgs& a) {
         {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
         {"rope_dim", c.rope_dim}, {"vocab_size", c.vocab_size}, {"context_length", c.context_length},
         {"rope_freq_base", c.rope_freq_base}, {"rms_eps", c.rms_eps}, {"tied_classifier", c.tied_classifier},
-        {"rope_style", c.rope_style == RopeStyle::NeoX ? "neox" : "adjacent"}, {"rope", rope_text(c)},
+        {"rope_style", c.rope_style == RopeStyle::NeoX ? "neox" : "adjacent"}, {"rope", describe_rope(c)},
         {"rope_freq_base_swa", c.rope_freq_base_swa}, {"rope_freq_scale", c.rope_freq_scale},
         {"rope_attn_factor", c.rope_attn_factor}, {"rope_long_factors", c.rope_long_factors},
         {"sliding_window", c.sliding_window}, {"sliding_window_pattern", c.swa_pattern},
         {"attn_softcap", c.attn_softcap}, {"final_softcap", c.final_softcap}, {"query_scale", c.query_scale()},
-        {"embed_scale", c.embed_scale}, {"block", block_text(c)},
+        {"embed_scale", c.embed_scale}, {"block", describe_block(c)},
         {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
         {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
         {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
@@ -188,10 +127,10 @@ int run_info(const InfoArgs& a) {
   std::printf("context        %d\n", c.context_length);
   if (const ArchitectureSpec* spec = find_architecture(c.architecture))
     std::printf("arch summary   %s\n", std::string(spec->summary).c_str());
-  std::printf("block          %s\n", block_text(c).c_str());
-  std::printf("rope           %s\n", rope_text(c).c_str());
-  std::printf("sliding window %s\n", window_text(c).c_str());
-  std::printf("soft-caps      %s\n", softcap_text(c).c_str());
+  std::printf("block          %s\n", describe_block(c).c_str());
+  std::printf("rope           %s\n", describe_rope(c).c_str());
+  std::printf("sliding window %s\n", describe_sliding_window(c).c_str());
+  std::printf("soft-caps      %s\n", describe_softcaps(c).c_str());
   std::printf("rms eps        %g\n", static_cast<double>(c.rms_eps));
   std::printf("parameters     %llu (%.2f M)\n", static_cast<unsigned long long>(m.num_parameters()),
               static_cast<double>(m.num_parameters()) / 1e6);

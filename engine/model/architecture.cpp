@@ -1,6 +1,8 @@
 // The architecture table (see architecture.h).
 #include "model/architecture.h"
 
+#include <cstdio>
+
 namespace gb {
 
 const std::vector<ArchitectureSpec>& architectures() {
@@ -39,6 +41,67 @@ std::string supported_architectures() {
   std::string names;
   for (const ArchitectureSpec& row : architectures()) names += (names.empty() ? "" : ", ") + std::string(row.name);
   return names;
+}
+
+// RoPE in one line: pairing, base(s), scaling and frequency factors.
+std::string describe_rope(const ModelConfig& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s pairs, base %g", c.rope_style == RopeStyle::NeoX ? "NeoX (i, i+d/2)" : "adjacent",
+                static_cast<double>(c.rope_freq_base));
+  std::string s = buf;
+  if (c.rope_freq_base_swa > 0.0f) {
+    std::snprintf(buf, sizeof buf, ", sliding layers base %g", static_cast<double>(c.rope_freq_base_swa));
+    s += buf;
+  }
+  if (c.rope_freq_scale != 1.0f) {
+    std::snprintf(buf, sizeof buf, ", linear scaling x%g", 1.0 / static_cast<double>(c.rope_freq_scale));
+    s += buf + std::string(c.sliding_window > 0 ? " (global layers)" : "");
+  }
+  if (c.rope_freq_factors)
+    s += c.rope_orig_context > 0 ? std::string(", LongRoPE ") + (c.rope_long_factors ? "long" : "short") +
+                                       " factors (original context " + std::to_string(c.rope_orig_context) + ")"
+                                 : ", rope_freqs factors (Llama 3.1 scaling)";
+  if (c.rope_attn_factor != 1.0f) {
+    std::snprintf(buf, sizeof buf, ", attention factor %.4g", static_cast<double>(c.rope_attn_factor));
+    s += buf;
+  }
+  return s;
+}
+
+// Sliding-window layout in one line, or "none".
+std::string describe_sliding_window(const ModelConfig& c) {
+  if (c.sliding_window <= 0) return "none";
+  int sliding = 0;
+  for (int32_t l = 0; l < c.num_layers; ++l) sliding += c.is_sliding(l) ? 1 : 0;
+  std::string s = std::to_string(c.sliding_window) + " tokens on " + std::to_string(sliding) + " of " +
+                  std::to_string(c.num_layers) + " layers";
+  if (c.swa_pattern > 1) s += " (" + std::to_string(c.swa_pattern - 1) + " sliding per global layer)";
+  return s;
+}
+
+// Block variations beyond llama's, in one line.
+std::string describe_block(const ModelConfig& c) {
+  std::string s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated FFN" : "SwiGLU FFN";
+  if (c.qkv_bias) s += ", q/k/v biases";
+  if (c.qk_norm) s += ", q/k RMSNorm";
+  if (c.post_norms) s += ", post-attention/FFN norms";
+  if (c.fused_qkv) s += ", fused qkv";
+  if (c.fused_gate_up) s += ", fused gate/up";
+  char buf[96];
+  if (c.embed_scale != 1.0f) {
+    std::snprintf(buf, sizeof buf, ", embeddings x%.4g", static_cast<double>(c.embed_scale));
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, ", query scale %.4g", static_cast<double>(c.query_scale()));
+  return s + buf;
+}
+
+std::string describe_softcaps(const ModelConfig& c) {
+  if (c.attn_softcap <= 0.0f && c.final_softcap <= 0.0f) return "none";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "attention %g, final logits %g", static_cast<double>(c.attn_softcap),
+                static_cast<double>(c.final_softcap));
+  return buf;
 }
 
 }  // namespace gb

@@ -51,4 +51,12 @@ const std::vector<ArchitectureSpec>& architectures();
 // Comma-separated names of every supported architecture, for messages.
 std::string supported_architectures();
 
+// One-line descriptions of a loaded config for `info` and the Model panel:
+// RoPE (pairing, bases, scaling, factors), the sliding-window layout ("none" or
+// "W tokens on n of L layers ..."), the block's variations, the soft-caps.
+std::string describe_rope(const ModelConfig& c);
+std::string describe_sliding_window(const ModelConfig& c);
+std::string describe_block(const ModelConfig& c);
+std::string describe_softcaps(const ModelConfig& c);
+
 }  // namespace gb

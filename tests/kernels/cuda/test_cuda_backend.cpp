@@ -19,6 +19,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
+#include "model/synthetic_model.h"
 
 using namespace gbtest::cuda;
 
@@ -258,4 +259,18 @@ GB_TEST(bad_batches_fail_with_a_message_and_the_backend_survives) {
   QVERIFY(!info.name.empty());
   QVERIFY(info.memory_used_bytes >= p.gpu->kv_pool_bytes());
   QVERIFY(info.memory_total_bytes > info.memory_used_bytes);
+}
+
+// Architectures beyond the llama block are refused by name (the CPU backend
+// runs them), never computed as a different model.
+GB_TEST(non_llama_architectures_are_refused_with_their_features) {
+  for (const char* name : {"qwen3", "mistral", "gemma2", "gemma3", "phi3"}) {
+    const std::string path = gbtest::temp_dir() + "/" + name + ".gguf";
+    QVERIFY(gb::write_synthetic_arch_model(*gb::find_synthetic_arch(name), 1, path).ok());
+    auto model = gb::load_model(path);
+    QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
+    auto made = gb::make_cuda_backend(*model);
+    QVERIFY2(!made.ok(), name);
+    QVERIFY2(made.error().message.find("use the CPU backend") != std::string::npos, made.error().message.c_str());
+  }
 }
