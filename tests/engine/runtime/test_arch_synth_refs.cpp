@@ -13,6 +13,7 @@
 #include "gb_test.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "trace/sha256.h"
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 
@@ -38,6 +39,13 @@ Loaded load(const std::string& arch_name, std::string& error) {
   const std::string path = gbtest::temp_dir() + "/" + arch_name + ".gguf";
   if (auto st = gb::write_synthetic_arch_model(*arch, out.ref["seed"].get<uint64_t>(), path); !st) {
     error = st.error().message;
+    return out;
+  }
+  // The reference was made from exactly these bytes (glassbox-cli synth runs the same code).
+  auto sha = gb::sha256_file_hex(path);
+  if (!sha || *sha != out.ref["model_sha256"].get<std::string>()) {
+    error = path + ": synth output differs from the file the reference was made from (sha256 " +
+            (sha ? *sha : sha.error().message) + "); regenerate with tools/make_arch_refs.py";
     return out;
   }
   gb::LoadOptions options;
