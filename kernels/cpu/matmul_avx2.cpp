@@ -11,6 +11,7 @@
 // per FMA fall to 7/12.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "cpu/elem_type.h"
@@ -209,29 +210,32 @@ namespace gb::kernels::avx2 {
 // summation order of the dot products.
 void paged_attention_head(float* out, const float* q, const float* k_cache, const float* v_cache,
                           const int32_t* block_table, int32_t block_size, int32_t num_kv_heads, int32_t head_dim,
-                          int32_t kv_head, int32_t num_ctx, float scale, float* scores) {
+                          int32_t kv_head, int32_t first, int32_t num_ctx, float scale, float softcap,
+                          float* scores) {
   const auto offset = [&](int32_t pos) {
     const int64_t slot = static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size;
     return (slot * num_kv_heads + kv_head) * head_dim;
   };
+  const int32_t n = num_ctx - first;
   float max_score = -3.402823466e+38f;
-  for (int32_t t = 0; t < num_ctx; ++t) {
-    const float* k = k_cache + offset(t);
+  for (int32_t t = 0; t < n; ++t) {
+    const float* k = k_cache + offset(first + t);
     __m256 acc = _mm256_setzero_ps();
     for (int32_t i = 0; i < head_dim; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc);
-    const float s = hsum(acc) * scale;
+    float s = hsum(acc) * scale;
+    if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
     scores[t] = s;
     max_score = s > max_score ? s : max_score;
   }
   float sum = 0.0f;
-  for (int32_t t = 0; t < num_ctx; ++t) {
+  for (int32_t t = 0; t < n; ++t) {
     scores[t] = __builtin_expf(scores[t] - max_score);
     sum += scores[t];
   }
   const float inv = 1.0f / sum;
   for (int32_t i = 0; i < head_dim; i += 8) _mm256_storeu_ps(out + i, _mm256_setzero_ps());
-  for (int32_t t = 0; t < num_ctx; ++t) {
-    const float* v = v_cache + offset(t);
+  for (int32_t t = 0; t < n; ++t) {
+    const float* v = v_cache + offset(first + t);
     const __m256 a = _mm256_set1_ps(scores[t] * inv);
     for (int32_t i = 0; i < head_dim; i += 8)
       _mm256_storeu_ps(out + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));

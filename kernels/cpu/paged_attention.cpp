@@ -10,7 +10,8 @@ namespace gb::kernels {
 namespace avx2 {
 void paged_attention_head(float* out, const float* q, const float* k_cache, const float* v_cache,
                           const int32_t* block_table, int32_t block_size, int32_t num_kv_heads, int32_t head_dim,
-                          int32_t kv_head, int32_t num_ctx, float scale, float* scores);
+                          int32_t kv_head, int32_t first, int32_t num_ctx, float scale, float softcap,
+                          float* scores);
 }
 
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
@@ -18,8 +19,8 @@ void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int
 #if defined(__x86_64__)
   if (matmul_has_simd() && kv.head_dim % 8 == 0) {
     avx2::paged_attention_head(out, q, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads,
-                               kv.head_dim, kv_head, num_ctx, 1.0f / std::sqrt(static_cast<float>(kv.head_dim)),
-                               scores);
+                               kv.head_dim, kv_head, 0, num_ctx, 1.0f / std::sqrt(static_cast<float>(kv.head_dim)),
+                               0.0f, scores);
     return;
   }
 #endif
@@ -28,13 +29,22 @@ void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int
 
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores) {
-  const int32_t d = kv.head_dim;
-  const float plain = 1.0f / std::sqrt(static_cast<float>(d));
-  const float scale = shape.scale > 0.0f ? shape.scale : plain;
-  if (shape.first <= 0 && shape.softcap <= 0.0f && scale == plain) {
-    paged_attention_head(out, q, kv, kv_head, num_ctx, scores);
+  const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
+  const int32_t first = shape.first > 0 ? shape.first : 0;
+#if defined(__x86_64__)
+  if (matmul_has_simd() && kv.head_dim % 8 == 0) {
+    avx2::paged_attention_head(out, q, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads,
+                               kv.head_dim, kv_head, first, num_ctx, scale, shape.softcap, scores);
     return;
   }
+#endif
+  paged_attention_head_ex_reference(out, q, kv, kv_head, num_ctx, shape, scores);
+}
+
+void paged_attention_head_ex_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
+                                       int32_t num_ctx, const AttentionShape& shape, float* scores) {
+  const int32_t d = kv.head_dim;
+  const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(d));
   const int32_t first = shape.first > 0 ? shape.first : 0;
   const int32_t n = num_ctx - first;
   for (int32_t t = 0; t < n; ++t) {

@@ -36,8 +36,9 @@ void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int
 // Attention over positions first .. num_ctx - 1 only (a sliding window starts at
 // first = max(0, pos - W + 1)), with the scores multiplied by `scale` and, when
 // softcap > 0, replaced by softcap * tanh(score / softcap) before the softmax
-// (Gemma 2). With first 0, scale 1/sqrt(head_dim) and no cap it is
-// paged_attention_head (and takes its fast path); otherwise scalar.
+// (Gemma 2). Uses the AVX2 path when the CPU has it and head_dim % 8 == 0 (with
+// first 0, the default scale and no cap it computes exactly paged_attention_head);
+// paged_attention_head_ex_reference is its scalar oracle.
 struct AttentionShape {
   int32_t first = 0;
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
@@ -45,6 +46,8 @@ struct AttentionShape {
 };
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores);
+void paged_attention_head_ex_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
+                                       int32_t num_ctx, const AttentionShape& shape, float* scores);
 // The scalar oracle (run.c's arithmetic).
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
                                     int32_t num_ctx, float* scores);

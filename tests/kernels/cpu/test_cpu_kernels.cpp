@@ -1,6 +1,7 @@
 // CPU kernels: the SIMD matmul against the scalar reference on awkward sizes and
 // every weight type; conversions against hand-known bit patterns; RoPE and
 // attention against direct formulas.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -175,6 +176,29 @@ GB_TEST(paged_attention_window_scale_and_softcap_match_formula) {
   paged_attention_head_ex(a.data(), q.data(), kv, 1, ctx, AttentionShape{}, scores.data());
   paged_attention_head(b.data(), q.data(), kv, 1, ctx, scores.data());
   QVERIFY(a == b);
+}
+
+GB_TEST(paged_attention_ex_simd_matches_reference) {
+  if (!matmul_has_simd()) QSKIP("no AVX2/FMA on this CPU");
+  for (int32_t d : {8, 32, 128}) {
+    for (int32_t ctx : {1, 9, 40, 300}) {
+      const int32_t kv_heads = 2, bs = 16, nblocks = (ctx + bs - 1) / bs + 1;
+      const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 51u + static_cast<uint32_t>(d), 2.0f);
+      const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 52u + static_cast<uint32_t>(ctx));
+      const auto q = random_floats(static_cast<size_t>(d), 53, 2.0f);
+      std::vector<int32_t> table(static_cast<size_t>(nblocks));
+      for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 3 + 2) % nblocks;
+      PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+      const AttentionShape shape{std::max(0, ctx - 7), 0.0625f, 5.0f};
+      std::vector<float> s1(static_cast<size_t>(ctx)), s2(static_cast<size_t>(ctx)), o1(static_cast<size_t>(d)),
+          o2(static_cast<size_t>(d));
+      paged_attention_head_ex(o1.data(), q.data(), kv, 1, ctx, shape, s1.data());
+      paged_attention_head_ex_reference(o2.data(), q.data(), kv, 1, ctx, shape, s2.data());
+      for (int32_t i = 0; i < d; ++i)
+        QVERIFY2(std::abs(o1[static_cast<size_t>(i)] - o2[static_cast<size_t>(i)]) <= 2e-5f,
+                 ("windowed attention d " + std::to_string(d) + " ctx " + std::to_string(ctx)).c_str());
+    }
+  }
 }
 
 GB_TEST(gelu_tanh_gated_and_softcap_match_formula) {
