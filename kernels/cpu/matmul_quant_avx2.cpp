@@ -6,18 +6,22 @@
 // for code that runs on CPUs without AVX2 (that is also why the few block
 // helpers of quant_blocks.h are restated here).
 //
-// One generic kernel serves every type. A type only says how to decode its
-// blocks into groups of 32 weights (see quant_blocks.h for the order):
+// Two kernels serve every type. Types of one 32-value block (Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, IQ4_NL) say how to decode a block into a Group:
 //   q    32 int8 weights (signed, or unsigned 0..63 when kSigned is false)
-//   sc   int16 multipliers: lanes 0-7 for values 0..15, lanes 8-15 for 16..31
-//        (the 16-value sub-block scales of Q2_K/Q3_K/Q6_K; 1 otherwise)
+//   sc   int16 multipliers (all 1 for these types)
 //   d    float scale of the group
-//   m0,m1 float offsets added per value in each half (Q4_1/Q5_1 m; K-type -dmin*min)
+//   m0,m1 float offsets added per value in each half (Q4_1/Q5_1 m)
 // and the kernel computes, per group and token,
 //   d * a.d * sum_i sc(i) q_i a_i  +  a.d * (m0 * a.sum[0] + m1 * a.sum[1])
-// with maddubs/madd integer products and one FMA per group. A tile decodes a
-// weight block once and multiplies it with T tokens (T = 1 for decode, 4 for
-// prefill), so prefill pays the decoding once per 4 tokens.
+// with maddubs/madd integer products and one FMA per group. Super-block types
+// (K-types, IQ4_XS: 256 values in 8 groups) decode a whole block's scales and
+// offsets into 8-lane vectors once (SuperHead, below), so the inner loop is
+// one integer product, one convert and one FMA per group and row, and the
+// offset terms are one vector FMA per super-block. A tile decodes a weight
+// block once and multiplies it with T tokens (T = 1 for decode, 4 for
+// prefill), so prefill pays the decoding once per 4 tokens; decode walks one
+// row at a time so the weights stream in address order.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -69,19 +73,6 @@ inline __m256i iq4_lookup(__m256i idx) {
 inline __m256i field(__m256i v, int shift, int mask) {
   return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(static_cast<char>(mask)));
 }
-void k4_scale_min(int j, const uint8_t* s, int& scale, int& min) {
-  if (j < 4) {
-    scale = s[j] & 63;
-    min = s[j + 4] & 63;
-  } else {
-    scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-int q3k_scale(int j, const uint8_t* s) {
-  return ((j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4)) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-}
-
 // ---- one decoder per type -------------------------------------------------
 // head() unpacks what a block's groups share (f16 scales, 6-bit sub-scales);
 // group() decodes group j. Splitting them keeps only one group per row live
@@ -145,84 +136,121 @@ struct IQ4_NL {
     return {iq4_lookup(nibbles16(b + 2)), ones16(), f16(b), 0, 0};
   }
 };
+// ---- super-block types (256 values = 8 groups of 32) ------------------------
+// head() decodes a super-block's scales with vector instructions into
+//   d       8 lanes: the float scale of each group's integer sum
+//   m0, m1  8 lanes: offsets per value of values 0..15 / 16..31 of each group
+//           (K-type -dmin * min; zero vectors where the type has none)
+//   sc      16 int16 sub-scales (values 0..15 and 16..31 of group g are lanes
+//           2g and 2g+1), for the types with 16-value sub-blocks
+// and q(b, g) the 32 integer weights of group g. The kernel below then spends,
+// per group and row, one integer product, one convert and one FMA: no scalar
+// scale arithmetic in the inner loop.
+
+struct SuperHead {
+  __m256 d, m0, m1;
+  __m256i sc;
+};
+
+// 8 unsigned bytes (little-endian u64) to 8 float lanes.
+inline __m256 u8x8_to_ps(unsigned long long v) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(v))));
+}
+// 16 signed bytes to 16 int16 lanes.
+inline __m256i i8x16_to_i16(__m128i v) { return _mm256_cvtepi8_epi16(v); }
+
 struct IQ4_XS {
-  static constexpr int kGroups = 8, kBytes = 136;
-  static constexpr bool kSigned = true, kHasMin = false;
-  struct Head { float d[8]; };
-  static Head head(const uint8_t* b) {
-    Head h;
-    const float d = f16(b);
-    const int scales_h = b[2] | (b[3] << 8);
-    for (int j = 0; j < 8; ++j)
-      h.d[j] = d * static_cast<float>((((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (((scales_h >> (2 * j)) & 3) << 4)) - 32);
-    return h;
+  static constexpr int kBytes = 136;
+  static constexpr bool kSigned = true, kHasMin = false, kSubScales = false;
+  static SuperHead head(const uint8_t* b) {
+    // Group j: low 4 bits = nibble j of scales_l (bytes 4..7), high 2 bits =
+    // bits 2j..2j+1 of scales_h (bytes 2..3); minus 32.
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u32(b + 4))),
+                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                        _mm256_set1_epi32(0xF));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b[2] | (b[3] << 8)),
+                                                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                        _mm256_set1_epi32(3));
+    const __m256i sc = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m256 z = _mm256_setzero_ps();
+    return {_mm256_mul_ps(_mm256_set1_ps(f16(b)), _mm256_cvtepi32_ps(sc)), z, z, _mm256_setzero_si256()};
   }
-  static Group group(const uint8_t* b, const Head& h, int j) {
-    return {iq4_lookup(nibbles16(b + 8 + 16 * j)), ones16(), h.d[j], 0, 0};
-  }
+  static __m256i q(const uint8_t* b, int g) { return iq4_lookup(nibbles16(b + 8 + 16 * g)); }
 };
 struct Q2_K {
-  static constexpr int kGroups = 8, kBytes = 84;
-  static constexpr bool kSigned = false, kHasMin = true;
-  struct Head { float d, dmin; };
-  static Head head(const uint8_t* b) { return {f16(b + 80), f16(b + 82)}; }
-  static Group group(const uint8_t* b, const Head& h, int j) {
-    const uint8_t s0 = b[2 * j], s1 = b[2 * j + 1];
-    return {field(load256(b + 16 + 32 * (j / 4)), 2 * (j % 4), 3), scales16(s0 & 0xF, s1 & 0xF), h.d,
-            -h.dmin * static_cast<float>(s0 >> 4), -h.dmin * static_cast<float>(s1 >> 4)};
+  static constexpr int kBytes = 84;
+  static constexpr bool kSigned = false, kHasMin = true, kSubScales = true;
+  static SuperHead head(const uint8_t* b) {
+    // scales[16]: low nibble = sub-block scale, high nibble = sub-block min.
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i mins = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+    // Even sub-blocks (values 0..15 of each group) and odd ones, as 8 bytes each.
+    const __m128i split = _mm_shuffle_epi8(mins, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    const __m256 dmin = _mm256_set1_ps(-f16(b + 82));
+    const __m256 m0 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(split)));
+    const __m256 m1 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(split, split))));
+    return {_mm256_set1_ps(f16(b + 80)), m0, m1, i8x16_to_i16(_mm_and_si128(raw, mask))};
   }
+  static __m256i q(const uint8_t* b, int g) { return field(load256(b + 16 + 32 * (g / 4)), 2 * (g % 4), 3); }
 };
 struct Q3_K {
-  static constexpr int kGroups = 8, kBytes = 110;
-  static constexpr bool kSigned = true, kHasMin = false;
-  struct Head { float d; int8_t sc[16]; };
-  static Head head(const uint8_t* b) {
-    Head h;
-    h.d = f16(b + 108);
-    for (int j = 0; j < 16; ++j) h.sc[j] = static_cast<int8_t>(q3k_scale(j, b + 96));
-    return h;
+  static constexpr int kBytes = 110;
+  static constexpr bool kSigned = true, kHasMin = false, kSubScales = true;
+  static SuperHead head(const uint8_t* b) {
+    // 16 sub-scales: low 4 bits from bytes 96..103 (low nibbles for 0..7, high
+    // for 8..15); high 2 bits of sub-block j from byte 104 + j%4 at bit 2*(j/4).
+    const __m128i low8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(low8, mask), _mm_and_si128(_mm_srli_epi16(low8, 4), mask));
+    const __m128i hbits = _mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(u32(b + 104))), _mm_setr_epi32(0, 2, 4, 6));
+    const __m128i high = _mm_slli_epi16(_mm_and_si128(hbits, _mm_set1_epi8(3)), 4);
+    const __m128i sc = _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+    const __m256 z = _mm256_setzero_ps();
+    return {_mm256_set1_ps(f16(b + 108)), z, z, i8x16_to_i16(sc)};
   }
-  static Group group(const uint8_t* b, const Head& h, int j) {
-    const __m256i low = field(load256(b + 32 + 32 * (j / 4)), 2 * (j % 4), 3);
-    const __m256i high = _mm256_slli_epi16(field(load256(b), j, 1), 2);
-    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
-    return {q, scales16(h.sc[2 * j], h.sc[2 * j + 1]), h.d, 0, 0};
+  static __m256i q(const uint8_t* b, int g) {
+    const __m256i low = field(load256(b + 32 + 32 * (g / 4)), 2 * (g % 4), 3);
+    const __m256i high = _mm256_slli_epi16(field(load256(b), g, 1), 2);
+    return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
   }
 };
 template <bool kFifthBit>
 struct Q45_K {
-  static constexpr int kGroups = 8, kBytes = kFifthBit ? 176 : 144;
-  static constexpr bool kSigned = false, kHasMin = true;
-  struct Head { float d[8], m[8]; };
-  static Head head(const uint8_t* b) {
-    Head h;
-    const float d = f16(b), dmin = f16(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      k4_scale_min(j, b + 4, sc, m);
-      h.d[j] = d * static_cast<float>(sc);
-      h.m[j] = -dmin * static_cast<float>(m);
-    }
-    return h;
+  static constexpr int kBytes = kFifthBit ? 176 : 144;
+  static constexpr bool kSigned = false, kHasMin = true, kSubScales = false;
+  static SuperHead head(const uint8_t* b) {
+    // The 12 packed bytes as three words a (bytes 4..7), m (8..11), c (12..15):
+    // scales 0..3 = a & 63, mins 0..3 = m & 63 (per byte); scales 4..7 = low
+    // nibbles of c with a's top two bits above them, mins 4..7 = high nibbles
+    // of c with m's top two bits.
+    const uint32_t a = u32(b + 4), m = u32(b + 8), c = u32(b + 12);
+    const uint32_t sc_lo = a & 0x3F3F3F3Fu, sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+    const uint32_t mn_lo = m & 0x3F3F3F3Fu, mn_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((m >> 2) & 0x30303030u);
+    const __m256 sc = u8x8_to_ps(sc_lo | (static_cast<unsigned long long>(sc_hi) << 32));
+    const __m256 mn = u8x8_to_ps(mn_lo | (static_cast<unsigned long long>(mn_hi) << 32));
+    const __m256 mins = _mm256_mul_ps(_mm256_set1_ps(-f16(b + 2)), mn);
+    return {_mm256_mul_ps(_mm256_set1_ps(f16(b)), sc), mins, mins, _mm256_setzero_si256()};
   }
-  static Group group(const uint8_t* b, const Head& h, int j) {
-    __m256i q = field(load256(b + (kFifthBit ? 48 : 16) + 32 * (j / 2)), 4 * (j % 2), 0xF);
-    if constexpr (kFifthBit) q = _mm256_or_si256(q, _mm256_slli_epi16(field(load256(b + 16), j, 1), 4));
-    return {q, ones16(), h.d[j], h.m[j], h.m[j]};
+  static __m256i q(const uint8_t* b, int g) {
+    __m256i v = field(load256(b + (kFifthBit ? 48 : 16) + 32 * (g / 2)), 4 * (g % 2), 0xF);
+    if constexpr (kFifthBit) v = _mm256_or_si256(v, _mm256_slli_epi16(field(load256(b + 16), g, 1), 4));
+    return v;
   }
 };
 struct Q6_K {
-  static constexpr int kGroups = 8, kBytes = 210;
-  static constexpr bool kSigned = true, kHasMin = false;
-  struct Head { float d; };
-  static Head head(const uint8_t* b) { return {f16(b + 208)}; }
-  static Group group(const uint8_t* b, const Head& h, int j) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    const int half = j / 4, k = j % 4;
+  static constexpr int kBytes = 210;
+  static constexpr bool kSigned = true, kHasMin = false, kSubScales = true;
+  static SuperHead head(const uint8_t* b) {
+    const __m256 z = _mm256_setzero_ps();
+    return {_mm256_set1_ps(f16(b + 208)), z, z,
+            i8x16_to_i16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)))};
+  }
+  static __m256i q(const uint8_t* b, int g) {
+    const int half = g / 4, k = g % 4;
     const __m256i low = field(load256(b + 64 * half + 32 * (k & 1)), k < 2 ? 0 : 4, 0xF);
     const __m256i high = _mm256_slli_epi16(field(load256(b + 128 + 32 * half), 2 * k, 3), 4);
-    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
-    return {q, scales16(sc[2 * j], sc[2 * j + 1]), h.d, 0, 0};
+    return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
   }
 };
 
@@ -260,8 +288,6 @@ inline void dot_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blo
     typename Ty::Head head[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      // Decode reads each weight row once: fetch the same columns two blocks ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + (blk + 2) * Ty::kBytes), _MM_HINT_T0);
       head[r] = Ty::head(rows[r] + blk * Ty::kBytes);
     }
     for (int k = 0; k < Ty::kGroups; ++k) {
@@ -289,7 +315,9 @@ inline void dot_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blo
 template <class Ty, int T>
 inline void rows_for_tokens(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
                             int64_t row_stride, int64_t num_blocks, int64_t row_begin, int64_t row_end, int64_t t0) {
-  constexpr int R = T == 1 ? 4 : 2;
+  // One row at a time for a single token: the weights then stream strictly in
+  // address order, which the hardware prefetcher follows at full rate.
+  constexpr int R = T == 1 ? 1 : 2;
   int64_t r = row_begin;
   for (; r + R <= row_end; r += R) dot_tile<Ty, R, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
   for (; r < row_end; ++r) dot_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
@@ -312,6 +340,102 @@ void matmul_type(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int6
   }
 }
 
+
+// ---- the super-block kernel -----------------------------------------------
+
+// Broadcast lane g (0..7) of v.
+inline __m256 lane(__m256 v, int g) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(g)); }
+// Sub-scales of group g as madd multipliers: lanes 0-7 = sc[2g], lanes 8-15 = sc[2g+1].
+inline __m256i group_scales(__m256i sc16, int g) {
+  const __m256i pair = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g));
+  return _mm256_shuffle_epi8(pair, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2,
+                                                    3, 2, 3, 2, 3, 2, 3, 2, 3));
+}
+
+// What a super-block's 8 activation blocks contribute besides their bytes:
+// scales d and, for the offset terms, d * sum of values 0..15 / 16..31.
+struct ActHead {
+  __m256 d, s0, s1;
+};
+inline ActHead act_head(const ActBlockQ8* a) {
+  const __m256 d = _mm256_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d);
+  const __m256 s0 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[0], a[1].sum[0], a[2].sum[0], a[3].sum[0],
+                                                         a[4].sum[0], a[5].sum[0], a[6].sum[0], a[7].sum[0]));
+  const __m256 s1 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[1], a[1].sum[1], a[2].sum[1], a[3].sum[1],
+                                                         a[4].sum[1], a[5].sum[1], a[6].sum[1], a[7].sum[1]));
+  return {d, _mm256_mul_ps(d, s0), _mm256_mul_ps(d, s1)};
+}
+
+// Rows r0..r0+R-1 times tokens t0..t0+T-1 over num_sb super-blocks.
+template <class Ty, int R, int T>
+inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
+                       int64_t row_stride, int64_t num_sb, int64_t r0, int64_t t0) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * row_stride;
+  for (int64_t sb = 0; sb < num_sb; ++sb) {
+    SuperHead h[R];
+    for (int r = 0; r < R; ++r) h[r] = Ty::head(rows[r] + sb * Ty::kBytes);
+    __m256 da[R][T];
+    for (int t = 0; t < T; ++t) {
+      const ActHead a = act_head(x + (t0 + t) * act_blocks + sb * 8);
+      for (int r = 0; r < R; ++r) {
+        da[r][t] = _mm256_mul_ps(h[r].d, a.d);
+        if constexpr (Ty::kHasMin)
+          acc[r][t] = _mm256_fmadd_ps(h[r].m1, a.s1, _mm256_fmadd_ps(h[r].m0, a.s0, acc[r][t]));
+      }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      __m256i q[R], sc[R];
+      for (int r = 0; r < R; ++r) {
+        q[r] = Ty::q(rows[r] + sb * Ty::kBytes, g);
+        sc[r] = Ty::kSubScales ? group_scales(h[r].sc, g) : ones16();
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[(t0 + t) * act_blocks + sb * 8 + g].qs));
+        for (int r = 0; r < R; ++r) {
+          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(q[r], av), sc[r]);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), lane(da[r][t], g), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
+}
+
+template <class Ty, int T>
+inline void super_rows(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
+                       int64_t row_stride, int64_t num_sb, int64_t row_begin, int64_t row_end, int64_t t0) {
+  constexpr int R = T == 1 ? 1 : 2;
+  int64_t r = row_begin;
+  for (; r + R <= row_end; r += R) super_tile<Ty, R, T>(y, ldy, x, act_blocks, w, row_stride, num_sb, r, t0);
+  for (; r < row_end; ++r) super_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_sb, r, t0);
+}
+
+template <class Ty>
+void matmul_super(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
+                  int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end) {
+  const int64_t num_sb = cols / 256, act_blocks = cols / 32;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  if (num_tokens == 1) {
+    // Decode: one row after another, so the weights stream strictly in address
+    // order (the hardware prefetcher keeps up; interleaving rows halved the rate).
+    super_rows<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, row_begin, row_end, 0);
+    return;
+  }
+  constexpr int64_t kPanel = 16;
+  for (int64_t p = row_begin; p < row_end; p += kPanel) {
+    const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
+    int64_t t = 0;
+    for (; t + 4 <= num_tokens; t += 4)
+      super_rows<Ty, 4>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, p, p_end, t);
+    for (; t < num_tokens; ++t) super_rows<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, p, p_end, t);
+  }
+}
 }  // namespace
 
 using QuantMatmulFn = void (*)(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
@@ -325,13 +449,13 @@ QuantMatmulFn quant_matmul_kernel(WeightType t) {
     case WeightType::Q5_0: return &matmul_type<Q5_0>;
     case WeightType::Q5_1: return &matmul_type<Q5_1>;
     case WeightType::Q8_0: return &matmul_type<Q8_0>;
-    case WeightType::Q2_K: return &matmul_type<Q2_K>;
-    case WeightType::Q3_K: return &matmul_type<Q3_K>;
-    case WeightType::Q4_K: return &matmul_type<Q45_K<false>>;
-    case WeightType::Q5_K: return &matmul_type<Q45_K<true>>;
-    case WeightType::Q6_K: return &matmul_type<Q6_K>;
+    case WeightType::Q2_K: return &matmul_super<Q2_K>;
+    case WeightType::Q3_K: return &matmul_super<Q3_K>;
+    case WeightType::Q4_K: return &matmul_super<Q45_K<false>>;
+    case WeightType::Q5_K: return &matmul_super<Q45_K<true>>;
+    case WeightType::Q6_K: return &matmul_super<Q6_K>;
     case WeightType::IQ4_NL: return &matmul_type<IQ4_NL>;
-    case WeightType::IQ4_XS: return &matmul_type<IQ4_XS>;
+    case WeightType::IQ4_XS: return &matmul_super<IQ4_XS>;
     default: return nullptr;
   }
 }
