@@ -270,6 +270,29 @@ inline __m256i products(__m256i q, __m256i a) {
   else return _mm256_maddubs_epi16(q, a);
 }
 
+// Broadcast lane g (0..7) of v.
+inline __m256 lane(__m256 v, int g) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(g)); }
+// Sub-scales of group g as madd multipliers: lanes 0-7 = sc[2g], lanes 8-15 = sc[2g+1].
+inline __m256i group_scales(__m256i sc16, int g) {
+  const __m256i pair = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g));
+  return _mm256_shuffle_epi8(pair, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2,
+                                                    3, 2, 3, 2, 3, 2, 3, 2, 3));
+}
+
+// What a super-block's 8 activation blocks contribute besides their bytes:
+// scales d and, for the offset terms, d * sum of values 0..15 / 16..31.
+struct ActHead {
+  __m256 d, s0, s1;
+};
+inline ActHead act_head(const ActBlockQ8* a) {
+  const __m256 d = _mm256_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d);
+  const __m256 s0 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[0], a[1].sum[0], a[2].sum[0], a[3].sum[0],
+                                                         a[4].sum[0], a[5].sum[0], a[6].sum[0], a[7].sum[0]));
+  const __m256 s1 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[1], a[1].sum[1], a[2].sum[1], a[3].sum[1],
+                                                         a[4].sum[1], a[5].sum[1], a[6].sum[1], a[7].sum[1]));
+  return {d, _mm256_mul_ps(d, s0), _mm256_mul_ps(d, s1)};
+}
+
 // Rows r0..r0+R-1 times tokens t0..t0+T-1: R x T independent accumulators, so
 // the FMA chains overlap, and each activation vector is loaded once per R rows.
 template <class Ty, int R, int T>
@@ -323,11 +346,65 @@ inline void rows_for_tokens(float* y, int64_t ldy, const ActBlockQ8* x, int64_t 
   for (; r < row_end; ++r) dot_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
 }
 
+// Decode (one token) for the one-block types: 8 blocks at a time, their f16
+// scales (at byte 0 of every block; Q4_1/Q5_1's m at byte 2) gathered into one
+// vector and multiplied with the activation scales once, so the inner loop is
+// one integer product, one convert and one FMA per block. `pre` holds the
+// activation heads of every 8 blocks of the token.
+template <class Ty>
+inline __m256 f16x8(const uint8_t* b, int offset) {
+  const __m128i h = _mm_setr_epi16(
+      static_cast<short>(b[offset] | (b[offset + 1] << 8)),
+      static_cast<short>(b[Ty::kBytes + offset] | (b[Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[2 * Ty::kBytes + offset] | (b[2 * Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[3 * Ty::kBytes + offset] | (b[3 * Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[4 * Ty::kBytes + offset] | (b[4 * Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[5 * Ty::kBytes + offset] | (b[5 * Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[6 * Ty::kBytes + offset] | (b[6 * Ty::kBytes + offset + 1] << 8)),
+      static_cast<short>(b[7 * Ty::kBytes + offset] | (b[7 * Ty::kBytes + offset + 1] << 8)));
+  return _mm256_cvtph_ps(h);
+}
+
+template <class Ty>
+inline float decode_row8(const ActBlockQ8* x, const ActHead* pre, const uint8_t* row, int64_t num_blocks) {
+  __m256 acc = _mm256_setzero_ps();
+  const int64_t units = num_blocks / 8;
+  for (int64_t u = 0; u < units; ++u) {
+    const uint8_t* b = row + u * 8 * Ty::kBytes;
+    const __m256 da = _mm256_mul_ps(f16x8<Ty>(b, 0), pre[u].d);
+    if constexpr (Ty::kHasMin) acc = _mm256_fmadd_ps(f16x8<Ty>(b, 2), _mm256_add_ps(pre[u].s0, pre[u].s1), acc);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const __m256i q = Ty::group(b + i * Ty::kBytes, typename Ty::Head{}, 0).q;
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[u * 8 + i].qs));
+      const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(q, av), ones16());
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), lane(da, i), acc);
+    }
+  }
+  float tail = 0.0f;
+  for (int64_t blk = units * 8; blk < num_blocks; ++blk) {
+    const Group g = Ty::group(row + blk * Ty::kBytes, typename Ty::Head{}, 0);
+    const ActBlockQ8& a = x[blk];
+    const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs))), ones16());
+    tail += g.d * a.d * hsum(_mm256_cvtepi32_ps(s32));
+    if constexpr (Ty::kHasMin) tail += a.d * (g.m0 * static_cast<float>(a.sum[0]) + g.m1 * static_cast<float>(a.sum[1]));
+  }
+  return hsum(acc) + tail;
+}
+
 template <class Ty>
 void matmul_type(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
                  int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end) {
   const int64_t num_blocks = cols / (Ty::kGroups * 32), act_blocks = cols / 32;
   const auto* wb = static_cast<const uint8_t*>(w);
+  constexpr int64_t kMaxPre = 256;  // rows of up to 65536 values
+  if (num_tokens == 1 && num_blocks / 8 <= kMaxPre) {
+    // Decode: rows one after another (weights stream in address order).
+    ActHead pre[kMaxPre];
+    for (int64_t u = 0; u < num_blocks / 8; ++u) pre[u] = act_head(x + u * 8);
+    for (int64_t r = row_begin; r < row_end; ++r) y[r] = decode_row8<Ty>(x, pre, wb + r * row_stride_bytes, num_blocks);
+    return;
+  }
   // Panels of rows small enough to stay in L1/L2 while all token tiles pass.
   constexpr int64_t kPanel = 16;
   for (int64_t p = row_begin; p < row_end; p += kPanel) {
@@ -343,33 +420,11 @@ void matmul_type(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int6
 
 // ---- the super-block kernel -----------------------------------------------
 
-// Broadcast lane g (0..7) of v.
-inline __m256 lane(__m256 v, int g) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(g)); }
-// Sub-scales of group g as madd multipliers: lanes 0-7 = sc[2g], lanes 8-15 = sc[2g+1].
-inline __m256i group_scales(__m256i sc16, int g) {
-  const __m256i pair = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g));
-  return _mm256_shuffle_epi8(pair, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2,
-                                                    3, 2, 3, 2, 3, 2, 3, 2, 3));
-}
-
-// What a super-block's 8 activation blocks contribute besides their bytes:
-// scales d and, for the offset terms, d * sum of values 0..15 / 16..31.
-struct ActHead {
-  __m256 d, s0, s1;
-};
-inline ActHead act_head(const ActBlockQ8* a) {
-  const __m256 d = _mm256_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d);
-  const __m256 s0 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[0], a[1].sum[0], a[2].sum[0], a[3].sum[0],
-                                                         a[4].sum[0], a[5].sum[0], a[6].sum[0], a[7].sum[0]));
-  const __m256 s1 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[1], a[1].sum[1], a[2].sum[1], a[3].sum[1],
-                                                         a[4].sum[1], a[5].sum[1], a[6].sum[1], a[7].sum[1]));
-  return {d, _mm256_mul_ps(d, s0), _mm256_mul_ps(d, s1)};
-}
-
 // Rows r0..r0+R-1 times tokens t0..t0+T-1 over num_sb super-blocks.
+// `pre`, when given, holds act_head() of every super-block of token t0 (T = 1).
 template <class Ty, int R, int T>
-inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
-                       int64_t row_stride, int64_t num_sb, int64_t r0, int64_t t0) {
+inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const ActHead* pre,
+                       const uint8_t* w, int64_t row_stride, int64_t num_sb, int64_t r0, int64_t t0) {
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -380,7 +435,7 @@ inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_b
     for (int r = 0; r < R; ++r) h[r] = Ty::head(rows[r] + sb * Ty::kBytes);
     __m256 da[R][T];
     for (int t = 0; t < T; ++t) {
-      const ActHead a = act_head(x + (t0 + t) * act_blocks + sb * 8);
+      const ActHead a = pre != nullptr ? pre[sb] : act_head(x + (t0 + t) * act_blocks + sb * 8);
       for (int r = 0; r < R; ++r) {
         da[r][t] = _mm256_mul_ps(h[r].d, a.d);
         if constexpr (Ty::kHasMin)
@@ -408,12 +463,13 @@ inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_b
 }
 
 template <class Ty, int T>
-inline void super_rows(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
-                       int64_t row_stride, int64_t num_sb, int64_t row_begin, int64_t row_end, int64_t t0) {
+inline void super_rows(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const ActHead* pre,
+                       const uint8_t* w, int64_t row_stride, int64_t num_sb, int64_t row_begin, int64_t row_end,
+                       int64_t t0) {
   constexpr int R = T == 1 ? 1 : 2;
   int64_t r = row_begin;
-  for (; r + R <= row_end; r += R) super_tile<Ty, R, T>(y, ldy, x, act_blocks, w, row_stride, num_sb, r, t0);
-  for (; r < row_end; ++r) super_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_sb, r, t0);
+  for (; r + R <= row_end; r += R) super_tile<Ty, R, T>(y, ldy, x, act_blocks, pre, w, row_stride, num_sb, r, t0);
+  for (; r < row_end; ++r) super_tile<Ty, 1, T>(y, ldy, x, act_blocks, pre, w, row_stride, num_sb, r, t0);
 }
 
 template <class Ty>
@@ -421,10 +477,14 @@ void matmul_super(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int
                   int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end) {
   const int64_t num_sb = cols / 256, act_blocks = cols / 32;
   const auto* wb = static_cast<const uint8_t*>(w);
-  if (num_tokens == 1) {
+  constexpr int64_t kMaxPre = 256;  // rows of up to 65536 values
+  if (num_tokens == 1 && num_sb <= kMaxPre) {
     // Decode: one row after another, so the weights stream strictly in address
-    // order (the hardware prefetcher keeps up; interleaving rows halved the rate).
-    super_rows<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, row_begin, row_end, 0);
+    // order (the hardware prefetcher keeps up; interleaving rows halved the
+    // rate), with the activation scales of every super-block decoded once.
+    ActHead pre[kMaxPre];
+    for (int64_t sb = 0; sb < num_sb; ++sb) pre[sb] = act_head(x + sb * 8);
+    super_rows<Ty, 1>(y, ldy, x, act_blocks, pre, wb, row_stride_bytes, num_sb, row_begin, row_end, 0);
     return;
   }
   constexpr int64_t kPanel = 16;
@@ -432,8 +492,9 @@ void matmul_super(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int
     const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
     int64_t t = 0;
     for (; t + 4 <= num_tokens; t += 4)
-      super_rows<Ty, 4>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, p, p_end, t);
-    for (; t < num_tokens; ++t) super_rows<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_sb, p, p_end, t);
+      super_rows<Ty, 4>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, num_sb, p, p_end, t);
+    for (; t < num_tokens; ++t)
+      super_rows<Ty, 1>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, num_sb, p, p_end, t);
   }
 }
 }  // namespace
