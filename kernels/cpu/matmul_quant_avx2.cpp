@@ -6,22 +6,25 @@
 // for code that runs on CPUs without AVX2 (that is also why the few block
 // helpers of quant_blocks.h are restated here).
 //
-// Two kernels serve every type. Types of one 32-value block (Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, IQ4_NL) say how to decode a block into a Group:
-//   q    32 int8 weights (signed, or unsigned 0..63 when kSigned is false)
-//   sc   int16 multipliers (all 1 for these types)
-//   d    float scale of the group
-//   m0,m1 float offsets added per value in each half (Q4_1/Q5_1 m)
-// and the kernel computes, per group and token,
+// One kernel serves every type. It walks a weight row in units of 256 values
+// = 8 groups of 32 (a K-type or IQ4_XS super-block, or 8 consecutive blocks of
+// a 32-value type such as Q4_0), and a type only says
+//   head(b, n)  the unit's scales and offsets as 8-lane vectors (SuperHead:
+//               group scale d, offsets m0/m1 per value of each half, int16
+//               sub-scales of 16-value sub-blocks), decoded once per unit;
+//               n < 8 only for the last unit of a row of 32-value blocks
+//   q(b, g)     the 32 integer weights of group g
+// and computes per group, row and token
 //   d * a.d * sum_i sc(i) q_i a_i  +  a.d * (m0 * a.sum[0] + m1 * a.sum[1])
-// with maddubs/madd integer products and one FMA per group. Super-block types
-// (K-types, IQ4_XS: 256 values in 8 groups) decode a whole block's scales and
-// offsets into 8-lane vectors once (SuperHead, below), so the inner loop is
-// one integer product, one convert and one FMA per group and row, and the
-// offset terms are one vector FMA per super-block. A tile decodes a weight
-// block once and multiplies it with T tokens (T = 1 for decode, 4 for
-// prefill), so prefill pays the decoding once per 4 tokens; decode walks one
-// row at a time so the weights stream in address order.
+// with maddubs/madd integer products, one convert and one FMA; offsets are
+// one vector FMA per unit. Every (row, token) result goes through the same
+// sequence of operations whatever the tile shape, so one token decoded alone
+// equals the same token inside a prefill batch bit for bit (the activation
+// quantization that follows each matmul would otherwise turn last-bit
+// differences into different int8 values). Within a unit, groups are summed
+// in pairs before they reach the accumulator, which shortens the dependency
+// chain that limits decode. Decode walks one row at a time so the weights
+// stream in address order; prefill tiles decode a unit once for 4 tokens.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -32,13 +35,6 @@ namespace gb::kernels::avx2 {
 
 namespace {
 
-struct Group {
-  __m256i q;
-  __m256i sc;
-  float d;
-  float m0, m1;
-};
-
 constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 inline float f16(const uint8_t* p) { return _cvtsh_ss(static_cast<unsigned short>(p[0] | (p[1] << 8))); }
@@ -48,9 +44,6 @@ inline uint32_t u32(const uint8_t* p) {
   return v;
 }
 inline __m256i ones16() { return _mm256_set1_epi16(1); }
-inline __m256i scales16(int a, int b) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)), _mm_set1_epi16(static_cast<short>(a)));
-}
 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 // 16 bytes -> 32 nibbles: low nibbles are values 0..15, high nibbles 16..31.
 inline __m256i nibbles16(const uint8_t* p) {
@@ -73,79 +66,55 @@ inline __m256i iq4_lookup(__m256i idx) {
 inline __m256i field(__m256i v, int shift, int mask) {
   return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(static_cast<char>(mask)));
 }
-// ---- one decoder per type -------------------------------------------------
-// head() unpacks what a block's groups share (f16 scales, 6-bit sub-scales);
-// group() decodes group j. Splitting them keeps only one group per row live
-// in registers (decoding all 8 groups of a K-type block first spilled them).
-
-struct NoHead {};
+// ---- 32-value block types ----------------------------------------------------
+// kBytes per block, f16 d at byte 0; kMinAt: byte of the f16 offset m (Q4_1,
+// Q5_1) or -1; kOffset: the constant the codes are stored above (Q4_0's 8,
+// Q5_0's 16), applied like an offset m = -kOffset * d so the codes multiply
+// unsigned; q(b): the 32 codes.
 
 struct Q4_0 {
-  static constexpr int kGroups = 1, kBytes = 18;
-  static constexpr bool kSigned = true, kHasMin = false;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) {
-    return {_mm256_sub_epi8(nibbles16(b + 2), _mm256_set1_epi8(8)), ones16(), f16(b), 0, 0};
-  }
+  static constexpr int kBytes = 18, kMinAt = -1, kOffset = 8;
+  static constexpr bool kSigned = false;
+  static __m256i q(const uint8_t* b) { return nibbles16(b + 2); }
 };
 struct Q4_1 {
-  static constexpr int kGroups = 1, kBytes = 20;
-  static constexpr bool kSigned = false, kHasMin = true;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) {
-    const float m = f16(b + 2);
-    return {nibbles16(b + 4), ones16(), f16(b), m, m};
-  }
+  static constexpr int kBytes = 20, kMinAt = 2, kOffset = 0;
+  static constexpr bool kSigned = false;
+  static __m256i q(const uint8_t* b) { return nibbles16(b + 4); }
 };
 struct Q5_0 {
-  static constexpr int kGroups = 1, kBytes = 22;
-  static constexpr bool kSigned = true, kHasMin = false;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) {
-    const __m256i hi = _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(0x10));
-    return {_mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), hi), _mm256_set1_epi8(16)), ones16(), f16(b), 0, 0};
+  static constexpr int kBytes = 22, kMinAt = -1, kOffset = 16;
+  static constexpr bool kSigned = false;
+  static __m256i q(const uint8_t* b) {
+    return _mm256_or_si256(nibbles16(b + 6), _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(0x10)));
   }
 };
 struct Q5_1 {
-  static constexpr int kGroups = 1, kBytes = 24;
-  static constexpr bool kSigned = false, kHasMin = true;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) {
-    const __m256i hi = _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(0x10));
-    const float m = f16(b + 2);
-    return {_mm256_or_si256(nibbles16(b + 8), hi), ones16(), f16(b), m, m};
+  static constexpr int kBytes = 24, kMinAt = 2, kOffset = 0;
+  static constexpr bool kSigned = false;
+  static __m256i q(const uint8_t* b) {
+    return _mm256_or_si256(nibbles16(b + 8), _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(0x10)));
   }
 };
 struct Q8_0 {
-  static constexpr int kGroups = 1, kBytes = 34;
-  static constexpr bool kSigned = true, kHasMin = false;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) { return {load256(b + 2), ones16(), f16(b), 0, 0}; }
+  static constexpr int kBytes = 34, kMinAt = -1, kOffset = 0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const uint8_t* b) { return load256(b + 2); }
 };
 struct IQ4_NL {
-  static constexpr int kGroups = 1, kBytes = 18;
-  static constexpr bool kSigned = true, kHasMin = false;
-  using Head = NoHead;
-  static Head head(const uint8_t*) { return {}; }
-  static Group group(const uint8_t* b, const Head&, int) {
-    return {iq4_lookup(nibbles16(b + 2)), ones16(), f16(b), 0, 0};
-  }
+  static constexpr int kBytes = 18, kMinAt = -1, kOffset = 0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const uint8_t* b) { return iq4_lookup(nibbles16(b + 2)); }
 };
+
 // ---- super-block types (256 values = 8 groups of 32) ------------------------
-// head() decodes a super-block's scales with vector instructions into
+// head() decodes a unit's scales with vector instructions into
 //   d       8 lanes: the float scale of each group's integer sum
 //   m0, m1  8 lanes: offsets per value of values 0..15 / 16..31 of each group
 //           (K-type -dmin * min; zero vectors where the type has none)
 //   sc      16 int16 sub-scales (values 0..15 and 16..31 of group g are lanes
 //           2g and 2g+1), for the types with 16-value sub-blocks
-// and q(b, g) the 32 integer weights of group g. The kernel below then spends,
-// per group and row, one integer product, one convert and one FMA: no scalar
-// scale arithmetic in the inner loop.
+// and q(b, g) the 32 integer weights of group g.
 
 struct SuperHead {
   __m256 d, m0, m1;
@@ -162,7 +131,7 @@ inline __m256i i8x16_to_i16(__m128i v) { return _mm256_cvtepi8_epi16(v); }
 struct IQ4_XS {
   static constexpr int kBytes = 136;
   static constexpr bool kSigned = true, kHasMin = false, kSubScales = false;
-  static SuperHead head(const uint8_t* b) {
+  static SuperHead head(const uint8_t* b, int) {
     // Group j: low 4 bits = nibble j of scales_l (bytes 4..7), high 2 bits =
     // bits 2j..2j+1 of scales_h (bytes 2..3); minus 32.
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u32(b + 4))),
@@ -180,7 +149,7 @@ struct IQ4_XS {
 struct Q2_K {
   static constexpr int kBytes = 84;
   static constexpr bool kSigned = false, kHasMin = true, kSubScales = true;
-  static SuperHead head(const uint8_t* b) {
+  static SuperHead head(const uint8_t* b, int) {
     // scales[16]: low nibble = sub-block scale, high nibble = sub-block min.
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
     const __m128i mask = _mm_set1_epi8(0x0F);
@@ -197,7 +166,7 @@ struct Q2_K {
 struct Q3_K {
   static constexpr int kBytes = 110;
   static constexpr bool kSigned = true, kHasMin = false, kSubScales = true;
-  static SuperHead head(const uint8_t* b) {
+  static SuperHead head(const uint8_t* b, int) {
     // 16 sub-scales: low 4 bits from bytes 96..103 (low nibbles for 0..7, high
     // for 8..15); high 2 bits of sub-block j from byte 104 + j%4 at bit 2*(j/4).
     const __m128i low8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96));
@@ -219,7 +188,7 @@ template <bool kFifthBit>
 struct Q45_K {
   static constexpr int kBytes = kFifthBit ? 176 : 144;
   static constexpr bool kSigned = false, kHasMin = true, kSubScales = false;
-  static SuperHead head(const uint8_t* b) {
+  static SuperHead head(const uint8_t* b, int) {
     // The 12 packed bytes as three words a (bytes 4..7), m (8..11), c (12..15):
     // scales 0..3 = a & 63, mins 0..3 = m & 63 (per byte); scales 4..7 = low
     // nibbles of c with a's top two bits above them, mins 4..7 = high nibbles
@@ -241,7 +210,7 @@ struct Q45_K {
 struct Q6_K {
   static constexpr int kBytes = 210;
   static constexpr bool kSigned = true, kHasMin = false, kSubScales = true;
-  static SuperHead head(const uint8_t* b) {
+  static SuperHead head(const uint8_t* b, int) {
     const __m256 z = _mm256_setzero_ps();
     return {_mm256_set1_ps(f16(b + 208)), z, z,
             i8x16_to_i16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)))};
@@ -254,7 +223,36 @@ struct Q6_K {
   }
 };
 
-// ---- the generic kernel ---------------------------------------------------
+// 8 blocks of a 32-value type as one unit; n < 8 for a row's last, partial unit
+// (lanes n..7 are zero and their bytes are never read).
+template <class B>
+struct Unit8 {
+  static constexpr int kBytes = 8 * B::kBytes;
+  static constexpr bool kSigned = B::kSigned, kHasMin = B::kMinAt >= 0 || B::kOffset != 0, kSubScales = false;
+  static unsigned short h16(const uint8_t* p) { return static_cast<unsigned short>(p[0] | (p[1] << 8)); }
+  static __m256 f16_lanes(const uint8_t* b, int at, int n) {
+    if (n == 8) {
+      const int k = B::kBytes;
+      return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(h16(b + at)), static_cast<short>(h16(b + k + at)),
+                                            static_cast<short>(h16(b + 2 * k + at)), static_cast<short>(h16(b + 3 * k + at)),
+                                            static_cast<short>(h16(b + 4 * k + at)), static_cast<short>(h16(b + 5 * k + at)),
+                                            static_cast<short>(h16(b + 6 * k + at)), static_cast<short>(h16(b + 7 * k + at))));
+    }
+    alignas(16) unsigned short h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) h[i] = static_cast<unsigned short>(b[i * B::kBytes + at] | (b[i * B::kBytes + at + 1] << 8));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static SuperHead head(const uint8_t* b, int n) {
+    const __m256 d = f16_lanes(b, 0, n);
+    __m256 m = _mm256_setzero_ps();
+    if constexpr (B::kMinAt >= 0) m = f16_lanes(b, B::kMinAt, n);
+    if constexpr (B::kOffset != 0) m = _mm256_mul_ps(d, _mm256_set1_ps(-static_cast<float>(B::kOffset)));
+    return {d, m, m, _mm256_setzero_si256()};
+  }
+  static __m256i q(const uint8_t* b, int g) { return B::q(b + g * B::kBytes); }
+};
+
+// ---- the kernel -----------------------------------------------------------
 
 inline float hsum(__m256 v) {
   __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -279,222 +277,123 @@ inline __m256i group_scales(__m256i sc16, int g) {
                                                     3, 2, 3, 2, 3, 2, 3, 2, 3));
 }
 
-// What a super-block's 8 activation blocks contribute besides their bytes:
-// scales d and, for the offset terms, d * sum of values 0..15 / 16..31.
+// What a unit's n activation blocks contribute besides their bytes: scales d
+// and, for the offset terms, d * sum of values 0..15 / 16..31 (zero lanes
+// from n on).
 struct ActHead {
   __m256 d, s0, s1;
 };
-inline ActHead act_head(const ActBlockQ8* a) {
-  const __m256 d = _mm256_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d);
-  const __m256 s0 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[0], a[1].sum[0], a[2].sum[0], a[3].sum[0],
-                                                         a[4].sum[0], a[5].sum[0], a[6].sum[0], a[7].sum[0]));
-  const __m256 s1 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[1], a[1].sum[1], a[2].sum[1], a[3].sum[1],
-                                                         a[4].sum[1], a[5].sum[1], a[6].sum[1], a[7].sum[1]));
+inline ActHead act_head(const ActBlockQ8* a, int n) {
+  __m256 d, s0, s1;
+  if (n == 8) {
+    d = _mm256_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d);
+    s0 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[0], a[1].sum[0], a[2].sum[0], a[3].sum[0], a[4].sum[0],
+                                              a[5].sum[0], a[6].sum[0], a[7].sum[0]));
+    s1 = _mm256_cvtepi32_ps(_mm256_setr_epi32(a[0].sum[1], a[1].sum[1], a[2].sum[1], a[3].sum[1], a[4].sum[1],
+                                              a[5].sum[1], a[6].sum[1], a[7].sum[1]));
+  } else {
+    alignas(32) float dv[8] = {0, 0, 0, 0, 0, 0, 0, 0}, v0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, v1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      dv[i] = a[i].d;
+      v0[i] = static_cast<float>(a[i].sum[0]);
+      v1[i] = static_cast<float>(a[i].sum[1]);
+    }
+    d = _mm256_load_ps(dv);
+    s0 = _mm256_load_ps(v0);
+    s1 = _mm256_load_ps(v1);
+  }
   return {d, _mm256_mul_ps(d, s0), _mm256_mul_ps(d, s1)};
 }
 
-// Rows r0..r0+R-1 times tokens t0..t0+T-1: R x T independent accumulators, so
-// the FMA chains overlap, and each activation vector is loaded once per R rows.
-template <class Ty, int R, int T>
-inline void dot_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
-                     int64_t row_stride, int64_t num_blocks, int64_t r0, int64_t t0) {
-  __m256 acc[R][T];
-  float min_acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) {
-      acc[r][t] = _mm256_setzero_ps();
-      min_acc[r][t] = 0.0f;
-    }
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * row_stride;
-  for (int64_t blk = 0; blk < num_blocks; ++blk) {
-    typename Ty::Head head[R];
-#pragma GCC unroll 4
+// Where a matmul's units are: `units` per row, the last with `last_n` groups.
+struct Units {
+  int64_t count;
+  int last_n;
+  int n(int64_t u) const { return u + 1 == count ? last_n : 8; }
+};
+
+// One unit of rows `rows` times tokens t0..t0+T-1 into acc. kFull: all 8
+// groups present (the compiler unrolls them); otherwise the first n.
+template <class Ty, int R, int T, bool kFull>
+inline void unit_step(__m256 (&acc)[R][T], const uint8_t* const (&rows)[R], int64_t u, int n, const ActBlockQ8* x,
+                      int64_t act_blocks, const ActHead* pre, int64_t t0) {
+  if constexpr (kFull) n = 8;
+  SuperHead h[R];
+  for (int r = 0; r < R; ++r) h[r] = Ty::head(rows[r] + u * Ty::kBytes, n);
+  __m256 da[R][T], pair[R][T];
+  for (int t = 0; t < T; ++t) {
+    const ActHead a = pre != nullptr ? pre[u] : act_head(x + (t0 + t) * act_blocks + u * 8, n);
     for (int r = 0; r < R; ++r) {
-      head[r] = Ty::head(rows[r] + blk * Ty::kBytes);
+      da[r][t] = _mm256_mul_ps(h[r].d, a.d);
+      if constexpr (Ty::kHasMin) acc[r][t] = _mm256_fmadd_ps(h[r].m1, a.s1, _mm256_fmadd_ps(h[r].m0, a.s0, acc[r][t]));
     }
-    for (int k = 0; k < Ty::kGroups; ++k) {
-      Group g[R];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) g[r] = Ty::group(rows[r] + blk * Ty::kBytes, head[r], k);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const ActBlockQ8& a = x[(t0 + t) * act_blocks + blk * Ty::kGroups + k];
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g[r].q, av), g[r].sc);
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_set1_ps(g[r].d * a.d), acc[r][t]);
-          if constexpr (Ty::kHasMin)
-            min_acc[r][t] += a.d * (g[r].m0 * static_cast<float>(a.sum[0]) + g[r].m1 * static_cast<float>(a.sum[1]));
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    if (!kFull && g >= n) break;
+    __m256i q[R], sc[R];
+    for (int r = 0; r < R; ++r) {
+      q[r] = Ty::q(rows[r] + u * Ty::kBytes, g);
+      sc[r] = Ty::kSubScales ? group_scales(h[r].sc, g) : ones16();
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[(t0 + t) * act_blocks + u * 8 + g].qs));
+      for (int r = 0; r < R; ++r) {
+        const __m256 c = _mm256_cvtepi32_ps(_mm256_madd_epi16(products<Ty::kSigned>(q[r], av), sc[r]));
+        // Groups 2k and 2k+1 meet first, then the accumulator.
+        if (g % 2 == 0) {
+          pair[r][t] = _mm256_mul_ps(c, lane(da[r][t], g));
+          if (g + 1 >= n) acc[r][t] = _mm256_add_ps(acc[r][t], pair[r][t]);
+        } else {
+          acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_fmadd_ps(c, lane(da[r][t], g), pair[r][t]));
         }
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + min_acc[r][t];
 }
 
-template <class Ty, int T>
-inline void rows_for_tokens(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const uint8_t* w,
-                            int64_t row_stride, int64_t num_blocks, int64_t row_begin, int64_t row_end, int64_t t0) {
-  // One row at a time for a single token: the weights then stream strictly in
-  // address order, which the hardware prefetcher follows at full rate.
-  constexpr int R = T == 1 ? 1 : 2;
-  int64_t r = row_begin;
-  for (; r + R <= row_end; r += R) dot_tile<Ty, R, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
-  for (; r < row_end; ++r) dot_tile<Ty, 1, T>(y, ldy, x, act_blocks, w, row_stride, num_blocks, r, t0);
-}
-
-// Decode (one token) for the one-block types: 8 blocks at a time, their f16
-// scales (at byte 0 of every block; Q4_1/Q5_1's m at byte 2) gathered into one
-// vector and multiplied with the activation scales once, so the inner loop is
-// one integer product, one convert and one FMA per block. `pre` holds the
-// activation heads of every 8 blocks of the token.
-template <class Ty>
-inline __m256 f16x8(const uint8_t* b, int offset) {
-  const __m128i h = _mm_setr_epi16(
-      static_cast<short>(b[offset] | (b[offset + 1] << 8)),
-      static_cast<short>(b[Ty::kBytes + offset] | (b[Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[2 * Ty::kBytes + offset] | (b[2 * Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[3 * Ty::kBytes + offset] | (b[3 * Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[4 * Ty::kBytes + offset] | (b[4 * Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[5 * Ty::kBytes + offset] | (b[5 * Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[6 * Ty::kBytes + offset] | (b[6 * Ty::kBytes + offset + 1] << 8)),
-      static_cast<short>(b[7 * Ty::kBytes + offset] | (b[7 * Ty::kBytes + offset + 1] << 8)));
-  return _mm256_cvtph_ps(h);
-}
-
-template <class Ty>
-inline float decode_row8(const ActBlockQ8* x, const ActHead* pre, const uint8_t* row, int64_t num_blocks) {
-  __m256 acc = _mm256_setzero_ps();
-  const int64_t units = num_blocks / 8;
-  for (int64_t u = 0; u < units; ++u) {
-    const uint8_t* b = row + u * 8 * Ty::kBytes;
-    const __m256 da = _mm256_mul_ps(f16x8<Ty>(b, 0), pre[u].d);
-    if constexpr (Ty::kHasMin) acc = _mm256_fmadd_ps(f16x8<Ty>(b, 2), _mm256_add_ps(pre[u].s0, pre[u].s1), acc);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      const __m256i q = Ty::group(b + i * Ty::kBytes, typename Ty::Head{}, 0).q;
-      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[u * 8 + i].qs));
-      const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(q, av), ones16());
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), lane(da, i), acc);
-    }
-  }
-  float tail = 0.0f;
-  for (int64_t blk = units * 8; blk < num_blocks; ++blk) {
-    const Group g = Ty::group(row + blk * Ty::kBytes, typename Ty::Head{}, 0);
-    const ActBlockQ8& a = x[blk];
-    const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(g.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs))), ones16());
-    tail += g.d * a.d * hsum(_mm256_cvtepi32_ps(s32));
-    if constexpr (Ty::kHasMin) tail += a.d * (g.m0 * static_cast<float>(a.sum[0]) + g.m1 * static_cast<float>(a.sum[1]));
-  }
-  return hsum(acc) + tail;
-}
-
-template <class Ty>
-void matmul_type(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
-                 int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end) {
-  const int64_t num_blocks = cols / (Ty::kGroups * 32), act_blocks = cols / 32;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  constexpr int64_t kMaxPre = 256;  // rows of up to 65536 values
-  if (num_tokens == 1 && num_blocks / 8 <= kMaxPre) {
-    // Decode: rows one after another (weights stream in address order).
-    ActHead pre[kMaxPre];
-    for (int64_t u = 0; u < num_blocks / 8; ++u) pre[u] = act_head(x + u * 8);
-    for (int64_t r = row_begin; r < row_end; ++r) y[r] = decode_row8<Ty>(x, pre, wb + r * row_stride_bytes, num_blocks);
-    return;
-  }
-  // Panels of rows small enough to stay in L1/L2 while all token tiles pass.
-  constexpr int64_t kPanel = 16;
-  for (int64_t p = row_begin; p < row_end; p += kPanel) {
-    const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
-    int64_t t = 0;
-    for (; t + 4 <= num_tokens; t += 4)
-      rows_for_tokens<Ty, 4>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_blocks, p, p_end, t);
-    for (; t < num_tokens; ++t)
-      rows_for_tokens<Ty, 1>(y, ldy, x, act_blocks, wb, row_stride_bytes, num_blocks, p, p_end, t);
-  }
-}
-
-
-// ---- the super-block kernel -----------------------------------------------
-
-// Rows r0..r0+R-1 times tokens t0..t0+T-1 over num_sb super-blocks.
-// `pre`, when given, holds act_head() of every super-block of token t0 (T = 1).
+// Rows r0..r0+R-1 times tokens t0..t0+T-1. `pre`, when given, holds
+// act_head() of every unit of token t0 (T = 1).
 template <class Ty, int R, int T>
-inline void super_tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const ActHead* pre,
-                       const uint8_t* w, int64_t row_stride, int64_t num_sb, int64_t r0, int64_t t0) {
+inline void tile(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const ActHead* pre,
+                 const uint8_t* w, int64_t row_stride, Units units, int64_t r0, int64_t t0) {
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * row_stride;
-  for (int64_t sb = 0; sb < num_sb; ++sb) {
-    SuperHead h[R];
-    for (int r = 0; r < R; ++r) h[r] = Ty::head(rows[r] + sb * Ty::kBytes);
-    __m256 da[R][T];
-    for (int t = 0; t < T; ++t) {
-      const ActHead a = pre != nullptr ? pre[sb] : act_head(x + (t0 + t) * act_blocks + sb * 8);
-      for (int r = 0; r < R; ++r) {
-        da[r][t] = _mm256_mul_ps(h[r].d, a.d);
-        if constexpr (Ty::kHasMin)
-          acc[r][t] = _mm256_fmadd_ps(h[r].m1, a.s1, _mm256_fmadd_ps(h[r].m0, a.s0, acc[r][t]));
-      }
-    }
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      __m256i q[R], sc[R];
-      for (int r = 0; r < R; ++r) {
-        q[r] = Ty::q(rows[r] + sb * Ty::kBytes, g);
-        sc[r] = Ty::kSubScales ? group_scales(h[r].sc, g) : ones16();
-      }
-      for (int t = 0; t < T; ++t) {
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[(t0 + t) * act_blocks + sb * 8 + g].qs));
-        for (int r = 0; r < R; ++r) {
-          const __m256i s32 = _mm256_madd_epi16(products<Ty::kSigned>(q[r], av), sc[r]);
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), lane(da[r][t], g), acc[r][t]);
-        }
-      }
-    }
-  }
+  const int64_t full = units.last_n == 8 ? units.count : units.count - 1;
+  for (int64_t u = 0; u < full; ++u) unit_step<Ty, R, T, true>(acc, rows, u, 8, x, act_blocks, pre, t0);
+  if (full < units.count) unit_step<Ty, R, T, false>(acc, rows, full, units.last_n, x, act_blocks, pre, t0);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
 }
 
-template <class Ty, int T>
-inline void super_rows(float* y, int64_t ldy, const ActBlockQ8* x, int64_t act_blocks, const ActHead* pre,
-                       const uint8_t* w, int64_t row_stride, int64_t num_sb, int64_t row_begin, int64_t row_end,
-                       int64_t t0) {
-  constexpr int R = T == 1 ? 1 : 2;
-  int64_t r = row_begin;
-  for (; r + R <= row_end; r += R) super_tile<Ty, R, T>(y, ldy, x, act_blocks, pre, w, row_stride, num_sb, r, t0);
-  for (; r < row_end; ++r) super_tile<Ty, 1, T>(y, ldy, x, act_blocks, pre, w, row_stride, num_sb, r, t0);
-}
-
 template <class Ty>
-void matmul_super(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
+void matmul_units(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
                   int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end) {
-  const int64_t num_sb = cols / 256, act_blocks = cols / 32;
+  const int64_t act_blocks = cols / 32;
+  const Units units{(act_blocks + 7) / 8, static_cast<int>(act_blocks - 8 * ((act_blocks + 7) / 8 - 1))};
   const auto* wb = static_cast<const uint8_t*>(w);
   constexpr int64_t kMaxPre = 256;  // rows of up to 65536 values
-  if (num_tokens == 1 && num_sb <= kMaxPre) {
+  if (num_tokens == 1 && units.count <= kMaxPre) {
     // Decode: one row after another, so the weights stream strictly in address
-    // order (the hardware prefetcher keeps up; interleaving rows halved the
-    // rate), with the activation scales of every super-block decoded once.
+    // order (interleaving rows halved the rate), with the activation heads of
+    // every unit made once.
     ActHead pre[kMaxPre];
-    for (int64_t sb = 0; sb < num_sb; ++sb) pre[sb] = act_head(x + sb * 8);
-    super_rows<Ty, 1>(y, ldy, x, act_blocks, pre, wb, row_stride_bytes, num_sb, row_begin, row_end, 0);
+    for (int64_t u = 0; u < units.count; ++u) pre[u] = act_head(x + u * 8, units.n(u));
+    for (int64_t r = row_begin; r < row_end; ++r) tile<Ty, 1, 1>(y, ldy, x, act_blocks, pre, wb, row_stride_bytes, units, r, 0);
     return;
   }
+  // Prefill: panels of rows small enough to stay in L1/L2 while all token tiles pass.
   constexpr int64_t kPanel = 16;
   for (int64_t p = row_begin; p < row_end; p += kPanel) {
     const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
     int64_t t = 0;
     for (; t + 4 <= num_tokens; t += 4)
-      super_rows<Ty, 4>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, num_sb, p, p_end, t);
+      for (int64_t r = p; r < p_end; ++r) tile<Ty, 1, 4>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, units, r, t);
     for (; t < num_tokens; ++t)
-      super_rows<Ty, 1>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, num_sb, p, p_end, t);
+      for (int64_t r = p; r < p_end; ++r) tile<Ty, 1, 1>(y, ldy, x, act_blocks, nullptr, wb, row_stride_bytes, units, r, t);
   }
 }
 }  // namespace
@@ -505,18 +404,18 @@ using QuantMatmulFn = void (*)(float* y, int64_t ldy, const ActBlockQ8* x, const
 // The AVX2 kernel of each quantized type (nullptr: none, use the reference).
 QuantMatmulFn quant_matmul_kernel(WeightType t) {
   switch (t) {
-    case WeightType::Q4_0: return &matmul_type<Q4_0>;
-    case WeightType::Q4_1: return &matmul_type<Q4_1>;
-    case WeightType::Q5_0: return &matmul_type<Q5_0>;
-    case WeightType::Q5_1: return &matmul_type<Q5_1>;
-    case WeightType::Q8_0: return &matmul_type<Q8_0>;
-    case WeightType::Q2_K: return &matmul_super<Q2_K>;
-    case WeightType::Q3_K: return &matmul_super<Q3_K>;
-    case WeightType::Q4_K: return &matmul_super<Q45_K<false>>;
-    case WeightType::Q5_K: return &matmul_super<Q45_K<true>>;
-    case WeightType::Q6_K: return &matmul_super<Q6_K>;
-    case WeightType::IQ4_NL: return &matmul_type<IQ4_NL>;
-    case WeightType::IQ4_XS: return &matmul_super<IQ4_XS>;
+    case WeightType::Q4_0: return &matmul_units<Unit8<Q4_0>>;
+    case WeightType::Q4_1: return &matmul_units<Unit8<Q4_1>>;
+    case WeightType::Q5_0: return &matmul_units<Unit8<Q5_0>>;
+    case WeightType::Q5_1: return &matmul_units<Unit8<Q5_1>>;
+    case WeightType::Q8_0: return &matmul_units<Unit8<Q8_0>>;
+    case WeightType::Q2_K: return &matmul_units<Q2_K>;
+    case WeightType::Q3_K: return &matmul_units<Q3_K>;
+    case WeightType::Q4_K: return &matmul_units<Q45_K<false>>;
+    case WeightType::Q5_K: return &matmul_units<Q45_K<true>>;
+    case WeightType::Q6_K: return &matmul_units<Q6_K>;
+    case WeightType::IQ4_NL: return &matmul_units<Unit8<IQ4_NL>>;
+    case WeightType::IQ4_XS: return &matmul_units<IQ4_XS>;
     default: return nullptr;
   }
 }
