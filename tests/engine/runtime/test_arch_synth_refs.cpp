@@ -67,6 +67,7 @@ Loaded load(const std::string& arch_name, std::string& error) {
 
 // Greedy tokens identical and every step's top-20 within tolerance.
 void check_matches(const Loaded& l) {
+  double worst = 0.0;  // largest |d logit| over every step's reference top-20
   for (const json& prompt : l.ref["prompts"]) {
     const std::string pname = prompt["name"].get<std::string>();
     const auto ids = gbtest::json_ids(prompt["ids"]);
@@ -81,9 +82,15 @@ void check_matches(const Loaded& l) {
                                               .c_str());
       const std::string diff = archref::compare_top(steps[k].top, prompt["greedy"]["steps"][k]);
       QVERIFY2(diff.empty(), (pname + " step " + std::to_string(k) + ": " + diff).c_str());
+      const json& step = prompt["greedy"]["steps"][k];
+      for (size_t j = 0; j < step["top_ids"].size(); ++j)
+        for (const auto& [id, logit] : steps[k].top)
+          if (id == step["top_ids"][j].get<gb::TokenId>())
+            worst = std::max(worst, std::abs(static_cast<double>(logit) - step["top_logits"][j].get<double>()));
     }
   }
-  std::printf("%s: %zu prompts match transformers\n", l.ref["arch"].get<std::string>().c_str(), l.ref["prompts"].size());
+  std::printf("%s: %zu prompts match transformers; max |d logit| over the top-20 of every step %.2e\n",
+              l.ref["arch"].get<std::string>().c_str(), l.ref["prompts"].size(), worst);
 }
 
 // With `change` applied to a copy of the model, the longest prompt's first
