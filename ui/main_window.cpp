@@ -32,6 +32,7 @@
 #include "score_view.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
+#include "model_file_summary.h"
 #include "model_info_panel.h"
 #include "performance_panel.h"
 #include "sampling_panel.h"
@@ -310,8 +311,8 @@ void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->setObjectName(QStringLiteral("menuFile"));
   named(file->addAction(tr("&Open model..."), QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.gguf *.bin);;All files (*)"));
-    if (!path.isEmpty()) openModel(path);
+    ModelFileDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) openModel(dialog.selectedFiles().front());
   }), "actionOpenModel");
   named(file->addAction(tr("&Connect to server..."), this, [this] {
     ConnectDialog dialog(model_->modelInfo().remoteUrl, this);
@@ -453,8 +454,11 @@ void MainWindow::rememberRecent(const QString& path) {
 
 void MainWindow::rebuildRecentMenu() {
   recentMenu_->clear();
-  for (const QString& path : QSettings().value("recentModels").toStringList())
-    recentMenu_->addAction(path, this, [this, path] { openModel(path); });
+  for (const QString& path : QSettings().value("recentModels").toStringList()) {
+    QAction* action = recentMenu_->addAction(modelFileLine(path), this, [this, path] { openModel(path); });
+    action->setToolTip(path);
+    action->setData(path);
+  }
   recentMenu_->setEnabled(!recentMenu_->isEmpty());
 }
 

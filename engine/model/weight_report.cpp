@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
+
+#include "model/gguf_file.h"
+#include "model/llama2c_file.h"
+#include "model/mapped_file.h"
 
 namespace gb {
 
@@ -20,21 +25,42 @@ std::string file_type_name(int64_t code) {
   return it == kNames.end() ? "" : it->second;
 }
 
+// Sums tensors per weight type; rows() gives the largest share of bytes first.
+class TypeTally {
+ public:
+  void add(DType type, uint64_t values, uint64_t bytes) {
+    WeightTypeRow& r = rows_[type];
+    r.type = type;
+    ++r.num_tensors;
+    r.num_values += values;
+    r.num_bytes += bytes;
+  }
+  std::vector<WeightTypeRow> rows() const {
+    std::vector<WeightTypeRow> out;
+    for (const auto& [type, row] : rows_) out.push_back(row);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.num_bytes > b.num_bytes; });
+    return out;
+  }
+
+ private:
+  std::map<DType, WeightTypeRow> rows_;
+};
+
+// "Q4_K_M, 4.9 bpw": the declared mixture name, else the type holding most bytes.
+std::string mixture_label(std::string name, const std::vector<WeightTypeRow>& table, double bpw) {
+  if (name.empty() && !table.empty()) name = std::string(dtype_info(table.front().type).name);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s, %.1f bpw", name.c_str(), bpw);
+  return buf;
+}
+
 }  // namespace
 
 std::vector<WeightTypeRow> weight_type_table(const Model& model) {
-  std::map<DType, WeightTypeRow> rows;
-  for (const TensorView* t : model.all_tensors()) {
-    WeightTypeRow& r = rows[t->dtype];
-    r.type = t->dtype;
-    ++r.num_tensors;
-    r.num_values += static_cast<uint64_t>(t->num_elements());
-    r.num_bytes += t->num_bytes();
-  }
-  std::vector<WeightTypeRow> out;
-  for (const auto& [type, row] : rows) out.push_back(row);
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.num_bytes > b.num_bytes; });
-  return out;
+  TypeTally tally;
+  for (const TensorView* t : model.all_tensors())
+    tally.add(t->dtype, static_cast<uint64_t>(t->num_elements()), t->num_bytes());
+  return tally.rows();
 }
 
 double bits_per_weight(const Model& model) {
@@ -46,13 +72,38 @@ std::string weight_type_label(const Model& model) {
   std::string name;
   for (const auto& [key, value] : model.metadata)
     if (key == "general.file_type") name = file_type_name(std::atoll(value.c_str()));
-  if (name.empty()) {
-    const auto table = weight_type_table(model);
-    if (!table.empty()) name = std::string(dtype_info(table.front().type).name);
+  return mixture_label(name, weight_type_table(model), bits_per_weight(model));
+}
+
+Result<WeightSummary> read_weight_summary(const std::string& path) {
+  auto mapped = MappedFile::open(path);
+  if (!mapped) return mapped.error();
+  const std::shared_ptr<const MappedFile>& file = mapped.value();
+  if (file->size_bytes() < 4) return make_error(path + ": truncated file: too short to hold a header");
+  uint32_t magic = 0;
+  std::memcpy(&magic, file->data(), sizeof magic);
+  TypeTally tally;
+  WeightSummary s;
+  s.file_bytes = file->size_bytes();
+  std::string declared;
+  if (magic == kGgufMagic) {
+    auto gguf = GgufFile::parse(file);
+    if (!gguf) return gguf.error();
+    for (const GgufTensorInfo& t : gguf.value().tensors()) tally.add(t.dtype, t.num_elements(), t.num_bytes);
+    if (const GgufValue* ft = gguf.value().find("general.file_type"))
+      if (auto code = ft->as_int()) declared = file_type_name(*code);
+  } else {
+    Model model;  // views into the mapping only; no weight byte is read
+    model.path = path;
+    GB_TRY(read_llama2c_model(file, model));
+    for (const TensorView* t : model.all_tensors())
+      tally.add(t->dtype, static_cast<uint64_t>(t->num_elements()), t->num_bytes());
   }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%s, %.1f bpw", name.c_str(), bits_per_weight(model));
-  return buf;
+  s.types = tally.rows();
+  for (const WeightTypeRow& r : s.types) { s.num_values += r.num_values; s.num_bytes += r.num_bytes; }
+  const double bpw = s.num_values ? 8.0 * static_cast<double>(s.num_bytes) / static_cast<double>(s.num_values) : 0;
+  s.label = magic == kGgufMagic ? mixture_label(declared, s.types, bpw) : "F32 (llama2.c)";
+  return s;
 }
 
 uint64_t memory_estimate_bytes(const Model& model, int64_t num_tokens) {

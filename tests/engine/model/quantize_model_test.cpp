@@ -145,3 +145,39 @@ GB_TEST(check_tensors_names_the_first_nan_scale) {
                std::string::npos,
            m.error().message.c_str());
 }
+
+// read_weight_summary (header and tensor infos only) against gguf-py's tensor
+// types in each quant-llama reference, and against the loaded model's table and
+// label; a llama2.c file is labelled as such; a broken file is an error.
+GB_TEST(header_only_summary_matches_gguf_py_and_loaded_model) {
+  for (const char* key : {"F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M",
+                          "Q6_K", "IQ4_NL", "IQ4_XS", "untied-Q4_K_M"}) {
+    GB_REQUIRE_SHARED(path, std::string("models/quant-llama/quant-llama-") + key + ".gguf");
+    GB_REQUIRE_SHARED(ref_path, std::string("models/quant-llama/refs/quant-llama-") + key + ".json");
+    std::ifstream in(ref_path);
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    std::map<std::string, int> want;
+    for (const auto& [name, type] : ref["tensor_types"].items()) ++want[type.get<std::string>()];
+    auto s = gb::read_weight_summary(path);
+    QVERIFY2(s.ok(), s.ok() ? "" : s.error().message.c_str());
+    std::map<std::string, int> got;
+    for (const gb::WeightTypeRow& r : s->types) got[std::string(gb::dtype_info(r.type).name)] = r.num_tensors;
+    QVERIFY2(got == want, key);
+    std::string mix = key;
+    if (mix.rfind("untied-", 0) == 0) mix = mix.substr(7);
+    QVERIFY2(s->label.rfind(mix + ", ", 0) == 0, (std::string(key) + ": " + s->label).c_str());
+    auto m = gb::load_model(path);
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
+    QCOMPARE(s->label, gb::weight_type_label(**m));
+    QCOMPARE(s->num_bytes, static_cast<uint64_t>((*m)->weight_bytes()));
+    QCOMPARE(s->num_values, (*m)->num_parameters());
+  }
+  GB_REQUIRE_SHARED(stories, "models/stories260K/stories260K.bin");
+  auto s = gb::read_weight_summary(stories);
+  QVERIFY2(s.ok(), s.ok() ? "" : s.error().message.c_str());
+  QCOMPARE(s->label, std::string("F32 (llama2.c)"));
+  const std::string junk = gbtest::temp_dir() + "/junk.gguf";
+  std::ofstream(junk, std::ios::binary) << "GGUF\x03";
+  QVERIFY(!gb::read_weight_summary(junk).ok());
+  QVERIFY(!gb::read_weight_summary(gbtest::temp_dir() + "/no-such-file.gguf").ok());
+}
