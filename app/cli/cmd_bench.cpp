@@ -1,9 +1,13 @@
 // `glassbox-cli bench`: prefill and decode speed of one model on one backend, and
 // the decode roofline: weight bytes read per token against the machine's measured
 // read bandwidth. Speed targets are checked with this, never with timed tests.
+// Records the processor and the instruction sets the kernels' run-time dispatch
+// chose; --llama-bench-table prints llama-bench's markdown table.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +16,9 @@
 #include "cli/command_registry.h"
 #include "cli/memory_bandwidth.h"
 #include "cli/model_session.h"
+#include "cpu/cpu_info.h"
+#include "cpu/matmul_quant.h"
+#include "model/weight_report.h"
 
 namespace gb::cli {
 namespace {
@@ -24,12 +31,72 @@ struct BenchArgs {
   int32_t block_size = 16;
   bool json = false;
   bool skip_bandwidth = false;
+  bool llama_bench_table = false;
   std::string out;
 };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+// Sample standard deviation (n - 1), as llama-bench reports; 0 for one run.
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return std::sqrt(sq / static_cast<double>(v.size() - 1));
+}
+
+// What ran the model: the processor (or GPU), the instruction sets the CPU
+// dispatch chose, and the weight types that fall back to the scalar kernels.
+nlohmann::json kernel_fields(const DeviceInfo& device, const Model& model) {
+  nlohmann::json j;
+  if (device.backend != "cpu") {
+    j["processor"] = kernels::processor_name();
+    j["instruction_sets"] = device.backend;
+    j["scalar_weight_types"] = nlohmann::json::array();
+    return j;
+  }
+  const std::string sets = kernels::instruction_sets();
+  nlohmann::json scalar = nlohmann::json::array();
+  if (sets != "scalar")
+    for (const WeightTypeRow& r : weight_type_table(model))
+      if (!kernels::matmul_weights_has_simd(r.type)) scalar.push_back(std::string(dtype_info(r.type).name));
+  j["processor"] = kernels::processor_name();
+  j["instruction_sets"] = sets;
+  j["scalar_weight_types"] = scalar;
+  return j;
+}
+
+// llama-bench's markdown table: model, size, params, backend, threads, test, t/s
+// (mean ± sample standard deviation over the repeats).
+void print_llama_bench_table(const nlohmann::json& j) {
+  const double params = j["num_parameters"].get<double>();
+  char size[32], count[32];
+  std::snprintf(size, sizeof size, "%.2f MiB", j["weight_bytes"].get<double>() / (1024.0 * 1024.0));
+  std::snprintf(count, sizeof count, params >= 1e9 ? "%.2f B" : "%.2f M", params >= 1e9 ? params / 1e9 : params / 1e6);
+  std::string backend = j["backend"].get<std::string>();
+  std::transform(backend.begin(), backend.end(), backend.begin(), [](unsigned char ch) { return std::toupper(ch); });
+  std::string mix = j["type_label"].get<std::string>();  // "Q4_K_M, 4.6 bpw" -> "Q4_K_M"
+  mix = mix.substr(0, mix.find(','));
+  const std::string model = j["architecture"].get<std::string>() + " " + mix;
+  std::printf("| model | size | params | backend | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  struct Test { const char* prefix; const char* tokens; const char* kind; };
+  for (const Test& t : {Test{"pp", "prompt_tokens", "prefill"}, Test{"tg", "gen_tokens", "decode"}}) {
+    const std::string test = t.prefix + std::to_string(j[t.tokens].get<int>());
+    std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", model.c_str(), size, count, backend.c_str(),
+                j["threads"].get<int>(), test.c_str(), j[std::string(t.kind) + "_mean_tok_s"].get<double>(),
+                j[std::string(t.kind) + "_stddev_tok_s"].get<double>());
+  }
 }
 
 using Clock = std::chrono::steady_clock;
@@ -76,7 +143,7 @@ int run_bench(BenchArgs a) {
     if (r == 0) continue;
     prefill_tok_s.push_back(a.prompt_tokens / prefill_s);
     decode_tok_s.push_back(a.gen_tokens / decode_s);
-    if (!a.json) std::fprintf(stderr, "run %d: prefill %.1f tok/s, decode %.2f tok/s\n", r, prefill_tok_s.back(), decode_tok_s.back());
+    if (!a.json && !a.llama_bench_table) std::fprintf(stderr, "run %d: prefill %.1f tok/s, decode %.2f tok/s\n", r, prefill_tok_s.back(), decode_tok_s.back());
   }
 
   const double decode = median(decode_tok_s);
@@ -84,9 +151,14 @@ int run_bench(BenchArgs a) {
   const double implied_bw = bytes_per_token * decode;
   double measured_bw = 0.0;
   if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
+  const Model& model = *session->model;
   nlohmann::json j = {
-      {"model", session->model->path},
-      {"model_name", session->model->name},
+      {"model", model.path},
+      {"model_name", model.name},
+      {"architecture", c.architecture},
+      {"type_label", weight_type_label(model)},
+      {"num_parameters", model.num_parameters()},
+      {"weight_bytes", model.weight_bytes()},
       {"backend", device.backend},
       {"device", device.name},
       {"threads", device.num_threads},
@@ -96,6 +168,10 @@ int run_bench(BenchArgs a) {
       {"prefill_tok_s", median(prefill_tok_s)},
       {"decode_tok_s", decode},
       {"decode_ms_per_token", decode > 0 ? 1000.0 / decode : 0.0},
+      {"prefill_mean_tok_s", mean(prefill_tok_s)},
+      {"prefill_stddev_tok_s", stddev(prefill_tok_s)},
+      {"decode_mean_tok_s", mean(decode_tok_s)},
+      {"decode_stddev_tok_s", stddev(decode_tok_s)},
       {"prefill_runs_tok_s", prefill_tok_s},
       {"decode_runs_tok_s", decode_tok_s},
       {"weight_bytes_per_token", bytes_per_token},
@@ -103,6 +179,7 @@ int run_bench(BenchArgs a) {
       {"measured_read_bandwidth_gb_s", measured_bw / 1e9},
       {"roofline_ratio", measured_bw > 0 ? implied_bw / measured_bw : 0.0},
   };
+  j.update(kernel_fields(device, model));
   const std::string text = j.dump(2);
   if (!a.out.empty()) {
     std::ofstream f(a.out);
@@ -111,7 +188,11 @@ int run_bench(BenchArgs a) {
   }
   if (a.json) {
     std::printf("%s\n", text.c_str());
+  } else if (a.llama_bench_table) {
+    print_llama_bench_table(j);
   } else {
+    std::printf("%s, kernels %s on %s\n", j["type_label"].get<std::string>().c_str(),
+                j["instruction_sets"].get<std::string>().c_str(), j["processor"].get<std::string>().c_str());
     std::printf("prefill %.1f tok/s, decode %.2f tok/s (%.2f ms/token), %d threads\n", median(prefill_tok_s), decode,
                 decode > 0 ? 1000.0 / decode : 0.0, device.num_threads);
     std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
@@ -127,7 +208,10 @@ const CommandRegistrar registrar("bench", "Measure prefill/decode speed and the 
   sub.add_option("--prompt-tokens", a->prompt_tokens, "Prompt length for the prefill measurement")->check(CLI::PositiveNumber);
   sub.add_option("--gen-tokens", a->gen_tokens, "Tokens decoded per run")->check(CLI::PositiveNumber);
   sub.add_option("--repeats", a->repeats, "Timed runs (the median is reported)")->check(CLI::PositiveNumber);
-  sub.add_flag("--json", a->json, "Print the result as JSON");
+  auto* json = sub.add_flag("--json", a->json, "Print the result as JSON");
+  sub.add_flag("--llama-bench-table", a->llama_bench_table,
+               "Print the result as llama-bench's markdown table (pp<N>, tg<N>; t/s mean ± stddev)")
+      ->excludes(json);
   sub.add_option("--out", a->out, "Also write the JSON result to this file");
   sub.add_flag("--skip-bandwidth", a->skip_bandwidth, "Do not measure memory bandwidth");
   return [a] { return run_bench(*a); };

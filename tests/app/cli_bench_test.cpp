@@ -1,0 +1,88 @@
+// `glassbox-cli bench` from outside (its shape, never its speed): the JSON names
+// the processor (as /proc/cpuinfo has it) and the instruction sets the kernels'
+// dispatch chose (as cpuid says), counts quant-llama's parameters and weight
+// bytes as worked out from its README config, and its mean/stddev agree with the
+// per-run figures; --llama-bench-table prints llama-bench's columns and tests.
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "cli_runner.h"
+#include "gb_test.h"
+
+namespace {
+
+std::string cpuinfo_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      std::string v = line.substr(line.find(':') + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return {};
+}
+
+const char* kArgs = " --prompt-tokens 16 --gen-tokens 4 --repeats 3 --threads 1 --skip-bandwidth";
+
+}  // namespace
+
+GB_TEST(bench_json_names_processor_kernels_and_model) {
+  GB_REQUIRE_SHARED(model, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto r = gbtest::run_cli("bench --model '" + model + "'" + kArgs + " --json", false);
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  const auto j = nlohmann::json::parse(r.output, nullptr, false);
+  QVERIFY2(j.is_object(), r.output.c_str());
+  const std::string cpu = cpuinfo_model_name();
+  if (!cpu.empty()) QCOMPARE(j["processor"].get<std::string>(), cpu);
+  QVERIFY(!j["processor"].get<std::string>().empty());
+#if defined(__x86_64__)
+  const bool simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  const bool simd = false;
+#endif
+  QCOMPARE(j["instruction_sets"].get<std::string>(), std::string(simd ? "avx2+fma+f16c" : "scalar"));
+  QVERIFY(j["scalar_weight_types"].is_array());
+  // README config: 32000x256 tied embedding, 4 layers of q,o 256x256, k,v 128x256,
+  // gate/up/down 768x256, 9 F32 norms of 256. Q4_K_M (README: Q4_K x25, Q6_K x4):
+  // attn_v and ffn_down of layers 0 and 2 in Q6_K (210 bytes / 256), the rest Q4_K (144 / 256).
+  const uint64_t matrices = 32000ull * 256 + 4 * (2 * 65536 + 2 * 32768 + 3 * 196608), norms = 9 * 256;
+  QCOMPARE(j["num_parameters"].get<uint64_t>(), matrices + norms);
+  const uint64_t q6 = 2 * (32768 + 196608);
+  QCOMPARE(j["weight_bytes"].get<uint64_t>(), (matrices - q6) * 144 / 256 + q6 * 210 / 256 + 4 * norms);
+  QCOMPARE(j["type_label"].get<std::string>(), std::string("Q4_K_M, 4.6 bpw"));
+  QCOMPARE(j["architecture"].get<std::string>(), std::string("llama"));
+  for (const char* kind : {"prefill", "decode"}) {
+    const auto runs = j[std::string(kind) + "_runs_tok_s"].get<std::vector<double>>();
+    QCOMPARE(runs.size(), size_t{3});
+    double m = 0, sq = 0;
+    for (double v : runs) m += v / 3;
+    for (double v : runs) sq += (v - m) * (v - m);
+    QVERIFY(std::abs(j[std::string(kind) + "_mean_tok_s"].get<double>() - m) <= 1e-9 * m);
+    QVERIFY(std::abs(j[std::string(kind) + "_stddev_tok_s"].get<double>() - std::sqrt(sq / 2)) <= 1e-9 * m);
+  }
+}
+
+GB_TEST(bench_prints_llama_bench_table) {
+  GB_REQUIRE_SHARED(model, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto r = gbtest::run_cli("bench --model '" + model + "'" + kArgs + " --llama-bench-table", false);
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  std::vector<std::string> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  QCOMPARE(lines.size(), size_t{4});
+  QCOMPARE(lines[0], std::string("| model | size | params | backend | threads | test | t/s |"));
+  QVERIFY2(std::regex_match(lines[1], std::regex(R"((\| -*:?-+:? )+\|)")), lines[1].c_str());
+  const std::string row = R"(\| llama Q4_K_M \| 6\.20 MiB \| 11\.34 M \| CPU \| 1 \| )";
+  const std::string ts = R"( \| \d+\.\d\d ± \d+\.\d\d \|)";
+  QVERIFY2(std::regex_match(lines[2], std::regex(row + "pp16" + ts)), lines[2].c_str());
+  QVERIFY2(std::regex_match(lines[3], std::regex(row + "tg4" + ts)), lines[3].c_str());
+}
+
+GB_TEST(bench_json_and_table_exclude_each_other) {
+  GB_REQUIRE_SHARED(model, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto r = gbtest::run_cli("bench --model '" + model + "'" + kArgs + " --json --llama-bench-table");
+  QVERIFY(r.exit_code != 0);
+}
