@@ -184,6 +184,7 @@ class EngineController : public QObject {
   bool submitChatRemote(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& samplerJson,
                         int maxTokens);
   bool refuseRemote(quint64 tag, const QString& what);  // requestFailed for what a remote cannot do
+  void scoreTextRemote(quint64 tag, const QString& text, const QString& basePath);  // echo + logprobs
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

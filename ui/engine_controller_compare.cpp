@@ -8,6 +8,7 @@
 #include "runtime/comparison_json.h"
 #include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
+#include "server/remote_score_json.h"
 
 namespace gbui {
 
@@ -95,12 +96,22 @@ void EngineController::advanceComparison() {
   }
 }
 
+// A remote engine scores through echo + logprobs (RemoteClient::score) on a
+// client of its own; this thread (the engine thread, never the GUI's) waits.
+void EngineController::scoreTextRemote(quint64 tag, const QString& text, const QString& basePath) {
+  if (!basePath.isEmpty())
+    return emit scoreFailed(tag, tr("A base model (KL) is not available with a remote engine."));
+  auto client = gb::server::RemoteClient::connect(state_->remoteOptions);
+  if (!client) return emit scoreFailed(tag, QString::fromStdString(client.error().message));
+  auto scored = (*client)->score(text.toStdString(), state_->remoteOptions.top_logprobs);
+  if (!scored) return emit scoreFailed(tag, QString::fromStdString(scored.error().message));
+  emit scoreFinished(tag, QString::fromStdString(
+                              gb::server::remote_score_to_json(*scored, state_->remoteOptions.url, (*client)->model())));
+}
+
 void EngineController::scoreText(quint64 tag, const QString& text, const QString& basePath) {
-  if (!state_->model) {
-    emit scoreFailed(tag, state_->remote ? tr("Score runs on a local model; for a server use glassbox-cli score --remote.")
-                                         : tr("No model is loaded."));
-    return;
-  }
+  if (state_->remote) return scoreTextRemote(tag, text, basePath);
+  if (!state_->model) return emit scoreFailed(tag, tr("No model is loaded."));
   std::shared_ptr<const gb::Model> base;
   if (!basePath.isEmpty()) {
     gb::LoadOptions options;

@@ -91,6 +91,8 @@ void EngineController::connectRemote(const QString& url, const QString& apiKey, 
   state_->tokenizer.reset();
   state_->vocab.clear();
   state_->remote = std::move(*session);
+  options.model = state_->remote->model();
+  state_->remoteOptions = options;
   UiModelInfo info;
   info.path = url;
   info.remoteUrl = url;

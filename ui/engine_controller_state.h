@@ -45,6 +45,7 @@ struct EngineController::State {
   // A remote engine (connectRemote) instead of `engine`: its requests' settings
   // (for UiSubmitted) and local numbers for the token strings it reports.
   std::unique_ptr<gb::server::RemoteSession> remote;
+  gb::server::RemoteOptions remoteOptions;  // how `remote` was reached (the Score view's own client)
   struct RemoteRequest {
     int maxTokens = 0;
     QString samplerJson;

@@ -105,6 +105,9 @@ void ScoreView::onFinished(quint64 tag, const QString& json) {
              .arg(100.0 * root.value(QStringLiteral("top1_agreement")).toDouble(), 0, 'f', 1);
   else if (mode_->currentText() == QLatin1String("kl"))
     mode_->setCurrentText(QStringLiteral("logprob"));
+  if (root.contains(QStringLiteral("remote")))
+    s += tr(" (scored by %1; not available over the API: token ids, entropy, KL)")
+             .arg(root.value(QStringLiteral("remote")).toString());
   summary_->setText(s);
   render();
   emit finished();
@@ -145,13 +148,19 @@ void ScoreView::render() {
 void ScoreView::showDetails(int k) {
   if (k < 0 || k >= tokens_.size()) return;
   const QJsonObject t = tokens_[k].toObject();
+  // A remote score (echo + logprobs) has null where top-N logprobs cannot tell.
+  const QString na = tr("not available");
+  const QJsonValue id = t.value(QStringLiteral("id")), rank = t.value(QStringLiteral("rank")),
+                   entropy = t.value(QStringLiteral("entropy"));
   QString s = tr("<b>%1</b> (id %2, position %3)<br>logprob %4, rank %5, entropy %6")
                   .arg(t.value(QStringLiteral("text")).toString().toHtmlEscaped())
-                  .arg(t.value(QStringLiteral("id")).toInt())
+                  .arg(id.isDouble() ? QString::number(id.toInt()) : na)
                   .arg(t.value(QStringLiteral("position")).toInt())
                   .arg(t.value(QStringLiteral("logprob")).toDouble(), 0, 'f', 4)
-                  .arg(t.value(QStringLiteral("rank")).toInt())
-                  .arg(t.value(QStringLiteral("entropy")).toDouble(), 0, 'f', 3);
+                  .arg(rank.isDouble() ? QString::number(rank.toInt())
+                                       : tr("not among the server's %1 alternatives")
+                                             .arg(t.value(QStringLiteral("top")).toArray().size()))
+                  .arg(entropy.isDouble() ? QString::number(entropy.toDouble(), 'f', 3) : na);
   if (t.contains(QStringLiteral("kl")))
     s += tr("<br>KL %1, top-1 %2").arg(t.value(QStringLiteral("kl")).toDouble(), 0, 'g', 4)
              .arg(t.value(QStringLiteral("top1_agree")).toBool() ? tr("agrees") : tr("differs"));

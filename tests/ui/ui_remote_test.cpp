@@ -6,6 +6,9 @@
 // remote; B's chat goes through the server's template; B polls A's /metrics
 // into its KV panel (A's pool size); the inspector says what the API cannot
 // show; an unreachable server fails the connect with a message. Waits bounded.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QTest>
 #include <cmath>
@@ -13,6 +16,7 @@
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "performance_panel.h"
+#include "score_view.h"
 #include "serve_panel.h"
 #include "token_inspector_panel.h"
 #include "session_model.h"
@@ -22,6 +26,7 @@ class UiRemoteTest : public QObject {
   Q_OBJECT
  private slots:
   void workbenchUsesAnotherWorkbenchAsItsEngine();
+  void scoreViewScoresOnTheServer();
   void unreachableServerFailsTheConnect();
 };
 
@@ -32,6 +37,16 @@ const gbui::RequestInfo* onlyFinished(const gbui::SessionModel& m) {
   for (const auto& [key, r] : m.requests())
     if (r.finished) found = &r;
   return found;
+}
+
+// Scores `text` in the window's Score view; its JSON, or "" when it failed.
+QJsonObject scoreIn(gbui::MainWindow& w, const QString& text) {
+  gbui::ScoreView* view = w.scoreView();
+  QSignalSpy done(view, &gbui::ScoreView::finished);
+  view->setText(text);
+  view->score();
+  if (!done.wait(60000)) return {};
+  return QJsonDocument::fromJson(view->resultJson().toUtf8()).object();
 }
 
 }  // namespace
@@ -116,6 +131,57 @@ void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
   QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 5000));
   QCOMPARE(failed.first().at(0).toULongLong(), 3ull);
   QVERIFY(failed.first().at(1).toString().contains("not available with a remote engine"));
+  serve->setServing(false);
+}
+
+// B's Score view over A's server (echo + logprobs) gives A's local scores:
+// the same tokens, logprobs within 1e-4, ranks where the chosen token is among
+// the 20 alternatives; ids and entropy are null (not available), not made up.
+void UiRemoteTest::scoreViewScoresOnTheServer() {
+  QTemporaryDir dirA, dirB;
+  auto a = gbuitest::makeWindow(dirA);
+  QVERIFY(gbuitest::loadStories(*a));
+  const QString text = QStringLiteral("Once upon a time, there was a little girl named Lily. She liked to play.");
+  const QJsonObject local = scoreIn(*a, text);
+  const QJsonArray localTokens = local.value("tokens").toArray();
+  QVERIFY2(localTokens.size() > 10, qPrintable(a->scoreView()->summary()));
+  gbui::ServePanel* serve = a->servePanel();
+  serve->setPort(0);
+  serve->setServing(true);
+  QVERIFY(QTest::qWaitFor([&] { return !serve->address().isEmpty(); }, 20000));
+  auto b = gbuitest::makeWindow(dirB);
+  QSignalSpy ready(b.get(), &gbui::MainWindow::modelReady);
+  b->connectToServer(serve->address() + "/v1", QString());
+  QVERIFY(ready.wait(30000));
+
+  const QJsonObject remote = scoreIn(*b, text);
+  const QJsonArray remoteTokens = remote.value("tokens").toArray();
+  QVERIFY2(remote.value("remote").toString().startsWith(serve->address()), qPrintable(b->scoreView()->summary()));
+  QCOMPARE(remoteTokens.size(), localTokens.size());
+  int ranked = 0;
+  for (int i = 0; i < remoteTokens.size(); ++i) {
+    const QJsonObject r = remoteTokens[i].toObject(), l = localTokens[i].toObject();
+    QCOMPARE(r.value("text").toString(), l.value("text").toString());
+    QVERIFY2(std::abs(r.value("logprob").toDouble() - l.value("logprob").toDouble()) < 1e-4, qPrintable(QString::number(i)));
+    QVERIFY(r.value("id").isNull() && r.value("entropy").isNull());
+    QCOMPARE(r.value("top").toArray().size(), 20);
+    if (l.value("rank").toInt() < 20) {
+      QCOMPARE(r.value("rank").toInt(-1), l.value("rank").toInt());
+      ++ranked;
+    } else {
+      QVERIFY(r.value("rank").isNull());
+    }
+  }
+  QVERIFY(ranked > 0);
+  QVERIFY(std::abs(remote.value("perplexity").toDouble() - local.value("perplexity").toDouble()) < 1e-3);
+  b->scoreView()->showDetails(0);
+  QVERIFY2(b->scoreView()->details().contains("entropy not available"), qPrintable(b->scoreView()->details()));
+  QVERIFY2(b->scoreView()->summary().contains("not available over the API"), qPrintable(b->scoreView()->summary()));
+
+  // KL against a base model needs the full distribution: refused with a message.
+  b->scoreView()->setBasePath(gbuitest::storiesPath());
+  QVERIFY(scoreIn(*b, text).isEmpty());
+  QVERIFY2(b->scoreView()->summary().contains("not available with a remote engine"), qPrintable(b->scoreView()->summary()));
   serve->setServing(false);
 }
 
