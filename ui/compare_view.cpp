@@ -324,9 +324,17 @@ void CompareView::onFinished(quint64 tag, const QString& json, const QString& cs
   json_ = json;
   csv_ = csv;
   const QJsonObject root = QJsonDocument::fromJson(json.toUtf8()).object();
-  status_->setText(tr("Done in %1 ms; %2 prompt KV blocks shared by every sample")
-                       .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
-                       .arg(root.value(QStringLiteral("kv")).toObject().value(QStringLiteral("num_prompt_blocks_shared")).toInt()));
+  if (root.contains(QStringLiteral("remote"))) {
+    QStringList missing;
+    for (const QJsonValue& v : root.value(QStringLiteral("not_available")).toArray()) missing << v.toString();
+    status_->setText(tr("Done in %1 ms on %2; not available over the API: %3")
+                         .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
+                         .arg(root.value(QStringLiteral("remote")).toString(), missing.join(QStringLiteral(", "))));
+  } else {
+    status_->setText(tr("Done in %1 ms; %2 prompt KV blocks shared by every sample")
+                         .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
+                         .arg(root.value(QStringLiteral("kv")).toObject().value(QStringLiteral("num_prompt_blocks_shared")).toInt()));
+  }
   fillSummary();
   // Start the bars where the lanes first part ways (sample 0), the interesting place.
   int first = -1;

@@ -21,6 +21,10 @@
 #include "ui_chat_prompt.h"
 #include "ui_events.h"
 
+namespace gb::server {
+struct RemoteEvent;  // the bridge's private helpers only
+}
+
 namespace gbui {
 
 class EngineController : public QObject {
@@ -185,6 +189,12 @@ class EngineController : public QObject {
                         int maxTokens);
   bool refuseRemote(quint64 tag, const QString& what);  // requestFailed for what a remote cannot do
   void scoreTextRemote(quint64 tag, const QString& text, const QString& basePath);  // echo + logprobs
+  // The Compare view on a remote engine (engine_controller_remote_compare.cpp).
+  void startComparisonRemote(quint64 tag, const QString& prompt, const QStringList& laneNames,
+                             const QStringList& laneJson, int samples, quint64 seed, int maxTokens,
+                             const QVector<gbui::UiChatMessage>& chat);
+  bool noteRemoteComparison(const gb::server::RemoteEvent& event);  // true: the comparison ended
+  void finishRemoteComparison();
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 

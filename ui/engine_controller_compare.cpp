@@ -20,6 +20,10 @@ void EngineController::release(quint64 request) {
 }
 
 void EngineController::closeComparison() {
+  if (state_->remote && state_->remoteComparison) {
+    for (const auto& [request, where] : state_->remoteComparison->requestSlots) state_->remote->cancel(request);
+    state_->remoteComparison.reset();
+  }
   if (!state_->engine || !state_->comparison) return;
   std::unique_ptr<gb::Comparison> c = std::move(state_->comparison);
   c->close(*state_->engine);
@@ -30,12 +34,9 @@ void EngineController::closeComparison() {
 void EngineController::startComparison(quint64 tag, const QString& prompt, const QStringList& laneNames,
                                        const QStringList& laneJson, int samples, quint64 seed, bool crn,
                                        int maxTokens, const QVector<UiChatMessage>& chat, const QString& chatFormat) {
-  if (!state_->engine) {
-    emit comparisonFailed(tag, state_->remote ? tr("Compare runs on a local model; for a server use glassbox-cli compare --remote.")
-                                              : tr("No model is loaded."));
-    return;
-  }
   closeComparison();
+  if (state_->remote) return startComparisonRemote(tag, prompt, laneNames, laneJson, samples, seed, maxTokens, chat);
+  if (!state_->engine) return emit comparisonFailed(tag, tr("No model is loaded."));
   gb::ComparisonSpec spec;
   for (int i = 0; i < laneNames.size() && i < laneJson.size(); ++i) {
     auto settings = gb::sampler_settings_from_json(laneJson[i].toStdString(), "lane " + laneNames[i].toStdString());

@@ -153,8 +153,9 @@ bool EngineController::submitChatRemote(quint64 tag, const QVector<UiChatMessage
 
 void EngineController::drainRemote() {
   if (!state_->remote) return;
-  bool finished = false;
+  bool finished = false, comparisonEnded = false;
   for (gb::server::RemoteEvent& e : state_->remote->drain()) {
+    comparisonEnded = noteRemoteComparison(e) || comparisonEnded;
     UiEvent out;
     out.seq = state_->remoteSeq++;
     out.tUs = static_cast<qint64>(e.t_ms * 1000.0);
@@ -199,6 +200,13 @@ void EngineController::drainRemote() {
       out.body = toUiMetrics(m->metrics);
     }
     pending_.push_back(std::move(out));
+  }
+  if (comparisonEnded) {
+    // The samples' last tokens reach the view before the result does.
+    auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
+    pending_.clear();
+    if (!batch->empty()) emit eventsReady(batch);
+    finishRemoteComparison();
   }
   if (finished && state_->remoteRequests.empty()) emit idle();
 }

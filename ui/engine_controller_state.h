@@ -5,6 +5,7 @@
 
 #include <QString>
 #include <QVector>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "trace/trace_jsonl.h"
 #include "kv/scheduler.h"
 #include "server/openai_server.h"
+#include "server/remote_comparison_json.h"
 #include "server/remote_session.h"
 #include "server/serve_hub.h"
 
@@ -54,8 +56,19 @@ struct EngineController::State {
   std::map<uint64_t, RemoteRequest> remoteRequests;
   std::map<std::string, int> remoteTokenIds;
   quint64 remoteSeq = 0;
+  // The Compare view's run on a remote engine: one streamed request per
+  // sample, its tokens collected here for the result JSON.
+  struct RemoteComparison {
+    quint64 tag = 0;
+    std::vector<gb::server::RemoteLane> lanes;
+    std::map<uint64_t, std::pair<size_t, size_t>> requestSlots;  // request -> (lane, sample)
+    gb::server::RemoteComparisonInfo info;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::unique_ptr<RemoteComparison> remoteComparison;
 
   void reset() {
+    remoteComparison.reset();
     remote.reset();
     remoteRequests.clear();
     remoteTokenIds.clear();

@@ -15,6 +15,7 @@
 
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
+#include "compare_view.h"
 #include "performance_panel.h"
 #include "score_view.h"
 #include "serve_panel.h"
@@ -27,6 +28,7 @@ class UiRemoteTest : public QObject {
  private slots:
   void workbenchUsesAnotherWorkbenchAsItsEngine();
   void scoreViewScoresOnTheServer();
+  void compareViewRunsLanesOnTheServer();
   void unreachableServerFailsTheConnect();
 };
 
@@ -47,6 +49,29 @@ QJsonObject scoreIn(gbui::MainWindow& w, const QString& text) {
   view->score();
   if (!done.wait(60000)) return {};
   return QJsonDocument::fromJson(view->resultJson().toUtf8()).object();
+}
+
+// Runs the window's Compare view: lane 0 greedy, lane 1 the view's default
+// sampled lane, 2 samples of 16 tokens; its JSON ({} when it failed).
+QJsonObject compareIn(gbui::MainWindow& w) {
+  gbui::CompareView* cv = w.compareView();
+  cv->setLaneSettings(0, gbui::CompareView::presetJson("greedy"));
+  cv->setPrompt("Once upon a time, there was a little girl named Lily. She loved to play");
+  cv->setSamples(2);
+  cv->setSeed(5);
+  cv->setCrn(false);
+  cv->setMaxTokens(16);
+  QSignalSpy done(cv, &gbui::CompareView::finished);
+  cv->run();
+  if (!done.wait(60000)) return {};
+  return QJsonDocument::fromJson(cv->resultJson().toUtf8()).object();
+}
+
+QStringList tokenTexts(const gbui::SessionModel& m, quint64 request) {
+  QStringList out;
+  if (const gbui::RequestInfo* r = m.request(request))
+    for (const gbui::UiToken& t : r->tokens) out << t.text;
+  return out;
 }
 
 }  // namespace
@@ -182,6 +207,51 @@ void UiRemoteTest::scoreViewScoresOnTheServer() {
   b->scoreView()->setBasePath(gbuitest::storiesPath());
   QVERIFY(scoreIn(*b, text).isEmpty());
   QVERIFY2(b->scoreView()->summary().contains("not available with a remote engine"), qPrintable(b->scoreView()->summary()));
+  serve->setServing(false);
+}
+
+// B's Compare view over A's server: every sample is a streamed request whose
+// tokens fill the lane columns; the greedy lane's tokens equal A's local greedy
+// lane, token by token; statistics from the token strings, and what needs the
+// engine (entropy, CRN, shared blocks) null or listed as not available.
+void UiRemoteTest::compareViewRunsLanesOnTheServer() {
+  QTemporaryDir dirA, dirB;
+  auto a = gbuitest::makeWindow(dirA);
+  QVERIFY(gbuitest::loadStories(*a));
+  const QJsonObject local = compareIn(*a);
+  QVERIFY2(!local.isEmpty(), qPrintable(a->compareView()->status()));
+  gbui::ServePanel* serve = a->servePanel();
+  serve->setPort(0);
+  serve->setServing(true);
+  QVERIFY(QTest::qWaitFor([&] { return !serve->address().isEmpty(); }, 20000));
+  auto b = gbuitest::makeWindow(dirB);
+  QSignalSpy ready(b.get(), &gbui::MainWindow::modelReady);
+  b->connectToServer(serve->address() + "/v1", QString());
+  QVERIFY(ready.wait(30000));
+
+  const QJsonObject remote = compareIn(*b);
+  gbui::CompareView* cv = b->compareView();
+  QVERIFY2(!remote.isEmpty(), qPrintable(cv->status()));
+  QCOMPARE(cv->requests().size(), 4);
+  const QStringList localGreedy = tokenTexts(*a->sessionModel(), a->compareView()->requestOf(0, 0));
+  QCOMPARE(localGreedy.size(), 16);
+  for (int j = 0; j < 2; ++j) QCOMPARE(tokenTexts(*b->sessionModel(), cv->requestOf(0, j)), localGreedy);
+  QCOMPARE(cv->columnText(0), a->compareView()->columnText(0));
+  const QJsonArray lanes = remote.value("lanes").toArray();
+  QCOMPARE(lanes.size(), 2);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const QJsonObject s = lanes[i].toObject().value("samples").toArray()[j].toObject();
+      QCOMPARE(s.value("text").toString(), tokenTexts(*b->sessionModel(), cv->requestOf(i, j)).join(QString()));
+      QCOMPARE(s.value("length").toInt(), tokenTexts(*b->sessionModel(), cv->requestOf(i, j)).size());
+      QVERIFY(s.value("mean_entropy").isNull());
+    }
+  const QJsonObject greedyLocal = local.value("lanes").toArray()[0].toObject().value("samples").toArray()[0].toObject();
+  const QJsonObject greedyRemote = lanes[0].toObject().value("samples").toArray()[0].toObject();
+  QCOMPARE(greedyRemote.value("text").toString(), greedyLocal.value("text").toString());
+  QVERIFY(std::abs(greedyRemote.value("mean_logprob").toDouble() - greedyLocal.value("mean_logprob").toDouble()) < 1e-4);
+  QVERIFY(remote.value("not_available").toArray().contains(QStringLiteral("common random numbers (CRN)")));
+  QVERIFY2(cv->status().contains("not available over the API"), qPrintable(cv->status()));
   serve->setServing(false);
 }
 
