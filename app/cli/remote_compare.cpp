@@ -8,6 +8,7 @@
 #include "cli/command_registry.h"
 #include "sampling/sampler_settings_json.h"
 #include "server/remote_client.h"
+#include "server/remote_score_json.h"
 
 namespace gb::cli {
 
@@ -34,14 +35,6 @@ json top_json(const std::vector<std::pair<std::string, float>>& top) {
   json out = json::array();
   for (const auto& [token, logprob] : top) out.push_back({{"token", token}, {"logprob", logprob}});
   return out;
-}
-
-// Rank of the chosen token among the server's alternatives; nullopt when it is
-// not among them (or they were not reported).
-std::optional<int> rank_in(const server::RemoteScoredToken& t) {
-  for (size_t i = 0; i < t.top.size(); ++i)
-    if (t.top[i].first == t.token) return static_cast<int>(i);
-  return std::nullopt;
 }
 
 // Token strings -> small ids (first seen, first numbered), so the local
@@ -117,7 +110,7 @@ int run_remote_score(const RemoteTarget& target, const std::string& text, const 
     if (!t.logprob) continue;  // the first token: context only
     sum += *t.logprob;
     ++n;
-    const std::optional<int> rank = rank_in(t);
+    const std::optional<int> rank = server::remote_rank(t);
     if (json_out) {
       tokens.push_back({{"position", i}, {"token", t.token}, {"logprob", *t.logprob},
                         {"rank", rank ? json(*rank) : json(nullptr)}, {"top", top_json(t.top)}});
