@@ -6,11 +6,17 @@
 // bad URLs, closed ports and a missing key are errors with a message. Also:
 // scoring (echo + logprobs) equal to local teacher forcing, chat streaming,
 // n choices, metric names of each server family, and RemoteSession (the
-// workbench's remote engine).
+// workbench's remote engine); a server that refuses echo, and the Score and
+// Compare views' remote JSON (remote_score_json, remote_comparison_json).
 #include <cmath>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "runtime/text_scorer.h"
 #include "server/remote_client.h"
+#include "server/remote_comparison_json.h"
+#include "server/remote_score_json.h"
 #include "server/remote_metrics.h"
 #include "server/remote_session.h"
 #include "server_test_support.h"
@@ -259,4 +265,72 @@ GB_TEST(remote_session_streams_events_and_polls_metrics) {
   QVERIFY(num_b < 400);
   QVERIFY(num_metrics > 0);
   QCOMPARE((*session)->num_active(), 0);
+}
+
+// A server that refuses echo (as llama-server answers: 400 "Unsupported param:
+// echo") makes score() fail with a message that names echo; the workbench's
+// Score view shows that message.
+GB_TEST(score_reports_a_server_that_refuses_echo) {
+  httplib::Server fake;
+  fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"object":"list","data":[{"id":"fake","object":"model"}]})", "application/json");
+  });
+  fake.Post("/v1/completions", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(R"({"error":{"code":400,"message":"Unsupported param: echo","type":"invalid_request_error"}})",
+                    "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  QVERIFY(port > 0);
+  std::thread serving([&] { fake.listen_after_bind(); });
+  auto client = RemoteClient::connect({"http://127.0.0.1:" + std::to_string(port) + "/v1", "", "", 20, 30});
+  QVERIFY2(client.ok(), client.ok() ? "" : client.error().message.c_str());
+  auto scored = (*client)->score("Once upon a time", 5);
+  fake.stop();
+  serving.join();
+  QVERIFY(!scored.ok());
+  QVERIFY2(scored.error().message.find("Unsupported param: echo") != std::string::npos, scored.error().message.c_str());
+  QVERIFY2(scored.error().message.find("scoring needs echo") != std::string::npos, scored.error().message.c_str());
+}
+
+// The Score view's JSON of a remote score: the first token is context only,
+// rank is the chosen token's place among the alternatives (null when absent),
+// ids and entropy null, perplexity from the logprobs.
+GB_TEST(remote_score_json_marks_what_is_not_available) {
+  std::vector<gb::server::RemoteScoredToken> scored = {
+      {"Once", std::nullopt, {}},
+      {" upon", -0.5f, {{" upon", -0.5f}, {" a", -1.5f}}},
+      {" time", -2.0f, {{" day", -0.3f}, {" night", -1.0f}}}};
+  const auto j = nlohmann::json::parse(gb::server::remote_score_to_json(scored, "http://h/v1", "m"));
+  QCOMPARE(j["tokens"].size(), size_t{2});
+  QCOMPARE(j["tokens"][0]["position"].get<int>(), 1);
+  QCOMPARE(j["tokens"][0]["rank"].get<int>(), 0);
+  QVERIFY(j["tokens"][1]["rank"].is_null());
+  QVERIFY(j["tokens"][0]["id"].is_null() && j["tokens"][0]["entropy"].is_null());
+  QCOMPARE(j["tokens"][1]["top"][0]["text"].get<std::string>(), std::string(" day"));
+  QVERIFY(std::abs(j["mean_logprob"].get<double>() - (-1.25)) < 1e-9);
+  QVERIFY(std::abs(j["perplexity"].get<double>() - std::exp(1.25)) < 1e-9);
+  QCOMPARE(j["remote"].get<std::string>(), std::string("http://h/v1"));
+}
+
+// The Compare view's JSON of remote lanes: statistics from the token strings,
+// divergence from lane A's same sample, entropy null, CRN listed as missing.
+GB_TEST(remote_comparison_json_compares_token_strings) {
+  const auto tok = [](const std::string& s, float lp) {
+    gb::server::RemoteToken t;
+    t.text = t.token = s;
+    t.logprob = lp;
+    return t;
+  };
+  gb::server::RemoteLane a{"A", gb::SamplerSettings{}, {{1, "x y z", "length", {tok("x", -1), tok(" y", -1), tok(" z", -1)}, 10}}};
+  gb::server::RemoteLane b{"B", gb::SamplerSettings{}, {{2, "x y y", "length", {tok("x", -1), tok(" y", -3), tok(" y", -2)}, 20}}};
+  const auto j = nlohmann::json::parse(gb::server::remote_comparison_to_json({a, b}, {"u", "m", "p", 5, 3, 1.0}));
+  QVERIFY(j["lanes"][0]["samples"][0]["first_divergence"].is_null());
+  QCOMPARE(j["lanes"][1]["samples"][0]["first_divergence"].get<int>(), 2);
+  QVERIFY(std::abs(j["lanes"][1]["samples"][0]["mean_logprob"].get<double>() - (-2.0)) < 1e-9);
+  QVERIFY(std::abs(j["lanes"][1]["samples"][0]["distinct_1"].get<double>() - 2.0 / 3.0) < 1e-9);
+  QVERIFY(j["lanes"][1]["summary"]["mean_entropy"].is_null());
+  QCOMPARE(j["lanes"][1]["summary"]["num_diverged"].get<int>(), 1);
+  QVERIFY(std::abs(j["lanes"][1]["summary"]["tokens_per_s"].get<double>() - 150.0) < 1e-9);
+  QCOMPARE(j["not_available"].size(), size_t{5});
 }
