@@ -45,6 +45,13 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& pa
       new MappedFile(path, static_cast<const std::byte*>(addr), size_bytes));
 }
 
+Result<uint32_t> MappedFile::magic() const {
+  if (size_bytes_ < 4) return make_error(path_ + ": truncated file: too short to hold a header");
+  uint32_t m = 0;
+  std::memcpy(&m, data_, sizeof m);
+  return m;
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_bytes_);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,6 +28,9 @@ class MappedFile {
   const std::byte* data() const { return data_; }
   size_t size_bytes() const { return size_bytes_; }
   std::span<const std::byte> bytes() const { return {data_, size_bytes_}; }
+  // The first four bytes as a little-endian u32 (a model file's magic), or an
+  // error naming the file when it is shorter than that.
+  Result<uint32_t> magic() const;
 
  private:
   MappedFile(std::string path, const std::byte* data, size_t size_bytes)

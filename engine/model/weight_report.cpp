@@ -79,9 +79,9 @@ Result<WeightSummary> read_weight_summary(const std::string& path) {
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.error();
   const std::shared_ptr<const MappedFile>& file = mapped.value();
-  if (file->size_bytes() < 4) return make_error(path + ": truncated file: too short to hold a header");
-  uint32_t magic = 0;
-  std::memcpy(&magic, file->data(), sizeof magic);
+  const Result<uint32_t> magic_read = file->magic();
+  if (!magic_read) return magic_read.error();
+  const uint32_t magic = magic_read.value();
   TypeTally tally;
   WeightSummary s;
   s.file_bytes = file->size_bytes();
