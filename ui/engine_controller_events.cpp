@@ -6,6 +6,7 @@
 #include "engine_controller_state.h"
 #include "model/architecture.h"
 #include "model/weight_report.h"
+#include "tokenizer/utf8.h"
 
 namespace gbui {
 namespace {
@@ -163,7 +164,8 @@ QVector<QString> EngineController::vocabularyTexts() const {
   QVector<QString> out;
   const gb::Tokenizer& tok = *state_->tokenizer;
   out.reserve(tok.vocab_size());
-  for (int i = 0; i < tok.vocab_size(); ++i) out.push_back(QString::fromStdString(tok.token_bytes(i)));
+  // Byte-level tokens that hold part of a character read as <0xE2>, not U+FFFD.
+  for (int i = 0; i < tok.vocab_size(); ++i) out.push_back(QString::fromStdString(gb::utf8_readable(tok.token_bytes(i))));
   return out;
 }
 

@@ -60,4 +60,26 @@ std::string utf8_sanitize(std::string_view text) {
   return out;
 }
 
+std::string utf8_readable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Step step = utf8_next(text, pos);
+    if (step.kind == Utf8Kind::Complete) {
+      out.append(text.substr(pos, step.num_bytes));
+    } else {
+      for (size_t i = 0; i < step.num_bytes; ++i) {
+        const auto b = static_cast<uint8_t>(text[pos + i]);
+        out += "<0x";
+        out += kHex[b >> 4];
+        out += kHex[b & 0xF];
+        out += '>';
+      }
+    }
+    pos += step.num_bytes;
+  }
+  return out;
+}
+
 }  // namespace gb

@@ -39,4 +39,9 @@ inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";
 // Replaces every invalid or truncated run with U+FFFD; valid text is unchanged.
 std::string utf8_sanitize(std::string_view text);
 
+// For showing one token's bytes: valid characters as they are, every byte of an
+// invalid or truncated run as "<0xE2>" (a byte-level token that holds part of a
+// character), so nothing is hidden behind U+FFFD.
+std::string utf8_readable(std::string_view text);
+
 }  // namespace gb

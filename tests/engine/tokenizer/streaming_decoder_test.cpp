@@ -40,6 +40,23 @@ GB_TEST(utf8_classifier_follows_table_3_7) {
   QCOMPARE(gb::utf8_sanitize("a\xFF" "b\xE2\x82"), "a" + kFffd + "b" + kFffd);
 }
 
+GB_TEST(readable_token_text_shows_partial_characters_as_bytes) {
+  // Valid characters stay; each byte of a truncated or invalid run is <0xHH>.
+  QCOMPARE(gb::utf8_readable("caf\xC3\xA9"), std::string("caf\xC3\xA9"));
+  QCOMPARE(gb::utf8_readable("\xE2\x82"), std::string("<0xE2><0x82>"));           // first 2 bytes of the euro sign
+  QCOMPARE(gb::utf8_readable("\xAC"), std::string("<0xAC>"));                      // its last byte alone
+  QCOMPARE(gb::utf8_readable(" \xF0\x9F"), std::string(" <0xF0><0x9F>"));
+  QCOMPARE(gb::utf8_readable("a\xFF" "b"), std::string("a<0xFF>b"));
+  QCOMPARE(gb::utf8_readable(""), std::string(""));
+  // Every output is valid UTF-8 (sanitizing it changes nothing).
+  for (int b = 0; b < 256; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    const std::string r = gb::utf8_readable(one);
+    QCOMPARE(gb::utf8_sanitize(r), r);
+    QVERIFY(b < 0x80 ? r == one : r.size() == 6);
+  }
+}
+
 GB_TEST(emoji_from_byte_tokens_is_held_until_complete) {
   const auto tok = make_tokenizer();
   gb::StreamingDecoder dec(*tok);
