@@ -130,24 +130,27 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   emit modelLoaded(modelInfo());
 }
 
-void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
-                              const QString& speculativeSpec, const QVector<quint64>& branchFrom) {
-  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
-  if (submitRemote(tag, prompt, samplerJson, maxTokens)) return;
+bool EngineController::localSettings(quint64 tag, const QString& samplerJson, int maxTokens,
+                                     gb::SamplerSettings& out) {
   if (!state_->engine) {
     emit requestFailed(tag, tr("No model is loaded."));
-    return;
+    return false;
   }
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
     emit requestFailed(tag, QString::fromStdString(settings.error().message));
-    return;
+    return false;
   }
-  gb::GenerationRequest request;
-  request.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
-  request.sampling = *settings;
-  request.sampling.max_tokens = maxTokens;
+  out = std::move(*settings);
+  out.max_tokens = maxTokens;
+  return true;
+}
+
+void EngineController::submitLocal(quint64 tag, gb::GenerationRequest request, const QVector<quint64>& branchFrom,
+                                   const QString& speculativeSpec) {
   request.retain_kv = true;  // so any token can be branched later
+  // An edited or regenerated turn forks the earlier request that shares the
+  // longest token prefix with this prompt (KV reused up to it).
   for (quint64 k : branchFrom) request.branch_from.push_back(gb::RequestId{k});
   if (!speculativeSpec.isEmpty()) {
     auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
@@ -166,6 +169,16 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
   }
   emit requestSubmitted(tag, id->value);
   scheduleSteps();
+}
+
+void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
+                              const QString& speculativeSpec, const QVector<quint64>& branchFrom) {
+  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
+  if (submitRemote(tag, prompt, samplerJson, maxTokens)) return;
+  gb::GenerationRequest request;
+  if (!localSettings(tag, samplerJson, maxTokens, request.sampling)) return;
+  request.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
+  submitLocal(tag, std::move(request), branchFrom, speculativeSpec);
 }
 
 void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens) {

@@ -21,6 +21,11 @@
 #include "ui_chat_prompt.h"
 #include "ui_events.h"
 
+namespace gb {
+struct GenerationRequest;
+struct SamplerSettings;
+}  // namespace gb
+
 namespace gb::server {
 struct RemoteEvent;  // the bridge's private helpers only
 }
@@ -188,6 +193,12 @@ class EngineController : public QObject {
   bool submitChatRemote(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& samplerJson,
                         int maxTokens);
   bool refuseRemote(quint64 tag, const QString& what);  // requestFailed for what a remote cannot do
+  // The local path shared by submit and submitChat: a loaded engine and valid
+  // settings (else requestFailed and false), then one request submitted as a
+  // branchable (retained-KV) turn that may fork branchFrom and speculate.
+  bool localSettings(quint64 tag, const QString& samplerJson, int maxTokens, gb::SamplerSettings& out);
+  void submitLocal(quint64 tag, gb::GenerationRequest request, const QVector<quint64>& branchFrom,
+                   const QString& speculativeSpec);
   void scoreTextRemote(quint64 tag, const QString& text, const QString& basePath);  // echo + logprobs
   // The Compare view on a remote engine (engine_controller_remote_compare.cpp).
   void startComparisonRemote(quint64 tag, const QString& prompt, const QStringList& laneNames,

@@ -48,38 +48,11 @@ void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& mes
                                   const QVector<quint64>& branchFrom) {
   if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
   if (submitChatRemote(tag, messages, samplerJson, maxTokens)) return;
-  if (!state_->engine) {
-    emit requestFailed(tag, tr("No model is loaded."));
-    return;
-  }
-  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
-  if (!settings) {
-    emit requestFailed(tag, QString::fromStdString(settings.error().message));
-    return;
-  }
-  settings->max_tokens = maxTokens;
-  gb::ChatRequest chat = renderChatRequest(*state_->model, *state_->tokenizer, messages, format, *settings);
+  gb::SamplerSettings settings;
+  if (!localSettings(tag, samplerJson, maxTokens, settings)) return;
+  gb::ChatRequest chat = renderChatRequest(*state_->model, *state_->tokenizer, messages, format, settings);
   emit chatPromptReady(toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
-  chat.request.retain_kv = true;  // so any token can be branched later
-  // An edited or regenerated turn forks the old conversation's request that
-  // shares the longest token prefix with this rendering (KV reused up to it).
-  for (quint64 k : branchFrom) chat.request.branch_from.push_back(gb::RequestId{k});
-  if (!speculativeSpec.isEmpty()) {
-    auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
-    if (!spec) {
-      emit requestFailed(tag, QString::fromStdString(spec.error().message));
-      return;
-    }
-    chat.request.speculative = std::move(*spec);
-  }
-  auto id = state_->engine->submit(std::move(chat.request));
-  collectEvents();
-  if (!id) {
-    emit requestFailed(tag, QString::fromStdString(id.error().message));
-    return;
-  }
-  emit requestSubmitted(tag, id->value);
-  scheduleSteps();
+  submitLocal(tag, std::move(chat.request), branchFrom, speculativeSpec);
 }
 
 }  // namespace gbui
