@@ -92,7 +92,10 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   showPrompt_->setToolTip(tr("The exact prompt text and tokens the engine rendered for the last answer"));
   showReasoning_ = new QCheckBox(tr("Show reasoning"));
   showReasoning_->setToolTip(tr("Unfold <think> blocks (shown grey; never sent back as history)"));
-  buttons->addWidget(status_, 1);
+  // The status (statistics, edit hints, errors) gets the panel's full width on
+  // its own line; beside the buttons it was squeezed into a word-per-line column.
+  layout->addWidget(status_);
+  buttons->addStretch(1);
   buttons->addWidget(showReasoning_);
   buttons->addWidget(showPrompt_);
   for (QPushButton* b : {cancelEdit_, edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
