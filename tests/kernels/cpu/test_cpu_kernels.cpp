@@ -57,7 +57,8 @@ void check_matmul(ElemType t, int64_t rows, int64_t cols, int64_t tokens) {
 
 GB_TEST(matmul_simd_matches_reference_awkward_sizes) {
   // Without AVX2/FMA/F16C matmul() is the reference: comparing it with itself proves nothing.
-  if (!matmul_has_simd()) QSKIP("no AVX2/FMA/F16C on this CPU: matmul runs the reference");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): matmul runs the reference");
   for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16})
     for (int64_t rows : {1, 3, 4, 5, 67, 172})
       for (int64_t cols : {1, 7, 8, 9, 64, 172, 301})
@@ -182,7 +183,8 @@ GB_TEST(paged_attention_window_scale_and_softcap_match_formula) {
 }
 
 GB_TEST(paged_attention_ex_simd_matches_reference) {
-  if (!matmul_has_simd()) QSKIP("no AVX2/FMA/F16C on this CPU: paged attention runs the reference");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): paged attention runs the reference");
   for (int32_t d : {8, 32, 128}) {
     for (int32_t ctx : {1, 9, 40, 300}) {
       const int32_t kv_heads = 2, bs = 16, nblocks = (ctx + bs - 1) / bs + 1;
@@ -219,7 +221,8 @@ GB_TEST(gelu_tanh_gated_and_softcap_match_formula) {
 }
 
 GB_TEST(paged_attention_simd_matches_reference) {
-  if (!matmul_has_simd()) QSKIP("no AVX2/FMA/F16C on this CPU: paged attention runs the reference");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): paged attention runs the reference");
   for (int32_t d : {8, 16, 64, 128}) {
     for (int32_t ctx : {1, 7, 16, 33, 300}) {
       const int32_t kv_heads = 3, bs = 16, nblocks = (ctx + bs - 1) / bs + 2;
@@ -241,7 +244,8 @@ GB_TEST(paged_attention_simd_matches_reference) {
 }
 
 GB_TEST(swiglu_simd_matches_reference) {
-  if (!matmul_has_simd()) QSKIP("no AVX2/FMA/F16C on this CPU: swiglu runs the reference");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): swiglu runs the reference");
   for (int64_t n : {1, 7, 8, 9, 172, 2048, 5632}) {
     auto g = random_floats(static_cast<size_t>(n), 21u + static_cast<uint32_t>(n), 6.0f);
     const auto u = random_floats(static_cast<size_t>(n), 22u + static_cast<uint32_t>(n));

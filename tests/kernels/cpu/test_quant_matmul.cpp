@@ -157,7 +157,8 @@ GB_TEST(oracle_matches_float_dot_within_activation_rounding) {
 // Types without a fast kernel run the oracle in matmul_weights (nothing to
 // compare); they are skipped one by one, not the whole case.
 GB_TEST(fast_quant_kernels_match_oracle_every_type) {
-  if (!matmul_has_simd()) QSKIP("this CPU has no AVX2/FMA/F16C: the quantized kernels run the oracle");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): the quantized kernels run the oracle");
   int compared = 0;
   for (WeightType t : kQuantTypes) {
     if (!matmul_weights_has_simd(t)) continue;
@@ -175,7 +176,8 @@ GB_TEST(fast_quant_kernels_match_oracle_every_type) {
 }
 
 GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
-  if (!matmul_has_simd()) QSKIP("this CPU has no AVX2/FMA/F16C: the quantized kernels run the oracle");
+  if (!matmul_has_simd())
+    QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): the quantized kernels run the oracle");
   for (WeightType t : kQuantTypes) {
     if (!matmul_weights_has_simd(t)) continue;
     check_fast_vs_oracle(t, 67, 512, 6, 4);
