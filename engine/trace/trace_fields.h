@@ -3,10 +3,11 @@
 // JSON type name and a tuple of (JSON key, member pointer, form). The JSON writer
 // (trace_json.cpp), the reader (trace_json_parse.cpp), equality
 // (trace_event_compare.cpp), the strict schema (trace_schema.cpp) and the UI
-// mirror's completeness check (ui/engine_controller_events.cpp) all walk these
-// tuples, so a field is added in two places only: its struct and its list here
-// (and docs/trace-format.md, the contract). A static_assert below holds each list
-// to its struct's member count, so a member missing from a list does not compile.
+// mirror's completeness check (ui/engine_event_mirror.h) all walk these
+// tuples. Adding a field: the struct member, its entry here, its UI mirror entry
+// (or a `skip`), and docs/trace-format.md (the contract). The checks below hold
+// each list to its struct's member count, and the UI mirror's to the list, so a
+// forgotten entry does not compile.
 //
 // How a member's C++ type maps to JSON (docs/trace-format.md, "Encoding rules"):
 //   int32_t, BlockId -> i32; int64_t -> int; uint64_t, RequestId -> uint;
