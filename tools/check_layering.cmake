@@ -42,7 +42,8 @@ set(num_files 0)
 set(num_edges 0)
 foreach(top engine kernels ui app)
   file(GLOB_RECURSE files RELATIVE "${ROOT}"
-       "${ROOT}/${top}/*.h" "${ROOT}/${top}/*.hpp" "${ROOT}/${top}/*.cpp" "${ROOT}/${top}/*.cu" "${ROOT}/${top}/*.cuh")
+       "${ROOT}/${top}/*.h" "${ROOT}/${top}/*.hpp" "${ROOT}/${top}/*.inc" "${ROOT}/${top}/*.cpp" "${ROOT}/${top}/*.cu"
+       "${ROOT}/${top}/*.cuh")
   foreach(file IN LISTS files)
     math(EXPR num_files "${num_files} + 1")
     get_filename_component(dir "${file}" DIRECTORY)
