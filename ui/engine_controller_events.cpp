@@ -4,10 +4,11 @@
 #include <type_traits>
 
 #include "engine_controller_state.h"
+#include "core/utf8.h"
 #include "engine_event_mirror.h"
 #include "model/architecture.h"
 #include "model/weight_report.h"
-#include "tokenizer/utf8.h"
+#include "runtime/make_trace_header.h"
 
 namespace gbui {
 namespace {
