@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "cpu/cpu_info.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/ops.h"
@@ -345,7 +346,7 @@ Status CpuBackend::read_kv_slot(int32_t layer, int32_t block, int32_t slot, std:
 DeviceInfo CpuBackend::device_info() const {
   DeviceInfo info;
   info.backend = "cpu";
-  info.name = kernels::matmul_has_simd() ? "CPU (AVX2/FMA)" : "CPU (scalar)";
+  info.name = std::string("CPU (") + kernels::isa_extensions(kernels::active_isa()) + ")";
   info.memory_used_bytes = kv_pool_bytes() + model_->weight_bytes();
   info.num_threads = pool_.num_threads();
   return info;

@@ -1,9 +1,8 @@
 #include "cpu/cpu_info.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
-
-#include "cpu/matmul.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -12,6 +11,50 @@
 namespace gb::kernels {
 
 namespace {
+
+// Each level and the cpuid features it needs (GCC's __builtin_cpu_supports names).
+struct IsaRow {
+  Isa isa;
+  const char* name;
+  const char* extensions;
+  const char* features[8];
+};
+constexpr IsaRow kIsaTable[kIsaCount] = {
+    {Isa::Scalar, "scalar", "scalar", {}},
+    {Isa::Avx2, "avx2", "avx2+fma+f16c", {"avx2", "fma", "f16c"}},
+    // AVX-512 with VNNI: Intel Ice Lake / Sapphire Rapids and later, AMD Zen 4
+    // and later. Skylake-X (no VNNI) runs the AVX2 level.
+    {Isa::Avx512, "avx512", "avx512f+bw+dq+vl+vnni", {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq",
+                                                     "avx512vl", "avx512vnni"}},
+};
+
+bool has_feature(const char* f) {
+#if defined(__x86_64__)
+  // __builtin_cpu_supports needs a string literal, so spell the table out.
+  const std::string s(f);
+  if (s == "avx2") return __builtin_cpu_supports("avx2");
+  if (s == "fma") return __builtin_cpu_supports("fma");
+  if (s == "f16c") return __builtin_cpu_supports("f16c");
+  if (s == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (s == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  if (s == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (s == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (s == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
+#endif
+  (void)f;
+  return false;
+}
+
+Isa detect_isa() {
+  Isa best = Isa::Scalar;
+  for (const IsaRow& row : kIsaTable)
+    if (isa_supported(row.isa)) best = row.isa;
+  if (const char* cap = std::getenv("GLASSBOX_CPU_ISA")) {
+    for (const IsaRow& row : kIsaTable)
+      if (std::strcmp(cap, row.name) == 0 && static_cast<int>(row.isa) < static_cast<int>(best)) best = row.isa;
+  }
+  return best;
+}
 
 std::string trim(std::string s) {
   const auto first = s.find_first_not_of(" \t");
@@ -47,6 +90,21 @@ std::string cpuid_brand_string() {
 
 }  // namespace
 
+bool isa_supported(Isa isa) {
+  const IsaRow& row = kIsaTable[static_cast<int>(isa)];
+  for (const char* f : row.features)
+    if (f != nullptr && !has_feature(f)) return false;
+  return true;
+}
+
+Isa active_isa() {
+  static const Isa isa = detect_isa();
+  return isa;
+}
+
+const char* isa_name(Isa isa) { return kIsaTable[static_cast<int>(isa)].name; }
+const char* isa_extensions(Isa isa) { return kIsaTable[static_cast<int>(isa)].extensions; }
+
 std::string processor_name() {
   static const std::string name = [] {
     std::string n = cpuinfo_model_name();
@@ -56,6 +114,6 @@ std::string processor_name() {
   return name;
 }
 
-std::string instruction_sets() { return matmul_has_simd() ? "avx2+fma+f16c" : "scalar"; }
+std::string instruction_sets() { return isa_extensions(active_isa()); }
 
 }  // namespace gb::kernels

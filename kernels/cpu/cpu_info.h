@@ -1,16 +1,35 @@
-// What the CPU kernels run on, for benchmarks and reports: the processor's model
-// name and the instruction sets the run-time dispatch (matmul_has_simd, from
-// cpuid) chose. Any thread.
+// What the CPU kernels run on: the instruction-set levels the run-time dispatch
+// chooses between (from cpuid, never from the build machine), the processor's
+// model name, for benchmarks and reports. Any thread.
 #pragma once
 
 #include <string>
 
 namespace gb::kernels {
 
+// Kernel levels, each a superset of the one before. A level is used only when
+// cpuid reports every extension it lists (kIsaTable in cpu_info.cpp).
+enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+inline constexpr int kIsaCount = 3;
+
+// True when this processor has every extension the level needs.
+bool isa_supported(Isa isa);
+
+// The level the kernels use: the highest supported one, capped by the
+// environment variable GLASSBOX_CPU_ISA (scalar, avx2, avx512) when set, so a
+// machine can run the lower paths too. Read once per process.
+Isa active_isa();
+
+// "scalar", "avx2", "avx512".
+const char* isa_name(Isa isa);
+
+// The extensions of the level, e.g. "avx2+fma+f16c".
+const char* isa_extensions(Isa isa);
+
 // /proc/cpuinfo "model name", else the cpuid brand string, else "unknown processor".
 std::string processor_name();
 
-// "avx2+fma+f16c" when the SIMD kernels are in use, else "scalar".
+// isa_extensions(active_isa()), e.g. "avx2+fma+f16c" or "scalar".
 std::string instruction_sets();
 
 }  // namespace gb::kernels

@@ -7,12 +7,16 @@
 //      are written at y[t * ldy + r]
 //
 // matmul_reference is the scalar oracle (float32 accumulation in index order).
-// matmul picks an AVX2/FMA path at run time when the CPU has it; its results
-// differ from the reference only by summation order.
+// matmul runs the kernel level active_isa() chose at run time (cpu_info.h):
+// AVX-512, AVX2/FMA or the reference. The SIMD results differ from the reference
+// only by summation order, and within one level a token's result does not
+// depend on the other tokens of the call (decode alone == the same token in a
+// prefill batch, bit for bit).
 #pragma once
 
 #include <cstdint>
 
+#include "cpu/cpu_info.h"
 #include "cpu/elem_type.h"
 
 namespace gb::kernels {
@@ -23,10 +27,15 @@ void matmul_reference(float* y, int64_t ldy, const float* x, const void* w, Elem
 void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
             int64_t cols, int64_t row_begin, int64_t row_end);
 
+// matmul with a given level (the reference when this CPU lacks it): for tests
+// and benchmarks that compare the levels.
+void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+                 int64_t cols, int64_t row_begin, int64_t row_end);
+
 // Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement.
 float read_sum(const float* p, int64_t n);
 
-// True when matmul() uses the AVX2/FMA/F16C path on this machine.
+// True when matmul() uses a SIMD level (AVX2 or better) on this machine.
 bool matmul_has_simd();
 
 }  // namespace gb::kernels

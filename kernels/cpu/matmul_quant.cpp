@@ -8,12 +8,15 @@
 
 namespace gb::kernels {
 
-namespace avx2 {
 using QuantMatmulFn = void (*)(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
                                int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end);
+namespace avx2 {
 QuantMatmulFn quant_matmul_kernel(WeightType t);
 void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, ActBlockQ8* out);
 }  // namespace avx2
+namespace avx512 {
+QuantMatmulFn quant_matmul_kernel(WeightType t);
+}  // namespace avx512
 
 namespace {
 
@@ -74,34 +77,48 @@ void matmul_weights_reference(float* y, int64_t ldy, const MatmulInput& x, const
   }
 }
 
-void matmul_weights(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
-                    const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
-                    int64_t row_end) {
+namespace {
+// The SIMD kernel of type t at a level (nullptr: none, the reference runs).
+QuantMatmulFn quant_kernel(Isa isa, WeightType t) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case Isa::Avx512: return avx512::quant_matmul_kernel(t);
+    case Isa::Avx2: return avx2::quant_matmul_kernel(t);
+    case Isa::Scalar: return nullptr;
+  }
+#endif
+  (void)isa;
+  (void)t;
+  return nullptr;
+}
+}  // namespace
+
+void matmul_weights_with(Isa isa, float* y, int64_t ldy, const MatmulInput& x, const void* w,
+                         int64_t row_stride_bytes, const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols,
+                         int64_t row_begin, int64_t row_end) {
+  if (!isa_supported(isa)) isa = Isa::Scalar;
   if (traits.activation == ActivationType::F32) {
     // Float weights: the float32 matmul (contiguous rows, stride = cols values).
     GB_KCHECK(row_stride_bytes == cols * traits.block_bytes);
-    matmul(y, ldy, x.f32, w, traits.type, num_tokens, cols, row_begin, row_end);
+    matmul_with(isa, y, ldy, x.f32, w, traits.type, num_tokens, cols, row_begin, row_end);
     return;
   }
   GB_KCHECK(x.q8 != nullptr && cols % traits.block_elements == 0);
-#if defined(__x86_64__)
-  if (matmul_has_simd()) {
-    if (auto fn = avx2::quant_matmul_kernel(traits.type)) {
-      fn(y, ldy, x.q8, w, row_stride_bytes, num_tokens, cols, row_begin, row_end);
-      return;
-    }
+  if (auto fn = quant_kernel(isa, traits.type)) {
+    fn(y, ldy, x.q8, w, row_stride_bytes, num_tokens, cols, row_begin, row_end);
+    return;
   }
-#endif
   matmul_weights_reference(y, ldy, x, w, row_stride_bytes, traits, num_tokens, cols, row_begin, row_end);
 }
 
+void matmul_weights(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
+                    const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
+                    int64_t row_end) {
+  matmul_weights_with(active_isa(), y, ldy, x, w, row_stride_bytes, traits, num_tokens, cols, row_begin, row_end);
+}
+
 bool matmul_weights_has_simd(WeightType t) {
-#if defined(__x86_64__)
-  return matmul_has_simd() && (!is_quantized(t) || avx2::quant_matmul_kernel(t) != nullptr);
-#else
-  (void)t;
-  return false;
-#endif
+  return active_isa() != Isa::Scalar && (!is_quantized(t) || quant_kernel(active_isa(), t) != nullptr);
 }
 
 }  // namespace gb::kernels

@@ -8,13 +8,14 @@
 //   y: (num_tokens, ldy) float32; rows [row_begin, row_end) of each token
 //
 // matmul_weights_reference runs the table's scalar vec_dot per (row, token): the
-// oracle. matmul_weights picks the fastest path this CPU supports (cpuid at run
-// time): AVX2 kernels per type where they exist, else the reference.
+// oracle. matmul_weights runs the kernel level active_isa() chose (cpu_info.h):
+// the SIMD kernel of the type at that level where one exists, else the reference.
 // No threads of their own; any thread may call them on disjoint row ranges.
 #pragma once
 
 #include <cstdint>
 
+#include "cpu/cpu_info.h"
 #include "cpu/weight_type.h"
 
 namespace gb::kernels {
@@ -35,6 +36,12 @@ void matmul_weights_reference(float* y, int64_t ldy, const MatmulInput& x, const
 void matmul_weights(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
                     const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
                     int64_t row_end);
+
+// matmul_weights with a given kernel level (the reference when this CPU lacks
+// it): for tests and benchmarks that compare the levels.
+void matmul_weights_with(Isa isa, float* y, int64_t ldy, const MatmulInput& x, const void* w,
+                         int64_t row_stride_bytes, const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols,
+                         int64_t row_begin, int64_t row_end);
 
 // True when matmul_weights has a SIMD kernel for type t on this CPU.
 bool matmul_weights_has_simd(WeightType t);

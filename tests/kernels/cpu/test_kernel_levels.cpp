@@ -1,0 +1,229 @@
+// Every kernel level (cpu_info.h: AVX2, AVX-512) that this processor can run,
+// called explicitly through matmul_with / matmul_weights_with whatever level
+// the process chose, against the scalar reference; a level the processor lacks
+// reports a skip. Besides closeness, each level must keep the batching
+// invariant the engine relies on: a token's result is the same bits whether it
+// is computed alone (decode) or at any position of a prefill batch, and whatever
+// row range a thread gets. For quantized weights the integer products are exact,
+// so the AVX-512 (VNNI) level must equal the AVX2 level bit for bit.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/convert.h"
+#include "cpu/cpu_info.h"
+#include "cpu/matmul.h"
+#include "cpu/matmul_quant.h"
+#include "gb_test.h"
+
+using namespace gb::kernels;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Weights of a float type (F32, F16, BF16) as stored, plus their float values.
+struct FloatWeights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+FloatWeights float_weights(ElemType t, int64_t n, uint32_t seed) {
+  FloatWeights w;
+  w.values = random_floats(static_cast<size_t>(n), seed);
+  const size_t elem = t == ElemType::F32 ? 4 : 2;
+  w.bytes.resize(static_cast<size_t>(n) * elem);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = w.values[static_cast<size_t>(i)];
+    if (t == ElemType::F32) {
+      std::memcpy(w.bytes.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t h = t == ElemType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+      std::memcpy(w.bytes.data() + 2 * i, &h, 2);
+      w.values[static_cast<size_t>(i)] = t == ElemType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+  }
+  return w;
+}
+
+bool level_or_skip(Isa isa) {
+  if (isa_supported(isa)) return true;
+  return false;
+}
+
+void check_float_level(Isa isa) {
+  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) {
+    for (int64_t cols : {1, 7, 15, 16, 17, 33, 100, 513, 1040}) {
+      for (int64_t rows : {1, 3, 4, 5, 17}) {
+        for (int64_t tokens : {1, 2, 5, 6, 7, 13}) {
+          const FloatWeights w = float_weights(t, rows * cols, static_cast<uint32_t>(rows * 1000 + cols));
+          const auto x = random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 7 * cols));
+          std::vector<float> got(static_cast<size_t>(tokens * rows)), want(got.size());
+          matmul_with(isa, got.data(), rows, x.data(), w.bytes.data(), t, tokens, cols, 0, rows);
+          matmul_reference(want.data(), rows, x.data(), w.bytes.data(), t, tokens, cols, 0, rows);
+          for (int64_t k = 0; k < tokens; ++k)
+            for (int64_t r = 0; r < rows; ++r) {
+              double mag = 0;
+              for (int64_t c = 0; c < cols; ++c)
+                mag += std::abs(static_cast<double>(w.values[static_cast<size_t>(r * cols + c)]) *
+                                x[static_cast<size_t>(k * cols + c)]);
+              const float g = got[static_cast<size_t>(k * rows + r)], e = want[static_cast<size_t>(k * rows + r)];
+              QVERIFY2(std::abs(g - e) <= 4e-7 * std::sqrt(static_cast<double>(cols)) * mag + 1e-30,
+                       (std::string(isa_name(isa)) + " " + std::string(weight_traits(t).name) + " cols " + std::to_string(cols) +
+                        " rows " + std::to_string(rows) + " tokens " + std::to_string(tokens))
+                           .c_str());
+            }
+        }
+      }
+    }
+  }
+}
+
+// y(token j alone) == y(token j inside a batch of T at any offset), with rows
+// split into ranges the way the thread pool splits them; and across the
+// column blocks and row panels of the prefill kernel.
+void check_batch_invariance(Isa isa) {
+  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) {
+    for (int64_t cols : {48, 1040, 2100}) {
+      const int64_t rows = 203;
+      const FloatWeights w = float_weights(t, rows * cols, static_cast<uint32_t>(cols));
+      const int64_t max_tokens = 13;
+      const auto x = random_floats(static_cast<size_t>(max_tokens * cols), static_cast<uint32_t>(cols + 1));
+      std::vector<float> alone(static_cast<size_t>(max_tokens * rows));
+      for (int64_t j = 0; j < max_tokens; ++j)
+        matmul_with(isa, alone.data() + j * rows, rows, x.data() + j * cols, w.bytes.data(), t, 1, cols, 0, rows);
+      for (int64_t tokens = 2; tokens <= max_tokens; tokens += 3) {
+        for (int64_t offset : {int64_t{0}, max_tokens - tokens}) {
+          std::vector<float> batch(static_cast<size_t>(tokens * rows));
+          // Rows in three uneven ranges, as three threads would get them.
+          for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 61}, {61, 62}, {62, rows}})
+            matmul_with(isa, batch.data(), rows, x.data() + offset * cols, w.bytes.data(), t, tokens, cols, b, e);
+          for (int64_t j = 0; j < tokens; ++j)
+            QVERIFY2(std::memcmp(batch.data() + j * rows, alone.data() + (offset + j) * rows,
+                                 static_cast<size_t>(rows) * sizeof(float)) == 0,
+                     (std::string(isa_name(isa)) + " " + std::string(weight_traits(t).name) + " cols " + std::to_string(cols) +
+                      ": token " + std::to_string(offset + j) + " in a batch of " + std::to_string(tokens) +
+                      " differs from the token alone")
+                         .c_str());
+        }
+      }
+    }
+  }
+}
+
+const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
+                                  WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
+                                  WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS};
+
+std::vector<uint8_t> random_quant_weights(const WeightTypeTraits& tr, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t blocks = rows * cols / tr.block_elements;
+  std::vector<uint8_t> w(static_cast<size_t>(blocks * tr.block_bytes));
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::normal_distribution<float> scale(0.0f, 0.02f);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int16_t off : {tr.scale_offset, tr.min_offset}) {
+      if (off < 0) continue;
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(w.data() + b * tr.block_bytes + off, &h, 2);
+    }
+  return w;
+}
+
+// A quantized level: equal to the AVX2 level bit for bit (same exact integer
+// sums, same float steps), close to the reference, and batch-invariant.
+void check_quant_level(Isa isa) {
+  for (WeightType type : kQuantTypes) {
+    const WeightTypeTraits& tr = weight_traits(type);
+    for (int64_t cols : {tr.block_elements, 3 * 256, 11 * 256 + (tr.block_elements == 32 ? 96 : 0)}) {
+      const int64_t rows = 37, tokens = 9;
+      const auto w = random_quant_weights(tr, rows, cols, static_cast<uint32_t>(cols + static_cast<int>(type)));
+      const auto xf = random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(cols));
+      std::vector<ActBlockQ8> xq(static_cast<size_t>(tokens * cols / 32));
+      quantize_activations(xf.data(), cols, 0, tokens, xq.data());
+      MatmulInput in;
+      in.q8 = xq.data();
+      const int64_t stride = cols / tr.block_elements * tr.block_bytes;
+      std::vector<float> got(static_cast<size_t>(tokens * rows)), avx2(got.size()), ref(got.size());
+      matmul_weights_with(isa, got.data(), rows, in, w.data(), stride, tr, tokens, cols, 0, rows);
+      matmul_weights_with(Isa::Avx2, avx2.data(), rows, in, w.data(), stride, tr, tokens, cols, 0, rows);
+      matmul_weights_reference(ref.data(), rows, in, w.data(), stride, tr, tokens, cols, 0, rows);
+      const std::string what = std::string(isa_name(isa)) + " " + std::string(tr.name) + " cols " + std::to_string(cols);
+      if (isa_supported(Isa::Avx2))
+        QVERIFY2(std::memcmp(got.data(), avx2.data(), got.size() * sizeof(float)) == 0, (what + " != avx2").c_str());
+      // Rounding scale of each result: sum over i of |w_i * a_i| (the dequantized
+      // weights times the quantized activations).
+      std::vector<float> wrow(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        tr.dequantize_row(w.data() + r * stride, wrow.data(), cols);
+        for (int64_t j = 0; j < tokens; ++j) {
+          double mag = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const ActBlockQ8& a = xq[static_cast<size_t>(j * cols / 32 + c / 32)];
+            mag += std::abs(static_cast<double>(wrow[static_cast<size_t>(c)]) * a.d * a.qs[c % 32]);
+          }
+          const size_t i = static_cast<size_t>(j * rows + r);
+          QVERIFY2(std::abs(static_cast<double>(got[i]) - ref[i]) <= 2e-5 * mag + 1e-30,
+                   (what + " far from reference").c_str());
+        }
+      }
+      for (int64_t j = 0; j < tokens; ++j) {
+        std::vector<float> alone(static_cast<size_t>(rows));
+        MatmulInput one;
+        one.q8 = xq.data() + j * (cols / 32);
+        matmul_weights_with(isa, alone.data(), rows, one, w.data(), stride, tr, 1, cols, 0, rows);
+        QVERIFY2(std::memcmp(alone.data(), got.data() + j * rows, static_cast<size_t>(rows) * sizeof(float)) == 0,
+                 (what + ": a token alone differs from the same token in the batch").c_str());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+GB_TEST(isa_table_is_ordered_and_active_level_supported) {
+  QVERIFY(isa_supported(Isa::Scalar));
+  QVERIFY(isa_supported(active_isa()));
+  // Each level includes the one before it.
+  for (int i = 1; i < kIsaCount; ++i)
+    if (isa_supported(static_cast<Isa>(i))) QVERIFY(isa_supported(static_cast<Isa>(i - 1)));
+  QCOMPARE(instruction_sets(), std::string(isa_extensions(active_isa())));
+  QCOMPARE(std::string(isa_name(Isa::Avx512)), std::string("avx512"));
+}
+
+GB_TEST(float_avx2_matches_reference) {
+  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_float_level(Isa::Avx2);
+}
+
+GB_TEST(float_avx512_matches_reference) {
+  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_float_level(Isa::Avx512);
+}
+
+GB_TEST(float_avx2_batch_invariant) {
+  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_batch_invariance(Isa::Avx2);
+}
+
+GB_TEST(float_avx512_batch_invariant) {
+  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_batch_invariance(Isa::Avx512);
+}
+
+GB_TEST(quant_avx2_batch_invariant_and_close) {
+  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_quant_level(Isa::Avx2);
+}
+
+GB_TEST(quant_avx512_equals_avx2_bitwise) {
+  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_quant_level(Isa::Avx512);
+}
