@@ -11,15 +11,10 @@ cd "$root"
 
 build="${GLASSBOX_BUILD_DIR:-$root/build/test}"
 shared="${GLASSBOX_SHARED_DIR:-$root/../shared}"
-# ccache (when installed) makes rebuilds after small changes, and clean builds of
-# an unchanged tree, mostly cache hits.
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-            -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-fi
+# CMake uses ccache by itself when it is installed (GLASSBOX_CCACHE), so rebuilds
+# after small changes, and clean builds of an unchanged tree, are mostly cache hits.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGLASSBOX_SHARED_DIR="$shared" "${launcher[@]}" ${GLASSBOX_CMAKE_ARGS:-}
+  -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 # One test at a time: CPU tests use every core, and timing-sensitive UI tests
 # must not compete with them.

@@ -10,10 +10,7 @@
 
 #include "engine_controller_state.h"
 
-#if defined(GLASSBOX_HAVE_CUDA) && __has_include("cuda/cuda_backend.h")
-#include "cuda/cuda_backend.h"
-#define GLASSBOX_UI_CUDA 1
-#endif
+#include "runtime/make_backend.h"
 
 namespace gbui {
 
@@ -77,42 +74,29 @@ void EngineController::loadModel(const QString& path, const QString& device, int
     emit modelLoadFailed(path, QString::fromStdString(tokenizer.error().message));
     return;
   }
-  std::unique_ptr<gb::Backend> backend;
-#if defined(GLASSBOX_UI_CUDA)
-  // The CUDA backend runs float weights only so far: auto keeps quantized files on the CPU.
-  bool quantized = false;
-  for (const gb::TensorView* t : (*model)->all_tensors()) quantized |= gb::kernels::is_quantized(t->dtype);
-  if (device == "cuda" || (device != "cpu" && !quantized)) {
-    std::string why;
-    if (gb::cuda_device_available(&why)) {
-      auto cuda = gb::make_cuda_backend(*model, {});
-      if (!cuda) {
-        emit modelLoadFailed(path, QString::fromStdString(cuda.error().message));
-        return;
-      }
-      backend = std::move(*cuda);
-    } else if (device == "cuda") {
-      emit modelLoadFailed(path, QString::fromStdString("--device cuda: " + why));
-      return;
-    }
-  }
-#else
-  if (device == "cuda") {
+  // The device policy is the engine's (make_backend); anything but "cpu" or
+  // "cuda" means auto.
+  if (device == "cuda" && !gb::cuda_backend_built()) {
     emit modelLoadFailed(path, tr("This build of Glassbox has no CUDA backend."));
     return;
   }
-#endif
-  if (!backend) backend = gb::make_cpu_backend(*model);
+  gb::BackendOptions backendOptions;
+  backendOptions.device = gb::parse_device(device.toStdString()).value_or(gb::Device::Auto);
+  auto backend = gb::make_backend(*model, backendOptions);
+  if (!backend) {
+    emit modelLoadFailed(path, QString::fromStdString(backend.error().message));
+    return;
+  }
   gb::EngineConfig config;
   config.max_context = (*model)->config.context_length;
   // A pool of a few full contexts: enough to show sharing, small enough to see.
-  config.num_blocks = std::max(16, 4 * ((config.max_context + config.block_size - 1) / config.block_size));
+  config.kv_full_contexts = 4;
   // Self drafting writes drafted positions to scratch blocks past the pool; room
   // for a few drafting requests at the default K bound (more decode plainly).
   config.num_scratch_blocks =
       kSelfDraftSeqs * gb::self_draft_scratch_blocks(gb::SpeculativeConfig{}.k_max, config.block_size);
   config.max_retained = kMaxKeptBranches;
-  auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(backend), config);
+  auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(*backend), config);
   if (gb::Status s = engine->start(); !s.ok()) {
     emit modelLoadFailed(path, QString::fromStdString(s.error().message));
     return;

@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "engine_controller_state.h"
+#include "core/utf8.h"
+#include "engine_event_mirror.h"
 #include "model/architecture.h"
 #include "model/weight_report.h"
-#include "tokenizer/utf8.h"
+#include "runtime/make_trace_header.h"
 
 namespace gbui {
 namespace {
@@ -21,49 +23,12 @@ QString tokenText(const QVector<QString>& vocab, int id) {
   return QStringLiteral("#%1").arg(id);
 }
 
-std::optional<RequestKey> keyOf(gb::RequestId id) {
-  if (id == gb::kNoRequest) return std::nullopt;
-  return id.value;
-}
-
 UiToken toUiToken(const gb::TokenSampledEvent& e, const QVector<QString>& vocab) {
   UiToken t;
-  t.request = e.request.value;
-  t.step = e.step;
-  t.position = e.position;
-  t.index = e.index;
-  t.tokenId = e.token;
-  t.text = QString::fromStdString(e.text);
+  mirror::mirror(e, t);
+  mirror::mirror(e.record, t);
   t.piece = tokenText(vocab, e.token);
-  t.origin = static_cast<int>(e.origin);
-  const gb::TokenRecord& r = e.record;
-  for (gb::SamplerStage s : r.stages) {
-    const std::string_view name = gb::sampler_stage_name(s);
-    t.stages << QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
-  }
-  for (uint8_t a : r.stage_active) t.stageActive << (a != 0);
-  for (int32_t n : r.num_candidates_after_stage) t.numAfterStage << n;
-  t.numCandidatesBefore = r.num_candidates_before;
-  t.top.reserve(static_cast<qsizetype>(r.top.size()));
-  for (const gb::CandidateRecord& c : r.top) {
-    UiCandidate u;
-    u.id = c.id;
-    u.text = tokenText(vocab, c.id);
-    u.logit = c.logit;
-    u.probBefore = c.prob_before;
-    u.probAfter = QVector<float>(c.prob_after_stage.begin(), c.prob_after_stage.end());
-    u.removedByStage = c.removed_by_stage;
-    t.top.push_back(std::move(u));
-  }
-  t.entropyBefore = r.entropy_before;
-  t.entropyAfter = r.entropy_after;
-  t.prob = r.chosen_prob;
-  t.probBefore = r.chosen_prob_before;
-  t.rank = r.chosen_rank;
-  t.draw = r.draw;
-  t.xtcFired = r.xtc_fired;
-  t.forwardMs = r.forward_ms;
-  t.sampleMs = r.sample_ms;
+  for (UiCandidate& c : t.top) c.text = tokenText(vocab, c.id);
   return t;
 }
 
@@ -76,71 +41,14 @@ UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab) {
   out.body = std::visit(
       [&](const auto& e) -> UiEventBody {
         using E = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<E, gb::RequestSubmittedEvent>) {
-          UiSubmitted u;
-          u.request = e.request.value;
-          if (e.parent) u.parent = e.parent->value;
-          u.forkPosition = e.fork_position;
-          u.promptIds = QVector<int>(e.prompt_ids.begin(), e.prompt_ids.end());
-          u.maxTokens = e.max_tokens;
-          u.samplerJson = QString::fromStdString(e.sampler_settings);
-          return u;
-        } else if constexpr (std::is_same_v<E, gb::RequestAdmittedEvent>) {
-          return UiAdmitted{e.request.value, e.num_cached_tokens, e.queue_ms};
-        } else if constexpr (std::is_same_v<E, gb::PrefillChunkEvent>) {
-          return UiPrefill{e.request.value, e.step, e.start_position, e.num_tokens};
-        } else if constexpr (std::is_same_v<E, gb::TokenSampledEvent>) {
+        if constexpr (std::is_same_v<E, gb::TokenSampledEvent>) {
           UiToken t = toUiToken(e, vocab);
           t.tMs = static_cast<double>(event.t_us) / 1000.0;
           return t;
-        } else if constexpr (std::is_same_v<E, gb::RequestPreemptedEvent>) {
-          return UiPreempted{e.request.value, e.step};
-        } else if constexpr (std::is_same_v<E, gb::RequestFinishedEvent>) {
-          UiFinished f;
-          f.request = e.request.value;
-          f.reason = QString::fromStdString(e.reason);
-          f.text = QString::fromStdString(e.text);
-          f.numPromptTokens = e.num_prompt_tokens;
-          f.numGenerated = e.num_generated;
-          f.numCachedTokens = e.num_cached_tokens;
-          f.ttftMs = e.ttft_ms;
-          f.tpotMs = e.tpot_ms;
-          f.e2eMs = e.e2e_ms;
-          return f;
-        } else if constexpr (std::is_same_v<E, gb::StepEvent>) {
-          return UiStep{e.step, e.start_ms, e.schedule_ms, e.forward_ms, e.sample_ms, e.num_seqs,
-                        e.num_prefill_tokens, e.num_decode_tokens, e.num_running, e.num_waiting,
-                        e.num_blocks_owned, e.num_blocks_free, e.num_blocks_cached, e.num_blocks_total,
-                        e.num_prefix_hit_tokens, e.num_preemptions};
-        } else if constexpr (std::is_same_v<E, gb::KvTraceEvent>) {
-          UiKv k;
-          k.step = e.step;
-          k.kind = static_cast<UiKvKind>(e.kv.kind);
-          k.block = e.kv.block.value;
-          k.request = keyOf(e.kv.request);
-          k.otherBlock = e.kv.other_block.value;
-          k.refCount = e.kv.ref_count;
-          return k;
-        } else if constexpr (std::is_same_v<E, gb::ErrorEvent>) {
-          UiError err;
-          if (e.request) err.request = e.request->value;
-          err.message = QString::fromStdString(e.message);
-          return err;
         } else {
-          static_assert(std::is_same_v<E, gb::SpeculativeEvent>);
-          UiSpeculative u;
-          u.request = e.request.value;
-          u.step = e.step;
-          u.drafter = QString::fromStdString(e.drafter);
-          u.drafted = QVector<int>(e.drafted.begin(), e.drafted.end());
-          u.q = QVector<float>(e.q.begin(), e.q.end());
-          u.p = QVector<float>(e.p.begin(), e.p.end());
-          u.numAccepted = e.num_accepted;
-          u.rejected = e.rejected ? *e.rejected : -1;
-          u.next = e.next;
-          u.bonus = e.bonus;
-          u.draftMs = e.draft_ms;
-          u.verifyMs = e.verify_ms;
+          typename mirror::MirrorOf<E>::U u;
+          mirror::mirror(e, u);
+          if constexpr (std::is_same_v<E, gb::KvTraceEvent>) mirror::mirror(e.kv, u);
           return u;
         }
       },

@@ -34,6 +34,7 @@
 #include "kv_cache_panel.h"
 #include "model_file_summary.h"
 #include "model_info_panel.h"
+#include "panel_registry.h"
 #include "performance_panel.h"
 #include "sampling_panel.h"
 #include "serve_panel.h"
@@ -63,36 +64,19 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   engineThread_.setObjectName(QStringLiteral("glassbox-engine"));
   engineThread_.start();
 
-  chat_ = new ChatPanel(model_);
-  setCentralWidget(chat_);
-  sampling_ = new SamplingPanel;
-  inspector_ = new TokenInspectorPanel(model_);
-  kv_ = new KvCachePanel(model_);
-  performance_ = new PerformancePanel(model_);
-  info_ = new ModelInfoPanel(model_);
-  speculative_ = new SpeculativePanel(model_);
-  // Sampling has the left column to itself (its sliders need the height); the
-  // model's details are a tab beside the KV cache, Performance and Speculative.
-  addDock(sampling_, tr("Sampling"), "sampling", Qt::LeftDockWidgetArea);
-  addDock(inspector_, tr("Token inspector"), "inspector", Qt::RightDockWidgetArea);
-  QDockWidget* kvDock = addDock(kv_, tr("KV cache"), "kv", Qt::BottomDockWidgetArea);
-  QDockWidget* perfDock = addDock(performance_, tr("Performance"), "performance", Qt::BottomDockWidgetArea);
-  QDockWidget* specDock = addDock(speculative_, tr("Speculative"), "speculative", Qt::BottomDockWidgetArea);
-  QDockWidget* modelDock = addDock(info_, tr("Model"), "model", Qt::BottomDockWidgetArea);
-  tabifyDockWidget(kvDock, perfDock);
-  tabifyDockWidget(perfDock, specDock);
-  tabifyDockWidget(specDock, modelDock);
-  compare_ = new CompareView(model_);
-  branches_ = new BranchesPanel(model_);
-  score_ = new ScoreView;
-  QDockWidget* compareDock = addDock(compare_, tr("Compare"), "compare", Qt::BottomDockWidgetArea);
-  tabifyDockWidget(modelDock, compareDock);
-  tabifyDockWidget(compareDock, addDock(score_, tr("Score"), "score", Qt::BottomDockWidgetArea));
-  tabifyDockWidget(findChild<QDockWidget*>("inspector"), addDock(branches_, tr("Branches"), "branches", Qt::RightDockWidgetArea));
+  buildPanels();  // the rows of panel_registry.cpp
+  chat_ = panelAs<ChatPanel>("chat");
+  sampling_ = panelAs<SamplingPanel>("sampling");
+  inspector_ = panelAs<TokenInspectorPanel>("inspector");
+  kv_ = panelAs<KvCachePanel>("kv");
+  performance_ = panelAs<PerformancePanel>("performance");
+  info_ = panelAs<ModelInfoPanel>("model");
+  speculative_ = panelAs<SpeculativePanel>("speculative");
+  compare_ = panelAs<CompareView>("compare");
+  branches_ = panelAs<BranchesPanel>("branches");
+  score_ = panelAs<ScoreView>("score");
+  serve_ = panelAs<ServePanel>("serve");
   connectCompareAndBranches(*this);  // compare_wiring.cpp
-  serve_ = new ServePanel;
-  tabifyDockWidget(compareDock, addDock(serve_, tr("Serve"), "serve", Qt::BottomDockWidgetArea));
-  kvDock->raise();
 
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("loadProgress"));
@@ -299,10 +283,34 @@ QDockWidget* MainWindow::addDock(QWidget* widget, const QString& title, const QS
   return dock;
 }
 
-QWidget* MainWindow::panel(const QString& name) const {
-  if (name == QLatin1String("chat")) return chat_;
-  if (auto* dock = findChild<QDockWidget*>(name)) return dock->widget();
-  return nullptr;
+void MainWindow::buildPanels() {
+  QHash<QString, QDockWidget*> docks;
+  for (const PanelSpec& spec : panelSpecs()) {
+    const QString name = QLatin1String(spec.name);
+    QWidget* widget = spec.create(model_);
+    panels_.insert(name, widget);
+    if (spec.area == Qt::NoDockWidgetArea) {
+      setCentralWidget(widget);
+      continue;
+    }
+    QDockWidget* dock = addDock(widget, tr(spec.title), name, spec.area);
+    if (spec.tabifyWith != nullptr) {
+      QDockWidget* first = docks.value(QLatin1String(spec.tabifyWith));
+      if (first == nullptr) qFatal("panel %s: tabifyWith %s is not an earlier dock", spec.name, spec.tabifyWith);
+      tabifyDockWidget(first, dock);
+    }
+    docks.insert(name, dock);
+  }
+  if (QDockWidget* kv = docks.value(QStringLiteral("kv"))) kv->raise();  // the bottom group opens on the KV map
+}
+
+QWidget* MainWindow::panel(const QString& name) const { return panels_.value(name); }
+
+template <class Panel>
+Panel* MainWindow::panelAs(const char* name) const {
+  auto* panel = qobject_cast<Panel*>(panels_.value(QLatin1String(name)));
+  if (panel == nullptr) qFatal("panel %s: missing from panel_registry.cpp or of another type", name);
+  return panel;
 }
 
 void MainWindow::buildMenus() {

@@ -1,11 +1,13 @@
 // MainWindow: the workbench shell. Owns the engine thread and its
 // EngineController, the SessionModel fed by the controller's event batches, and
-// the panels as QDockWidgets (layout saved with QSettings). File menu: open model
+// the panels as QDockWidgets, built from the panel table (panel_registry.h; the
+// layout is saved with QSettings). File menu: open model
 // (also drag and drop), recent models, open / export trace; the session
 // (conversation and sampler settings) is autosaved atomically.
 // Threads: UI thread; the controller runs on engineThread_.
 #pragma once
 
+#include <QHash>
 #include <QMainWindow>
 #include <QThread>
 
@@ -54,9 +56,8 @@ class MainWindow : public QMainWindow {
   BranchesPanel* branchesPanel() const { return branches_; }
   ScoreView* scoreView() const { return score_; }
   ServePanel* servePanel() const { return serve_; }
-  // The dock or central widget called name ("chat", "sampling", "inspector", "kv", "performance",
-  // "speculative", "model", "compare", "branches", "score",
-  // "serve").
+  // The dock or central widget called name: a row of panelSpecs() (panel_registry.h),
+  // e.g. "chat", "sampling", "inspector", "kv"; nullptr if there is none.
   QWidget* panel(const QString& name) const;
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
@@ -89,6 +90,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
+  void buildPanels();
+  template <class Panel>
+  Panel* panelAs(const char* name) const;
   QDockWidget* addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);
   void onModelLoaded(const UiModelInfo& info);
   void onLoadFailed(const QString& path, const QString& message);
@@ -100,6 +104,7 @@ class MainWindow : public QMainWindow {
   void releaseOldBranches();
 
   QThread engineThread_;
+  QHash<QString, QWidget*> panels_;  // by PanelSpec::name; owned by their docks / the window
   EngineController* controller_;
   SessionModel* model_;
   ChatPanel* chat_;

@@ -17,6 +17,7 @@
 #include "cli/memory_bandwidth.h"
 #include "cli/model_session.h"
 #include "cpu/cpu_info.h"
+#include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "model/weight_report.h"
 
@@ -152,6 +153,12 @@ int run_bench(BenchArgs a) {
   double measured_bw = 0.0;
   if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
   const Model& model = *session->model;
+  // Prefill arithmetic against the FMA peak of the cores used: 2 flops per
+  // parameter and token (the matmuls; attention is left out, so this slightly
+  // understates the work done at long prompts).
+  const double peak_gflops = device.backend == "cpu" && !a.skip_bandwidth ? kernels::fma_peak_gflops() : 0.0;
+  const double prefill_gflops = 2.0 * static_cast<double>(model.num_parameters()) * median(prefill_tok_s) / 1e9;
+  const double peak_all = peak_gflops * device.num_threads;
   nlohmann::json j = {
       {"model", model.path},
       {"model_name", model.name},
@@ -178,6 +185,9 @@ int run_bench(BenchArgs a) {
       {"implied_bandwidth_gb_s", implied_bw / 1e9},
       {"measured_read_bandwidth_gb_s", measured_bw / 1e9},
       {"roofline_ratio", measured_bw > 0 ? implied_bw / measured_bw : 0.0},
+      {"prefill_gflops", prefill_gflops},
+      {"fma_peak_gflops_per_thread", peak_gflops},
+      {"prefill_fraction_of_fma_peak", peak_all > 0 ? prefill_gflops / peak_all : 0.0},
   };
   j.update(kernel_fields(device, model));
   const std::string text = j.dump(2);
@@ -197,6 +207,9 @@ int run_bench(BenchArgs a) {
                 decode > 0 ? 1000.0 / decode : 0.0, device.num_threads);
     std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
                 bytes_per_token / 1e6, implied_bw / 1e9, measured_bw / 1e9, measured_bw > 0 ? implied_bw / measured_bw : 0.0);
+    if (peak_all > 0)
+      std::printf("prefill %.1f GFLOP/s of an FMA peak of %.1f (%d x %.1f): %.0f%%\n", prefill_gflops, peak_all,
+                  device.num_threads, peak_gflops, 100.0 * prefill_gflops / peak_all);
   }
   return 0;
 }
@@ -213,7 +226,7 @@ const CommandRegistrar registrar("bench", "Measure prefill/decode speed and the 
                "Print the result as llama-bench's markdown table (pp<N>, tg<N>; t/s mean ± stddev)")
       ->excludes(json);
   sub.add_option("--out", a->out, "Also write the JSON result to this file");
-  sub.add_flag("--skip-bandwidth", a->skip_bandwidth, "Do not measure memory bandwidth");
+  sub.add_flag("--skip-bandwidth", a->skip_bandwidth, "Do not measure memory bandwidth or the FMA peak");
   return [a] { return run_bench(*a); };
 });
 

@@ -15,6 +15,7 @@
 #include "cli/sampler_options.h"
 #include "cli/token_json.h"
 #include "runtime/engine.h"
+#include "runtime/make_trace_header.h"
 #include "speculative/speculative_decoder.h"
 #include "speculative/speculative_stats.h"
 #include "trace/chrome_trace.h"

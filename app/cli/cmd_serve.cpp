@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <pthread.h>
 
+#include "backend/kv_pool_sizing.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
-#include "kv/kv_pool_sizing.h"
 #include "server/engine_worker.h"
 #include "server/openai_server.h"
 

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backend/kv_pool_sizing.h"
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
 #include "cli/workload.h"
-#include "kv/kv_pool_sizing.h"
 #include "kv/block_pool.h"
 #include "kv/scheduler.h"
 

@@ -2,10 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#if defined(GLASSBOX_HAVE_CUDA) && __has_include("cuda/cuda_backend.h")
-#include "cuda/cuda_backend.h"
-#define GLASSBOX_CLI_CUDA 1
-#endif
+#include "runtime/make_backend.h"
 
 namespace gb::cli {
 
@@ -32,27 +29,13 @@ Result<ModelSession> open_model_session(const ModelOptions& o) {
   if (!tokenizer) return tokenizer.error();
   s.tokenizer = *tokenizer;
   s.context_length = s.model->config.context_length;
-#if defined(GLASSBOX_CLI_CUDA)
-  bool quantized = false;
-  for (const TensorView* t : s.model->all_tensors()) quantized |= kernels::is_quantized(t->dtype);
-  // The CUDA backend runs float weights only so far: auto picks the CPU for
-  // quantized files, an explicit --device cuda reports why it cannot.
-  if (o.device == "cuda" || (o.device == "auto" && !quantized)) {
-    std::string why;
-    if (cuda_device_available(&why)) {
-      auto backend = make_cuda_backend(s.model, {});
-      if (!backend) return backend.error();
-      s.backend = std::move(*backend);
-      return s;
-    }
-    if (o.device == "cuda") return make_error("--device cuda: " + why);
-  }
-#else
-  if (o.device == "cuda") return make_error("--device cuda: this build of Glassbox has no CUDA backend");
-#endif
-  CpuBackendOptions cpu;
-  cpu.num_threads = o.num_threads;
-  s.backend = make_cpu_backend(s.model, cpu);
+  // The device policy (auto / cpu / cuda, which weights CUDA runs) is the engine's.
+  BackendOptions backend_options;
+  backend_options.device = parse_device(o.device).value_or(Device::Auto);
+  backend_options.num_threads = o.num_threads;
+  auto backend = make_backend(s.model, backend_options);
+  if (!backend) return backend.error();
+  s.backend = std::move(*backend);
   return s;
 }
 

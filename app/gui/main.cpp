@@ -24,6 +24,7 @@
 #include "score_view.h"
 #include "engine_controller.h"
 #include "main_window.h"
+#include "panel_registry.h"
 #include "session_model.h"
 #include "speculative_settings.h"
 #include "sampling_panel.h"
@@ -53,8 +54,8 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   if (!panel.isEmpty()) {
     target = window.panel(panel);
     if (!target) {
-      std::fprintf(stderr, "glassbox: --panel %s: no such panel (chat, sampling, inspector, kv, performance, speculative, model, compare, branches, score)\n",
-                   qPrintable(panel));
+      std::fprintf(stderr, "glassbox: --panel %s: no such panel (%s)\n", qPrintable(panel),
+                   qPrintable(gbui::panelNames().join(QStringLiteral(", "))));
       return 2;
     }
     if (auto* dock = qobject_cast<QDockWidget*>(target->parentWidget())) dock->raise();
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption prompt({"p", "prompt"}, "Prompt to generate from at start.", "TEXT");
   const QCommandLineOption maxTokens("max-tokens", "Tokens to generate.", "N", "128");
   const QCommandLineOption screenshot("screenshot", "Render to PNG after generating, then exit.", "FILE.png");
-  const QCommandLineOption panel("panel", "Screenshot only this panel.", "NAME");
+  const QCommandLineOption panel("panel", "Screenshot only this panel: " + gbui::panelNames().join(", ") + ".", "NAME");
   const QCommandLineOption device("device", "auto, cpu or cuda.", "DEVICE", "auto");
   const QCommandLineOption session("session", "Session autosave file.", "FILE");
   const QCommandLineOption width("width", "Window width for screenshots.", "PX", "1500");

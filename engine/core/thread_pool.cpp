@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gb {
 
@@ -32,7 +33,13 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::run_chunk(int index) {
   const int64_t begin = std::min(job_n_, index * job_chunk_);
   const int64_t end = std::min(job_n_, begin + job_chunk_);
-  if (begin < end) (*job_)(begin, end, index);
+  if (begin >= end) return;
+  try {
+    (*job_)(begin, end, index);
+  } catch (...) {
+    // The first exception wins; the caller rethrows it once every chunk is done.
+    if (!job_failed_.exchange(true, std::memory_order_acq_rel)) job_error_ = std::current_exception();
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -72,6 +79,11 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
   run_chunk(0);
   while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
   job_ = nullptr;
+  if (job_failed_.load(std::memory_order_acquire)) {
+    std::exception_ptr error = std::exchange(job_error_, nullptr);
+    job_failed_.store(false, std::memory_order_relaxed);
+    std::rethrow_exception(error);
+  }
 }
 
 }  // namespace gb

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -26,7 +27,10 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
   // fn(begin, end, thread_index) for one contiguous chunk per thread. Chunks are
-  // aligned to `grain` items (the last may be shorter); empty chunks are skipped.
+  // aligned to `grain` items (the last may be shorter); empty chunks are skipped;
+  // n <= 0 calls nothing. If fn throws, the other chunks still run to the end and
+  // the first exception is rethrown here, on the caller's thread, once all are
+  // done; the pool stays usable.
   using RangeFn = std::function<void(int64_t begin, int64_t end, int thread_index)>;
   void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1);
 
@@ -43,6 +47,8 @@ class ThreadPool {
   const RangeFn* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunk_ = 0;
+  std::atomic<bool> job_failed_{false};  // a chunk threw; job_error_ holds the first exception
+  std::exception_ptr job_error_;
 };
 
 }  // namespace gb

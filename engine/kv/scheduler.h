@@ -41,7 +41,7 @@
 //   StepPlan plan = scheduler.schedule();
 //   if (plan.empty()) { wait for work; continue; }
 //   GB_TRY(backend.copy_blocks(plan.block_copies));
-//   BatchLayout layout = to_batch_layout(plan);
+//   BatchLayout layout = to_batch_layout(plan);         // runtime/step_layout.h
 //   GB_TRY(backend.forward(layout, logits));            // (plan.num_logits(), vocab)
 //   std::vector<StepToken> sampled;                   // one per needs_logits, plan order
 //   for (row = 0; const ScheduledRequest& r : plan.requests)

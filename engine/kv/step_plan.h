@@ -1,5 +1,5 @@
 // StepPlan: what one engine step runs, decided by Scheduler::schedule() and read
-// by the engine loop (runtime/). to_batch_layout() flattens it for the backend.
+// by the engine loop (runtime/). runtime/step_layout.h flattens it for the backend.
 //
 // Per scheduled request: new tokens at positions start_pos ... start_pos +
 // num_new_tokens - 1, its whole block table, and whether the forward pass must
@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "backend/batch_layout.h"
 #include "core/ids.h"
 
 namespace gb {
@@ -72,9 +71,5 @@ struct StepPlan {
     return n;
   }
 };
-
-// The backend's view of the plan: every request's new tokens, positions and
-// block table as flat arrays, logits only where needs_logits.
-BatchLayout to_batch_layout(const StepPlan& plan);
 
 }  // namespace gb

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kv/kv_pool_sizing.h"
+#include "backend/kv_pool_sizing.h"
 #include "kv/scheduler.h"
+#include "runtime/step_layout.h"
 #include "sampling/reasoning_budget.h"
 #include "sampling/sampler_chain.h"
 #include "sampling/sampler_rng.h"
@@ -104,21 +105,18 @@ std::vector<TraceEvent> Engine::drain_events() {
 Status Engine::start() {
   const ModelConfig& c = model_->config;
   max_context_ = config_.max_context > 0 ? config_.max_context : c.context_length;
-  num_blocks_ = config_.num_blocks;
-  if (num_blocks_ <= 0 && config_.kv_bytes > 0) {
-    KvPoolRequest sizing;
-    sizing.num_bytes = static_cast<int64_t>(config_.kv_bytes);
-    sizing.block_size = config_.block_size;
-    auto spec = kv_pool_spec(c, sizing);
-    if (!spec) return spec.error();
-    num_blocks_ = spec->num_blocks;
-  }
-  // Default pool: room for max_seqs sequences at a quarter of the context each,
-  // and at least one full-context sequence.
-  if (num_blocks_ <= 0) {
-    const int32_t per_ctx = (max_context_ + config_.block_size - 1) / config_.block_size;
-    num_blocks_ = std::max(per_ctx, per_ctx * std::max(1, config_.max_seqs) / 4);
-  }
+  // The pool size: explicit blocks, a byte budget, whole contexts or the
+  // serving default (kv_pool_blocks states the rules).
+  KvPoolPolicy pool;
+  pool.num_blocks = config_.num_blocks;
+  pool.num_bytes = config_.kv_bytes;
+  pool.full_contexts = config_.kv_full_contexts;
+  pool.max_seqs = config_.max_seqs;
+  pool.max_context = max_context_;
+  pool.block_size = config_.block_size;
+  auto pool_blocks = kv_pool_blocks(c, pool);
+  if (!pool_blocks) return pool_blocks.error();
+  num_blocks_ = *pool_blocks;
   // Self-draft scratch blocks sit past the scheduler's blocks: the scheduler
   // never hands them out, the SpeculativeDecoder does.
   GB_TRY(backend_->init_kv_pool({num_blocks_ + std::max(0, config_.num_scratch_blocks), config_.block_size}));

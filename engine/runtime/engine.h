@@ -54,6 +54,7 @@ class SpeculativeDecoder;
 struct EngineConfig {
   int32_t num_blocks = 0;          // KV pool blocks; 0: derive from kv_bytes or context
   size_t kv_bytes = 0;             // KV pool size in bytes (used when num_blocks == 0)
+  int32_t kv_full_contexts = 0;    // > 0 (and no blocks/bytes): this many whole contexts, >= 16 blocks
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 32;

@@ -12,11 +12,11 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "core/sha256.h"
 #include "runtime/chat_request.h"
 #include "runtime/text_scorer.h"
 #include "server/openai_response.h"
 #include "template/chat_template.h"
-#include "trace/sha256.h"
 
 namespace gb::server {
 

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.h"
 #include "template/jinja_ast.h"
 #include "template/jinja_builtins.h"
 #include "template/jinja_parser.h"
-#include "trace/sha256.h"
 
 namespace gb {
 

@@ -4,7 +4,7 @@
 #include <queue>
 
 #include "core/check.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace gb {
 namespace {

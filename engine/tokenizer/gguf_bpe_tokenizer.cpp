@@ -1,9 +1,9 @@
 // GgufBpeTokenizer (see gguf_bpe_tokenizer.h).
 #include "tokenizer/gguf_bpe_tokenizer.h"
 
+#include "core/utf8.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/end_of_generation.h"
-#include "tokenizer/utf8.h"
 
 namespace gb {
 namespace {

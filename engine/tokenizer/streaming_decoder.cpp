@@ -5,8 +5,8 @@
 // we emit every complete character from the front of pending_, replace every run
 // that can no longer become valid with U+FFFD, and keep a valid-but-truncated
 // tail (at most 3 bytes) for the next token. flush() gives that tail up as U+FFFD.
+#include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace gb {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace gb::trace_json {
 

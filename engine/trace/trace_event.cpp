@@ -1,5 +1,7 @@
 #include "trace/trace_event.h"
 
+#include "trace/trace_fields.h"
+
 namespace gb {
 
 const char* token_origin_name(TokenOrigin origin) {
@@ -14,19 +16,9 @@ const char* token_origin_name(TokenOrigin origin) {
 }
 
 const char* trace_event_type(const TraceEventBody& body) {
-  struct Namer {
-    const char* operator()(const RequestSubmittedEvent&) const { return "request_submitted"; }
-    const char* operator()(const RequestAdmittedEvent&) const { return "request_admitted"; }
-    const char* operator()(const PrefillChunkEvent&) const { return "prefill_chunk"; }
-    const char* operator()(const TokenSampledEvent&) const { return "token_sampled"; }
-    const char* operator()(const RequestPreemptedEvent&) const { return "request_preempted"; }
-    const char* operator()(const RequestFinishedEvent&) const { return "request_finished"; }
-    const char* operator()(const StepEvent&) const { return "step"; }
-    const char* operator()(const KvTraceEvent&) const { return "kv"; }
-    const char* operator()(const SpeculativeEvent&) const { return "speculative"; }
-    const char* operator()(const ErrorEvent&) const { return "error"; }
-  };
-  return std::visit(Namer{}, body);
+  // The names are null-terminated literals, so data() is a C string.
+  return std::visit([](const auto& e) { return trace_fields::FieldsOf<std::decay_t<decltype(e)>>::type.data(); },
+                    body);
 }
 
 }  // namespace gb

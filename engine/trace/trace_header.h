@@ -10,7 +10,8 @@
 //    "tokenizer":{"kind","path","vocab_size","bos_id","eos_id"},
 //    "sampler_settings":{...} | null,
 //    "branches":{"nodes":[...],"conversation":{...}}}   (optional)
-// Threads: plain values and pure functions (make_trace_header reads the model file).
+// Threads: plain values and pure functions. runtime/make_trace_header.h fills one
+// from a loaded model and tokenizer.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,6 @@
 
 namespace gb {
 
-struct Model;
-class Tokenizer;
 struct SamplerSettings;
 
 inline constexpr const char* kTraceFormatName = "glassbox-trace";
@@ -65,12 +64,6 @@ nlohmann::json trace_header_to_json(const TraceHeader& header);
 // Checks "type" == "header", "format" and that schema_version is one this reader
 // knows (newer versions are refused with a message saying so).
 Result<TraceHeader> trace_header_from_json(const nlohmann::json& j);
-
-// Fills a header for a run: engine version, now, model facts, tokenizer facts,
-// settings and their seed. hash_model reads the whole model file for its SHA-256
-// (about a second per GB); without it sha256 stays "".
-Result<TraceHeader> make_trace_header(const Model& model, const Tokenizer* tokenizer, const std::string& tokenizer_path,
-                                      const SamplerSettings& settings, bool hash_model);
 
 // Current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_timestamp_now();

@@ -1,15 +1,23 @@
-// The documented schema as data: one FieldSpec list per line type. Keep these
-// tables and docs/trace-format.md in step; a change to either is a schema change.
+// The documented schema as data: one FieldSpec list per line type. The header's
+// tables are written here by hand; the event lines' are generated from the field
+// lists in trace_fields.h, the same lists the writer and reader walk, so the
+// independent guards on the events are docs/trace-format.md and the frozen trace
+// in tests/engine/trace/data/ (old files must keep validating and reading). A
+// change to any of them is a schema change.
 #include "trace/trace_schema.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "trace/trace_fields.h"
 
 namespace gb {
 namespace {
 
 using nlohmann::json;
+using trace_fields::Form;
 
 enum class Kind {
   UInt,        // integer >= 0 (64-bit)
@@ -40,35 +48,6 @@ struct FieldSpec {
   const std::vector<FieldSpec>* nested = nullptr;
   bool optional = false;                        // may be absent
 };
-
-const std::vector<std::string> kStageNames = {"penalties", "dry",   "logit_bias", "top_k",      "typical_p",
-                                              "top_p",     "min_p", "xtc",        "temperature"};
-
-const std::vector<FieldSpec> kCandidate = {{"id", Kind::Int32},
-                                           {"logit", Kind::Real},
-                                           {"prob_before", Kind::Real},
-                                           {"prob_after_stage", Kind::RealArray},
-                                           {"removed_by_stage", Kind::Int32}};
-
-const std::vector<FieldSpec> kRecord = {
-    {"stages", Kind::NameArray, kStageNames},
-    {"stage_active", Kind::UInt8Array},
-    {"num_candidates_after_stage", Kind::Int32Array},
-    {"num_candidates_before", Kind::Int32},
-    {"top", Kind::ObjectArray, {}, &kCandidate},
-    {"entropy_before", Kind::Real},
-    {"entropy_after", Kind::Real},
-    {"chosen", Kind::Int32},
-    {"chosen_logit", Kind::Real},
-    {"chosen_prob_before", Kind::Real},
-    {"chosen_prob", Kind::Real},
-    {"chosen_rank", Kind::Int32},
-    {"rng_counter", Kind::UInt},
-    {"draw", Kind::Real},
-    {"xtc_draw", Kind::Real},
-    {"xtc_fired", Kind::Bool},
-    {"forward_ms", Kind::Real},
-    {"sample_ms", Kind::Real}};
 
 const std::vector<FieldSpec> kModel = {
     {"path", Kind::Text},           {"name", Kind::Text},           {"sha256", Kind::String},
@@ -107,6 +86,72 @@ struct LineSpec {
   std::vector<FieldSpec> fields;  // besides "type" (and "seq", "t_us" for events)
 };
 
+// ---- event lines, generated from the field lists (trace_fields.h) ----------
+
+template <class T>
+inline constexpr bool is_vector = false;
+template <class T>
+inline constexpr bool is_vector<std::vector<T>> = true;
+template <class T>
+inline constexpr bool is_enum_vector = false;
+template <class T>
+inline constexpr bool is_enum_vector<std::vector<T>> = std::is_enum_v<T>;
+
+template <class T>
+const std::vector<FieldSpec>& spec_of();
+
+std::vector<std::string> to_strings(std::span<const std::string_view> values) {
+  return {values.begin(), values.end()};
+}
+
+// The schema entry of one member, from its C++ type and form (the same mapping
+// as the writer, trace_json.cpp).
+template <class M>
+FieldSpec spec_for(const char* name, Form form, std::span<const std::string_view> allowed) {
+  if constexpr (std::is_same_v<M, int32_t> || std::is_same_v<M, BlockId>) return {name, Kind::Int32};
+  else if constexpr (std::is_same_v<M, int64_t>) return {name, Kind::Int};
+  else if constexpr (std::is_same_v<M, uint64_t>) return {name, form == Form::Hash ? Kind::Hash : Kind::UInt};
+  else if constexpr (std::is_same_v<M, RequestId>)
+    return {name, form == Form::NoRequestIsNull ? Kind::NullOrUInt : Kind::UInt};
+  else if constexpr (std::is_same_v<M, std::optional<RequestId>>) return {name, Kind::NullOrUInt};
+  else if constexpr (std::is_same_v<M, std::optional<int32_t>>) return {name, Kind::NullOrInt32};
+  else if constexpr (std::is_same_v<M, float> || std::is_same_v<M, double>) return {name, Kind::Real};
+  else if constexpr (std::is_same_v<M, bool>) return {name, Kind::Bool};
+  else if constexpr (std::is_same_v<M, std::string>)
+    return {name, form == Form::Text ? Kind::Text : Kind::String, to_strings(allowed)};
+  else if constexpr (std::is_enum_v<M>) return {name, Kind::String, trace_fields::enum_names<M>()};
+  else if constexpr (std::is_same_v<M, std::vector<int32_t>>) return {name, Kind::Int32Array};
+  else if constexpr (std::is_same_v<M, std::vector<float>>) return {name, Kind::RealArray};
+  else if constexpr (std::is_same_v<M, std::vector<uint8_t>>) return {name, Kind::UInt8Array};
+  else if constexpr (is_enum_vector<M>)
+    return {name, Kind::NameArray, trace_fields::enum_names<typename M::value_type>()};
+  else if constexpr (is_vector<M>) return {name, Kind::ObjectArray, {}, &spec_of<typename M::value_type>()};
+  else {
+    static_assert(trace_fields::HasFields<M>, "no schema kind for this member type");
+    return {name, Kind::Object, {}, &spec_of<M>()};
+  }
+}
+
+template <class T>
+void append_specs(std::vector<FieldSpec>& out) {
+  trace_fields::for_each_field<T>([&](const auto& entry) {
+    using Entry = std::remove_cvref_t<decltype(entry)>;
+    if constexpr (trace_fields::is_inline<Entry>) append_specs<typename Entry::member_type>(out);
+    else out.push_back(spec_for<typename Entry::member_type>(entry.name.data(), entry.form, entry.allowed));
+  });
+}
+
+// Built once per type; nested specs point into these (static lifetime).
+template <class T>
+const std::vector<FieldSpec>& spec_of() {
+  static const std::vector<FieldSpec> spec = [] {
+    std::vector<FieldSpec> out;
+    append_specs<T>(out);
+    return out;
+  }();
+  return spec;
+}
+
 const std::vector<LineSpec>& line_specs() {
   static const std::vector<LineSpec> specs = {
       {"header",
@@ -121,79 +166,16 @@ const std::vector<LineSpec>& line_specs() {
         {"tokenizer", Kind::Object, {}, &kTokenizer},
         {"sampler_settings", Kind::NullOrObjectOrString},
         {"branches", Kind::Object, {}, &kBranches, true}}},
-      {"request_submitted",
-       {{"request", Kind::UInt},
-        {"prompt_ids", Kind::Int32Array},
-        {"max_tokens", Kind::Int32},
-        {"priority", Kind::String, {"interactive", "batch"}},
-        {"sampler_settings", Kind::Text},
-        {"parent", Kind::NullOrUInt},
-        {"fork_position", Kind::Int32}}},
-      {"request_admitted", {{"request", Kind::UInt}, {"num_cached_tokens", Kind::Int32}, {"queue_ms", Kind::Real}}},
-      {"prefill_chunk",
-       {{"request", Kind::UInt}, {"step", Kind::Int}, {"start_position", Kind::Int32}, {"num_tokens", Kind::Int32}}},
-      {"token_sampled",
-       {{"request", Kind::UInt},
-        {"step", Kind::Int},
-        {"position", Kind::Int32},
-        {"index", Kind::Int32},
-        {"token", Kind::Int32},
-        {"text", Kind::Text},
-        {"origin", Kind::String, {"plain", "accepted", "resampled", "bonus", "forced"}},
-        {"record", Kind::Object, {}, &kRecord}}},
-      {"request_preempted", {{"request", Kind::UInt}, {"step", Kind::Int}}},
-      {"request_finished",
-       {{"request", Kind::UInt},
-        {"reason", Kind::String, {"stop", "max_tokens", "length", "cancelled", "error"}},
-        {"num_prompt_tokens", Kind::Int32},
-        {"num_generated", Kind::Int32},
-        {"num_cached_tokens", Kind::Int32},
-        {"ttft_ms", Kind::Real},
-        {"tpot_ms", Kind::Real},
-        {"e2e_ms", Kind::Real},
-        {"text", Kind::Text}}},
-      {"step",
-       {{"step", Kind::Int},
-        {"start_ms", Kind::Real},
-        {"schedule_ms", Kind::Real},
-        {"forward_ms", Kind::Real},
-        {"sample_ms", Kind::Real},
-        {"num_seqs", Kind::Int32},
-        {"num_prefill_tokens", Kind::Int32},
-        {"num_decode_tokens", Kind::Int32},
-        {"num_running", Kind::Int32},
-        {"num_waiting", Kind::Int32},
-        {"num_blocks_owned", Kind::Int32},
-        {"num_blocks_free", Kind::Int32},
-        {"num_blocks_cached", Kind::Int32},
-        {"num_blocks_total", Kind::Int32},
-        {"num_prefix_hit_tokens", Kind::Int32},
-        {"num_preemptions", Kind::Int32}}},
-      {"kv",
-       {{"step", Kind::Int},
-        {"kind", Kind::String,
-         {"allocated", "evicted", "cached", "prefix_hit", "shared", "copied", "released", "freed", "uncached"}},
-        {"block", Kind::Int32},
-        {"request", Kind::NullOrUInt},
-        {"other_block", Kind::Int32},
-        {"ref_count", Kind::Int32},
-        {"hash", Kind::Hash}}},
-      {"speculative",
-       {{"request", Kind::UInt},
-        {"step", Kind::Int},
-        {"drafter", Kind::String},
-        {"drafted", Kind::Int32Array},
-        {"q", Kind::RealArray},
-        {"p", Kind::RealArray},
-        {"num_accepted", Kind::Int32},
-        {"rejected", Kind::NullOrInt32},
-        {"next", Kind::Int32},
-        {"bonus", Kind::Bool},
-        {"draft_ms", Kind::Real},
-        {"verify_ms", Kind::Real}}},
-      {"error", {{"request", Kind::NullOrUInt}, {"message", Kind::Text}}},
   };
-  return specs;
+  static const std::vector<LineSpec> with_events = [] {
+    std::vector<LineSpec> out = specs;
+    trace_fields::for_each_alternative<TraceEventBody>([&](size_t, auto alternative) {
+      using Body = typename decltype(alternative)::type;
+      out.push_back({trace_fields::FieldsOf<Body>::type.data(), spec_of<Body>()});
+    });
+    return out;
+  }();
+  return with_events;
 }
 
 bool is_real(const json& j) {

@@ -1,5 +1,7 @@
 #include "cpu/matmul.h"
 
+#include <chrono>
+
 #include "cpu/cpu_info.h"
 
 namespace gb::kernels {
@@ -8,10 +10,12 @@ namespace avx2 {
 void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
 float read_sum(const float* p, int64_t n);
+double fma_probe(int64_t iterations);
 }  // namespace avx2
 namespace avx512 {
 void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
+double fma_probe(int64_t iterations);
 }  // namespace avx512
 
 namespace {
@@ -47,6 +51,26 @@ float read_sum(const float* p, int64_t n) {
   float acc[8] = {};
   for (int64_t i = 0; i < n; ++i) acc[i & 7] += p[i];
   return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+}
+
+double fma_peak_gflops() {
+#if defined(__x86_64__)
+  double (*probe)(int64_t) = nullptr;
+  if (active_isa() == Isa::Avx512) probe = &avx512::fma_probe;
+  else if (active_isa() == Isa::Avx2) probe = &avx2::fma_probe;
+  if (probe == nullptr) return 0.0;
+  // Best of a few short runs (about 20 ms each at 100 GFLOP/s): the peak, not the average.
+  double best = 0.0;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double flops = probe(10'000'000);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0 && flops / s > best) best = flops / s;
+  }
+  return best / 1e9;
+#else
+  return 0.0;
+#endif
 }
 
 }  // namespace gb::kernels

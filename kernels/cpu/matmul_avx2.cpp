@@ -286,3 +286,25 @@ void swiglu(float* out, const float* gate, const float* up, int64_t n) {
 }
 
 }  // namespace gb::kernels::avx2
+
+namespace gb::kernels::avx2 {
+
+// Floating-point operations of `iterations` rounds of 12 independent 8-lane
+// FMA chains (enough chains to cover the FMA latency on every current core):
+// the FMA peak probe. Returns the flop count; the caller times it.
+double fma_probe(int64_t iterations) {
+  __m256 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
+  const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(0.0001f);
+  for (int64_t k = 0; k < iterations; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+  }
+  __m256 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  volatile float sink = hsum(s);
+  (void)sink;
+  return 12.0 * 8 * 2 * static_cast<double>(iterations);
+}
+
+}  // namespace gb::kernels::avx2

@@ -21,8 +21,10 @@
 #include <cstdint>
 
 // GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(), which
-// -Wmaybe-uninitialized reports once inlined (a known false positive).
+// -Wmaybe-uninitialized / -Wuninitialized report once inlined (a known false
+// positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "cpu/elem_type.h"
 
@@ -221,6 +223,26 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype
     case ElemType::BF16: matmul_typed<ElemType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
     default: break;  // quantized types go through matmul_quant
   }
+}
+
+}  // namespace gb::kernels::avx512
+
+namespace gb::kernels::avx512 {
+
+// The FMA peak probe with 16-lane FMAs (see avx2::fma_probe).
+double fma_probe(int64_t iterations) {
+  __m512 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(0.0001f);
+  for (int64_t k = 0; k < iterations; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+  }
+  __m512 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, a[i]);
+  volatile float sink = hsum(s);
+  (void)sink;
+  return 12.0 * 16 * 2 * static_cast<double>(iterations);
 }
 
 }  // namespace gb::kernels::avx512

@@ -1,8 +1,11 @@
 // Host-side launchers for Glassbox's CUDA kernels, one .cu file per family.
 // Every launcher enqueues work on `stream` and returns the launch status
 // (cudaGetLastError), never waits and never aborts; the caller turns a failure
-// into a gb::Status (cuda_check.h). Pointers are device pointers unless named
-// *_host. All activations are float32 row-major; weights may be F32/F16/BF16.
+// into a gb::Status (engine/backend/cuda/cuda_check.h). Pointers are device
+// pointers unless named *_host. All activations are float32 row-major; weights
+// may be F32/F16/BF16. Like kernels/cpu, these kernels take raw pointers and the
+// weight-type enum of kernels/cpu/weight_type.h, and include no engine header;
+// the CUDA backend that drives them lives in engine/backend/cuda.
 //
 // Threads: any host thread may launch, but one stream belongs to one caller.
 #pragma once
@@ -12,9 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "model/dtype.h"
+#include "cpu/weight_type.h"
 
 namespace gb::cuda {
+
+using DType = kernels::WeightType;  // the engine's gb::DType is the same type
 
 // --- embedding.cu ------------------------------------------------------------
 // out (num_tokens, dim) float = table[token_ids[t]] converted to float.

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "model/dtype.h"
+#include "cuda/cuda_kernels.h"
 
 namespace gb::cuda::detail {
 

@@ -95,3 +95,24 @@ GB_TEST(bench_json_and_table_exclude_each_other) {
   const auto r = gbtest::run_cli("bench --model '" + model + "'" + kArgs + " --json --llama-bench-table");
   QVERIFY(r.exit_code != 0);
 }
+
+// Without --skip-bandwidth the report carries the measured read bandwidth and
+// the FMA peak of the kernel level, and the prefill's fraction of that peak is
+// the prefill flops (2 per parameter and token) over peak x threads.
+GB_TEST(bench_json_reports_bandwidth_and_fma_peak) {
+  GB_REQUIRE_SHARED(model, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto r = gbtest::run_cli("bench --model '" + model + "' --prompt-tokens 16 --gen-tokens 2 --repeats 1 --threads 1 --json", false);
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  const auto j = nlohmann::json::parse(r.output, nullptr, false);
+  QVERIFY2(j.is_object(), r.output.c_str());
+  QVERIFY(j["measured_read_bandwidth_gb_s"].get<double>() > 0.0);
+  const double peak = j["fma_peak_gflops_per_thread"].get<double>();
+  if (j["instruction_sets"].get<std::string>() == "scalar") {
+    QCOMPARE(peak, 0.0);
+    return;
+  }
+  QVERIFY(peak > 0.0);
+  const double flops = 2.0 * j["num_parameters"].get<double>() * j["prefill_tok_s"].get<double>() / 1e9;
+  QVERIFY(std::abs(j["prefill_gflops"].get<double>() - flops) <= 1e-9 * flops);
+  QVERIFY(std::abs(j["prefill_fraction_of_fma_peak"].get<double>() - flops / peak) <= 1e-9 * flops / peak);
+}

@@ -3,11 +3,16 @@
 // for a synthetic 2,000 tokens/s event stream at 60 frames/s (target: under
 // 16.7 ms), and the tracing + translation share of the engine thread's time
 // (target: under 5%). No timing is asserted (a busy machine would fail it; see
-// docs/performance.md for reported figures): the checks are behaviour only --
-// the generation completes and every token reaches the chat view.
+// docs/performance.md for reported figures). What is asserted is behaviour and
+// the work done per frame, which does not depend on the machine: the generation
+// completes, every token reaches the chat view, and the characters the text
+// layout must redo per frame (every block an insert touches is laid out again in
+// full) do not grow with the length of the session.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QTextBlock>
+#include <QTextDocument>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +25,7 @@ using namespace gbuitest;
 namespace {
 
 // A plausible token event: 20 candidates over 9 stages, like a real record.
-gbui::UiToken syntheticToken(gbui::RequestKey request, int index, double tMs) {
+gbui::UiToken syntheticToken(gbui::RequestKey request, int index, double tMs, bool paragraphs) {
   gbui::UiToken t;
   t.request = request;
   t.index = index;
@@ -28,7 +33,9 @@ gbui::UiToken syntheticToken(gbui::RequestKey request, int index, double tMs) {
   t.tokenId = 100 + index % 300;
   // Paragraph breaks about every 60 tokens, as in the stories models' output
   // (one paragraph of thousands of tokens is slower to lay out: see the report).
-  t.text = index % 60 == 59 ? QStringLiteral(".\n") : index % 5 == 0 ? QStringLiteral(" word") : QStringLiteral("ab");
+  t.text = paragraphs && index % 60 == 59 ? QStringLiteral(".\n")
+           : index % 5 == 0                ? QStringLiteral(" word")
+                                           : QStringLiteral("ab");
   t.piece = t.text;
   t.stages = {"penalties", "dry", "logit_bias", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"};
   t.stageActive = QVector<bool>(9, true);
@@ -102,12 +109,39 @@ class UiSpeedTest : public QObject {
     QCOMPARE(window->chat()->view()->numTokenSpans(), static_cast<int>(r->tokens.size()));
     // The gaps (target p99 < 50 ms) and the tracing share (target < 5% of step
     // time) are the figures printed above: reported, never asserted.
-    QVERIFY(stepMs > 0.0 && translateMs >= 0.0);
+    QVERIFY(stepMs > 0.0);  // the controller measured its steps at all
   }
 
   void keepsUpWithSyntheticStream() {
-    // 2,000 tokens/s delivered as one batch per 16.7 ms frame for 3 s into a
-    // full window (chat, inspector, KV grid, charts), frame time measured.
+    // Paragraph breaks every 60 tokens, as the stories models write.
+    const StreamRun run = runSyntheticStream(true, 180);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY2(run.lateRelayout <= 2 * run.earlyRelayout + 200, qPrintable(run.describe()));
+  }
+
+  void longParagraphWorkPerFrameIsBounded() {
+    // One paragraph of 2,000 tokens: every insert lays out the whole paragraph
+    // again (code review U3), so the work per frame grows with the answer (60
+    // frames are enough to show it; each costs hundreds of ms today).
+    const StreamRun run = runSyntheticStream(false, 60);
+    if (QTest::currentTestFailed()) return;
+    QEXPECT_FAIL("", "U3: TokenView appends into one QTextBlock; a long paragraph is laid out again per token", Continue);
+    QVERIFY2(run.lateRelayout <= 2 * run.earlyRelayout + 200, qPrintable(run.describe()));
+  }
+
+ private:
+  struct StreamRun {
+    qint64 earlyRelayout = 0;  // characters laid out again per frame, mean of frames 5..14
+    qint64 lateRelayout = 0;   // the same for the last 10 frames
+    QString describe() const {
+      return QStringLiteral("relayout per frame: early %1 chars, late %2 chars").arg(earlyRelayout).arg(lateRelayout);
+    }
+  };
+
+  // 2,000 tokens/s delivered as one batch per 16.7 ms frame (180 frames: 3 s) into a full
+  // window (chat, inspector, KV grid, charts). Frame times are printed; the
+  // characters of every text block the frame's inserts touched are counted.
+  StreamRun runSyntheticStream(bool paragraphs, int numFrames) {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
     gbui::SessionModel* model = window->sessionModel();
@@ -128,19 +162,30 @@ class UiSpeedTest : public QObject {
     first->push_back({0, 0, sub});
     model->apply(first);
 
-    const int kFrames = 180, kTokensPerFrame = 2000 / 60 + 1;
+    QTextDocument* doc = window->chat()->view()->document();
+    qint64 frameRelayout = 0;
+    const QMetaObject::Connection watch =
+        connect(doc, &QTextDocument::contentsChange, this, [&](int from, int, int added) {
+          const QTextBlock last = doc->findBlock(from + added);
+          for (QTextBlock b = doc->findBlock(from); b.isValid(); b = b.next()) {
+            frameRelayout += b.length();
+            if (b == last) break;
+          }
+        });
+
+    const int kFrames = numFrames, kTokensPerFrame = 2000 / 60 + 1;
     quint64 seq = 1;
     int index = 0;
     std::vector<double> frameMs;
-    QElapsedTimer total;
-    total.start();
+    std::vector<qint64> relayout;
     for (int f = 0; f < kFrames; ++f) {
       QElapsedTimer frame;
       frame.start();
+      frameRelayout = 0;
       auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
       const double tMs = f * 1000.0 / 60.0;
       for (int k = 0; k < kTokensPerFrame; ++k, ++index)
-        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), syntheticToken(1, index, tMs)});
+        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), syntheticToken(1, index, tMs, paragraphs)});
       gbui::UiStep step;
       step.step = f;
       step.total = 256;
@@ -150,17 +195,24 @@ class UiSpeedTest : public QObject {
       model->apply(batch);
       QApplication::processEvents();  // queued replots and repaints of this frame
       frameMs.push_back(static_cast<double>(frame.nsecsElapsed()) / 1e6);
+      relayout.push_back(frameRelayout);
     }
+    disconnect(watch);
+    StreamRun run;
+    for (int f = 5; f < 15; ++f) run.earlyRelayout += relayout[static_cast<size_t>(f)] / 10;
+    for (int f = kFrames - 10; f < kFrames; ++f) run.lateRelayout += relayout[static_cast<size_t>(f)] / 10;
     std::sort(frameMs.begin(), frameMs.end());
     const double median = frameMs[frameMs.size() / 2], p95 = frameMs[frameMs.size() * 95 / 100];
     double sum = 0;
     for (double v : frameMs) sum += v;
-    std::printf("synthetic stream: %d tokens in %d frames (%.0f tokens/s at 60 fps): frame time median %.2f ms, "
-                "mean %.2f ms, p95 %.2f ms, max %.2f ms\n",
-                index, kFrames, kTokensPerFrame * 60.0, median, sum / kFrames, p95, frameMs.back());
-    QCOMPARE(window->chat()->view()->numTokenSpans(), index);
+    std::printf("synthetic stream (%s): %d tokens in %d frames (%.0f tokens/s at 60 fps): frame time median %.2f ms, "
+                "mean %.2f ms, p95 %.2f ms, max %.2f ms; %s\n",
+                paragraphs ? "paragraph every 60 tokens" : "one paragraph", index, kFrames, kTokensPerFrame * 60.0,
+                median, sum / kFrames, p95, frameMs.back(), qPrintable(run.describe()));
+    [&] { QCOMPARE(window->chat()->view()->numTokenSpans(), index); }();
     // Frame time against the 16.7 ms budget is reported (closing notes,
     // docs/performance.md), not asserted: timings on shared machines are noise.
+    return run;
   }
 };
 

@@ -9,7 +9,10 @@
 #include <QPushButton>
 #include <QTableWidget>
 
+#include <QDockWidget>
+
 #include "engine_controller.h"
+#include "panel_registry.h"
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -27,6 +30,32 @@ class UiWorkbenchTest : public QObject {
     QApplication::setOrganizationName("GlassboxTest");
     QVERIFY2(QFile::exists(storiesPath()), qPrintable("missing test data: " + storiesPath()));
     QVERIFY(dir_.isValid());
+  }
+
+  void panelsFollowTheRegistry() {
+    // Every row of panel_registry.cpp becomes its panel: the central chat or a
+    // dock with the row's name, title and area, in the tab group it names. The
+    // names are what --panel, saved layouts and these tests use: keep them.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QCOMPARE(gbui::panelNames(), QStringList({"chat", "sampling", "inspector", "kv", "performance", "speculative",
+                                              "model", "compare", "score", "branches", "serve"}));
+    for (const gbui::PanelSpec& spec : gbui::panelSpecs()) {
+      QWidget* panel = window->panel(spec.name);
+      QVERIFY2(panel != nullptr, spec.name);
+      if (spec.area == Qt::NoDockWidgetArea) {
+        QCOMPARE(window->centralWidget(), panel);
+        continue;
+      }
+      auto* dock = qobject_cast<QDockWidget*>(panel->parentWidget());
+      QVERIFY2(dock != nullptr, spec.name);
+      QCOMPARE(dock->objectName(), QString(spec.name));
+      QCOMPARE(dock->windowTitle(), QString(spec.title));
+      QCOMPARE(window->dockWidgetArea(dock), spec.area);
+      if (spec.tabifyWith != nullptr)
+        QVERIFY2(window->tabifiedDockWidgets(dock).contains(window->findChild<QDockWidget*>(spec.tabifyWith)), spec.name);
+    }
+    QVERIFY(window->panel("no-such-panel") == nullptr);
   }
 
   void greedyStreamEqualsGenerator() {

@@ -15,6 +15,7 @@
 #include "fake_paged_model.h"
 #include "gb_test.h"
 #include "kv/scheduler.h"
+#include "runtime/step_layout.h"
 
 namespace {
 

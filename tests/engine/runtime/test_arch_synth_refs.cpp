@@ -13,7 +13,7 @@
 #include "gb_test.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
-#include "trace/sha256.h"
+#include "core/sha256.h"
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 

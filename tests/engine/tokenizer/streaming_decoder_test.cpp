@@ -5,7 +5,7 @@
 // strings are written out by hand.
 #include "gb_test.h"
 #include "hand_vocabulary.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer_test_support.h"
 
 namespace {

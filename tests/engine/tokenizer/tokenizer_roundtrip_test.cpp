@@ -10,7 +10,7 @@
 
 #include "gb_test.h"
 #include "model/model.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer_test_support.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "gb_test.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer/vocab_test_vectors.h"
 #include "tokenizer_test_support.h"
 

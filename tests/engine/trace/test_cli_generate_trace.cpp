@@ -8,7 +8,7 @@
 
 #include "cli_runner.h"
 #include "gb_test.h"
-#include "trace/sha256.h"
+#include "core/sha256.h"
 #include "trace/trace_jsonl.h"
 #include "trace/trace_schema.h"
 #include "trace/trace_summary.h"

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "gb_test.h"
-#include "trace/sha256.h"
+#include "core/sha256.h"
 
 GB_TEST(sha256_standard_vectors) {
   QCOMPARE(gb::sha256_hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));

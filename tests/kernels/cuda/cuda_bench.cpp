@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "model/model.h"
 
 namespace {

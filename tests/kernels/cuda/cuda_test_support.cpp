@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "gb_test.h"
 
 // Runs before any case: without a usable device every case is skipped (exit 77).

@@ -16,7 +16,7 @@
 #include <numeric>
 
 #include "backend_harness.h"
-#include "cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
 #include "model/synthetic_model.h"

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "backend_harness.h"
-#include "cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
 

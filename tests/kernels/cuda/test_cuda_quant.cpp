@@ -12,7 +12,7 @@
 #include <random>
 
 #include "cpu/convert.h"
-#include "cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_gemm.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"

@@ -4,7 +4,7 @@
 // first 32 bits of the fractional parts of the cube roots of the first 64 primes
 // and of the square roots of the first 8 primes — instead of being typed in, so a
 // typo cannot hide in a table. The standard's test vectors pin the result.
-#include "trace/sha256.h"
+#include "core/sha256.h"
 
 #include <cstdio>
 #include <vector>

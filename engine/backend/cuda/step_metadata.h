@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "backend/batch_layout.h"
+#include "backend/cuda/device_buffer.h"
 #include "core/result.h"
 #include "cuda/cuda_kernels.h"
-#include "cuda/device_buffer.h"
 
 namespace gb::cuda {
 

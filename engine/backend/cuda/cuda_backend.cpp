@@ -11,7 +11,7 @@
 //              x += h w_down^T                  (residual fused: GEMM beta = 1)
 //   xl (L, dim) = rmsnorm(x[logit rows]) * output_norm; logits (L, vocab) = xl classifier^T
 // The host waits for the stream once, at the end of the step.
-#include "cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -19,12 +19,12 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/cuda_check.h"
-#include "cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_weights.h"
+#include "backend/cuda/step_metadata.h"
 #include "cuda/cuda_kernels.h"
-#include "cuda/device_buffer.h"
-#include "cuda/device_weights.h"
-#include "cuda/step_metadata.h"
 #include "model/model.h"
 
 namespace gb {

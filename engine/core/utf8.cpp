@@ -1,7 +1,7 @@
 // UTF-8 classification (see utf8.h). Table 3-7 of the Unicode standard gives
 // the accepted second-byte range for each lead; the other continuation bytes are
 // always 0x80..0xBF.
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace gb {
 namespace {

@@ -1,7 +1,7 @@
 // kv_pool_spec / kv_bytes_per_block against hand-worked numbers:
 // 2 x layers x kv_heads x head_dim x bytes x block_size.
 #include "gb_test.h"
-#include "kv/kv_pool_sizing.h"
+#include "backend/kv_pool_sizing.h"
 
 namespace {
 gb::ModelConfig llama7b_like() {
@@ -55,4 +55,31 @@ GB_TEST(pool_spec_rejects_bad_options_with_a_message) {
   auto zero = gb::kv_pool_spec(llama7b_like(), r);
   QVERIFY(!zero.ok());
   QVERIFY(zero.error().message.find("--kv-blocks") != std::string::npos);
+}
+
+// kv_pool_blocks, the engine's one pool policy, rule by rule (context 1000 at
+// block 16 is 63 blocks per context).
+GB_TEST(pool_blocks_follow_the_first_rule_that_applies) {
+  gb::KvPoolPolicy p;
+  p.max_context = 1000;
+  p.block_size = 16;
+  p.max_seqs = 32;
+  auto serving = gb::kv_pool_blocks(llama7b_like(), p);  // 32 seqs at a quarter context each
+  QVERIFY(serving.ok());
+  QCOMPARE(*serving, 63 * 32 / 4);
+  p.max_seqs = 2;  // never less than one full context
+  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 63);
+  p.full_contexts = 4;
+  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 4 * 63);
+  p.max_context = 20;  // two blocks per context, but at least 16
+  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 16);
+  p.num_bytes = (size_t{16} << 20) * 3 + 5;  // FP32 K/V: 16 MiB a block -> 3 blocks
+  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 3);
+  p.num_blocks = 7;
+  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 7);
+  p.num_blocks = 0;
+  p.num_bytes = 1000;  // less than one block: kv_pool_spec's message
+  auto small = gb::kv_pool_blocks(llama7b_like(), p);
+  QVERIFY(!small.ok());
+  QVERIFY(small.error().message.find("--kv-bytes 1000") != std::string::npos);
 }

@@ -1,4 +1,5 @@
-#include "kv/step_plan.h"
+// StepPlan -> BatchLayout (see step_layout.h).
+#include "runtime/step_layout.h"
 
 #include "core/check.h"
 

@@ -1,4 +1,4 @@
-#include "cuda/device_weights.h"
+#include "backend/cuda/device_weights.h"
 
 #include <cstdint>
 #include <cstring>

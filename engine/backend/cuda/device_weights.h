@@ -11,9 +11,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/device_buffer.h"
 #include "core/result.h"
-#include "cuda/cuda_gemm.h"
-#include "cuda/device_buffer.h"
 
 namespace gb {
 struct Model;

@@ -1,4 +1,4 @@
-#include "cuda/step_metadata.h"
+#include "backend/cuda/step_metadata.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Sha256: the SHA-256 hash of FIPS 180-4 (section 6.2), written from the standard
-// for the trace header's model fingerprint (the machine has no libssl). Streaming:
+// for model fingerprints (trace headers, chat templates; the machine has no libssl). Streaming:
 // update() any number of times, then finish() once.
 //
 // Invariants: buffer_ holds fewer than 64 bytes between calls; num_bytes_ counts

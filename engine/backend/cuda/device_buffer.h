@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "backend/cuda/cuda_check.h"
 #include "core/result.h"
-#include "cuda/cuda_check.h"
 
 namespace gb::cuda {
 

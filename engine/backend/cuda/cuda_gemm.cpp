@@ -1,10 +1,10 @@
-#include "cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_gemm.h"
 
 #include <library_types.h>
 
 #include <string>
 
-#include "cuda/cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 
 namespace gb::cuda {
 

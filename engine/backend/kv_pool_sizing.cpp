@@ -1,5 +1,6 @@
-#include "kv/kv_pool_sizing.h"
+#include "backend/kv_pool_sizing.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -31,6 +32,21 @@ Result<KvPoolSpec> kv_pool_spec(const ModelConfig& config, const KvPoolRequest& 
   if (num_blocks > std::numeric_limits<int32_t>::max())
     return make_error("KV pool: " + std::to_string(num_blocks) + " blocks is more than the pool can index");
   return KvPoolSpec{static_cast<int32_t>(num_blocks), request.block_size};
+}
+
+Result<int32_t> kv_pool_blocks(const ModelConfig& config, const KvPoolPolicy& policy) {
+  if (policy.num_blocks > 0) return policy.num_blocks;
+  if (policy.num_bytes > 0) {
+    KvPoolRequest sizing;
+    sizing.num_bytes = static_cast<int64_t>(policy.num_bytes);
+    sizing.block_size = policy.block_size;
+    auto spec = kv_pool_spec(config, sizing);
+    if (!spec) return spec.error();
+    return spec->num_blocks;
+  }
+  const int32_t per_ctx = (policy.max_context + policy.block_size - 1) / policy.block_size;
+  if (policy.full_contexts > 0) return std::max(16, policy.full_contexts * per_ctx);
+  return std::max(per_ctx, per_ctx * std::max(1, policy.max_seqs) / 4);
 }
 
 }  // namespace gb

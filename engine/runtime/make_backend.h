@@ -1,0 +1,46 @@
+// make_backend: the one place that turns "run this model on that device" into a
+// Backend, for every front end (CLI, workbench, server). It knows which backends
+// this build has, whether a CUDA device is present and which weights each backend
+// runs; front ends pass the user's choice and show the message they get back.
+//
+//   device  CUDA built, device present, weights supported  ->  backend
+//   auto    yes / yes / yes                                 ->  CUDA
+//   auto    any no                                          ->  CPU
+//   cpu     -                                               ->  CPU
+//   cuda    yes / yes / -                                   ->  CUDA (or make_cuda_backend's error)
+//   cuda    no build or no device                           ->  error "--device cuda: <why>"
+//
+// The CUDA backend runs float weights only so far, so auto keeps files with
+// quantized tensors on the CPU; an explicit cuda still tries and reports why not.
+//
+// Threads: any thread; the returned backend belongs to its one caller thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "core/result.h"
+
+namespace gb {
+
+struct Model;
+
+enum class Device { Auto, Cpu, Cuda };
+
+// "auto", "cpu", "cuda" (the CLI's --device values); nullopt for anything else.
+std::optional<Device> parse_device(std::string_view name);
+
+struct BackendOptions {
+  Device device = Device::Auto;
+  int32_t num_threads = 0;  // CPU backend threads; 0: every available core
+};
+
+// Whether this build of Glassbox contains the CUDA backend at all.
+bool cuda_backend_built();
+
+Result<std::unique_ptr<Backend>> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
+
+}  // namespace gb

@@ -1,0 +1,94 @@
+// make_backend: the device policy every front end shares. parse_device takes the
+// CLI's three names only; cpu always gives the CPU backend with the asked thread
+// count; auto gives the CPU backend for quantized weights (the CUDA backend runs
+// float weights only) and whenever this build has no CUDA backend or no device
+// is present; cuda without a CUDA backend in the build, or without a device,
+// fails with a message naming the option. Models are stories260K-shaped
+// synthetic files (F32, and Q8_0 quantized from it), written to a temp dir.
+#include <string>
+
+#include "gb_test.h"
+#include "model/model.h"
+#include "model/quantize_model.h"
+#include "model/synthetic_model.h"
+#include "runtime/make_backend.h"
+
+namespace {
+
+// stories260K-shaped, F32 or (quantized from that) Q8_0.
+std::shared_ptr<const gb::Model> synth_model(gb::DType dtype) {
+  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::DType::F32, 7};
+  std::string path = gbtest::temp_dir() + "/synth-f32.gguf";
+  gb::Status st = gb::write_synthetic_model(spec, path);
+  GB_CHECK_MSG(st.ok(), st.ok() ? nullptr : st.error().message.c_str());
+  if (dtype != gb::DType::F32) {
+    gb::QuantizeOptions q;
+    q.type = std::string(gb::dtype_info(dtype).name);
+    q.pure = true;
+    const std::string out = gbtest::temp_dir() + "/synth-" + q.type + ".gguf";
+    auto quantized = gb::quantize_model(path, out, q);
+    GB_CHECK_MSG(quantized.ok(), quantized.ok() ? nullptr : quantized.error().message.c_str());
+    path = out;
+  }
+  auto model = gb::load_model(path, {});
+  GB_CHECK_MSG(model.ok(), model.ok() ? nullptr : model.error().message.c_str());
+  return *model;
+}
+
+}  // namespace
+
+GB_TEST(parse_device_takes_the_three_cli_names) {
+  QVERIFY(gb::parse_device("auto") == gb::Device::Auto);
+  QVERIFY(gb::parse_device("cpu") == gb::Device::Cpu);
+  QVERIFY(gb::parse_device("cuda") == gb::Device::Cuda);
+  QVERIFY(!gb::parse_device("").has_value());
+  QVERIFY(!gb::parse_device("CUDA").has_value());
+  QVERIFY(!gb::parse_device("gpu").has_value());
+}
+
+GB_TEST(cpu_gives_the_cpu_backend_with_the_asked_threads) {
+  gb::BackendOptions options;
+  options.device = gb::Device::Cpu;
+  options.num_threads = 2;
+  auto backend = gb::make_backend(synth_model(gb::DType::F32), options);
+  QVERIFY(backend.ok());
+  QCOMPARE((*backend)->device_info().backend, std::string("cpu"));
+  QCOMPARE((*backend)->device_info().num_threads, 2);
+}
+
+GB_TEST(auto_keeps_quantized_weights_on_the_cpu) {
+  gb::BackendOptions options;  // auto
+  options.num_threads = 1;
+  auto model = synth_model(gb::DType::Q8_0);
+  bool quantized = false;
+  for (const gb::TensorView* t : model->all_tensors()) quantized |= t->dtype == gb::DType::Q8_0;
+  QVERIFY(quantized);
+  auto backend = gb::make_backend(model, options);
+  QVERIFY(backend.ok());
+  QCOMPARE((*backend)->device_info().backend, std::string("cpu"));
+}
+
+GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) {
+  auto model = synth_model(gb::DType::F32);
+  gb::BackendOptions options;
+  options.num_threads = 1;
+  auto automatic = gb::make_backend(model, options);
+  options.device = gb::Device::Cuda;
+  auto cuda = gb::make_backend(model, options);
+  if (!gb::cuda_backend_built()) {
+    QVERIFY(automatic.ok());
+    QCOMPARE((*automatic)->device_info().backend, std::string("cpu"));
+    QVERIFY(!cuda.ok());
+    QCOMPARE(cuda.error().message, std::string("--device cuda: this build of Glassbox has no CUDA backend"));
+    return;
+  }
+  // A CUDA build: auto and cuda agree on whether a device is usable.
+  QVERIFY(automatic.ok());
+  if (cuda.ok()) {
+    QCOMPARE((*cuda)->device_info().backend, std::string("cuda"));
+    QCOMPARE((*automatic)->device_info().backend, std::string("cuda"));
+  } else {
+    QCOMPARE((*automatic)->device_info().backend, std::string("cpu"));
+    QVERIFY(cuda.error().message.rfind("--device cuda: ", 0) == 0);
+  }
+}
