@@ -206,14 +206,28 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
     return;
   }
   flushTraceSpool();
-  auto spooled = gb::read_trace_jsonl(state_->spool ? state_->spool->path() : std::string());
+  const std::string spoolPath = state_->spool ? state_->spool->path() : std::string();
+  if (format != QLatin1String("chrome")) {
+    // The spool's event lines are already canonical: the export is the new
+    // header line and those lines, copied without parsing them.
+    auto text = gb::read_whole_file(spoolPath);
+    if (!text) {
+      emit exportFinished(path, QString::fromStdString(text.error().message));
+      return;
+    }
+    const size_t firstEnd = text->find('\n');
+    std::string out = gb::trace_header_line(*header) + "\n";
+    if (firstEnd != std::string::npos) out.append(*text, firstEnd + 1, std::string::npos);
+    const gb::Status s = gb::write_file_atomically(path.toStdString(), out);
+    emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
+    return;
+  }
+  auto spooled = gb::read_trace_jsonl(spoolPath);
   if (!spooled) {
     emit exportFinished(path, QString::fromStdString(spooled.error().message));
     return;
   }
-  const gb::Status s = format == QLatin1String("chrome")
-                           ? gb::write_chrome_trace(path.toStdString(), *header, spooled->events)
-                           : gb::write_trace_jsonl(path.toStdString(), *header, spooled->events);
+  const gb::Status s = gb::write_chrome_trace(path.toStdString(), *header, spooled->events);
   emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
 }
 
