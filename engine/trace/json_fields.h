@@ -10,7 +10,7 @@
 //     come back bit-identical. Non-finite values are the strings "inf", "-inf",
 //     "nan" (JSON has no literal for them).
 //   * Text is valid UTF-8. If a string is not, the JSON carries the text with each
-//     invalid run replaced by U+FFFD (tokenizer/utf8.h, utf8_sanitize) in `key` and the exact bytes as lowercase hex in
+//     invalid run replaced by U+FFFD (core/utf8.h, utf8_sanitize) in `key` and the exact bytes as lowercase hex in
 //     `key_hex`; readers prefer `key_hex`.
 // Threads: pure functions / a stack value.
 #pragma once
