@@ -111,6 +111,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   state_->engine = std::move(engine);
   state_->numScratchBlocks = config.num_scratch_blocks;
   state_->vocab = vocabularyTexts();
+  startTraceSpool();
   emit modelLoaded(modelInfo());
 }
 
@@ -268,6 +269,7 @@ void EngineController::runSteps() {
   if (paused_.load() || !state_->engine || !state_->engine->has_work() || stalled) {
     stepTimer_->stop();
     flush();
+    flushTraceSpool();
     // Idle: nothing wakes this thread until the next command.
     flushTimer_->stop();
     if (stalled) emit engineError(tr("The engine has requests it cannot run (KV pool full?). Release old branches."));

@@ -183,6 +183,10 @@ class EngineController : public QObject {
   void runSteps();
   void scheduleSteps();
   void collectEvents();
+  // Opens this model's trace spool (traceSpoolDir()), keeping the newest few
+  // spool files of earlier sessions; a failure is reported, not fatal.
+  void startTraceSpool();
+  void flushTraceSpool();
   // After events were collected: lets a running comparison fork its lanes or
   // finish (engine_controller_compare.cpp).
   void advanceComparison();

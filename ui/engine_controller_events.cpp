@@ -1,5 +1,10 @@
 // EngineController, part two: engine values -> ui_events.h values, the model
 // info summary, and trace export / import. Runs on the controller's thread.
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QStandardPaths>
 #include <map>
 #include <type_traits>
 
@@ -63,8 +68,14 @@ void EngineController::collectEvents() {
     for (const gb::TraceEvent& e : events) state_->hub->on_event(e, *state_->tokenizer);
     state_->hub->update_gauges(*state_->engine);
   }
-  state_->recorded.insert(state_->recorded.end(), std::make_move_iterator(events.begin()),
-                          std::make_move_iterator(events.end()));
+  for (const gb::TraceEvent& e : events) {
+    if (!state_->spool) break;
+    if (gb::Status st = state_->spool->append(e); !st) {
+      emit engineError(tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
+      state_->spool.reset();
+      state_->spoolFailed = true;
+    }
+  }
   if (state_->comparison) advanceComparison();
 }
 
@@ -132,6 +143,45 @@ UiModelInfo EngineController::modelInfo() const {
   return info;
 }
 
+namespace {
+constexpr int kKeptSpools = 5;  // spool files of earlier sessions kept (crash recovery)
+
+QString traceSpoolDir() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/traces");
+}
+}  // namespace
+
+void EngineController::startTraceSpool() {
+  const QString dir = traceSpoolDir();
+  QDir().mkpath(dir);
+  QDir d(dir);
+  const QStringList old = d.entryList({QStringLiteral("session-*.jsonl")}, QDir::Files, QDir::Time);
+  for (int i = kKeptSpools - 1; i < old.size(); ++i) d.remove(old[i]);
+  auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
+  if (!header) return;
+  header->kv_block_size = state_->engine->block_size();
+  header->kv_num_blocks = state_->engine->num_blocks();
+  const QString path = d.filePath(QStringLiteral("session-%1-%2.jsonl")
+                                      .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-hhmmss")))
+                                      .arg(QCoreApplication::applicationPid()));
+  auto spool = gb::TraceWriter::open(QFile::encodeName(path).toStdString(), *header);
+  if (!spool) {
+    emit engineError(tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
+    state_->spoolFailed = true;
+    return;
+  }
+  state_->spool = std::move(*spool);
+}
+
+void EngineController::flushTraceSpool() {
+  if (!state_->spool) return;
+  if (gb::Status st = state_->spool->flush(); !st) {
+    emit engineError(tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
+    state_->spool.reset();
+    state_->spoolFailed = true;
+  }
+}
+
 void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
   if (!state_->model) {
     emit exportFinished(path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
@@ -148,9 +198,22 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
     header->kv_num_blocks = state_->engine->num_blocks();
   }
   header->branches = branchesJson.toStdString();
+  // The events come back from the spool (the session's events are not kept in
+  // memory); the export's header names the branch tree as it is now.
+  if (!state_->spool) {
+    emit exportFinished(path, state_->spoolFailed ? tr("The session trace could not be recorded (see the earlier error).")
+                                                  : tr("Nothing to export: no session trace."));
+    return;
+  }
+  flushTraceSpool();
+  auto spooled = gb::read_trace_jsonl(state_->spool ? state_->spool->path() : std::string());
+  if (!spooled) {
+    emit exportFinished(path, QString::fromStdString(spooled.error().message));
+    return;
+  }
   const gb::Status s = format == QLatin1String("chrome")
-                           ? gb::write_chrome_trace(path.toStdString(), *header, state_->recorded)
-                           : gb::write_trace_jsonl(path.toStdString(), *header, state_->recorded);
+                           ? gb::write_chrome_trace(path.toStdString(), *header, spooled->events)
+                           : gb::write_trace_jsonl(path.toStdString(), *header, spooled->events);
   emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
 }
 
@@ -176,6 +239,8 @@ void EngineController::openTrace(const QString& path) {
   info.metadata = {{"trace", path}, {"created", QString::fromStdString(h.created)},
                    {"engine version", QString::fromStdString(h.engine_version)},
                    {"model sha256", QString::fromStdString(h.model.sha256)}};
+  // A last line cut short (a session that crashed while writing): skipped, said here.
+  for (const std::string& w : file->warnings) info.metadata.push_back({tr("warning"), QString::fromStdString(w)});
   info.contextLength = c.context_length;
   info.vocabSize = c.vocab_size;
   info.numLayers = c.num_layers;

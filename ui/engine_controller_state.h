@@ -22,6 +22,7 @@
 #include "trace/trace_event.h"
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
+#include "trace/trace_writer.h"
 #include "kv/scheduler.h"
 #include "server/openai_server.h"
 #include "server/remote_comparison_json.h"
@@ -35,7 +36,10 @@ struct EngineController::State {
   std::shared_ptr<const gb::Tokenizer> tokenizer;
   std::unique_ptr<gb::Engine> engine;
   QVector<QString> vocab;                 // (vocab_size) decoded text per id
-  std::vector<gb::TraceEvent> recorded;   // every event of this session, for export
+  // Every event of this session, written as it happens (a crash loses at most
+  // the last second) to a spool file that Export trace reads back.
+  std::unique_ptr<gb::TraceWriter> spool;
+  bool spoolFailed = false;               // its error was reported once
   std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any
   quint64 comparisonTag = 0;
   std::string comparisonPrompt;
@@ -74,7 +78,8 @@ struct EngineController::State {
     remoteTokenIds.clear();
     comparison.reset();
     engine.reset();
-    recorded.clear();
+    spool.reset();  // flushed and closed; the file stays (the newest few are kept)
+    spoolFailed = false;
   }
 };
 

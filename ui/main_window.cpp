@@ -1,4 +1,5 @@
 #include "main_window.h"
+#include "session_file.h"
 
 #include <QAction>
 #include <algorithm>
@@ -18,7 +19,6 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -480,17 +480,28 @@ void MainWindow::saveSession() {
                             {"branch_tree", tree},
                             {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},
                             {"speculative", sampling_->speculative()->spec()}};
-  QSaveFile file(sessionPath_);  // write to a temporary, rename on commit: no torn files
-  if (file.open(QIODevice::WriteOnly)) {
-    file.write(QJsonDocument(session).toJson());
-    file.commit();
+  // Temporary file, fsync, rename, fsync of the folder: a crash or kill leaves
+  // the previous autosave or this one, never a torn file (ui/session_file.h).
+  const QString error = writeSessionFile(sessionPath_, session);
+  if (error.isEmpty()) {
+    lastSaveError_.clear();
+    emit sessionSaved(sessionPath_);
+    return;
   }
+  if (error == lastSaveError_) return;  // said once, not every half second
+  lastSaveError_ = error;
+  lastError_ = tr("Autosave failed: %1").arg(error);
+  statusBar()->showMessage(lastError_, 10000);
 }
 
 void MainWindow::restoreSession() {
-  QFile file(sessionPath_);
-  if (!file.open(QIODevice::ReadOnly)) return;
-  const QJsonObject session = QJsonDocument::fromJson(file.readAll()).object();
+  const SessionRead read = readSessionFile(sessionPath_);
+  if (!read.error.isEmpty()) {
+    lastError_ = read.error;
+    statusBar()->showMessage(read.error, 15000);
+  }
+  const QJsonObject& session = read.session;
+  if (session.isEmpty()) return;
   if (session.contains("sampler"))
     sampling_->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
   sampling_->speculative()->setSpec(session.value("speculative").toString());

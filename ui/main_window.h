@@ -70,9 +70,13 @@ class MainWindow : public QMainWindow {
   void cancelLoad();
   void openTrace(const QString& path);
   void exportTrace(const QString& path, const QString& format);
+  // Writes the session file atomically; a failure is shown in the status bar
+  // (once per distinct message) and kept in lastError().
   void saveSession();
 
  signals:
+  // After each successful autosave (tests follow autosaves with it).
+  void sessionSaved(const QString& path);
   void modelReady();
   void loadFailed(const QString& message);
   void traceReady();
@@ -123,6 +127,7 @@ class MainWindow : public QMainWindow {
   QPushButton* releaseNow_;
   QTimer* autosave_;
   QString sessionPath_;
+  QString lastSaveError_;
   QString device_ = QStringLiteral("auto");
   QString lastError_;
   bool loading_ = false;

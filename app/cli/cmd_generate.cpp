@@ -21,6 +21,7 @@
 #include "trace/chrome_trace.h"
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
+#include "trace/trace_writer.h"
 
 namespace gb::cli {
 namespace {
@@ -56,15 +57,13 @@ void print_text(const std::string& text) {
   std::fflush(stdout);
 }
 
-Status write_traces(const GenerateArgs& a, const ModelSession& session, const Engine& engine,
-                    const SamplerSettings& settings, const std::vector<TraceEvent>& trace) {
+Result<TraceHeader> trace_header(const GenerateArgs& a, const ModelSession& session, const Engine& engine,
+                                 const SamplerSettings& settings) {
   auto header = make_trace_header(*session.model, session.tokenizer.get(), a.model.tokenizer_path, settings, true);
   if (!header) return header.error();
   header->kv_block_size = engine.block_size();
   header->kv_num_blocks = engine.num_blocks();
-  if (!a.trace_path.empty()) GB_TRY(write_trace_jsonl(a.trace_path, *header, trace));
-  if (!a.chrome_trace_path.empty()) GB_TRY(write_chrome_trace(a.chrome_trace_path, *header, trace));
-  return {};
+  return header;
 }
 
 int run_generate(GenerateArgs& a) {
@@ -105,10 +104,25 @@ int run_generate(GenerateArgs& a) {
 
   std::optional<RequestFinishedEvent> finished;
   std::string error;
-  std::vector<TraceEvent> trace;
-  const bool keep_trace = !a.trace_path.empty() || !a.chrome_trace_path.empty();
+  // --trace is written as events happen (a crash loses at most the last
+  // second); a Chrome trace is one JSON document, built at the end.
+  std::optional<TraceHeader> header;
+  if (!a.trace_path.empty() || !a.chrome_trace_path.empty()) {
+    auto h = trace_header(a, *session, engine, request.sampling);
+    if (!h) return fail(h.error().message);
+    header = std::move(*h);
+  }
+  std::unique_ptr<TraceWriter> trace_writer;
+  if (!a.trace_path.empty()) {
+    auto w = TraceWriter::open(a.trace_path, *header);
+    if (!w) return fail(w.error().message);
+    trace_writer = std::move(*w);
+  }
+  Status trace_status;
+  std::vector<TraceEvent> chrome_events;
   engine.set_event_sink([&](const TraceEvent& e) {
-    if (keep_trace) trace.push_back(e);
+    if (trace_writer && trace_status) trace_status = trace_writer->append(e);
+    if (!a.chrome_trace_path.empty()) chrome_events.push_back(e);
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
       if (a.json) print_json(token_json(*t));
       else print_text(t->text);
@@ -159,9 +173,10 @@ int run_generate(GenerateArgs& a) {
                  finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
     if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
   }
-  if (keep_trace) {
-    if (Status st = write_traces(a, *session, engine, request.sampling, trace); !st) return fail(st.error().message);
-  }
+  if (trace_writer && trace_status) trace_status = trace_writer->close();
+  if (!trace_status) return fail(trace_status.error().message);
+  if (!a.chrome_trace_path.empty())
+    if (Status st = write_chrome_trace(a.chrome_trace_path, *header, chrome_events); !st) return fail(st.error().message);
   return 0;
 }
 

@@ -27,8 +27,17 @@ struct TraceArgs {
   CLI::App* validate = nullptr;
 };
 
+// Reads the trace; what the reader skipped (a last line cut short by a killed
+// writer) is said on stderr.
+Result<TraceFile> read_trace_warning(const std::string& path) {
+  auto file = read_trace_jsonl(path);
+  if (file)
+    for (const std::string& w : file->warnings) std::fprintf(stderr, "glassbox-cli: warning: %s\n", w.c_str());
+  return file;
+}
+
 int run_summary(const TraceArgs& a) {
-  auto file = read_trace_jsonl(a.input);
+  auto file = read_trace_warning(a.input);
   if (!file) return fail(file.error().message);
   const TraceSummary summary = summarize(file->events);
   if (a.json) {
@@ -48,7 +57,7 @@ int run_summary(const TraceArgs& a) {
 }
 
 int run_export_chrome(const TraceArgs& a) {
-  auto file = read_trace_jsonl(a.input);
+  auto file = read_trace_warning(a.input);
   if (!file) return fail(file.error().message);
   const Status s = write_chrome_trace(a.output, file->header, file->events);
   if (!s) return fail(s.error().message);

@@ -94,10 +94,16 @@ class GgufLlamaReader {
 
   Status read() {
     const GgufValue* arch = f_.find("general.architecture");
-    if (arch == nullptr || !arch->as_string()) return fail("missing general.architecture (string)");
+    if (arch == nullptr) return fail("missing general.architecture (string)");
+    if (!arch->as_string()) return fail("general.architecture is not a string");
     const ArchitectureSpec* spec = find_architecture(arch->string);
     if (spec == nullptr)
       return fail("unsupported architecture '" + arch->string + "' (supported: " + supported_architectures() + ")");
+    // A mixture-of-experts file (Mixtral and others under a supported name)
+    // would otherwise fail later on a missing dense FFN tensor.
+    if (const GgufValue* e = f_.find(arch->string + ".expert_count"); e && e->as_int() && *e->as_int() > 0)
+      return fail("mixture-of-experts models are not supported (" + arch->string + ".expert_count = " +
+                  std::to_string(*e->as_int()) + ")");
     GB_TRY(read_config(*spec));
     GB_TRY(read_variations(*spec));
     GB_TRY(complete_model_config(m_.config, f_.path()));
@@ -253,9 +259,10 @@ class GgufLlamaReader {
     if (v == nullptr) return required ? Status(fail("missing metadata key " + key)) : Status::success();
     auto i = v->as_int();
     if (!i || v->type == GgufType::Bool) return fail(key + " is not an integer");
-    // Out-of-int32 values are absurd for every key read here; clamp so the
-    // config check reports them with its "exceeds the limit" message.
-    out = static_cast<int32_t>(std::clamp<int64_t>(*i, -1, INT32_MAX));
+    // Out-of-int32 values are absurd for every key read here: said with the
+    // file's own value (the config check reports the in-range absurd ones).
+    if (*i > INT32_MAX || *i < INT32_MIN) return fail(key + " = " + std::to_string(*i) + " is out of range");
+    out = static_cast<int32_t>(std::max<int64_t>(*i, -1));
     return Status::success();
   }
 

@@ -125,9 +125,10 @@ class Engine {
   // Branches `parent` after its first num_tokens tokens (prompt + output), then
   // continues with `forced_next` as the next token if given. While the parent
   // holds the K/V of those tokens (running, or finished with retain_kv and not
-  // yet released) the child shares its blocks copy-on-write; otherwise it is a
-  // new request over the same tokens (prefix-cache hits, then a short
-  // re-prefill) with the same outcome. The child keeps the parent's settings
+  // yet released) the child shares its blocks copy-on-write; otherwise (or when
+  // no block is free for the copy of a partial last block) it is a new request
+  // over the same tokens (prefix-cache hits, then a short re-prefill) with the
+  // same outcome. The child keeps the parent's settings
   // and is itself retained. Errors when the parent is unknown or was
   // forgotten (EngineConfig::max_finished_records).
   Result<RequestId> fork(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,

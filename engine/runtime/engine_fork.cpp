@@ -81,9 +81,12 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   spec.retain_kv = retain_kv;
   std::vector<TokenId> initial_output;
   if (forced_next) initial_output.push_back(*forced_next);
-  if (scheduler_->num_tokens_held(parent) >= num_shared) {
-    // Copy-on-write: the parent's blocks are shared, only the tail is computed.
-    if (Status st = scheduler_->fork(parent, std::move(spec), num_shared, initial_output); !st) return st.error();
+  // Copy-on-write while the parent holds the K/V: its blocks are shared, only
+  // the tail is computed. A fork refused there (no free block for the partial
+  // block's copy while the pool is full of running requests) falls back, like
+  // submit()'s branches, to the next path.
+  if (scheduler_->num_tokens_held(parent) >= num_shared &&
+      scheduler_->fork(parent, spec, num_shared, initial_output).ok()) {
     rs->num_shared = num_shared;
   } else {
     // The parent's blocks are gone (released, evicted, or it never ran that

@@ -72,6 +72,8 @@ Result<TraceFile> parse_trace_jsonl(std::string_view text, const std::string& so
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
+    // A last line without its newline may be cut short by a killed writer.
+    const bool unterminated = end == text.size();
     pos = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) return make_error(at(source, line_number) + "empty line (every line must be one JSON object)");
@@ -80,6 +82,11 @@ Result<TraceFile> parse_trace_jsonl(std::string_view text, const std::string& so
     try {  // nlohmann reports syntax errors by exception; it stops here
       j = json::parse(line);
     } catch (const json::parse_error& e) {
+      if (unterminated && have_header) {
+        file.warnings.push_back(at(source, line_number) + "the last line is incomplete (" + std::to_string(line.size()) +
+                                " bytes without a newline: the writer was interrupted); skipped");
+        break;
+      }
       std::string what = e.what();
       const size_t bracket = what.find("] ");
       if (bracket != std::string::npos) what = what.substr(bracket + 2);

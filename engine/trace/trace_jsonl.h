@@ -4,10 +4,12 @@
 // for the header), then the remaining keys in byte order — so the same events
 // always give the same bytes, and export -> import -> export is byte-identical.
 //
-// Writing is atomic (atomic_file.h): a failed write leaves an existing file
-// untouched. Reading reports the first problem as "FILE:LINE: problem" (bad JSON,
+// write_trace_jsonl is atomic (atomic_file.h): a failed write leaves an existing
+// file untouched; TraceWriter (trace_writer.h) writes the same lines as events
+// happen. Reading reports the first problem as "FILE:LINE: problem" (bad JSON,
 // missing header, newer schema version, unknown event type, bad field, seq out
-// of order).
+// of order), except a last line without its newline that does not parse -- what
+// a killed streaming writer leaves -- which is skipped with a warning.
 // Threads: pure functions plus file I/O; any thread.
 #pragma once
 
@@ -25,6 +27,9 @@ namespace gb {
 struct TraceFile {
   TraceHeader header;
   std::vector<TraceEvent> events;
+  // Problems that did not stop the reading, as "FILE:LINE: ..." (a last line
+  // cut short by a writer that was killed: skipped).
+  std::vector<std::string> warnings;
 };
 
 // One line without the trailing newline.

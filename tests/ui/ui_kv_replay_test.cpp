@@ -2,7 +2,9 @@
 // engine's own pool snapshot after every step; a branch shares its prefix
 // blocks (refcount 2); an exported trace re-opens to the same panels.
 #include <QApplication>
+#include <QDir>
 #include <QFile>
+#include <QStandardPaths>
 
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
@@ -10,6 +12,7 @@
 #include "performance_panel.h"
 #include "token_inspector_panel.h"
 #include "ui_test_support.h"
+#include "trace/trace_jsonl.h"
 
 using namespace gbuitest;
 
@@ -162,6 +165,49 @@ class UiKvReplayTest : public QObject {
     QCOMPARE(replay->chat()->view()->tokenText(), live->chat()->view()->tokenText());
     QCOMPARE(replay->performance()->numLatencyPoints(), live->performance()->numLatencyPoints());
     QCOMPARE(replay->kvCache()->grid()->numCells(), live->kvCache()->grid()->numCells());
+  }
+
+  void sessionTraceIsWrittenAsItHappensAndACutOneOpens() {
+    // The session's events go to a spool file as they happen (no export), and
+    // are on disk once the engine is idle.
+    QTemporaryDir dir;
+    auto live = makeWindow(dir);
+    QVERIFY(loadStories(*live));
+    QVERIFY(generate(*live, "Once upon a time", 20));
+    const QDir spools(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/traces");
+    const QStringList files = spools.entryList({"session-*.jsonl"}, QDir::Files, QDir::Time);
+    QVERIFY(!files.isEmpty());
+    const std::string spool = QFile::encodeName(spools.filePath(files.front())).toStdString();
+    auto file = gb::read_trace_jsonl(spool);
+    QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
+    QVERIFY(file->warnings.empty());
+    int finished = 0, tokens = 0;
+    for (const gb::TraceEvent& e : file->events) {
+      finished += std::holds_alternative<gb::RequestFinishedEvent>(e.body);
+      tokens += std::holds_alternative<gb::TokenSampledEvent>(e.body);
+    }
+    QCOMPARE(finished, 1);
+    QCOMPARE(tokens, static_cast<int>(live->sessionModel()->requests().begin()->second.tokens.size()));
+
+    // What a crash mid-write leaves (a last line cut short) opens, minus that
+    // line, and the model panel says so.
+    QFile in(QString::fromStdString(spool));
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const QByteArray text = in.readAll();
+    const QString cut = dir.filePath("cut.jsonl");
+    QFile out(cut);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(text.left(text.size() - 30));
+    out.close();
+    QTemporaryDir dir2;
+    auto replay = makeWindow(dir2);
+    QSignalSpy opened(replay.get(), &gbui::MainWindow::traceReady);
+    replay->openTrace(cut);
+    QVERIFY(opened.wait(10000));
+    bool warned = false;
+    for (const auto& [key, value] : replay->sessionModel()->modelInfo().metadata)
+      warned |= key == "warning" && value.contains("the last line is incomplete");
+    QVERIFY(warned);
   }
 };
 

@@ -2,6 +2,7 @@
 // tiny GGUF from GgufWriter (or a llama2.c header) with chosen bytes damaged.
 // Every error must name the file and the problem.
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "model/gguf_file.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "tokenizer/tokenizer.h"
 #include "model_test_files.h"
 
 using gbtest::TinyGgufOptions;
@@ -138,7 +140,7 @@ GB_TEST(absurd_zero_vocab) {
 GB_TEST(absurd_huge_vocab) {
   TinyGgufOptions o;
   o.overrides = {{"llama.vocab_size", gb::GgufValue::u64(uint64_t{1} << 40)}};
-  expect_load_error(gbtest::write_tiny_gguf("huge-vocab.gguf", o), "vocab size 2147483647 exceeds the limit");
+  expect_load_error(gbtest::write_tiny_gguf("huge-vocab.gguf", o), "llama.vocab_size = 1099511627776 is out of range");
   // Within the limit, but the llama2.c file cannot hold that many embedding rows:
   // floats = V*D (8388608) + per layer 2*D norms (16) + wq, wo 2*D*D (128)
   //        + wk, wv 2*KV*D with KV = 2 heads * 4 (128) + 3*H*D (384) + final norm D (8)
@@ -317,4 +319,128 @@ GB_TEST(architecture_bad_variation_keys) {
   QVERIFY(at != std::string::npos);
   std::memcpy(bytes.data() + at, "yarnxx", 6);
   expect_load_error(gbtest::write_bytes("gemma3-yarn.gguf", bytes), "rope scaling type 'yarnxx' is not supported");
+}
+
+// Config values one key at a time: each is refused with its own message naming
+// the key or the quantity and the value.
+namespace {
+void expect_override_error(const char* name, std::vector<std::pair<std::string, gb::GgufValue>> overrides,
+                           const std::string& problem) {
+  TinyGgufOptions o;
+  o.overrides = std::move(overrides);
+  expect_load_error(gbtest::write_tiny_gguf(name, o), problem);
+}
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+}  // namespace
+
+GB_TEST(zero_context_length) {
+  expect_override_error("ctx0.gguf", {{"llama.context_length", gb::GgufValue::u32(0)}}, "context length is 0 (must be positive)");
+}
+
+GB_TEST(context_length_past_the_limit) {
+  expect_override_error("ctx-big.gguf", {{"llama.context_length", gb::GgufValue::u32(1u << 30)}},
+                        "context length 1073741824 exceeds the limit 16777216");
+}
+
+GB_TEST(context_length_out_of_integer_range) {
+  expect_override_error("ctx-huge.gguf", {{"llama.context_length", gb::GgufValue::u64(uint64_t{1} << 40)}},
+                        "llama.context_length = 1099511627776 is out of range");
+}
+
+GB_TEST(negative_rms_epsilon) {
+  expect_override_error("eps-neg.gguf", {{"llama.attention.layer_norm_rms_epsilon", gb::GgufValue::f32(-1.0f)}},
+                        "RMSNorm epsilon -1.000000 is not in (0, 1]");
+}
+
+GB_TEST(nan_rms_epsilon) {
+  expect_override_error("eps-nan.gguf", {{"llama.attention.layer_norm_rms_epsilon", gb::GgufValue::f32(kNan)}},
+                        "RMSNorm epsilon nan is not in (0, 1]");
+}
+
+GB_TEST(zero_rope_frequency_base) {
+  expect_override_error("rope0.gguf", {{"llama.rope.freq_base", gb::GgufValue::f32(0.0f)}},
+                        "RoPE frequency base 0.000000 is not positive");
+}
+
+GB_TEST(nan_rope_frequency_base) {
+  expect_override_error("rope-nan.gguf", {{"llama.rope.freq_base", gb::GgufValue::f32(kNan)}},
+                        "RoPE frequency base nan is not positive");
+}
+
+GB_TEST(rope_dimension_count_past_the_head) {
+  expect_override_error("rope-dim.gguf", {{"llama.rope.dimension_count", gb::GgufValue::u32(1000)}},
+                        "RoPE dimension count 1000 must be even and between 2 and the head size 4");
+}
+
+GB_TEST(odd_rope_dimension_count) {
+  expect_override_error("rope-odd.gguf", {{"llama.rope.dimension_count", gb::GgufValue::u32(3)}},
+                        "RoPE dimension count 3 must be even");
+}
+
+GB_TEST(zero_heads) {
+  expect_override_error("heads0.gguf", {{"llama.attention.head_count", gb::GgufValue::u32(0)}},
+                        "head count is 0 (must be positive)");
+}
+
+GB_TEST(zero_kv_heads) {
+  expect_override_error("kvheads0.gguf", {{"llama.attention.head_count_kv", gb::GgufValue::u32(0)}},
+                        "kv head count is 0 (must be positive)");
+}
+
+GB_TEST(zero_ffn_width) {
+  expect_override_error("ffn0.gguf", {{"llama.feed_forward_length", gb::GgufValue::u32(0)}},
+                        "FFN width (hidden_dim) is 0 (must be positive)");
+}
+
+GB_TEST(layer_count_past_the_limit) {
+  expect_override_error("layers-huge.gguf", {{"llama.block_count", gb::GgufValue::u32(100000)}},
+                        "layer count 100000 exceeds the limit 4096");
+}
+
+GB_TEST(alignment_not_a_multiple_of_8) {
+  expect_override_error("align3.gguf", {{"general.alignment", gb::GgufValue::u32(3)}},
+                        "general.alignment 3 is not a positive multiple of 8");
+}
+
+GB_TEST(special_token_outside_the_vocabulary) {
+  expect_override_error("bos-out.gguf", {{"tokenizer.ggml.bos_token_id", gb::GgufValue::u32(99999)}},
+                        "tokenizer.ggml.bos_token_id 99999 is outside the vocabulary (260 tokens)");
+}
+
+GB_TEST(config_key_of_the_wrong_type) {
+  expect_override_error("blocks-str.gguf", {{"llama.block_count", gb::GgufValue::str("two")}},
+                        "llama.block_count is not an integer");
+}
+
+GB_TEST(architecture_of_the_wrong_type) {
+  expect_override_error("arch-u32.gguf", {{"general.architecture", gb::GgufValue::u32(5)}},
+                        "general.architecture is not a string");
+}
+
+GB_TEST(missing_architecture) {
+  TinyGgufOptions o;
+  o.removed_keys = {"general.architecture"};
+  expect_load_error(gbtest::write_tiny_gguf("no-arch.gguf", o), "missing general.architecture (string)");
+}
+
+GB_TEST(mixture_of_experts_is_refused_by_name) {
+  expect_override_error("moe.gguf", {{"llama.expert_count", gb::GgufValue::u32(8)}},
+                        "mixture-of-experts models are not supported (llama.expert_count = 8)");
+  // A dense file that writes expert_count 0 still loads.
+  TinyGgufOptions dense;
+  dense.overrides = {{"llama.expert_count", gb::GgufValue::u32(0)}};
+  QVERIFY(gb::load_model(gbtest::write_tiny_gguf("dense-experts0.gguf", dense)).ok());
+}
+
+GB_TEST(no_vocabulary_and_no_tokenizer_file) {
+  TinyGgufOptions o;
+  o.removed_keys = {"tokenizer.ggml.tokens"};
+  const std::string path = gbtest::write_tiny_gguf("no-vocab.gguf", o);
+  auto m = gb::load_model(path);
+  QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());  // the weights are fine
+  auto t = gb::load_tokenizer(**m, "");
+  QVERIFY(!t.ok());
+  QVERIFY2(t.error().message.find(path + ": no tokenizer found: the file has no embedded vocabulary") == 0,
+           t.error().message.c_str());
+  QVERIFY2(t.error().message.find("(pass a tokenizer path)") != std::string::npos, t.error().message.c_str());
 }

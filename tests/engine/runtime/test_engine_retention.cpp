@@ -292,3 +292,37 @@ GB_TEST(a_forgotten_request_cannot_be_branched_and_says_so) {
   // Its record gone, it keeps no blocks either.
   QVERIFY(!engine->scheduler().is_retained(ids[0]));
 }
+
+GB_TEST(a_fork_with_no_free_block_for_its_copy_re_prefills_instead_of_failing) {
+  REQUIRE_FIXTURE(f);
+  gb::EngineConfig config;
+  config.num_blocks = 16;
+  config.max_retained = 0;
+  auto engine = gbtest::make_test_engine(f, config);
+  auto a = engine->submit(kept(make_prompt(10, 70), 200, 5, 0.0f));
+  auto b = engine->submit(kept(make_prompt(10, 71), 200, 5, 0.0f));
+  QVERIFY(a.ok() && b.ok());
+  // Step until the two running requests own every block (nothing kept to release).
+  const gb::KvCacheManager& kv = engine->scheduler().kv_cache();
+  for (int i = 0; i < 500 && kv.num_available() > 0; ++i) QVERIFY(engine->step().ok());
+  QCOMPARE(kv.num_available(), 0);
+  const gb::Request* r = engine->scheduler().find(*a);
+  QVERIFY(r != nullptr && r->state == gb::RequestState::Running);
+  int32_t at = r->num_tokens_computed;
+  if (at % 16 == 0) --at;  // a partial last block: copy-on-write needs a free block
+  const gb::TokenId alternative = 300;
+  auto child = engine->fork(*a, at, alternative, 20);
+  QVERIFY2(child.ok(), child.ok() ? "" : child.error().message.c_str());
+  QVERIFY(run_bounded(*engine, 3000));
+  const Output c = collect(engine->drain_events()).at(child->value);
+  QCOMPARE(c.reason, std::string("max_tokens"));
+  // The same fork on a roomy pool after the parent finished: the same tokens.
+  auto roomy = gbtest::make_test_engine(f, {});
+  auto a2 = roomy->submit(kept(make_prompt(10, 70), 200, 5, 0.0f));
+  QVERIFY(a2.ok());
+  QVERIFY(run_bounded(*roomy, 500));
+  auto child2 = roomy->fork(*a2, at, alternative, 20);
+  QVERIFY(child2.ok());
+  QVERIFY(run_bounded(*roomy, 500));
+  QCOMPARE(c.tokens, collect(roomy->drain_events()).at(child2->value).tokens);
+}
