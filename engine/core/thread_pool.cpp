@@ -77,7 +77,13 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   run_chunk(0);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin while the workers finish (the usual case: they run now); past the spin
+  // budget a worker has likely been descheduled (a busy or oversubscribed
+  // machine), so give the core away instead of burning a time slice per dispatch.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) cpu_relax();
+    else std::this_thread::yield();
+  }
   job_ = nullptr;
   if (job_failed_.load(std::memory_order_acquire)) {
     std::exception_ptr error = std::exchange(job_error_, nullptr);
