@@ -15,6 +15,12 @@
 
 namespace gbui {
 
+namespace {
+// The y axis reaches this far above the pool size, so the legend in the top
+// right corner sits above the "free" line (which starts at the pool size).
+constexpr double kLegendHeadroom = 1.3;
+}  // namespace
+
 KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
@@ -142,7 +148,7 @@ void KvCachePanel::plotRemote() {
   plot_->yAxis->setLabel(blocks ? tr("blocks (server)") : tr("% of the server's KV cache"));
   if (!samples.empty()) {
     plot_->xAxis->setRange(0, std::max(1.0, double(samples.size() - 1)));
-    plot_->yAxis->setRange(0, (blocks ? std::max(1.0, samples.back().kvBlocksTotal) : 100.0) * 1.05);
+    plot_->yAxis->setRange(0, (blocks ? std::max(1.0, samples.back().kvBlocksTotal) : 100.0) * kLegendHeadroom);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -213,7 +219,7 @@ void KvCachePanel::rebuildPlot() {
   }
   if (!steps.empty()) {
     plot_->xAxis->setRange(double(steps.front().step), std::max(double(steps.back().step), 1.0));
-    plot_->yAxis->setRange(0, std::max(1, steps.back().total) * 1.05);
+    plot_->yAxis->setRange(0, std::max(1, steps.back().total) * kLegendHeadroom);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
