@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cpu/elem_type.h"
+#include "cpu/simd_load_elem.h"
 
 namespace gb::kernels::avx2 {
 
@@ -29,20 +30,6 @@ inline __m256 load8(const void* w, int64_t i) {
   } else {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
-}
-
-template <ElemType WT>
-inline float load1(const void* w, int64_t i) {
-  if constexpr (WT == ElemType::F32) {
-    return static_cast<const float*>(w)[i];
-  } else if constexpr (WT == ElemType::F16) {
-    return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]);
-  } else {
-    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16;
-    float f;
-    __builtin_memcpy(&f, &bits, sizeof f);
-    return f;
   }
 }
 
@@ -90,7 +77,7 @@ inline void tile_stream(float* y, int64_t ldy, const float* x, const void* w, in
   for (int i = 0; i < R; ++i) {
     for (int j = 0; j < T; ++j) {
       float s = hsum(acc[i][j]);
-      for (int64_t c = cols8; c < cols; ++c) s += load1<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
+      for (int64_t c = cols8; c < cols; ++c) s += load_elem<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
       y[(t0 + j) * ldy + r0 + i] = s;
     }
   }
@@ -138,7 +125,7 @@ inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t c
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       float s = hsum(acc[i][j]);
-      for (int64_t c = cols8; c < cols; ++c) s += load1<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
+      for (int64_t c = cols8; c < cols; ++c) s += load_elem<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
       y[(t0 + j) * ldy + r0 + i] = s;
     }
   }

@@ -11,7 +11,7 @@
 // this order, so a token computed alone equals the same token inside any batch
 // bit for bit (speculative verification and continuous batching rely on it).
 //
-// Prefill keeps a register tile of kRows rows x kToks tokens (24 of the 32
+// Prefill keeps a register tile of kR rows x kT tokens (24 of the 32
 // zmm registers) and blocks the columns so the tokens' activations stay in L1 while
 // a panel of weight rows (sized to L2) passes under them; the lane sums of a
 // tile are parked in a small buffer between column blocks, which keeps the
@@ -27,6 +27,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "cpu/elem_type.h"
+#include "cpu/simd_load_elem.h"
 
 namespace gb::kernels::avx512 {
 
@@ -41,20 +42,6 @@ inline __m512 load16(const void* w, int64_t i) {
   } else {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(w) + i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-}
-
-template <ElemType WT>
-inline float load1(const void* w, int64_t i) {
-  if constexpr (WT == ElemType::F32) {
-    return static_cast<const float*>(w)[i];
-  } else if constexpr (WT == ElemType::F16) {
-    return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]);
-  } else {
-    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16;
-    float f;
-    __builtin_memcpy(&f, &bits, sizeof f);
-    return f;
   }
 }
 
@@ -74,7 +61,7 @@ inline float hsum(__m512 v) {
 template <ElemType WT>
 inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int64_t cols, int64_t cols16) {
   float s = hsum(acc);
-  for (int64_t c = cols16; c < cols; ++c) s += load1<WT>(w, row * cols + c) * x[c];
+  for (int64_t c = cols16; c < cols; ++c) s += load_elem<WT>(w, row * cols + c) * x[c];
   return s;
 }
 
@@ -99,15 +86,12 @@ void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_beg
 
 // ---- prefill: register tiles over column blocks ---------------------------
 
-// Register tile per weight type: kRows weight rows x kToks tokens (24
-// accumulators + 4 weight vectors + 1 activation vector of the 32 registers).
-// Measured on Zen 4 (F32, 2048 x 2048 x 256, one thread): 4 x 6 86 GFLOP/s,
-// 4 x 5 81, 3 x 8 63, 3 x 7 60 (of a 115 GFLOP/s FMA peak).
-template <ElemType WT>
-constexpr int kRows = 4;
-template <ElemType WT>
-constexpr int kToks = 6;
-constexpr int kMaxToks = 6;
+// Register tile: kR weight rows x kT tokens (24 accumulators + 4 weight
+// vectors + 1 activation vector of the 32 registers). Measured on Zen 4 (F32,
+// 2048 x 2048 x 256, one thread): 4 x 6 86 GFLOP/s, 4 x 5 81, 3 x 8 63, 3 x 7
+// 60 (of a 115 GFLOP/s FMA peak).
+constexpr int kR = 4;
+constexpr int kT = 6;
 constexpr int64_t kColBlock = 512;  // columns per block: 6 tokens x 512 x 4 B = 12 KB of activations in L1
 constexpr int64_t kPanelBytes = 384 * 1024;  // weight rows per panel: about this many bytes (L2)
 
@@ -134,7 +118,6 @@ inline void tile_block(__m512 (&acc)[R][T], const float* x, int64_t ldx, const v
 template <ElemType WT, int T>
 void panel_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t p0, int64_t p1,
                   int64_t t0, __m512* park) {
-  constexpr int kR = kRows<WT>;
   const int64_t cols16 = cols & ~int64_t{15};
   const float* xt = x + t0 * cols;
   for (int64_t c0 = 0; c0 < cols16; c0 += kColBlock) {
@@ -176,7 +159,7 @@ void panel_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t 
   for (; r < p1; ++r, slot += T) emit(r, slot);
 }
 
-// The last num_tokens % kToks tokens of a panel, as one tile of that width.
+// The last num_tokens % kT tokens of a panel, as one tile of that width.
 template <ElemType WT, int T>
 void panel_tail(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t p0, int64_t p1,
                 int64_t t0, int64_t remaining, __m512* park) {
@@ -189,12 +172,11 @@ void panel_tail(float* y, int64_t ldy, const float* x, const void* w, int64_t co
 template <ElemType WT>
 void gemm(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols, int64_t row_begin,
           int64_t row_end) {
-  constexpr int kR = kRows<WT>, kT = kToks<WT>;
   int64_t panel_rows = kPanelBytes / (cols * kElemBytes<WT> + 1);
   panel_rows = panel_rows < kR ? kR : panel_rows - panel_rows % kR;
   if (panel_rows > 256) panel_rows = 256 - 256 % kR;
   // Lane sums of one panel x kT tokens: at most 256 x 6 x 64 B = 96 KB (stack).
-  __m512 park[256 * kMaxToks];
+  __m512 park[256 * kT];
   for (int64_t p = row_begin; p < row_end; p += panel_rows) {
     const int64_t p_end = p + panel_rows < row_end ? p + panel_rows : row_end;
     int64_t t = 0;

@@ -12,18 +12,12 @@
 #include "cpu/ops.h"
 #include "cpu/paged_attention.h"
 #include "gb_test.h"
+#include "kernel_test_data.h"
 
 using namespace gb::kernels;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Weights of type t holding the values of `w` (rounded to that type).
 std::vector<uint16_t> narrow(const std::vector<float>& w, ElemType t) {
@@ -33,8 +27,8 @@ std::vector<uint16_t> narrow(const std::vector<float>& w, ElemType t) {
 }
 
 void check_matmul(ElemType t, int64_t rows, int64_t cols, int64_t tokens) {
-  const auto wf = random_floats(static_cast<size_t>(rows * cols), 1u + static_cast<uint32_t>(rows * 7 + cols));
-  const auto x = random_floats(static_cast<size_t>(tokens * cols), 99u + static_cast<uint32_t>(tokens));
+  const auto wf = gbtest::random_normals(static_cast<size_t>(rows * cols), 1u + static_cast<uint32_t>(rows * 7 + cols));
+  const auto x = gbtest::random_normals(static_cast<size_t>(tokens * cols), 99u + static_cast<uint32_t>(tokens));
   const auto w16 = narrow(wf, t);
   const void* w = t == ElemType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(w16.data());
   std::vector<float> ref(static_cast<size_t>(tokens * rows), -1.0f), got(static_cast<size_t>(tokens * rows), -2.0f);
@@ -121,9 +115,9 @@ GB_TEST(rope_rotates_adjacent_pairs) {
 GB_TEST(paged_attention_matches_contiguous_formula) {
   // 2 kv heads of dim 5, 37 positions spread over blocks of 4 in scrambled order.
   const int32_t kv_heads = 2, d = 5, ctx = 37, bs = 4, nblocks = 12;
-  const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 5);
-  const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 6);
-  const auto q = random_floats(static_cast<size_t>(d), 7);
+  const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 5);
+  const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 6);
+  const auto q = gbtest::random_normals(static_cast<size_t>(d), 7);
   const std::vector<int32_t> table = {11, 3, 7, 0, 9, 1, 5, 10, 2, 8};
   PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
   std::vector<float> scores(ctx), out(d);
@@ -153,9 +147,9 @@ GB_TEST(paged_attention_window_scale_and_softcap_match_formula) {
   // Positions first..ctx-1 only, scores x scale, then cap * tanh(s / cap), in double.
   const int32_t kv_heads = 2, d = 8, ctx = 29, bs = 4, nblocks = 9, first = 17;
   const float scale = 0.3f, cap = 1.5f;
-  const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 31, 3.0f);
-  const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 32);
-  const auto q = random_floats(static_cast<size_t>(d), 33, 3.0f);
+  const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 31, 3.0f);
+  const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 32);
+  const auto q = gbtest::random_normals(static_cast<size_t>(d), 33, 3.0f);
   const std::vector<int32_t> table = {8, 3, 7, 0, 6, 1, 5, 2};
   PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
   std::vector<float> scores(ctx), out(d);
@@ -188,9 +182,9 @@ GB_TEST(paged_attention_ex_simd_matches_reference) {
   for (int32_t d : {8, 32, 128}) {
     for (int32_t ctx : {1, 9, 40, 300}) {
       const int32_t kv_heads = 2, bs = 16, nblocks = (ctx + bs - 1) / bs + 1;
-      const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 51u + static_cast<uint32_t>(d), 2.0f);
-      const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 52u + static_cast<uint32_t>(ctx));
-      const auto q = random_floats(static_cast<size_t>(d), 53, 2.0f);
+      const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 51u + static_cast<uint32_t>(d), 2.0f);
+      const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 52u + static_cast<uint32_t>(ctx));
+      const auto q = gbtest::random_normals(static_cast<size_t>(d), 53, 2.0f);
       std::vector<int32_t> table(static_cast<size_t>(nblocks));
       for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 3 + 2) % nblocks;
       PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
@@ -207,7 +201,7 @@ GB_TEST(paged_attention_ex_simd_matches_reference) {
 }
 
 GB_TEST(gelu_tanh_gated_and_softcap_match_formula) {
-  const auto g = random_floats(64, 41, 4.0f), u = random_floats(64, 42);
+  const auto g = gbtest::random_normals(64, 41, 4.0f), u = gbtest::random_normals(64, 42);
   std::vector<float> out(64);
   gelu_tanh_gated(out.data(), g.data(), u.data(), 64);
   for (size_t i = 0; i < 64; ++i) {
@@ -226,9 +220,9 @@ GB_TEST(paged_attention_simd_matches_reference) {
   for (int32_t d : {8, 16, 64, 128}) {
     for (int32_t ctx : {1, 7, 16, 33, 300}) {
       const int32_t kv_heads = 3, bs = 16, nblocks = (ctx + bs - 1) / bs + 2;
-      const auto k = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 11u + static_cast<uint32_t>(d));
-      const auto v = random_floats(static_cast<size_t>(nblocks * bs * kv_heads * d), 12u + static_cast<uint32_t>(ctx));
-      const auto q = random_floats(static_cast<size_t>(d), 13);
+      const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 11u + static_cast<uint32_t>(d));
+      const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 12u + static_cast<uint32_t>(ctx));
+      const auto q = gbtest::random_normals(static_cast<size_t>(d), 13);
       std::vector<int32_t> table(static_cast<size_t>(nblocks));
       for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 5 + 1) % nblocks;  // scrambled
       PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
@@ -247,8 +241,8 @@ GB_TEST(swiglu_simd_matches_reference) {
   if (!matmul_has_simd())
     QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): swiglu runs the reference");
   for (int64_t n : {1, 7, 8, 9, 172, 2048, 5632}) {
-    auto g = random_floats(static_cast<size_t>(n), 21u + static_cast<uint32_t>(n), 6.0f);
-    const auto u = random_floats(static_cast<size_t>(n), 22u + static_cast<uint32_t>(n));
+    auto g = gbtest::random_normals(static_cast<size_t>(n), 21u + static_cast<uint32_t>(n), 6.0f);
+    const auto u = gbtest::random_normals(static_cast<size_t>(n), 22u + static_cast<uint32_t>(n));
     if (n > 8) {  // extremes: saturation on both sides must stay finite and exact in the limit
       g[0] = -100.0f;
       g[1] = 100.0f;

@@ -17,18 +17,12 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "gb_test.h"
+#include "kernel_test_data.h"
 
 using namespace gb::kernels;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Weights of a float type (F32, F16, BF16) as stored, plus their float values.
 struct FloatWeights {
@@ -37,7 +31,7 @@ struct FloatWeights {
 };
 FloatWeights float_weights(ElemType t, int64_t n, uint32_t seed) {
   FloatWeights w;
-  w.values = random_floats(static_cast<size_t>(n), seed);
+  w.values = gbtest::random_normals(static_cast<size_t>(n), seed);
   const size_t elem = t == ElemType::F32 ? 4 : 2;
   w.bytes.resize(static_cast<size_t>(n) * elem);
   for (int64_t i = 0; i < n; ++i) {
@@ -53,10 +47,6 @@ FloatWeights float_weights(ElemType t, int64_t n, uint32_t seed) {
   return w;
 }
 
-bool level_or_skip(Isa isa) {
-  if (isa_supported(isa)) return true;
-  return false;
-}
 
 void check_float_level(Isa isa) {
   for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) {
@@ -64,7 +54,7 @@ void check_float_level(Isa isa) {
       for (int64_t rows : {1, 3, 4, 5, 17}) {
         for (int64_t tokens : {1, 2, 5, 6, 7, 13}) {
           const FloatWeights w = float_weights(t, rows * cols, static_cast<uint32_t>(rows * 1000 + cols));
-          const auto x = random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 7 * cols));
+          const auto x = gbtest::random_normals(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 7 * cols));
           std::vector<float> got(static_cast<size_t>(tokens * rows)), want(got.size());
           matmul_with(isa, got.data(), rows, x.data(), w.bytes.data(), t, tokens, cols, 0, rows);
           matmul_reference(want.data(), rows, x.data(), w.bytes.data(), t, tokens, cols, 0, rows);
@@ -95,7 +85,7 @@ void check_batch_invariance(Isa isa) {
       const int64_t rows = 203;
       const FloatWeights w = float_weights(t, rows * cols, static_cast<uint32_t>(cols));
       const int64_t max_tokens = 13;
-      const auto x = random_floats(static_cast<size_t>(max_tokens * cols), static_cast<uint32_t>(cols + 1));
+      const auto x = gbtest::random_normals(static_cast<size_t>(max_tokens * cols), static_cast<uint32_t>(cols + 1));
       std::vector<float> alone(static_cast<size_t>(max_tokens * rows));
       for (int64_t j = 0; j < max_tokens; ++j)
         matmul_with(isa, alone.data() + j * rows, rows, x.data() + j * cols, w.bytes.data(), t, 1, cols, 0, rows);
@@ -122,20 +112,6 @@ const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType
                                   WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
                                   WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS};
 
-std::vector<uint8_t> random_quant_weights(const WeightTypeTraits& tr, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t blocks = rows * cols / tr.block_elements;
-  std::vector<uint8_t> w(static_cast<size_t>(blocks * tr.block_bytes));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  std::normal_distribution<float> scale(0.0f, 0.02f);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int16_t off : {tr.scale_offset, tr.min_offset}) {
-      if (off < 0) continue;
-      const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(w.data() + b * tr.block_bytes + off, &h, 2);
-    }
-  return w;
-}
 
 // A quantized level: equal to the AVX2 level bit for bit (same exact integer
 // sums, same float steps), close to the reference, and batch-invariant.
@@ -144,8 +120,8 @@ void check_quant_level(Isa isa) {
     const WeightTypeTraits& tr = weight_traits(type);
     for (int64_t cols : {tr.block_elements, 3 * 256, 11 * 256 + (tr.block_elements == 32 ? 96 : 0)}) {
       const int64_t rows = 37, tokens = 9;
-      const auto w = random_quant_weights(tr, rows, cols, static_cast<uint32_t>(cols + static_cast<int>(type)));
-      const auto xf = random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(cols));
+      const auto w = gbtest::random_quant_blocks(tr, rows, cols, static_cast<uint32_t>(cols + static_cast<int>(type)));
+      const auto xf = gbtest::random_normals(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(cols));
       std::vector<ActBlockQ8> xq(static_cast<size_t>(tokens * cols / 32));
       quantize_activations(xf.data(), cols, 0, tokens, xq.data());
       MatmulInput in;
@@ -199,31 +175,31 @@ GB_TEST(isa_table_is_ordered_and_active_level_supported) {
 }
 
 GB_TEST(float_avx2_matches_reference) {
-  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
   check_float_level(Isa::Avx2);
 }
 
 GB_TEST(float_avx512_matches_reference) {
-  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
   check_float_level(Isa::Avx512);
 }
 
 GB_TEST(float_avx2_batch_invariant) {
-  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
   check_batch_invariance(Isa::Avx2);
 }
 
 GB_TEST(float_avx512_batch_invariant) {
-  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
   check_batch_invariance(Isa::Avx512);
 }
 
 GB_TEST(quant_avx2_batch_invariant_and_close) {
-  if (!level_or_skip(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
   check_quant_level(Isa::Avx2);
 }
 
 GB_TEST(quant_avx512_equals_avx2_bitwise) {
-  if (!level_or_skip(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
   check_quant_level(Isa::Avx512);
 }

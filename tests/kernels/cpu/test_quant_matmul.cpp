@@ -15,6 +15,7 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "gb_test.h"
+#include "kernel_test_data.h"
 
 using namespace gb::kernels;
 
@@ -24,32 +25,7 @@ const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType
                                   WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
                                   WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS};
 
-// Random blocks: random bytes with the f16 scales replaced by finite values of
-// either sign (the files hold negative scales too).
-std::vector<uint8_t> random_weights(const WeightTypeTraits& tr, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t blocks = rows * cols / tr.block_elements;
-  std::vector<uint8_t> w(static_cast<size_t>(blocks * tr.block_bytes));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  std::normal_distribution<float> scale(0.0f, 0.02f);
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint8_t* blk = w.data() + b * tr.block_bytes;
-    for (int16_t off : {tr.scale_offset, tr.min_offset}) {
-      if (off < 0) continue;
-      const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(blk + off, &h, 2);
-    }
-  }
-  return w;
-}
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 struct Case {
   const WeightTypeTraits* tr;
@@ -63,8 +39,8 @@ struct Case {
 Case make_case(WeightType t, int64_t rows, int64_t cols, int64_t tokens) {
   Case c{&weight_traits(t), rows, cols, tokens, {}, {}, {}};
   const auto seed = static_cast<uint32_t>(rows * 131 + cols * 7 + tokens + static_cast<int>(t) * 1000);
-  c.w = random_weights(*c.tr, rows, cols, seed);
-  c.x = random_floats(static_cast<size_t>(tokens * cols), seed + 1);
+  c.w = gbtest::random_quant_blocks(*c.tr, rows, cols, seed);
+  c.x = gbtest::random_normals(static_cast<size_t>(tokens * cols), seed + 1);
   c.xq.resize(static_cast<size_t>(tokens * cols / kActBlock));
   quantize_activations(c.x.data(), cols, 0, tokens, c.xq.data());
   return c;
@@ -113,7 +89,7 @@ void check_fast_vs_oracle(WeightType t, int64_t rows, int64_t cols, int64_t toke
 }  // namespace
 
 GB_TEST(activation_quantization_follows_definition) {
-  auto x = random_floats(3 * 96, 5);
+  auto x = gbtest::random_normals(3 * 96, 5);
   x[7] = 0.0f;
   for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block
   std::vector<ActBlockQ8> q(9);
