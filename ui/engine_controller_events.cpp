@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFile>
 #include <QStandardPaths>
+#include <atomic>
 #include <map>
 #include <type_traits>
 
@@ -156,14 +157,24 @@ void EngineController::startTraceSpool() {
   QDir().mkpath(dir);
   QDir d(dir);
   const QStringList old = d.entryList({QStringLiteral("session-*.jsonl")}, QDir::Files, QDir::Time);
-  for (int i = kKeptSpools - 1; i < old.size(); ++i) d.remove(old[i]);
+  // Earlier sessions' files beyond the newest few go; this process's own stay
+  // (another window of it may still be recording into one).
+  const QString ours = QStringLiteral("-%1-").arg(QCoreApplication::applicationPid());
+  for (int i = kKeptSpools - 1; i < old.size(); ++i)
+    if (!old[i].contains(ours)) d.remove(old[i]);
   auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
   if (!header) return;
   header->kv_block_size = state_->engine->block_size();
   header->kv_num_blocks = state_->engine->num_blocks();
-  const QString path = d.filePath(QStringLiteral("session-%1-%2.jsonl")
+  // Time, process and a per-process sequence number: two controllers of one
+  // process (two windows, or a model reopened) that start a spool in the same
+  // second must not share a file (the second truncated the first's, and an
+  // export then missed the first window's requests).
+  static std::atomic<int> sequence{0};
+  const QString path = d.filePath(QStringLiteral("session-%1-%2-%3.jsonl")
                                       .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-hhmmss")))
-                                      .arg(QCoreApplication::applicationPid()));
+                                      .arg(QCoreApplication::applicationPid())
+                                      .arg(sequence.fetch_add(1)));
   auto spool = gb::TraceWriter::open(QFile::encodeName(path).toStdString(), *header);
   if (!spool) {
     emit engineError(tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
