@@ -277,6 +277,7 @@ void ChatPanel::rerender() {
   renderedTokens_ = 0;
   renderedOwn_ = 0;
   renderedKnown_ = false;
+  view_->beginAppend();  // laid out once, not once per token
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendMessage(conversation_.systemPrompt, -1);
@@ -301,6 +302,7 @@ void ChatPanel::rerender() {
     renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
     renderedKnown_ = r != nullptr;
   }
+  view_->endAppend();
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
 }
@@ -325,7 +327,9 @@ void ChatPanel::onBatch() {
     if (r && (!renderedKnown_ || findReasoning(r->tokens).size() > 0)) {
       rerender();
     } else if (r && own >= renderedOwn_) {
+      view_->beginAppend();  // the batch's tokens are laid out once
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
+      view_->endAppend();
       renderedTokens_ += own - renderedOwn_;
       renderedOwn_ = own;
       view_->ensureCursorVisible();
