@@ -19,45 +19,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "chat_bench.h"
 #include "engine_controller.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;
-
-namespace {
-
-// A plausible token event: 20 candidates over 9 stages, like a real record.
-gbui::UiToken syntheticToken(gbui::RequestKey request, int index, double tMs, bool paragraphs) {
-  gbui::UiToken t;
-  t.request = request;
-  t.index = index;
-  t.position = 8 + index;
-  t.tokenId = 100 + index % 300;
-  // Paragraph breaks about every 60 tokens, as in the stories models' output
-  // (one paragraph of thousands of tokens is slower to lay out: see the report).
-  t.text = paragraphs && index % 60 == 59 ? QStringLiteral(".\n")
-           : index % 5 == 0                ? QStringLiteral(" word")
-                                           : QStringLiteral("ab");
-  t.piece = t.text;
-  t.stages = {"penalties", "dry", "logit_bias", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"};
-  t.stageActive = QVector<bool>(9, true);
-  t.numAfterStage = QVector<int>(9, 20);
-  for (int c = 0; c < 20; ++c) {
-    gbui::UiCandidate cand;
-    cand.id = 100 + c;
-    cand.text = QStringLiteral("t%1").arg(c);
-    cand.probBefore = 0.5f / static_cast<float>(c + 1);
-    cand.probAfter = QVector<float>(9, cand.probBefore);
-    t.top.push_back(cand);
-  }
-  t.prob = 0.3f + 0.6f * static_cast<float>(index % 7) / 7.0f;
-  t.entropyBefore = 1.5f;
-  t.rank = index % 3;
-  t.tMs = tMs;
-  return t;
-}
-
-}  // namespace
 
 class UiSpeedTest : public QObject {
   Q_OBJECT
@@ -192,7 +158,7 @@ class UiSpeedTest : public QObject {
       auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
       const double tMs = f * 1000.0 / 60.0;
       for (int k = 0; k < kTokensPerFrame; ++k, ++index)
-        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), syntheticToken(1, index, tMs, paragraphs)});
+        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), gbui::syntheticToken(1, index, tMs, paragraphs ? 60 : 0)});
       gbui::UiStep step;
       step.step = f;
       step.total = 256;
