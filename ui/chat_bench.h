@@ -2,8 +2,9 @@
 // tokens, shaped like real records (20 candidates over 9 sampler stages),
 // delivered as one event batch per 60 Hz frame through the signal live events
 // take (EngineController::eventsReady), into a full window (chat, inspector,
-// KV, charts). It reports the frame time (apply + repaint) p50/p99 and the
-// process's resident memory at 10%, 50% and 100% of the stream as JSON.
+// KV, charts). It reports the frame time (apply + repaint; wall and this
+// thread's CPU time) p50/p99 over the last 3,000 tokens and the process's
+// resident memory at 10%, 50% and 100% of the stream as JSON.
 // Frame times are measured, never asserted (docs/performance.md).
 // Threads: UI thread.
 #pragma once
