@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "chat_panel.h"
+#include <qcustomplot.h>
 #include "engine_controller.h"
 #include "main_window.h"
 #include "session_model.h"
@@ -149,6 +150,23 @@ QJsonObject runChatBench(MainWindow& window, const ChatBenchOptions& options) {
   out[QStringLiteral("frame_cpu_ms_p99")] = percentile(frameCpuMs, 0.99);
   out[QStringLiteral("seconds")] = static_cast<double>(total.elapsed()) / 1000.0;
   out[QStringLiteral("checkpoints")] = points;
+  // Where a frame's time goes at the end: each chart's full redraw and its points.
+  QJsonArray charts;
+  for (QCustomPlot* plot : window.findChildren<QCustomPlot*>()) {
+    if (!plot->isVisible()) continue;
+    QElapsedTimer t;
+    t.start();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QJsonObject c;
+    c[QStringLiteral("chart")] = plot->objectName().isEmpty() ? plot->parentWidget()->objectName() : plot->objectName();
+    c[QStringLiteral("replot_ms")] = static_cast<double>(t.nsecsElapsed()) / 1e6;
+    int pointsTotal = 0;
+    for (int g = 0; g < plot->graphCount(); ++g) pointsTotal += plot->graph(g)->dataCount();
+    c[QStringLiteral("points")] = pointsTotal;
+    c[QStringLiteral("x_range")] = QStringLiteral("%1..%2").arg(plot->xAxis->range().lower).arg(plot->xAxis->range().upper);
+    charts.append(c);
+  }
+  out[QStringLiteral("charts")] = charts;
   return out;
 }
 
