@@ -9,7 +9,9 @@
 // at every position are compared twice:
 //   - prefill: the whole sequence in one step (more than kMaxGemvTokens tokens,
 //     so the dequantized-tile + cuBLAS path);
-//   - decode: the same sequence one token per step (the GEMV kernels).
+//   - decode: the same sequence one token per step (the GEMV kernels);
+// and the two must agree on every logit of every position within 1e-3 (same
+// dequantized weights, float32 both ways; only the summation order differs).
 // Bars, from the README's "bar for a second engine": max |dlogit| <= 2.5 and
 // top-1 agreement on at least 85% of the positions; and a mean |dlogit| no
 // larger than llama.cpp's plain CPU kernels reach on the same file
@@ -85,8 +87,9 @@ bool forward(gb::Backend& gpu, const std::vector<int32_t>& table, const gb::Toke
   return st.ok();
 }
 
-// Teacher-forced agreement of one prompt, in one step or one token per step.
-Agreement teacher_forced(gb::Backend& gpu, const json& prompt, size_t vocab, bool stepwise) {
+// Teacher-forced agreement of one prompt, in one step or one token per step;
+// every position's logits are appended to *all.
+Agreement teacher_forced(gb::Backend& gpu, const json& prompt, size_t vocab, bool stepwise, std::vector<float>* all) {
   std::vector<gb::TokenId> seq = prompt["ids"].get<std::vector<gb::TokenId>>();
   const auto greedy = prompt["greedy"]["ids"].get<std::vector<gb::TokenId>>();
   seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
@@ -97,11 +100,13 @@ Agreement teacher_forced(gb::Backend& gpu, const json& prompt, size_t vocab, boo
   if (!stepwise) {
     if (!forward(gpu, table, seq.data(), static_cast<int32_t>(seq.size()), 0, logits, vocab)) return a;
     for (size_t i = 0; i < seq.size(); ++i) score(ref_position(prompt, i), logits.data() + i * vocab, vocab, a);
+    all->insert(all->end(), logits.begin(), logits.end());
     return a;
   }
   for (size_t i = 0; i < seq.size(); ++i) {
     if (!forward(gpu, table, seq.data() + i, 1, static_cast<int32_t>(i), logits, vocab)) return a;
     score(ref_position(prompt, i), logits.data(), vocab, a);
+    all->insert(all->end(), logits.begin(), logits.end());
   }
   return a;
 }
@@ -125,10 +130,11 @@ void check_file(const std::string& key, const std::string& agreement_key) {
     llama_sum += l["tf_mean_abs_dlogit_top20"].get<double>() * l["tf_positions"].get<double>();
     llama_positions += l["tf_positions"].get<int>();
   }
+  std::vector<float> logits[2];  // prefill, decode: every position of every prompt
   for (const bool stepwise : {false, true}) {
     Agreement all;
     for (const json& prompt : ref["prompts"]) {
-      all.add(teacher_forced(gpu, prompt, vocab, stepwise));
+      all.add(teacher_forced(gpu, prompt, vocab, stepwise, &logits[stepwise ? 1 : 0]));
       if (QTest::currentTestFailed()) return;
     }
     const double mean = all.sum_dlogit / all.positions, llama_mean = llama_sum / std::max(llama_positions, 1);
@@ -141,14 +147,24 @@ void check_file(const std::string& key, const std::string& agreement_key) {
     QVERIFY2(mean <= llama_mean, (what + ": mean |dlogit| " + std::to_string(mean) + " above llama.cpp's " +
                                   std::to_string(llama_mean)).c_str());
   }
+  QCOMPARE(logits[1].size(), logits[0].size());
+  const gbtest::cuda::Diff d = gbtest::cuda::compare(logits[0], logits[1]);
+  std::printf("quant-llama-%s on CUDA: decode vs prefill %s\n", key.c_str(), d.describe().c_str());
+  QVERIFY2(d.max_abs <= 1e-3, ("decode (GEMV) vs prefill (tiles): " + d.describe()).c_str());
 }
 
 }  // namespace
 
 GB_TEST(quant_q8_0_on_cuda_matches_reference) { check_file("Q8_0", "quant-llama"); }
 GB_TEST(quant_q4_0_on_cuda_matches_reference) { check_file("Q4_0", "quant-llama"); }
+GB_TEST(quant_q4_1_on_cuda_matches_reference) { check_file("Q4_1", "quant-llama"); }
+GB_TEST(quant_q5_0_on_cuda_matches_reference) { check_file("Q5_0", "quant-llama"); }
+GB_TEST(quant_q5_1_on_cuda_matches_reference) { check_file("Q5_1", "quant-llama"); }
+GB_TEST(quant_q2_k_on_cuda_matches_reference) { check_file("Q2_K", "quant-llama"); }
+GB_TEST(quant_q3_k_m_on_cuda_matches_reference) { check_file("Q3_K_M", "quant-llama"); }
 GB_TEST(quant_q4_k_m_on_cuda_matches_reference) { check_file("Q4_K_M", "quant-llama"); }
 GB_TEST(quant_q5_k_m_on_cuda_matches_reference) { check_file("Q5_K_M", "quant-llama"); }
 GB_TEST(quant_q6_k_on_cuda_matches_reference) { check_file("Q6_K", "quant-llama"); }
+GB_TEST(quant_iq4_nl_on_cuda_matches_reference) { check_file("IQ4_NL", "quant-llama"); }
 GB_TEST(quant_iq4_xs_on_cuda_matches_reference) { check_file("IQ4_XS", "quant-llama"); }
 GB_TEST(quant_untied_q4_k_m_with_q6_k_output_on_cuda) { check_file("untied-Q4_K_M", "quant-llama-untied"); }
