@@ -4,9 +4,10 @@
 // into a gb::Status (engine/backend/cuda/cuda_check.h). Pointers are device
 // pointers unless named *_host. All activations are float32 row-major; weights
 // may be F32/F16/BF16 (cuBLAS, in the backend) or any quantized type with a row
-// in quant_matmul.cu's kernel table, kept as their GGUF blocks. Like kernels/cpu, these kernels take raw pointers and the
-// weight-type enum of kernels/cpu/weight_type.h, and include no engine header;
-// the CUDA backend that drives them lives in engine/backend/cuda.
+// in quant_matmul.cu's kernel table, kept as their GGUF blocks. Like
+// kernels/cpu, these kernels take raw pointers and the weight-type enum of
+// kernels/cpu/weight_type.h, and include no engine header; the CUDA backend
+// that drives them lives in engine/backend/cuda.
 //
 // Threads: any host thread may launch, but one stream belongs to one caller.
 #pragma once

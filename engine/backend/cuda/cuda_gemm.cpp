@@ -51,7 +51,8 @@ Status gemm_quant_rows(cublasHandle_t handle, const DeviceMatrix& w, const float
     GB_CUDA_TRY(launch_quant_gemv(w.data, w.row_stride, w.dtype, w.rows, w.cols, x, num_rows, y, ldy, beta, stream));
     return {};
   }
-  const int64_t tile_rows = std::min<int64_t>(w.rows, static_cast<int64_t>(workspace.floats) / std::max<int64_t>(w.cols, 1));
+  const int64_t tile_rows =
+      std::min<int64_t>(w.rows, static_cast<int64_t>(workspace.floats) / std::max<int64_t>(w.cols, 1));
   if (workspace.data == nullptr || tile_rows <= 0)
     return make_error("CUDA backend: the dequantization workspace holds " + std::to_string(workspace.floats) +
                       " floats, a tile needs at least " + std::to_string(w.cols));

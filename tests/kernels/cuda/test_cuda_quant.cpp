@@ -100,7 +100,8 @@ void check_product(const QuantMatrix& q, cublasHandle_t handle, int32_t tokens) 
       const size_t at = static_cast<size_t>(k * ldy + col);
       const int64_t r = col - kColumnOffset;
       if (r < 0 || r >= q.rows) {
-        QVERIFY2(y[at] == y0[at], (q.where() + ": column " + std::to_string(col) + " outside the part changed").c_str());
+        QVERIFY2(y[at] == y0[at],
+                 (q.where() + ": column " + std::to_string(col) + " outside the part changed").c_str());
         continue;
       }
       double want = y0[at], scale = 1e-6 + std::abs(want);
