@@ -180,7 +180,7 @@ run_stage configure 90 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGLASSBOX_UI=OFF -
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GLASSBOX_CUDA_ARCH:-90}" -DGLASSBOX_SHARED_DIR="$SHARED" "${CMAKE_EXTRA[@]}" || exit 1
 ((CONFIGURE_ONLY)) && exit 0
 TARGETS=(glassbox-cli glassbox_cuda_bench test_cuda_kernels test_cuda_quant test_cuda_attention test_cuda_backend
-         test_cuda_golden test_cuda_quant_llama)
+         test_cuda_golden test_cuda_quant_llama test_cuda_backend_ops)
 run_stage build 240 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}" || exit 1
 
 # --- 3. tests ------------------------------------------------------------------
