@@ -1,15 +1,18 @@
 // Engine: continuous-batching inference for many requests on one backend, and
 // the one producer of the trace-event stream.
 //
-// step() = schedule -> run model -> sample -> append (after nano-vllm):
-//   1. Scheduler::schedule() picks requests and token counts under the budget.
-//   2. The backend runs copy-on-write block copies, then one forward pass over
-//      the whole ragged batch (BatchLayout).
-//   3. Each request that needs a token samples it with its own SamplerChain and
-//      SamplerRng (so a request's tokens do not depend on what else is batched),
-//      checks stop tokens / stop strings / max tokens.
-//   4. Scheduler::on_step_done() appends the tokens and finishes requests; KV
-//      events, step statistics and tokens become TraceEvents.
+// step() = schedule -> run model -> process outputs (after nano-vllm):
+//   1. Scheduler::schedule() picks requests and token counts under the budget,
+//      and how many logit rows each needs (begin_step publishes admissions).
+//   2. run_forward(): the backend runs copy-on-write block copies, then one
+//      forward pass over the whole ragged batch (BatchLayout).
+//   3. sample_outputs() (engine_outputs.cpp): each request with logit rows gets
+//      its token(s) from its own SamplerChain and SamplerRng (so a request's
+//      tokens do not depend on what else is batched); its RequestOutput
+//      (output_processor.h) detokenizes and checks EOS / stop tokens / stop
+//      strings / the reasoning budget.
+//   4. end_step(): Scheduler::on_step_done() appends the tokens and finishes
+//      requests; tokens, KV events and step statistics become TraceEvents.
 // Speculative decoding (GenerationRequest::speculative, engine/speculative/)
 // adds a step 0 -- each decoding request's drafter proposes tokens, handed to
 // the scheduler with set_draft() -- and in step 3 such a request verifies its
@@ -27,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +50,9 @@
 namespace gb {
 
 class Scheduler;
+struct ScheduledRequest;
+struct StepPlan;
+struct StepOutputs;
 class SamplerChain;
 class SamplerRng;
 class StopStringMatcher;
@@ -197,9 +204,25 @@ class Engine {
   Status run_step_or_fail();
   void forward_kv_events();
   void complete_settings(SamplerSettings& settings) const;
-  void reset_helpers(RequestState& rs) const;
-  void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
+  // The request's sampler chain and output state (rs.settings and
+  // rs.ignore_eos set); prompt: the tokens before its output.
+  void make_helpers(RequestState& rs, std::span<const TokenId> prompt) const;
+  void finish(RequestId id, const std::string& reason, const RequestState& rs);
   void propose_drafts();
+  // The phases of step() (engine.cpp), sampling in engine_outputs.cpp.
+  struct StepTimes {
+    double start_ms = 0.0;      // before schedule()
+    double scheduled_ms = 0.0;  // after schedule()
+    double forward_ms = 0.0;    // after the forward pass
+    double forward_time() const { return forward_ms - scheduled_ms; }
+  };
+  bool begin_step(const StepPlan& plan, double start_ms);
+  Status run_forward(const StepPlan& plan);
+  StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
+  void sample_token(const ScheduledRequest& s, std::span<const float> logits, const StepTimes& t, StepOutputs& out);
+  void verify_drafts(const ScheduledRequest& s, std::span<const float> rows, const StepTimes& t, StepOutputs& out);
+  void end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t, double sampled_ms);
+  void publish_step_event(const StepPlan& plan, const StepTimes& t, double sampled_ms);
   Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                               const SamplerSettings* settings, int32_t max_tokens, bool retain_kv);
 

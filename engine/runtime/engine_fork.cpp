@@ -60,15 +60,13 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   rs->settings = settings ? *settings : *parent_settings;
   rs->settings.max_tokens = max_tokens;
   if (settings) complete_settings(rs->settings);
-  reset_helpers(*rs);
+  rs->ignore_eos = ignore_eos;
+  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
+  make_helpers(*rs, shared);
   // The counter continues from the branch point, so a branch that changes
   // nothing (same seed) replays the parent's draws, and a fork at the end of
   // the prompt draws exactly what a request submitted alone would.
   rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
-  rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
-  rs->ignore_eos = ignore_eos;
-  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
-  rs->decoder->prime(shared);
   rs->num_prompt = num_tokens;
   rs->prompt_ids = shared;
   rs->submitted_ms = ms_now();
@@ -113,10 +111,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
     tok.index = 0;
     tok.token = *forced_next;
     tok.origin = TokenOrigin::Forced;
-    tok.text = rs->decoder->push(*forced_next);
-    rs->text += tok.text;
-    rs->num_generated = 1;
-    rs->first_token_ms = rs->last_token_ms = ms_now();
+    tok.text = rs->output->accept_given(*forced_next, ms_now());
     rs->rng.advance();
     publish(std::move(tok));
   }
@@ -160,7 +155,7 @@ bool Engine::cancel(RequestId id) {
   if (was_live) {
     RequestState& rs = *it->second;
     forward_kv_events();
-    finish(id, "cancelled", rs, rs.num_generated);
+    finish(id, "cancelled", rs);
     // Its blocks are returned (full ones stay cached): a later fork re-prefills.
     remember_finished(id, rs, std::move(tokens));
     states_.erase(it);
@@ -191,6 +186,7 @@ Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& setting
   rs.settings.max_tokens = max_tokens;
   complete_settings(rs.settings);
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
+  rs.output->set_stop_token_ids(rs.settings.stop_token_ids);
   rs.rng = SamplerRng(settings.seed, counter);
   spec_->set_sampler_settings(id, rs.settings);
   return {};
