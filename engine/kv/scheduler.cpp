@@ -366,9 +366,10 @@ StepPlan Scheduler::schedule() {
       s.token_ids = tokens_to_compute(r, e.num_new_tokens);
     }
     s.block_ids = kv_.table(e.id).block_ids();
-    // A verification needs logits at every position (to_batch_layout gives the
-    // last one; the engine widens the rows for entries with drafts).
-    s.needs_logits = s.start_pos + s.num_new_tokens == r.num_tokens_total() || e.num_draft > 0;
+    // A verification needs logits at every position; otherwise only the step
+    // that reaches the last known token does (step_plan.h).
+    if (e.num_draft > 0) s.num_logit_rows = s.num_new_tokens;
+    else if (s.start_pos + s.num_new_tokens == r.num_tokens_total()) s.num_logit_rows = 1;
     s.is_decode = e.is_decode;
     (e.is_decode ? plan.stats.num_decode_tokens : plan.stats.num_prefill_tokens) += e.num_new_tokens;
     plan.requests.push_back(std::move(s));
@@ -402,7 +403,7 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     int32_t num_accepted = 0;
     if (num_draft > 0) {
       GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
-                   "on_step_done: one StepToken per needs_logits request, in plan order");
+                   "on_step_done: one StepToken per request with logit rows, in plan order");
       num_accepted = sampled[next_sample].num_accepted_draft;
       GB_CHECK_MSG(num_accepted >= 0 && num_accepted <= num_draft, "on_step_done: more accepted drafts than drafted");
       kv_.truncate(s.id, num_draft - num_accepted);
@@ -413,9 +414,9 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     }
     r.num_tokens_computed += s.num_new_tokens - (num_draft - num_accepted);
     kv_.mark_computed(s.id, r.num_tokens_computed);
-    if (!s.needs_logits) continue;
+    if (!s.needs_logits()) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
-                 "on_step_done: one StepToken per needs_logits request, in plan order");
+                 "on_step_done: one StepToken per request with logit rows, in plan order");
     const StepToken& t = sampled[next_sample++];
     r.output_ids.insert(r.output_ids.end(), s.token_ids.begin() + 1, s.token_ids.begin() + 1 + num_accepted);
     r.output_ids.push_back(t.token);

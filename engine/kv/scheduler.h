@@ -43,9 +43,11 @@
 //   GB_TRY(backend.copy_blocks(plan.block_copies));
 //   BatchLayout layout = to_batch_layout(plan);         // runtime/step_layout.h
 //   GB_TRY(backend.forward(layout, logits));            // (plan.num_logits(), vocab)
-//   std::vector<StepToken> sampled;                   // one per needs_logits, plan order
-//   for (row = 0; const ScheduledRequest& r : plan.requests)
-//     if (r.needs_logits) sampled.push_back({r.id, sample(logits row row++), is_stop});
+//   std::vector<StepToken> sampled;                   // one per needs_logits(), plan order
+//   for (row = 0; const ScheduledRequest& r : plan.requests) {
+//     if (r.needs_logits()) sampled.push_back({r.id, sample(rows row .. row + r.num_logit_rows), is_stop});
+//     row += r.num_logit_rows;
+//   }
 //   for (const FinishedRequest& f : scheduler.on_step_done(plan, sampled)) report(f);
 //   forward scheduler.kv_cache().drain_events() and plan.stats to the trace.
 //
@@ -53,8 +55,8 @@
 // give a decoding request draft tokens with set_draft(). schedule() then
 // reserves slots for [last token, draft...] (cut to the budget; dropped, never
 // preempting anyone, when the pool is short) and the entry has is_decode with
-// num_new_tokens = 1 + drafts and needs_logits (the engine asks the backend for
-// logits at every one of those positions). The StepToken for it says how many
+// num_new_tokens = 1 + drafts and num_logit_rows = num_new_tokens (logits at
+// every one of those positions). The StepToken for it says how many
 // drafts were accepted; on_step_done() keeps their K/V, truncates the rejected
 // slots from the block table, and appends the accepted drafts plus the token.
 // Drafts not scheduled in this step are dropped.

@@ -290,17 +290,7 @@ bool Engine::begin_step(const StepPlan& plan, double start_ms) {
 Status Engine::run_forward(const StepPlan& plan) {
   Status st = backend_->copy_blocks(plan.block_copies);
   if (st) {
-    BatchLayout layout = to_batch_layout(plan);
-    // Verifications need logits at every position of [last, drafts...]:
-    // rebuild the logit rows (plan order; all rows of a verification in a row).
-    layout.logit_token_indices.clear();
-    int32_t first = 0;
-    for (const ScheduledRequest& s : plan.requests) {
-      const bool verifies = s.is_decode && s.num_new_tokens > 1;
-      for (int32_t i = verifies ? 0 : s.num_new_tokens - 1; s.needs_logits && i < s.num_new_tokens; ++i)
-        layout.logit_token_indices.push_back(first + i);
-      first += s.num_new_tokens;
-    }
+    const BatchLayout layout = to_batch_layout(plan);
     logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(model_->config.vocab_size));
     st = backend_->forward(layout, logits_);
   }

@@ -50,8 +50,8 @@ StepOutputs Engine::sample_outputs(const StepPlan& plan, const StepTimes& t) {
   const auto vocab = static_cast<size_t>(model_->config.vocab_size);
   size_t row = 0;
   for (const ScheduledRequest& s : plan.requests) {
-    if (!s.needs_logits) continue;
-    const size_t num_rows = s.is_decode && s.num_new_tokens > 1 ? static_cast<size_t>(s.num_new_tokens) : 1;
+    if (s.num_logit_rows == 0) continue;
+    const auto num_rows = static_cast<size_t>(s.num_logit_rows);
     const std::span<const float> rows(logits_.data() + row * vocab, num_rows * vocab);
     row += num_rows;
     if (num_rows > 1) verify_drafts(s, rows, t, out);
