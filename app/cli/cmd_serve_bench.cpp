@@ -88,7 +88,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
   double waste_max = 0.0, waste_sum = 0.0;  // empty slots in owned blocks per running sequence
   int64_t waste_samples = 0;
   int64_t generated_tokens = 0;
-  engine.set_event_sink([&](const TraceEvent& e) {
+  const auto on_event = [&](const TraceEvent& e) {
     const auto at = [&](RequestId id) -> RequestResult* {
       auto it = index_of.find(id.value);
       return it == index_of.end() ? nullptr : &results[it->second];
@@ -116,7 +116,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
       if (err->request)
         if (auto* r = at(*err->request)) r->error = err->message;
     }
-  });
+  };
 
   // Submit in arrival order, in real time.
   std::vector<size_t> order(workload->size());
@@ -150,7 +150,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
     }
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
-    (void)engine.drain_events();
+    for (const TraceEvent& e : engine.drain_events()) on_event(e);
     // Internal fragmentation: empty slots in owned blocks, per sequence holding
     // blocks. Read straight from the pool (no snapshot copies) so measuring it
     // does not slow the run it measures.

@@ -20,8 +20,9 @@
 // ones plus one more (SpeculativeDecoder; docs/speculative.md).
 //
 // Thread: one thread owns an Engine (the CLI's main thread, or the UI's engine
-// thread). Observers get events through drain_events() or the sink callback,
-// which runs on that thread and must not block.
+// thread). Events go out through one channel: an append-only buffer the owner
+// empties with drain_events() after each call that can publish (step, submit,
+// fork, cancel, release); nothing else holds on to them.
 #pragma once
 
 #include <chrono>
@@ -163,8 +164,9 @@ class Engine {
   Status run_until_idle();
   bool has_work() const;
 
+  // Every event published since the last call, in publication order (seq
+  // ascending). The buffer grows until drained.
   std::vector<TraceEvent> drain_events();
-  void set_event_sink(std::function<void(const TraceEvent&)> sink) { sink_ = std::move(sink); }
 
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -238,8 +240,7 @@ class Engine {
   int64_t step_index_ = 0;
   uint64_t next_seq_ = 0;
   std::chrono::steady_clock::time_point t0_;
-  std::vector<TraceEvent> events_;
-  std::function<void(const TraceEvent&)> sink_;
+  std::vector<TraceEvent> events_;  // published, not yet drained
   // Live requests only (waiting, running); finished ones leave a record.
   std::unordered_map<RequestId, FinishedRecord> finished_;
   std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records
