@@ -39,22 +39,15 @@ struct ScheduledRequest {
   bool needs_logits() const { return num_logit_rows > 0; }
 };
 
-// Per-step statistics. The scheduler fills counts; the engine fills the timings.
+// What the scheduler did in one step. Only what it alone knows: the engine's
+// StepEvent adds the timings and the pool and queue state after the step.
 struct StepStats {
   int64_t step = 0;
   int32_t num_seqs = 0;
   int32_t num_prefill_tokens = 0;  // includes recompute after preemption
   int32_t num_decode_tokens = 0;
-  int32_t num_running = 0;         // after scheduling
-  int32_t num_waiting = 0;         // waiting + preempted
-  int32_t num_blocks_owned = 0;
-  int32_t num_blocks_free = 0;
-  int32_t num_blocks_cached = 0;
   int32_t num_prefix_hit_tokens = 0;  // tokens taken from the prefix cache at admission
   int32_t num_preemptions = 0;
-  double schedule_ms = 0;  // engine
-  double forward_ms = 0;   // engine
-  double sample_ms = 0;    // engine
 };
 
 struct StepPlan {
