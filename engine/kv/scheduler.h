@@ -106,7 +106,11 @@ struct StepToken {
 struct FinishedRequest {
   RequestId id;
   FinishReason reason = FinishReason::None;
-  std::vector<TokenId> output_ids;
+  std::vector<TokenId> tokens;  // prompt + output (the Request's, moved)
+  int32_t num_prompt = 0;
+  std::span<const TokenId> output_ids() const {
+    return std::span<const TokenId>(tokens).subspan(static_cast<size_t>(num_prompt));
+  }
 };
 
 class Scheduler {
@@ -179,12 +183,13 @@ class Scheduler {
   };
 
   Request& at(RequestId id);
-  std::vector<TokenId> tokens_to_compute(const Request& r, int32_t n) const;
+  // The n tokens after r's computed ones (a view of r.tokens).
+  std::span<const TokenId> tokens_to_compute(const Request& r, int32_t n) const;
   void schedule_running(StepState& step, bool decodes);
   void schedule_waiting(StepState& step);
   // Schedules [last, draft...] for a decoding request with a draft; false
   // (nothing changed) when it has none or it does not fit.
-  bool try_schedule_draft(RequestId id, const std::vector<TokenId>& last, StepState& step);
+  bool try_schedule_draft(RequestId id, std::span<const TokenId> last, StepState& step);
   void preempt(RequestId victim, StepState& step);
   RequestId lowest_ranked_running() const;
   void sort_by_rank(std::vector<RequestId>& ids) const;

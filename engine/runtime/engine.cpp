@@ -127,7 +127,6 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   make_helpers(*rs, request.prompt_ids);
   rs->rng = SamplerRng(request.sampling.seed);
   rs->num_prompt = static_cast<int32_t>(request.prompt_ids.size());
-  rs->prompt_ids = request.prompt_ids;
   rs->submitted_ms = ms_now();
 
   RequestSpec spec;
@@ -216,7 +215,7 @@ void Engine::propose_drafts() {
                                     scheduler_->max_tokens_per_request() - r->num_tokens_total() - 1,
                                     config_.max_batch_tokens - 1});
     if (max_k < 1) continue;
-    const std::vector<TokenId> tokens = r->all_tokens();
+    const std::span<const TokenId> tokens = r->all_tokens();
     const std::vector<int32_t> blocks = scheduler_->kv_cache().table(id).block_ids();
     auto draft = spec_->propose(id, tokens, r->num_tokens_prompt(), max_k, blocks, rs.rng.counter());
     if (!draft) {
@@ -320,9 +319,7 @@ void Engine::end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t,
     finish(f.id, out.has_failed(f.id) ? "error" : finish_reason_name(f.reason), rs);
     // Prompt + outputs (a fork's forced token included), for later forks; the
     // per-request state goes, so a long session does not grow without bound.
-    std::vector<TokenId> all = rs.prompt_ids;
-    all.insert(all.end(), f.output_ids.begin(), f.output_ids.end());
-    remember_finished(f.id, rs, std::move(all));
+    remember_finished(f.id, rs, std::move(f.tokens));
     states_.erase(f.id);
   }
 }

@@ -198,8 +198,9 @@ class Engine {
   };
   std::optional<BranchChoice> choose_branch(const std::vector<RequestId>& candidates,
                                             const std::vector<TokenId>& prompt) const;
-  // Prompt + output of a live or remembered request (empty if unknown).
-  std::vector<TokenId> known_tokens(RequestId id) const;
+  // Prompt + output of a live or remembered request (empty if unknown); valid
+  // until that request changes.
+  std::span<const TokenId> known_tokens(RequestId id) const;
   void fail_stalled_request();
   void publish(TraceEventBody body);
   double ms_now() const;

@@ -28,7 +28,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
   // The parent's tokens and settings: from its live state while it is queued
   // or running, else from its finished record.
-  std::vector<TokenId> tokens;
+  std::span<const TokenId> tokens;  // valid until the scheduler changes below
   const SamplerSettings* parent_settings = nullptr;
   int32_t parent_prompt = 0;
   bool ignore_eos = false;
@@ -68,7 +68,6 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   // the prompt draws exactly what a request submitted alone would.
   rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
   rs->num_prompt = num_tokens;
-  rs->prompt_ids = shared;
   rs->submitted_ms = ms_now();
 
   RequestSpec spec;
@@ -119,7 +118,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   return id;
 }
 
-std::vector<TokenId> Engine::known_tokens(RequestId id) const {
+std::span<const TokenId> Engine::known_tokens(RequestId id) const {
   if (const Request* r = scheduler_->find(id)) return r->all_tokens();
   if (auto fit = finished_.find(id); fit != finished_.end()) return fit->second.tokens;
   return {};
@@ -129,7 +128,7 @@ std::optional<Engine::BranchChoice> Engine::choose_branch(const std::vector<Requ
                                                           const std::vector<TokenId>& prompt) const {
   std::optional<BranchChoice> best;
   for (RequestId c : candidates) {
-    const std::vector<TokenId> tokens = known_tokens(c);
+    const std::span<const TokenId> tokens = known_tokens(c);
     if (tokens.empty()) continue;
     const auto mismatch = std::mismatch(prompt.begin(), prompt.end(), tokens.begin(), tokens.end());
     BranchChoice choice;
@@ -150,7 +149,7 @@ bool Engine::cancel(RequestId id) {
   auto it = states_.find(id);
   if (it == states_.end()) return false;
   std::vector<TokenId> tokens;
-  if (const Request* r = scheduler_->find(id)) tokens = r->all_tokens();
+  if (const Request* r = scheduler_->find(id)) tokens.assign(r->all_tokens().begin(), r->all_tokens().end());
   const bool was_live = scheduler_->cancel(id);
   if (was_live) {
     RequestState& rs = *it->second;

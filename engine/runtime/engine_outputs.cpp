@@ -114,7 +114,7 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
   // The history each emitted token's record sees: prompt + output + the
   // tokens emitted before it in this verification.
   std::vector<TokenId> history;
-  if (record) history = r->all_tokens();
+  if (record) history.assign(r->all_tokens().begin(), r->all_tokens().end());
   StepToken step_token{s.id, -1, false};
   for (size_t i = 0; i < verified->tokens.size(); ++i) {
     TokenSampledEvent ev;

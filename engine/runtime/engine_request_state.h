@@ -23,7 +23,6 @@ struct Engine::RequestState {
   SamplerRng rng;
   std::optional<RequestOutput> output;  // set at submission
   bool ignore_eos = false;
-  std::vector<TokenId> prompt_ids; // as submitted (a fork: the shared tokens)
   int32_t num_prompt = 0;
   int32_t num_cached = 0;         // prompt tokens whose K/V was reused at first admission
   int32_t num_shared = 0;         // a copy-on-write fork: tokens taken from the parent
