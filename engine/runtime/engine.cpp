@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/kv_pool_sizing.h"
+#include "kv/block_pool.h"
 #include "kv/scheduler.h"
 #include "runtime/step_layout.h"
 #include "sampling/sampler_chain.h"
@@ -172,6 +173,25 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
 }
 
 bool Engine::has_work() const { return scheduler_ && scheduler_->has_work(); }
+
+Engine::KvUsage Engine::kv_usage() const {
+  KvUsage u;
+  if (!scheduler_) return u;
+  const KvCacheManager& kv = scheduler_->kv_cache();
+  u.num_blocks = kv.num_blocks();
+  u.num_owned = kv.num_owned();
+  u.num_free = kv.num_free();
+  u.num_cached = kv.num_cached();
+  u.num_running = scheduler_->num_running();
+  // Straight from the pool (no snapshot copies), so measuring does not slow
+  // the run it measures.
+  const BlockPool& pool = kv.pool();
+  for (int32_t b = 0; b < pool.num_blocks(); ++b) {
+    const KvBlock& block = pool.block(BlockId{b});
+    if (block.ref_count > 0) u.num_empty_owned_slots += pool.block_size() - block.num_filled();
+  }
+  return u;
+}
 
 void Engine::forward_kv_events() {
   std::vector<KvEvent> kv = scheduler_->kv_cache().drain_events();

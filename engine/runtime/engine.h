@@ -176,6 +176,17 @@ class Engine {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return config_.block_size; }
   int32_t max_context() const { return max_context_; }
+  // The KV pool and the requests holding it now, for front ends that report it
+  // (serve-bench) without walking the scheduler's pool. O(blocks).
+  struct KvUsage {
+    int32_t num_blocks = 0;              // the scheduler's pool
+    int32_t num_owned = 0;               // held by running or retained requests
+    int32_t num_free = 0;
+    int32_t num_cached = 0;              // free but holding a reusable prefix
+    int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (internal fragmentation)
+    int32_t num_running = 0;             // requests holding blocks this step
+  };
+  KvUsage kv_usage() const;
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.
   std::optional<SpeculativeStats> speculative_stats(RequestId id) const;
