@@ -126,20 +126,21 @@ Result<TurnResult> ChatRunner::turn(const std::string& user_text, const SamplerS
                  chat.request.prompt_ids.size(), engine_->max_context(), chat.prompt.text.c_str());
   std::optional<RequestFinishedEvent> finished;
   std::string error;
-  engine_->set_event_sink([&](const TraceEvent& e) {
+  const auto on_event = [&](const TraceEvent& e) {
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) on_text(t->text);
     else if (const auto* f = std::get_if<RequestFinishedEvent>(&e.body)) finished = *f;
     else if (const auto* err = std::get_if<ErrorEvent>(&e.body)) error = err->message;
-  });
+  };
   auto id = engine_->submit(std::move(chat.request));
   if (!id) {
+    (void)engine_->drain_events();  // the rejection's ErrorEvent: the error is returned instead
     history_.pop_back();
     return id.error();
   }
   while (engine_->has_work()) {
     auto stepped = engine_->step();
     if (!stepped) return stepped.error();
-    (void)engine_->drain_events();
+    for (const TraceEvent& e : engine_->drain_events()) on_event(e);
   }
   if (!error.empty()) return make_error(error);
   if (!finished) return make_error("the request ended without a result");

@@ -120,7 +120,7 @@ int run_generate(GenerateArgs& a) {
   }
   Status trace_status;
   std::vector<TraceEvent> chrome_events;
-  engine.set_event_sink([&](const TraceEvent& e) {
+  const auto on_event = [&](const TraceEvent& e) {
     if (trace_writer && trace_status) trace_status = trace_writer->append(e);
     if (!a.chrome_trace_path.empty()) chrome_events.push_back(e);
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
@@ -131,7 +131,7 @@ int run_generate(GenerateArgs& a) {
     } else if (const auto* err = std::get_if<ErrorEvent>(&e.body)) {
       error = err->message;
     }
-  });
+  };
 
   if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
   else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
@@ -146,7 +146,7 @@ int run_generate(GenerateArgs& a) {
   while (engine.has_work()) {
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
-    (void)engine.drain_events();  // the sink has seen them
+    for (const TraceEvent& e : engine.drain_events()) on_event(e);
   }
   if (!error.empty()) return fail(error);
   if (!finished) return fail("the request ended without a result");

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <pthread.h>
 
-#include "backend/kv_pool_sizing.h"
 #include "cli/command_registry.h"
+#include "cli/kv_pool_options.h"
 #include "cli/model_session.h"
 #include "server/engine_worker.h"
 #include "server/openai_server.h"
@@ -23,8 +23,7 @@ struct ServeArgs {
   server::ServerConfig server;
   int32_t max_queue = 256;
   int32_t step_interval_ms = 0;
-  int64_t kv_blocks = 0;
-  int64_t kv_bytes = 0;
+  KvPoolOptions kv_pool;
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 32;
@@ -32,7 +31,6 @@ struct ServeArgs {
 };
 
 Result<EngineConfig> engine_config(const ServeArgs& a, const ModelSession& session) {
-  if (a.kv_blocks > 0 && a.kv_bytes > 0) return make_error("give --kv-blocks or --kv-bytes, not both");
   EngineConfig config;
   config.block_size = a.block_size;
   config.max_batch_tokens = a.max_batch_tokens;
@@ -41,15 +39,7 @@ Result<EngineConfig> engine_config(const ServeArgs& a, const ModelSession& sessi
   config.max_context = session.context_length;
   config.record_kv_events = false;  // nobody watches the KV map from the CLI
   config.record_tokens = true;      // logprobs come from the token records
-  if (a.kv_blocks > 0 || a.kv_bytes > 0) {
-    KvPoolRequest pool;
-    if (a.kv_blocks > 0) pool.num_blocks = a.kv_blocks;
-    else pool.num_bytes = a.kv_bytes;
-    pool.block_size = a.block_size;
-    auto spec = kv_pool_spec(session.model->config, pool);
-    if (!spec) return spec.error();
-    config.num_blocks = spec->num_blocks;
-  }
+  GB_TRY(apply_kv_pool_options(a.kv_pool, session.model->config, config));
   return config;
 }
 
@@ -101,8 +91,7 @@ const CommandRegistrar registrar("serve", "Serve the model over an OpenAI-compat
   sub.add_option("--max-n", s.max_n, "Largest n (choices per prompt)")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-prompt-tokens", s.max_prompt_tokens, "Longest prompt in tokens (0: the context minus one)");
   sub.add_option("--record-top-n", s.record_top_n, "Candidates recorded per token when the client asks no logprobs")->capture_default_str();
-  sub.add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks")->check(CLI::PositiveNumber);
-  sub.add_option("--kv-bytes", a->kv_bytes, "KV pool size in bytes")->check(CLI::PositiveNumber);
+  add_kv_pool_options(sub, a->kv_pool);
   sub.add_option("--block-size", a->block_size, "Tokens per KV block")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget per step")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-seqs", a->max_seqs, "Sequences per step")->check(CLI::PositiveNumber)->capture_default_str();

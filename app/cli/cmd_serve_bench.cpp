@@ -13,10 +13,9 @@
 
 #include "backend/kv_pool_sizing.h"
 #include "cli/command_registry.h"
+#include "cli/kv_pool_options.h"
 #include "cli/model_session.h"
 #include "cli/workload.h"
-#include "kv/block_pool.h"
-#include "kv/scheduler.h"
 
 namespace gb::cli {
 namespace {
@@ -24,8 +23,7 @@ namespace {
 struct ServeBenchArgs {
   ModelOptions model;
   std::string workload;
-  int64_t kv_blocks = 0;
-  int64_t kv_bytes = 0;
+  KvPoolOptions kv_pool;
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 32;
@@ -58,8 +56,6 @@ int run_serve_bench(const ServeBenchArgs& a) {
   if (!session) return fail(session.error().message);
   auto workload = load_workload(a.workload, *session->tokenizer);
   if (!workload) return fail(workload.error().message);
-  if (a.kv_blocks > 0 && a.kv_bytes > 0) return fail("give --kv-blocks or --kv-bytes, not both");
-
   EngineConfig config;
   config.block_size = a.block_size;
   config.max_batch_tokens = a.max_batch_tokens;
@@ -68,15 +64,8 @@ int run_serve_bench(const ServeBenchArgs& a) {
   config.max_context = session->context_length;
   config.record_kv_events = false;
   config.record_tokens = false;  // per-token candidate records are for inspection, not serving
-  if (a.kv_blocks > 0 || a.kv_bytes > 0) {
-    KvPoolRequest pool;
-    if (a.kv_blocks > 0) pool.num_blocks = a.kv_blocks;
-    else pool.num_bytes = a.kv_bytes;
-    pool.block_size = a.block_size;
-    auto spec = kv_pool_spec(session->model->config, pool);
-    if (!spec) return fail(spec.error().message);
-    config.num_blocks = spec->num_blocks;
-  }
+  if (Status st = apply_kv_pool_options(a.kv_pool, session->model->config, config); !st)
+    return fail(st.error().message);
   const ModelConfig model_config = session->model->config;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
   if (Status st = engine.start(); !st) return fail(st.error().message);
@@ -88,7 +77,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
   double waste_max = 0.0, waste_sum = 0.0;  // empty slots in owned blocks per running sequence
   int64_t waste_samples = 0;
   int64_t generated_tokens = 0;
-  engine.set_event_sink([&](const TraceEvent& e) {
+  const auto on_event = [&](const TraceEvent& e) {
     const auto at = [&](RequestId id) -> RequestResult* {
       auto it = index_of.find(id.value);
       return it == index_of.end() ? nullptr : &results[it->second];
@@ -116,7 +105,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
       if (err->request)
         if (auto* r = at(*err->request)) r->error = err->message;
     }
-  });
+  };
 
   // Submit in arrival order, in real time.
   std::vector<size_t> order(workload->size());
@@ -150,19 +139,12 @@ int run_serve_bench(const ServeBenchArgs& a) {
     }
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
-    (void)engine.drain_events();
+    for (const TraceEvent& e : engine.drain_events()) on_event(e);
     // Internal fragmentation: empty slots in owned blocks, per sequence holding
-    // blocks. Read straight from the pool (no snapshot copies) so measuring it
-    // does not slow the run it measures.
-    const BlockPool& pool = engine.scheduler().kv_cache().pool();
-    int64_t empty_slots = 0;
-    for (int32_t b = 0; b < pool.num_blocks(); ++b) {
-      const KvBlock& block = pool.block(BlockId{b});
-      if (block.ref_count > 0) empty_slots += pool.block_size() - block.num_filled();
-    }
-    const int32_t holders = engine.scheduler().num_running();
-    if (holders > 0) {
-      const double per_seq = static_cast<double>(empty_slots) / static_cast<double>(holders);
+    // blocks.
+    const Engine::KvUsage kv = engine.kv_usage();
+    if (kv.num_running > 0) {
+      const double per_seq = static_cast<double>(kv.num_empty_owned_slots) / static_cast<double>(kv.num_running);
       waste_max = std::max(waste_max, per_seq);
       waste_sum += per_seq;
       ++waste_samples;
@@ -238,8 +220,7 @@ const CommandRegistrar registrar("serve-bench", "Replay a request workload throu
   auto a = std::make_shared<ServeBenchArgs>();
   add_model_options(sub, a->model);
   sub.add_option("--workload", a->workload, "JSONL workload: prompt|prompt_ids, max_tokens, arrival_ms, priority, sampling, isolation_key")->required();
-  sub.add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks")->check(CLI::PositiveNumber);
-  sub.add_option("--kv-bytes", a->kv_bytes, "KV pool size in bytes")->check(CLI::PositiveNumber);
+  add_kv_pool_options(sub, a->kv_pool);
   sub.add_option("--block-size", a->block_size, "Tokens per KV block")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget per step")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-seqs", a->max_seqs, "Sequences per step")->check(CLI::PositiveNumber)->capture_default_str();

@@ -88,6 +88,7 @@ class Soak {
   void remember_root(RequestId id);
   void maybe_cancel();
   void on_event(const TraceEvent& e);
+  void drain();  // the engine's events since the last drain, through on_event
   void claim_unclaimed(Tracked& t);
   bool step_once();
   void check_invariants();
@@ -322,6 +323,10 @@ void Soak::maybe_cancel() {
   else fail("cancel of live request " + std::to_string(victim.value) + " found nothing to cancel");
 }
 
+void Soak::drain() {
+  for (const TraceEvent& e : engine_->drain_events()) on_event(e);
+}
+
 void Soak::on_event(const TraceEvent& e) {
   const auto find = [&](RequestId id) -> Tracked* {
     auto it = tracked_.find(id.value);
@@ -376,7 +381,7 @@ void Soak::check_invariants() {
 bool Soak::step_once() {
   auto stepped = engine_->step();
   ++summary_.steps;
-  (void)engine_->drain_events();  // the sink saw them
+  drain();
   if (!stepped) {
     fail("step failed: " + stepped.error().message);
     return false;
@@ -477,7 +482,7 @@ void Soak::finish_checks() {
   if (engine_->has_work()) fail("work left at the end");
   if (num_live() != 0) fail(std::to_string(num_live()) + " requests never finished");
   for (RequestId id : engine_->retained_requests()) engine_->release(id);
-  (void)engine_->drain_events();
+  drain();
   check_invariants();
   const KvCacheManager& kv = engine_->scheduler().kv_cache();
   summary_.blocks_owned_at_end = kv.num_owned();
@@ -501,13 +506,12 @@ SoakSummary Soak::run() {
     return summary_;
   }
   max_total_ = engine_->scheduler().max_tokens_per_request();
-  engine_->set_event_sink([this](const TraceEvent& e) { on_event(e); });
   const int64_t warm_at = std::max<int64_t>(1, std::min<int64_t>(50, options_.num_requests / 10));
   int stalls = 0;
   while ((summary_.requests < options_.num_requests || engine_->has_work()) && stalls <= 2) {
     submit_some();
     maybe_cancel();
-    (void)engine_->drain_events();
+    drain();
     if (engine_->has_work()) stalls = step_once() ? 0 : stalls + 1;
     replay_finished();
     if (summary_.rss_warm_kib == 0 && summary_.requests >= warm_at) summary_.rss_warm_kib = proc_status_kib("VmRSS");

@@ -1,12 +1,20 @@
 #include "backend/batch_layout.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace gb {
 
 void BatchLayout::add_sequence(const TokenId* tokens, int32_t num_new, int32_t start_pos,
                                const int32_t* table, int32_t num_blocks, bool all_logits) {
+  add_sequence_rows(tokens, num_new, start_pos, table, num_blocks, all_logits ? num_new : std::min(num_new, 1));
+}
+
+void BatchLayout::add_sequence_rows(const TokenId* tokens, int32_t num_new, int32_t start_pos,
+                                    const int32_t* table, int32_t num_blocks, int32_t num_logit_rows) {
   GB_CHECK(num_new >= 0 && start_pos >= 0);
+  GB_CHECK(num_logit_rows >= 0 && num_logit_rows <= num_new);
   GB_CHECK(static_cast<int64_t>(num_blocks) * block_size >= start_pos + num_new);
   const int32_t first = num_tokens();
   for (int32_t i = 0; i < num_new; ++i) {
@@ -17,9 +25,7 @@ void BatchLayout::add_sequence(const TokenId* tokens, int32_t num_new, int32_t s
   seq_kv_len.push_back(start_pos + num_new);
   block_ids.insert(block_ids.end(), table, table + num_blocks);
   block_indptr.push_back(static_cast<int32_t>(block_ids.size()));
-  if (num_new > 0) {
-    for (int32_t i = all_logits ? 0 : num_new - 1; i < num_new; ++i) logit_token_indices.push_back(first + i);
-  }
+  for (int32_t i = num_new - num_logit_rows; i < num_new; ++i) logit_token_indices.push_back(first + i);
 }
 
 void BatchLayout::clear() {

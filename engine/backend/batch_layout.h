@@ -44,6 +44,9 @@ struct BatchLayout {
   // table, and whether to return logits for its last new token only or for all.
   void add_sequence(const TokenId* tokens, int32_t num_new, int32_t start_pos,
                     const int32_t* table, int32_t num_blocks, bool all_logits);
+  // The same with logits for the last num_logit_rows new tokens (0 ... num_new).
+  void add_sequence_rows(const TokenId* tokens, int32_t num_new, int32_t start_pos,
+                         const int32_t* table, int32_t num_blocks, int32_t num_logit_rows);
   void clear();
 };
 

@@ -3,9 +3,12 @@
 // and recompute after preemption are all the same thing: schedule the tokens
 // in [num_tokens_computed, num_tokens_total()) when budget and blocks allow.
 //
-//   | prompt_ids ........................ | output_ids ....... |
-//   |<---- num_tokens_computed ---->|                          |
-//   |<------------------- num_tokens_total() --------------->|
+//   tokens: | prompt (num_prompt) ................ | output ........... |
+//           |<---- num_tokens_computed ---->|                          |
+//           |<------------------- num_tokens_total() --------------->|
+//
+// The history is kept once, in `tokens`, and handed out as spans (valid until
+// the request changes: the scheduler appends after each step).
 //
 // The last output token is never computed before it is sampled; a request is
 // decoding when only that one token is left. Owned by the Scheduler; engine
@@ -13,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,7 +39,7 @@ enum class RequestState : uint8_t {
 enum class FinishReason : uint8_t {
   None,
   Stop,       // the engine saw a stop token / condition
-  MaxTokens,  // output_ids reached max_tokens
+  MaxTokens,  // the output reached max_tokens
   Length,     // prompt + output reached the context limit (config or pool capacity)
   Cancelled,
 };
@@ -63,8 +67,8 @@ struct RequestSpec {
 
 struct Request {
   RequestId id;
-  std::vector<TokenId> prompt_ids;
-  std::vector<TokenId> output_ids;
+  std::vector<TokenId> tokens;      // prompt, then output
+  int32_t num_prompt = 0;
   int32_t num_tokens_computed = 0;  // tokens whose K/V is in this request's blocks
   int32_t max_tokens = 0;
   Priority priority = Priority::Interactive;
@@ -76,19 +80,14 @@ struct Request {
   int32_t num_prefix_hit_tokens = 0;  // summed over admissions
   int32_t num_preemptions = 0;
 
-  int32_t num_tokens_prompt() const { return static_cast<int32_t>(prompt_ids.size()); }
-  int32_t num_tokens_output() const { return static_cast<int32_t>(output_ids.size()); }
-  int32_t num_tokens_total() const { return num_tokens_prompt() + num_tokens_output(); }
-  TokenId token_at(int32_t pos) const {
-    return pos < num_tokens_prompt() ? prompt_ids[static_cast<size_t>(pos)]
-                                     : output_ids[static_cast<size_t>(pos - num_tokens_prompt())];
-  }
-  // prompt + output in one vector (admission and prefix matching).
-  std::vector<TokenId> all_tokens() const {
-    std::vector<TokenId> out(prompt_ids);
-    out.insert(out.end(), output_ids.begin(), output_ids.end());
-    return out;
-  }
+  int32_t num_tokens_prompt() const { return num_prompt; }
+  int32_t num_tokens_output() const { return num_tokens_total() - num_prompt; }
+  int32_t num_tokens_total() const { return static_cast<int32_t>(tokens.size()); }
+  TokenId token_at(int32_t pos) const { return tokens[static_cast<size_t>(pos)]; }
+  // prompt + output (admission, prefix matching, sampling history).
+  std::span<const TokenId> all_tokens() const { return tokens; }
+  std::span<const TokenId> prompt() const { return all_tokens().first(static_cast<size_t>(num_prompt)); }
+  std::span<const TokenId> output() const { return all_tokens().subspan(static_cast<size_t>(num_prompt)); }
   bool is_decoding() const {
     return num_tokens_computed >= num_tokens_prompt() && num_tokens_total() - num_tokens_computed == 1;
   }

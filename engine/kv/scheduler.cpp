@@ -77,8 +77,9 @@ Status Scheduler::submit(RequestSpec spec) {
                       " tokens leave no room to generate within " + std::to_string(max_total_tokens_));
   Request r;
   r.id = spec.id;
-  r.prompt_ids = std::move(spec.prompt_ids);
-  r.output_ids = std::move(spec.initial_output);
+  r.tokens = std::move(spec.prompt_ids);
+  r.num_prompt = num_prompt;
+  r.tokens.insert(r.tokens.end(), spec.initial_output.begin(), spec.initial_output.end());
   r.max_tokens = spec.max_tokens;
   r.priority = spec.priority;
   r.arrival = next_arrival_++;
@@ -131,8 +132,9 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
   pending_copies_.insert(pending_copies_.end(), copies->begin(), copies->end());
   Request r;
   r.id = child.id;
-  r.prompt_ids = std::move(child.prompt_ids);
-  r.output_ids = std::move(initial_output);
+  r.tokens = std::move(child.prompt_ids);
+  r.num_prompt = num_prompt;
+  r.tokens.insert(r.tokens.end(), initial_output.begin(), initial_output.end());
   r.max_tokens = child.max_tokens;
   r.priority = child.priority;
   r.arrival = next_arrival_++;
@@ -208,11 +210,8 @@ int32_t Scheduler::chunk_limit(int32_t budget) const {
   return config_.max_prefill_chunk > 0 ? std::min(budget, config_.max_prefill_chunk) : budget;
 }
 
-std::vector<TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t n) const {
-  std::vector<TokenId> out;
-  out.reserve(static_cast<size_t>(n));
-  for (int32_t p = r.num_tokens_computed; p < r.num_tokens_computed + n; ++p) out.push_back(r.token_at(p));
-  return out;
+std::span<const TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t n) const {
+  return r.all_tokens().subspan(static_cast<size_t>(r.num_tokens_computed), static_cast<size_t>(n));
 }
 
 void Scheduler::preempt(RequestId victim, StepState& step) {
@@ -247,7 +246,7 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
     if (r.is_decoding() != decodes) continue;
     const int32_t left = r.num_tokens_total() - r.num_tokens_computed;
     const int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
-    const std::vector<TokenId> tokens = tokens_to_compute(r, n);
+    const std::span<const TokenId> tokens = tokens_to_compute(r, n);
     if (decodes && try_schedule_draft(id, tokens, step)) continue;
     for (;;) {
       if (auto copies = kv_.append_slots(id, tokens)) {
@@ -271,7 +270,7 @@ void Scheduler::set_draft(RequestId id, std::vector<TokenId> draft_ids) {
   else drafts_[id] = std::move(draft_ids);
 }
 
-bool Scheduler::try_schedule_draft(RequestId id, const std::vector<TokenId>& last, StepState& step) {
+bool Scheduler::try_schedule_draft(RequestId id, std::span<const TokenId> last, StepState& step) {
   auto it = drafts_.find(id);
   if (it == drafts_.end() || step.budget < 2) return false;
   const Request& r = requests_.at(id);
@@ -281,7 +280,7 @@ bool Scheduler::try_schedule_draft(RequestId id, const std::vector<TokenId>& las
   const int32_t num_draft =
       std::min({static_cast<int32_t>(it->second.size()), step.budget - 1, room - 1});
   if (num_draft < 1) return false;
-  std::vector<TokenId> tokens = last;
+  std::vector<TokenId> tokens(last.begin(), last.end());
   tokens.insert(tokens.end(), it->second.begin(), it->second.begin() + num_draft);
   // Drafts are an optimisation: decode plainly rather than take blocks the
   // other running requests may need this step (one each at most) and make
@@ -305,7 +304,7 @@ void Scheduler::schedule_waiting(StepState& step) {
   for (RequestId id : order) {
     if (step.budget == 0 || static_cast<int32_t>(step.entries.size()) >= config_.max_seqs) return;
     Request& r = at(id);
-    const std::vector<TokenId> known = r.all_tokens();
+    const std::span<const TokenId> known = r.all_tokens();
     PrefixMatch match;
     int32_t n = 0;
     // Blocks this admission takes: cached blocks revived from the free queue plus
@@ -359,16 +358,19 @@ StepPlan Scheduler::schedule() {
     s.num_new_tokens = e.num_new_tokens;
     if (e.num_draft > 0) {
       // The last known token, then the drafts (not yet part of the request).
-      s.token_ids = tokens_to_compute(r, 1);
+      const std::span<const TokenId> last = tokens_to_compute(r, 1);
+      s.token_ids.assign(last.begin(), last.end());
       const std::vector<TokenId>& d = drafts_.at(e.id);
       s.token_ids.insert(s.token_ids.end(), d.begin(), d.begin() + e.num_draft);
     } else {
-      s.token_ids = tokens_to_compute(r, e.num_new_tokens);
+      const std::span<const TokenId> tokens = tokens_to_compute(r, e.num_new_tokens);
+      s.token_ids.assign(tokens.begin(), tokens.end());
     }
     s.block_ids = kv_.table(e.id).block_ids();
-    // A verification needs logits at every position (to_batch_layout gives the
-    // last one; the engine widens the rows for entries with drafts).
-    s.needs_logits = s.start_pos + s.num_new_tokens == r.num_tokens_total() || e.num_draft > 0;
+    // A verification needs logits at every position; otherwise only the step
+    // that reaches the last known token does (step_plan.h).
+    if (e.num_draft > 0) s.num_logit_rows = s.num_new_tokens;
+    else if (s.start_pos + s.num_new_tokens == r.num_tokens_total()) s.num_logit_rows = 1;
     s.is_decode = e.is_decode;
     (e.is_decode ? plan.stats.num_decode_tokens : plan.stats.num_prefill_tokens) += e.num_new_tokens;
     plan.requests.push_back(std::move(s));
@@ -380,11 +382,6 @@ StepPlan Scheduler::schedule() {
   for (const auto& [id, c] : step.copies) plan.block_copies.emplace_back(c.src.value, c.dst.value);
   drafts_.clear();  // a draft that did not get scheduled is stale next step
   plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
-  plan.stats.num_running = num_running();
-  plan.stats.num_waiting = num_waiting();
-  plan.stats.num_blocks_owned = kv_.num_owned();
-  plan.stats.num_blocks_free = kv_.num_free();
-  plan.stats.num_blocks_cached = kv_.num_cached();
   in_flight_ = !plan.empty();
   return plan;
 }
@@ -402,7 +399,7 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     int32_t num_accepted = 0;
     if (num_draft > 0) {
       GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
-                   "on_step_done: one StepToken per needs_logits request, in plan order");
+                   "on_step_done: one StepToken per request with logit rows, in plan order");
       num_accepted = sampled[next_sample].num_accepted_draft;
       GB_CHECK_MSG(num_accepted >= 0 && num_accepted <= num_draft, "on_step_done: more accepted drafts than drafted");
       kv_.truncate(s.id, num_draft - num_accepted);
@@ -413,12 +410,12 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     }
     r.num_tokens_computed += s.num_new_tokens - (num_draft - num_accepted);
     kv_.mark_computed(s.id, r.num_tokens_computed);
-    if (!s.needs_logits) continue;
+    if (!s.needs_logits()) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
-                 "on_step_done: one StepToken per needs_logits request, in plan order");
+                 "on_step_done: one StepToken per request with logit rows, in plan order");
     const StepToken& t = sampled[next_sample++];
-    r.output_ids.insert(r.output_ids.end(), s.token_ids.begin() + 1, s.token_ids.begin() + 1 + num_accepted);
-    r.output_ids.push_back(t.token);
+    r.tokens.insert(r.tokens.end(), s.token_ids.begin() + 1, s.token_ids.begin() + 1 + num_accepted);
+    r.tokens.push_back(t.token);
     FinishReason reason = FinishReason::None;
     if (t.stop) reason = FinishReason::Stop;
     else if (r.num_tokens_output() >= r.max_tokens) reason = FinishReason::MaxTokens;
@@ -432,15 +429,13 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
       kv_.free_request(s.id);
     }
     remove_from(running_, s.id);
-    finished.push_back({s.id, reason, std::move(r.output_ids)});
+    finished.push_back({s.id, reason, std::move(r.tokens), r.num_prompt});
     requests_.erase(s.id);
   }
   GB_CHECK_MSG(next_sample == sampled.size(), "on_step_done: more samples than requests needing logits");
-#if GB_EXPENSIVE_CHECKS_ENABLED
-  // Debug builds sweep every invariant after every step (O(blocks + requests)).
-  const Status ok = check_invariants();
-  GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
-#endif
+  // The invariant sweep after a step is the caller's (the engine's
+  // EngineConfig::check_invariants, on in debug builds; the tests' drivers):
+  // one sweep per step, not two.
   return finished;
 }
 

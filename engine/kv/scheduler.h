@@ -43,9 +43,11 @@
 //   GB_TRY(backend.copy_blocks(plan.block_copies));
 //   BatchLayout layout = to_batch_layout(plan);         // runtime/step_layout.h
 //   GB_TRY(backend.forward(layout, logits));            // (plan.num_logits(), vocab)
-//   std::vector<StepToken> sampled;                   // one per needs_logits, plan order
-//   for (row = 0; const ScheduledRequest& r : plan.requests)
-//     if (r.needs_logits) sampled.push_back({r.id, sample(logits row row++), is_stop});
+//   std::vector<StepToken> sampled;                   // one per needs_logits(), plan order
+//   for (row = 0; const ScheduledRequest& r : plan.requests) {
+//     if (r.needs_logits()) sampled.push_back({r.id, sample(rows row .. row + r.num_logit_rows), is_stop});
+//     row += r.num_logit_rows;
+//   }
 //   for (const FinishedRequest& f : scheduler.on_step_done(plan, sampled)) report(f);
 //   forward scheduler.kv_cache().drain_events() and plan.stats to the trace.
 //
@@ -53,8 +55,8 @@
 // give a decoding request draft tokens with set_draft(). schedule() then
 // reserves slots for [last token, draft...] (cut to the budget; dropped, never
 // preempting anyone, when the pool is short) and the entry has is_decode with
-// num_new_tokens = 1 + drafts and needs_logits (the engine asks the backend for
-// logits at every one of those positions). The StepToken for it says how many
+// num_new_tokens = 1 + drafts and num_logit_rows = num_new_tokens (logits at
+// every one of those positions). The StepToken for it says how many
 // drafts were accepted; on_step_done() keeps their K/V, truncates the rejected
 // slots from the block table, and appends the accepted drafts plus the token.
 // Drafts not scheduled in this step are dropped.
@@ -104,7 +106,11 @@ struct StepToken {
 struct FinishedRequest {
   RequestId id;
   FinishReason reason = FinishReason::None;
-  std::vector<TokenId> output_ids;
+  std::vector<TokenId> tokens;  // prompt + output (the Request's, moved)
+  int32_t num_prompt = 0;
+  std::span<const TokenId> output_ids() const {
+    return std::span<const TokenId>(tokens).subspan(static_cast<size_t>(num_prompt));
+  }
 };
 
 class Scheduler {
@@ -177,12 +183,13 @@ class Scheduler {
   };
 
   Request& at(RequestId id);
-  std::vector<TokenId> tokens_to_compute(const Request& r, int32_t n) const;
+  // The n tokens after r's computed ones (a view of r.tokens).
+  std::span<const TokenId> tokens_to_compute(const Request& r, int32_t n) const;
   void schedule_running(StepState& step, bool decodes);
   void schedule_waiting(StepState& step);
   // Schedules [last, draft...] for a decoding request with a draft; false
   // (nothing changed) when it has none or it does not fit.
-  bool try_schedule_draft(RequestId id, const std::vector<TokenId>& last, StepState& step);
+  bool try_schedule_draft(RequestId id, std::span<const TokenId> last, StepState& step);
   void preempt(RequestId victim, StepState& step);
   RequestId lowest_ranked_running() const;
   void sort_by_rank(std::vector<RequestId>& ids) const;

@@ -2,12 +2,15 @@
 // by the engine loop (runtime/). runtime/step_layout.h flattens it for the backend.
 //
 // Per scheduled request: new tokens at positions start_pos ... start_pos +
-// num_new_tokens - 1, its whole block table, and whether the forward pass must
-// return logits (only when the step reaches the request's last known token; a
-// prefill chunk with prompt tokens left needs none).
+// num_new_tokens - 1, its whole block table, and how many logit rows the
+// forward pass returns for it -- the one place that rule lives:
+//   0                a prefill chunk with prompt tokens left (no use for logits)
+//   1                the step reaches the last known token: its next token
+//   num_new_tokens   a verification [last, d_1..d_k]: every drafted position
+// The rows are those of the request's LAST num_logit_rows new tokens.
 //
-// Logit rows: the backend writes one row per request with needs_logits, in the
-// order of `requests` (BatchLayout::logit_token_indices keeps that order).
+// Logit rows: the backend writes them request by request in the order of
+// `requests` (to_batch_layout emits exactly these rows; nobody edits them).
 //
 // block_copies must be executed (Backend::copy_blocks) before the forward pass,
 // in list order: a block freed by a preemption can be a source early in the list
@@ -30,26 +33,21 @@ struct ScheduledRequest {
   int32_t num_new_tokens = 0;
   std::vector<TokenId> token_ids;  // (num_new_tokens)
   std::vector<int32_t> block_ids;  // (ceil((start_pos + num_new_tokens) / block_size))
-  bool needs_logits = false;
-  bool is_decode = false;          // one token after a computed prompt (else prefill/recompute)
+  int32_t num_logit_rows = 0;      // 0, 1 or num_new_tokens (see above)
+  bool is_decode = false;          // the last known token (+ drafts) after a computed prompt (else prefill/recompute)
+
+  bool needs_logits() const { return num_logit_rows > 0; }
 };
 
-// Per-step statistics. The scheduler fills counts; the engine fills the timings.
+// What the scheduler did in one step. Only what it alone knows: the engine's
+// StepEvent adds the timings and the pool and queue state after the step.
 struct StepStats {
   int64_t step = 0;
   int32_t num_seqs = 0;
   int32_t num_prefill_tokens = 0;  // includes recompute after preemption
   int32_t num_decode_tokens = 0;
-  int32_t num_running = 0;         // after scheduling
-  int32_t num_waiting = 0;         // waiting + preempted
-  int32_t num_blocks_owned = 0;
-  int32_t num_blocks_free = 0;
-  int32_t num_blocks_cached = 0;
   int32_t num_prefix_hit_tokens = 0;  // tokens taken from the prefix cache at admission
   int32_t num_preemptions = 0;
-  double schedule_ms = 0;  // engine
-  double forward_ms = 0;   // engine
-  double sample_ms = 0;    // engine
 };
 
 struct StepPlan {
@@ -67,7 +65,7 @@ struct StepPlan {
   }
   int32_t num_logits() const {
     int32_t n = 0;
-    for (const ScheduledRequest& r : requests) n += r.needs_logits ? 1 : 0;
+    for (const ScheduledRequest& r : requests) n += r.num_logit_rows;
     return n;
   }
 };

@@ -5,20 +5,17 @@
 #include <cmath>
 
 #include "backend/kv_pool_sizing.h"
+#include "kv/block_pool.h"
 #include "kv/scheduler.h"
 #include "runtime/step_layout.h"
-#include "sampling/reasoning_budget.h"
 #include "sampling/sampler_chain.h"
 #include "sampling/sampler_rng.h"
 #include "sampling/sampler_settings_json.h"
-#include "sampling/stop_string_matcher.h"
 #include "speculative/speculative_decoder.h"
 
 namespace gb {
 
 using Clock = std::chrono::steady_clock;
-
-// Everything the engine keeps per request beside the scheduler's Request.
 
 namespace {
 // The last token id of a text's encoding: the id a marker string ends with.
@@ -26,33 +23,6 @@ std::optional<TokenId> last_token_of(const Tokenizer& tokenizer, const std::stri
   const std::vector<TokenId> ids = tokenizer.encode(text, false);
   if (ids.empty()) return std::nullopt;
   return ids.back();
-}
-
-// The inspector's record for a token the picker did not choose (an accepted
-// draft, a verifier's resample or bonus, a forced token): the candidates and
-// stage probabilities are those of this position's logits and history; the
-// chosen-token fields describe `token`. `draw` is -1: no picker draw was used.
-void record_for_token(SamplerChain& chain, std::span<const float> logits, std::span<const TokenId> history,
-                      TokenId token, TokenRecord& record) {
-  if (!chain.sample_with_draws(logits, history, 0.5, 1.0, &record)) {
-    record = TokenRecord{};
-    return;
-  }
-  record.chosen = token;
-  record.chosen_logit = logits[static_cast<size_t>(token)];
-  record.draw = -1.0;
-  record.chosen_prob = 0.0f;
-  record.chosen_prob_before = 0.0f;
-  if (!record.top.empty()) {
-    const double log_z = record.top.front().logit - std::log(static_cast<double>(record.top.front().prob_before));
-    record.chosen_prob_before = static_cast<float>(std::exp(record.chosen_logit - log_z));
-  }
-  for (const CandidateRecord& c : record.top)
-    if (c.id == token && c.removed_by_stage < 0 && !c.prob_after_stage.empty()) record.chosen_prob = c.prob_after_stage.back();
-  int32_t rank = 0;
-  for (size_t i = 0; i < logits.size(); ++i)
-    rank += logits[i] > record.chosen_logit || (logits[i] == record.chosen_logit && static_cast<TokenId>(i) < token);
-  record.chosen_rank = rank;
 }
 }  // namespace
 
@@ -69,13 +39,9 @@ void Engine::complete_settings(SamplerSettings& s) const {
   }
 }
 
-void Engine::reset_helpers(RequestState& rs) const {
+void Engine::make_helpers(RequestState& rs, std::span<const TokenId> prompt) const {
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
-  rs.stop = std::make_unique<StopStringMatcher>(rs.settings.stop_strings);
-  rs.budget.reset();
-  if (rs.settings.reasoning.max_tokens >= 0)
-    rs.budget = std::make_unique<ReasoningBudget>(rs.settings.reasoning,
-                                                  tokenizer_->encode(rs.settings.reasoning.close_marker, false));
+  rs.output.emplace(*tokenizer_, rs.settings, prompt, rs.ignore_eos);
 }
 
 Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
@@ -92,7 +58,6 @@ double Engine::ms_now() const { return std::chrono::duration<double, std::milli>
 
 void Engine::publish(TraceEventBody body) {
   TraceEvent e{next_seq_++, static_cast<int64_t>(ms_now() * 1000.0), std::move(body)};
-  if (sink_) sink_(e);
   events_.push_back(std::move(e));
 }
 
@@ -159,13 +124,10 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   auto rs = std::make_unique<RequestState>();
   rs->settings = request.sampling;
   complete_settings(rs->settings);
-  reset_helpers(*rs);
-  rs->rng = SamplerRng(request.sampling.seed);
-  rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
-  rs->decoder->prime(request.prompt_ids);
   rs->ignore_eos = request.ignore_eos;
+  make_helpers(*rs, request.prompt_ids);
+  rs->rng = SamplerRng(request.sampling.seed);
   rs->num_prompt = static_cast<int32_t>(request.prompt_ids.size());
-  rs->prompt_ids = request.prompt_ids;
   rs->submitted_ms = ms_now();
 
   RequestSpec spec;
@@ -212,14 +174,35 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
 
 bool Engine::has_work() const { return scheduler_ && scheduler_->has_work(); }
 
+Engine::KvUsage Engine::kv_usage() const {
+  KvUsage u;
+  if (!scheduler_) return u;
+  const KvCacheManager& kv = scheduler_->kv_cache();
+  u.num_blocks = kv.num_blocks();
+  u.num_owned = kv.num_owned();
+  u.num_free = kv.num_free();
+  u.num_cached = kv.num_cached();
+  u.num_running = scheduler_->num_running();
+  // Straight from the pool (no snapshot copies), so measuring does not slow
+  // the run it measures.
+  const BlockPool& pool = kv.pool();
+  for (int32_t b = 0; b < pool.num_blocks(); ++b) {
+    const KvBlock& block = pool.block(BlockId{b});
+    if (block.ref_count > 0) u.num_empty_owned_slots += pool.block_size() - block.num_filled();
+  }
+  return u;
+}
+
 void Engine::forward_kv_events() {
   std::vector<KvEvent> kv = scheduler_->kv_cache().drain_events();
   if (!config_.record_kv_events) return;
   for (const KvEvent& e : kv) publish(KvTraceEvent{step_index_, e});
 }
 
-void Engine::finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated) {
+void Engine::finish(RequestId id, const std::string& reason, const RequestState& rs) {
   spec_->finish(id);  // drafter state released, statistics kept
+  const RequestOutput& out = *rs.output;
+  const int32_t num_generated = out.num_generated();
   RequestFinishedEvent ev;
   ev.request = id;
   ev.reason = reason;
@@ -227,10 +210,10 @@ void Engine::finish(RequestId id, const std::string& reason, RequestState& rs, i
   ev.num_generated = num_generated;
   ev.num_cached_tokens = rs.num_cached;
   const double now = ms_now();
-  ev.ttft_ms = rs.first_token_ms >= 0 ? rs.first_token_ms - rs.submitted_ms : 0.0;
-  ev.tpot_ms = num_generated > 1 ? (rs.last_token_ms - rs.first_token_ms) / (num_generated - 1) : 0.0;
+  ev.ttft_ms = out.first_token_ms() >= 0 ? out.first_token_ms() - rs.submitted_ms : 0.0;
+  ev.tpot_ms = num_generated > 1 ? (out.last_token_ms() - out.first_token_ms()) / (num_generated - 1) : 0.0;
   ev.e2e_ms = now - rs.submitted_ms;
-  ev.text = rs.text;
+  ev.text = out.text();
   publish(std::move(ev));
 }
 
@@ -247,12 +230,12 @@ void Engine::propose_drafts() {
     const Request* r = scheduler_->find(id);
     if (r == nullptr || r->state != gb::RequestState::Running || !r->is_decoding()) continue;
     RequestState& rs = *states_.at(id);
-    if (rs.budget) continue;  // forced close-marker tokens are not drafted
+    if (rs.output->has_reasoning_budget()) continue;  // forced close-marker tokens are not drafted
     const int32_t max_k = std::min({r->max_tokens - r->num_tokens_output() - 1,
                                     scheduler_->max_tokens_per_request() - r->num_tokens_total() - 1,
                                     config_.max_batch_tokens - 1});
     if (max_k < 1) continue;
-    const std::vector<TokenId> tokens = r->all_tokens();
+    const std::span<const TokenId> tokens = r->all_tokens();
     const std::vector<int32_t> blocks = scheduler_->kv_cache().table(id).block_ids();
     auto draft = spec_->propose(id, tokens, r->num_tokens_prompt(), max_k, blocks, rs.rng.counter());
     if (!draft) {
@@ -265,12 +248,26 @@ void Engine::propose_drafts() {
   }
 }
 
+// schedule -> run -> process outputs (after nano-vllm's step()).
 Result<bool> Engine::step() {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::step before start()");
   propose_drafts();
-  const double t_start = ms_now();
+  StepTimes t;
+  t.start_ms = ms_now();
   StepPlan plan = scheduler_->schedule();
-  const double t_scheduled = ms_now();
+  t.scheduled_ms = ms_now();
+  if (!begin_step(plan, t.start_ms)) return false;
+  const Status forward = run_forward(plan);
+  t.forward_ms = ms_now();
+  if (!forward) return forward.error();
+  StepOutputs out = sample_outputs(plan, t);
+  end_step(plan, std::move(out), t, ms_now());
+  return true;
+}
+
+// Events known before the forward pass: preemptions, admissions, prefill
+// chunks. False when the plan is empty (nothing to run this step).
+bool Engine::begin_step(const StepPlan& plan, double start_ms) {
   for (RequestId id : plan.preempted) {
     publish(RequestPreemptedEvent{id, plan.stats.step});
     if (auto it = states_.find(id); it != states_.end()) it->second->admitted = false;
@@ -283,9 +280,6 @@ Result<bool> Engine::step() {
     return false;
   }
   step_index_ = plan.stats.step;
-  const int32_t vocab = model_->config.vocab_size;
-
-  // Admissions and prefill chunks are known before the forward pass.
   for (const ScheduledRequest& s : plan.requests) {
     RequestState& rs = *states_.at(s.id);
     if (!rs.admitted) {
@@ -301,156 +295,63 @@ Result<bool> Engine::step() {
       rs.num_shared = 0;
       if (!rs.ever_admitted) rs.num_cached = reused;
       rs.ever_admitted = true;
-      publish(RequestAdmittedEvent{s.id, reused, t_start - rs.submitted_ms});
+      publish(RequestAdmittedEvent{s.id, reused, start_ms - rs.submitted_ms});
     }
     if (!s.is_decode) publish(PrefillChunkEvent{s.id, plan.stats.step, s.start_pos, s.num_new_tokens});
   }
+  return true;
+}
 
+// Block copies, then one forward pass over the plan's ragged batch into
+// logits_ (plan.num_logits() rows). On failure the scheduler takes the step
+// back and an ErrorEvent says why.
+Status Engine::run_forward(const StepPlan& plan) {
   Status st = backend_->copy_blocks(plan.block_copies);
-  BatchLayout layout;
   if (st) {
-    layout = to_batch_layout(plan);
-    // Verifications need logits at every position of [last, drafts...]:
-    // rebuild the logit rows (plan order; all rows of a verification in a row).
-    layout.logit_token_indices.clear();
-    int32_t first = 0;
-    for (const ScheduledRequest& s : plan.requests) {
-      const bool verifies = s.is_decode && s.num_new_tokens > 1;
-      for (int32_t i = verifies ? 0 : s.num_new_tokens - 1; s.needs_logits && i < s.num_new_tokens; ++i)
-        layout.logit_token_indices.push_back(first + i);
-      first += s.num_new_tokens;
-    }
-    logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(vocab));
+    const BatchLayout layout = to_batch_layout(plan);
+    logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(model_->config.vocab_size));
     st = backend_->forward(layout, logits_);
   }
-  const double t_forward = ms_now();
   if (!st) {
     scheduler_->on_step_failed(plan);
     publish(ErrorEvent{std::nullopt, "forward pass failed: " + st.error().message});
-    return st.error();
   }
+  return st;
+}
 
-  // Sample one token per request that reached its last known token.
-  std::vector<StepToken> sampled;
-  std::vector<RequestId> failed;
-  std::vector<TokenSampledEvent> token_events;
-  std::vector<SpeculativeEvent> spec_events;
-  // Stop checks, text and the event for one emitted token; true when the token
-  // ends the request (EOS and stop tokens are not emitted as events).
-  auto emit = [&](RequestState& rs, TokenSampledEvent ev, double t_sample0) {
-    const bool is_eos = (!rs.ignore_eos && tokenizer_->is_end_of_generation(ev.token)) || ev.token == tokenizer_->bos_id() ||
-                        rs.settings.is_stop_token(ev.token);
-    if (is_eos) return true;
-    const std::string piece = rs.decoder->push(ev.token);
-    if (rs.budget) rs.budget->observe(ev.token, piece);
-    StopMatch m = rs.stop->feed(piece);
-    ev.text = std::move(m.text);
-    rs.text += ev.text;
-    const double now = ms_now();
-    if (rs.first_token_ms < 0) rs.first_token_ms = now;
-    rs.last_token_ms = now;
-    ++rs.num_generated;
-    ev.record.forward_ms = t_forward - t_scheduled;
-    ev.record.sample_ms = now - t_sample0;
-    token_events.push_back(std::move(ev));
-    return m.stopped;
-  };
-  int32_t row = 0;
-  for (const ScheduledRequest& s : plan.requests) {
-    if (!s.needs_logits) continue;
-    if (s.is_decode && s.num_new_tokens > 1) {
-      // Verification: rows for [last, d_1..d_k]; emit accepted drafts, then the
-      // resampled or bonus token, stopping early at EOS or a stop string.
-      const int32_t num_draft = s.num_new_tokens - 1;
-      const std::span<const float> rows(logits_.data() + static_cast<size_t>(row) * static_cast<size_t>(vocab),
-                                        static_cast<size_t>(num_draft + 1) * static_cast<size_t>(vocab));
-      row += num_draft + 1;
-      RequestState& rs = *states_.at(s.id);
-      const double t_sample0 = ms_now();
-      auto out = spec_->verify(s.id, rows, num_draft, scheduler_->find(s.id)->all_tokens(), *rs.chain, rs.rng,
-                               t_forward - t_scheduled, plan.stats.step);
-      if (!out) {
-        failed.push_back(s.id);
-        publish(ErrorEvent{s.id, "request " + std::to_string(s.id.value) + ": " + out.error().message});
-        sampled.push_back({s.id, tokenizer_->eos_id(), true});
-        continue;
-      }
-      StepToken st_token{s.id, -1, false};
-      std::vector<TokenId> history = scheduler_->find(s.id)->all_tokens();
-      for (size_t i = 0; i < out->tokens.size(); ++i) {
-        TokenSampledEvent ev;
-        ev.request = s.id;
-        ev.step = plan.stats.step;
-        ev.position = s.start_pos + 1 + static_cast<int32_t>(i);
-        ev.index = rs.num_generated;
-        ev.token = out->tokens[i].token;
-        ev.origin = out->tokens[i].origin;
-        if (config_.record_tokens && rs.settings.top_n_record > 0) {
-          const std::span<const float> row_i = rows.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
-          record_for_token(*rs.chain, row_i, history, ev.token, ev.record);
-        }
-        history.push_back(ev.token);
-        st_token.token = ev.token;
-        st_token.num_accepted_draft = static_cast<int32_t>(i);  // the drafts before this token
-        if (emit(rs, std::move(ev), t_sample0)) {
-          st_token.stop = true;
-          break;
-        }
-      }
-      sampled.push_back(st_token);
-      spec_events.push_back(std::move(out->event));
-      continue;
-    }
-    const std::span<const float> logits(logits_.data() + static_cast<size_t>(row++) * static_cast<size_t>(vocab),
-                                        static_cast<size_t>(vocab));
-    RequestState& rs = *states_.at(s.id);
-    const Request* r = scheduler_->find(s.id);
-    const double t_sample0 = ms_now();
-    TokenSampledEvent ev;
-    ev.request = s.id;
-    ev.step = plan.stats.step;
-    ev.position = s.start_pos + s.num_new_tokens;
-    ev.index = rs.num_generated;
-    TokenRecord* record = config_.record_tokens && rs.settings.top_n_record > 0 ? &ev.record : nullptr;
-    const std::span<const TokenId> forced =
-        rs.budget ? rs.budget->forced_next() : std::span<const TokenId>{};
-    if (!forced.empty()) {
-      // Reasoning budget spent: the close marker is appended instead of sampling.
-      ev.token = forced.front();
-      ev.origin = TokenOrigin::Forced;
-      rs.rng.advance();
-      if (record) record_for_token(*rs.chain, logits, r->all_tokens(), ev.token, *record);
-    } else {
-      const std::vector<TokenId> history = r->all_tokens();
-      auto tok = rs.chain->sample(logits, history, rs.rng, record);
-      if (!tok) {
-        failed.push_back(s.id);
-        publish(ErrorEvent{s.id, "request " + std::to_string(s.id.value) + ": " + tok.error().message});
-        sampled.push_back({s.id, tokenizer_->eos_id(), true});
-        continue;
-      }
-      ev.token = tok->id;
-    }
-    const TokenId chosen = ev.token;
-    const bool stop = emit(rs, std::move(ev), t_sample0);
-    sampled.push_back({s.id, chosen, stop});
-    // A speculative request that decoded without a draft (fallback, no n-gram
-    // match, budget): its cost is the adaptive K's baseline.
-    if (spec_->has(s.id)) spec_->on_plain_step(s.id, t_forward - t_scheduled, s.is_decode);
-  }
-  const double t_sampled = ms_now();
-
-  std::vector<FinishedRequest> finished = scheduler_->on_step_done(plan, sampled);
-  for (SpeculativeEvent& ev : spec_events) publish(std::move(ev));
-  for (TokenSampledEvent& ev : token_events) publish(std::move(ev));
+// The scheduler records the step, then the step's events go out (sampling
+// errors, verifications, tokens, KV changes, the step itself) and finished
+// requests report.
+void Engine::end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t, double sampled_ms) {
+  std::vector<FinishedRequest> finished = scheduler_->on_step_done(plan, out.sampled);
+  for (ErrorEvent& ev : out.errors) publish(std::move(ev));
+  for (SpeculativeEvent& ev : out.speculative) publish(std::move(ev));
+  for (TokenSampledEvent& ev : out.tokens) publish(std::move(ev));
   forward_kv_events();
+  publish_step_event(plan, t, sampled_ms);
+  if (config_.check_invariants) {
+    const Status ok = scheduler_->check_invariants();
+    GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
+  }
+  for (FinishedRequest& f : finished) {
+    RequestState& rs = *states_.at(f.id);
+    rs.output->finish(f.reason);
+    finish(f.id, out.has_failed(f.id) ? "error" : finish_reason_name(f.reason), rs);
+    // Prompt + outputs (a fork's forced token included), for later forks; the
+    // per-request state goes, so a long session does not grow without bound.
+    remember_finished(f.id, rs, std::move(f.tokens));
+    states_.erase(f.id);
+  }
+}
 
+// Counts and pool state after the step (so after on_step_done), with timings.
+void Engine::publish_step_event(const StepPlan& plan, const StepTimes& t, double sampled_ms) {
   StepEvent se;
   se.step = plan.stats.step;
-  se.start_ms = t_start;
-  se.schedule_ms = t_scheduled - t_start;
-  se.forward_ms = t_forward - t_scheduled;
-  se.sample_ms = t_sampled - t_forward;
+  se.start_ms = t.start_ms;
+  se.schedule_ms = t.scheduled_ms - t.start_ms;
+  se.forward_ms = t.forward_time();
+  se.sample_ms = sampled_ms - t.forward_ms;
   se.num_seqs = plan.stats.num_seqs;
   se.num_prefill_tokens = plan.stats.num_prefill_tokens;
   se.num_decode_tokens = plan.stats.num_decode_tokens;
@@ -463,26 +364,6 @@ Result<bool> Engine::step() {
   se.num_prefix_hit_tokens = plan.stats.num_prefix_hit_tokens;
   se.num_preemptions = plan.stats.num_preemptions;
   publish(se);
-  if (config_.check_invariants) {
-    const Status ok = scheduler_->check_invariants();
-    GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
-  }
-
-  for (FinishedRequest& f : finished) {
-    RequestState& rs = *states_.at(f.id);
-    std::string tail = rs.stop->flush();
-    if (f.reason != FinishReason::Stop) tail += rs.decoder->flush();
-    rs.text += tail;
-    const bool errored = std::find(failed.begin(), failed.end(), f.id) != failed.end();
-    finish(f.id, errored ? "error" : finish_reason_name(f.reason), rs, rs.num_generated);
-    // Prompt + outputs (a fork's forced token included), for later forks; the
-    // per-request state goes, so a long session does not grow without bound.
-    std::vector<TokenId> all = rs.prompt_ids;
-    all.insert(all.end(), f.output_ids.begin(), f.output_ids.end());
-    remember_finished(f.id, rs, std::move(all));
-    states_.erase(f.id);
-  }
-  return true;
 }
 
 void Engine::remember_finished(RequestId id, const RequestState& rs, std::vector<TokenId> tokens) {
@@ -520,7 +401,7 @@ void Engine::fail_stalled_request() {
   scheduler_->cancel(*stalled);
   forward_kv_events();
   if (it == states_.end()) return;
-  finish(*stalled, "error", *it->second, it->second->num_generated);
+  finish(*stalled, "error", *it->second);
   states_.erase(it);
 }
 

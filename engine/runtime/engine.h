@@ -1,15 +1,18 @@
 // Engine: continuous-batching inference for many requests on one backend, and
 // the one producer of the trace-event stream.
 //
-// step() = schedule -> run model -> sample -> append (after nano-vllm):
-//   1. Scheduler::schedule() picks requests and token counts under the budget.
-//   2. The backend runs copy-on-write block copies, then one forward pass over
-//      the whole ragged batch (BatchLayout).
-//   3. Each request that needs a token samples it with its own SamplerChain and
-//      SamplerRng (so a request's tokens do not depend on what else is batched),
-//      checks stop tokens / stop strings / max tokens.
-//   4. Scheduler::on_step_done() appends the tokens and finishes requests; KV
-//      events, step statistics and tokens become TraceEvents.
+// step() = schedule -> run model -> process outputs (after nano-vllm):
+//   1. Scheduler::schedule() picks requests and token counts under the budget,
+//      and how many logit rows each needs (begin_step publishes admissions).
+//   2. run_forward(): the backend runs copy-on-write block copies, then one
+//      forward pass over the whole ragged batch (BatchLayout).
+//   3. sample_outputs() (engine_outputs.cpp): each request with logit rows gets
+//      its token(s) from its own SamplerChain and SamplerRng (so a request's
+//      tokens do not depend on what else is batched); its RequestOutput
+//      (output_processor.h) detokenizes and checks EOS / stop tokens / stop
+//      strings / the reasoning budget.
+//   4. end_step(): Scheduler::on_step_done() appends the tokens and finishes
+//      requests; tokens, KV events and step statistics become TraceEvents.
 // Speculative decoding (GenerationRequest::speculative, engine/speculative/)
 // adds a step 0 -- each decoding request's drafter proposes tokens, handed to
 // the scheduler with set_draft() -- and in step 3 such a request verifies its
@@ -17,8 +20,9 @@
 // ones plus one more (SpeculativeDecoder; docs/speculative.md).
 //
 // Thread: one thread owns an Engine (the CLI's main thread, or the UI's engine
-// thread). Observers get events through drain_events() or the sink callback,
-// which runs on that thread and must not block.
+// thread). Events go out through one channel: an append-only buffer the owner
+// empties with drain_events() after each call that can publish (step, submit,
+// fork, cancel, release); nothing else holds on to them.
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +51,9 @@
 namespace gb {
 
 class Scheduler;
+struct ScheduledRequest;
+struct StepPlan;
+struct StepOutputs;
 class SamplerChain;
 class SamplerRng;
 class StopStringMatcher;
@@ -156,8 +164,9 @@ class Engine {
   Status run_until_idle();
   bool has_work() const;
 
+  // Every event published since the last call, in publication order (seq
+  // ascending). The buffer grows until drained.
   std::vector<TraceEvent> drain_events();
-  void set_event_sink(std::function<void(const TraceEvent&)> sink) { sink_ = std::move(sink); }
 
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -167,6 +176,17 @@ class Engine {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return config_.block_size; }
   int32_t max_context() const { return max_context_; }
+  // The KV pool and the requests holding it now, for front ends that report it
+  // (serve-bench) without walking the scheduler's pool. O(blocks).
+  struct KvUsage {
+    int32_t num_blocks = 0;              // the scheduler's pool
+    int32_t num_owned = 0;               // held by running or retained requests
+    int32_t num_free = 0;
+    int32_t num_cached = 0;              // free but holding a reusable prefix
+    int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (internal fragmentation)
+    int32_t num_running = 0;             // requests holding blocks this step
+  };
+  KvUsage kv_usage() const;
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.
   std::optional<SpeculativeStats> speculative_stats(RequestId id) const;
@@ -189,17 +209,34 @@ class Engine {
   };
   std::optional<BranchChoice> choose_branch(const std::vector<RequestId>& candidates,
                                             const std::vector<TokenId>& prompt) const;
-  // Prompt + output of a live or remembered request (empty if unknown).
-  std::vector<TokenId> known_tokens(RequestId id) const;
+  // Prompt + output of a live or remembered request (empty if unknown); valid
+  // until that request changes.
+  std::span<const TokenId> known_tokens(RequestId id) const;
   void fail_stalled_request();
   void publish(TraceEventBody body);
   double ms_now() const;
   Status run_step_or_fail();
   void forward_kv_events();
   void complete_settings(SamplerSettings& settings) const;
-  void reset_helpers(RequestState& rs) const;
-  void finish(RequestId id, const std::string& reason, RequestState& rs, int32_t num_generated);
+  // The request's sampler chain and output state (rs.settings and
+  // rs.ignore_eos set); prompt: the tokens before its output.
+  void make_helpers(RequestState& rs, std::span<const TokenId> prompt) const;
+  void finish(RequestId id, const std::string& reason, const RequestState& rs);
   void propose_drafts();
+  // The phases of step() (engine.cpp), sampling in engine_outputs.cpp.
+  struct StepTimes {
+    double start_ms = 0.0;      // before schedule()
+    double scheduled_ms = 0.0;  // after schedule()
+    double forward_ms = 0.0;    // after the forward pass
+    double forward_time() const { return forward_ms - scheduled_ms; }
+  };
+  bool begin_step(const StepPlan& plan, double start_ms);
+  Status run_forward(const StepPlan& plan);
+  StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
+  void sample_token(const ScheduledRequest& s, std::span<const float> logits, const StepTimes& t, StepOutputs& out);
+  void verify_drafts(const ScheduledRequest& s, std::span<const float> rows, const StepTimes& t, StepOutputs& out);
+  void end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t, double sampled_ms);
+  void publish_step_event(const StepPlan& plan, const StepTimes& t, double sampled_ms);
   Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                               const SamplerSettings* settings, int32_t max_tokens, bool retain_kv);
 
@@ -215,8 +252,7 @@ class Engine {
   int64_t step_index_ = 0;
   uint64_t next_seq_ = 0;
   std::chrono::steady_clock::time_point t0_;
-  std::vector<TraceEvent> events_;
-  std::function<void(const TraceEvent&)> sink_;
+  std::vector<TraceEvent> events_;  // published, not yet drained
   // Live requests only (waiting, running); finished ones leave a record.
   std::unordered_map<RequestId, FinishedRecord> finished_;
   std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records

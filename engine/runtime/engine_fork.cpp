@@ -28,7 +28,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
   // The parent's tokens and settings: from its live state while it is queued
   // or running, else from its finished record.
-  std::vector<TokenId> tokens;
+  std::span<const TokenId> tokens;  // valid until the scheduler changes below
   const SamplerSettings* parent_settings = nullptr;
   int32_t parent_prompt = 0;
   bool ignore_eos = false;
@@ -60,17 +60,14 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   rs->settings = settings ? *settings : *parent_settings;
   rs->settings.max_tokens = max_tokens;
   if (settings) complete_settings(rs->settings);
-  reset_helpers(*rs);
+  rs->ignore_eos = ignore_eos;
+  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
+  make_helpers(*rs, shared);
   // The counter continues from the branch point, so a branch that changes
   // nothing (same seed) replays the parent's draws, and a fork at the end of
   // the prompt draws exactly what a request submitted alone would.
   rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
-  rs->decoder = std::make_unique<StreamingDecoder>(*tokenizer_);
-  rs->ignore_eos = ignore_eos;
-  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
-  rs->decoder->prime(shared);
   rs->num_prompt = num_tokens;
-  rs->prompt_ids = shared;
   rs->submitted_ms = ms_now();
 
   RequestSpec spec;
@@ -113,10 +110,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
     tok.index = 0;
     tok.token = *forced_next;
     tok.origin = TokenOrigin::Forced;
-    tok.text = rs->decoder->push(*forced_next);
-    rs->text += tok.text;
-    rs->num_generated = 1;
-    rs->first_token_ms = rs->last_token_ms = ms_now();
+    tok.text = rs->output->accept_given(*forced_next, ms_now());
     rs->rng.advance();
     publish(std::move(tok));
   }
@@ -124,7 +118,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   return id;
 }
 
-std::vector<TokenId> Engine::known_tokens(RequestId id) const {
+std::span<const TokenId> Engine::known_tokens(RequestId id) const {
   if (const Request* r = scheduler_->find(id)) return r->all_tokens();
   if (auto fit = finished_.find(id); fit != finished_.end()) return fit->second.tokens;
   return {};
@@ -134,7 +128,7 @@ std::optional<Engine::BranchChoice> Engine::choose_branch(const std::vector<Requ
                                                           const std::vector<TokenId>& prompt) const {
   std::optional<BranchChoice> best;
   for (RequestId c : candidates) {
-    const std::vector<TokenId> tokens = known_tokens(c);
+    const std::span<const TokenId> tokens = known_tokens(c);
     if (tokens.empty()) continue;
     const auto mismatch = std::mismatch(prompt.begin(), prompt.end(), tokens.begin(), tokens.end());
     BranchChoice choice;
@@ -155,12 +149,12 @@ bool Engine::cancel(RequestId id) {
   auto it = states_.find(id);
   if (it == states_.end()) return false;
   std::vector<TokenId> tokens;
-  if (const Request* r = scheduler_->find(id)) tokens = r->all_tokens();
+  if (const Request* r = scheduler_->find(id)) tokens.assign(r->all_tokens().begin(), r->all_tokens().end());
   const bool was_live = scheduler_->cancel(id);
   if (was_live) {
     RequestState& rs = *it->second;
     forward_kv_events();
-    finish(id, "cancelled", rs, rs.num_generated);
+    finish(id, "cancelled", rs);
     // Its blocks are returned (full ones stay cached): a later fork re-prefills.
     remember_finished(id, rs, std::move(tokens));
     states_.erase(it);
@@ -191,6 +185,7 @@ Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& setting
   rs.settings.max_tokens = max_tokens;
   complete_settings(rs.settings);
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
+  rs.output->set_stop_token_ids(rs.settings.stop_token_ids);
   rs.rng = SamplerRng(settings.seed, counter);
   spec_->set_sampler_settings(id, rs.settings);
   return {};

@@ -10,11 +10,8 @@ BatchLayout to_batch_layout(const StepPlan& plan) {
   layout.block_size = plan.block_size;
   for (const ScheduledRequest& r : plan.requests) {
     GB_CHECK(static_cast<int32_t>(r.token_ids.size()) == r.num_new_tokens && r.num_new_tokens > 0);
-    layout.add_sequence(r.token_ids.data(), r.num_new_tokens, r.start_pos, r.block_ids.data(),
-                        static_cast<int32_t>(r.block_ids.size()), /*all_logits=*/false);
-    // add_sequence always asks for the last token's logits; a prefill chunk
-    // that stops short of the last known token has no use for them.
-    if (!r.needs_logits) layout.logit_token_indices.pop_back();
+    layout.add_sequence_rows(r.token_ids.data(), r.num_new_tokens, r.start_pos, r.block_ids.data(),
+                             static_cast<int32_t>(r.block_ids.size()), r.num_logit_rows);
   }
   return layout;
 }

@@ -1,6 +1,6 @@
 // The backend's view of a StepPlan: every scheduled request's new tokens,
-// positions and block table as flat CSR arrays (BatchLayout), logits only where
-// needs_logits. It lives in runtime/, the one folder that sees both sides, so the
+// positions and block table as flat CSR arrays (BatchLayout), with exactly the
+// logit rows the plan asks for (ScheduledRequest::num_logit_rows, plan order). It lives in runtime/, the one folder that sees both sides, so the
 // scheduler (kv/) never depends on the backend and the backend never sees who
 // owns a block.
 //

@@ -56,11 +56,6 @@ class DraftProposer {
   virtual ~DraftProposer() = default;
   virtual std::string_view name() const = 0;  // "ngram", "draft", "self", ...
   virtual Result<Draft> propose(const DraftInput& input) = 0;
-  // After verification: the request now has `num_tokens_valid` tokens that the
-  // drafter's state may keep (prompt + accepted output; the resampled or bonus
-  // token after them is new to it). Called also after plain steps, with the
-  // request's new length, so state never refers to tokens that changed.
-  virtual void on_verified(int32_t /*num_tokens_valid*/) {}
   // The request finished or was dropped: release what the drafter holds.
   virtual void release() {}
 };

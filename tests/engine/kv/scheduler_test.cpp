@@ -72,7 +72,7 @@ class Driver {
     std::vector<gb::StepToken> sampled;
     size_t row = 0;
     for (const gb::ScheduledRequest& r : plan.requests)
-      if (r.needs_logits) sampled.push_back({r.id, tokens[row], is_stop(tokens[row])}), ++row;
+      if (r.needs_logits()) sampled.push_back({r.id, tokens[row], is_stop(tokens[row])}), ++row;
     for (gb::FinishedRequest& f : sched.on_step_done(plan, sampled)) {
       finish_step[f.id] = num_steps;
       finished[f.id] = std::move(f);
@@ -92,7 +92,7 @@ class Driver {
     for (const auto& [id, f] : finished) {
       const gb::RequestSpec& s = specs.at(id);
       const auto want = reference_output(s.prompt_ids, s.max_tokens, sched.max_tokens_per_request());
-      if (f.output_ids != want) fail("request " + std::to_string(id.value) + " output differs from the reference");
+      if (!std::ranges::equal(f.output_ids(), want)) fail("request " + std::to_string(id.value) + " output differs from the reference");
     }
   }
 
@@ -300,7 +300,7 @@ GB_TEST(long_prompts_are_chunked_and_decodes_go_first) {
   for (int i = 0; i < 4; ++i) {
     QVERIFY(d.step());
     chunks.push_back(d.plans.back().requests[0].num_new_tokens);
-    logits.push_back(d.plans.back().requests[0].needs_logits);
+    logits.push_back(d.plans.back().requests[0].needs_logits());
   }
   QCOMPARE(chunks, (std::vector<int32_t>{32, 32, 32, 4}));
   QCOMPARE(logits, (std::vector<bool>{false, false, false, true}));
@@ -347,7 +347,11 @@ GB_TEST(a_repeated_prompt_hits_the_prefix_cache_and_gives_the_same_tokens) {
   d.run(100);
   d.check_outputs();
   QVERIFY2(d.failure.empty(), d.failure.c_str());
-  QCOMPARE(d.finished.at(RequestId{1}).output_ids, d.finished.at(RequestId{2}).output_ids);
+  const auto output = [&](uint64_t id) {
+    const std::span<const TokenId> out = d.finished.at(RequestId{id}).output_ids();
+    return std::vector<TokenId>(out.begin(), out.end());
+  };
+  QCOMPARE(output(1), output(2));
 }
 
 GB_TEST(no_request_starves_under_a_bounded_load) {
@@ -415,4 +419,49 @@ GB_TEST(batch_layout_matches_the_plan) {
   QCOMPARE(b.block_ids, (std::vector<int32_t>{0, 1, 2}));
   QCOMPARE(b.logit_token_indices, (std::vector<int32_t>{2}));
   QCOMPARE(b.block_size, 4);
+}
+
+// The rows that get logits are decided once, by the scheduler: a plain decode
+// has one, a verification [last, drafts...] one per position, a prefill chunk
+// with prompt left none, a last prefill chunk one (its last token); the layout
+// asks the backend for exactly those rows, in plan order.
+GB_TEST(logit_rows_of_a_decode_a_verification_and_prefill_chunks) {
+  gb::SchedulerConfig c;
+  c.num_blocks = 16;
+  c.block_size = 4;
+  c.max_batch_tokens = 10;
+  c.max_prefill_chunk = 3;
+  gb::Scheduler s(c);
+  QVERIFY(s.submit(spec(1, {10, 11, 12}, 8)).ok());  // A: will decode plainly
+  QVERIFY(s.submit(spec(2, {20, 21}, 8)).ok());      // B: will verify a draft
+  gb::StepPlan first = s.schedule();
+  QCOMPARE(first.requests.size(), size_t{2});
+  const std::vector<gb::StepToken> first_tokens{{RequestId{1}, 13, false}, {RequestId{2}, 22, false}};
+  QVERIFY(s.on_step_done(first, first_tokens).empty());
+
+  s.set_draft(RequestId{2}, {23, 24, 25});
+  QVERIFY(s.submit(spec(3, std::vector<TokenId>(10, 30), 4)).ok());  // C: first chunk of 3
+  QVERIFY(s.submit(spec(4, {40, 41}, 4)).ok());                       // D: whole prompt
+  const gb::StepPlan plan = s.schedule();
+  std::vector<int32_t> ids, rows, sizes;
+  for (const gb::ScheduledRequest& r : plan.requests) {
+    ids.push_back(static_cast<int32_t>(r.id.value));
+    rows.push_back(r.num_logit_rows);
+    sizes.push_back(r.num_new_tokens);
+  }
+  QCOMPARE(ids, (std::vector<int32_t>{1, 2, 3, 4}));
+  QCOMPARE(sizes, (std::vector<int32_t>{1, 4, 3, 2}));
+  QCOMPARE(rows, (std::vector<int32_t>{1, 4, 0, 1}));
+  QCOMPARE(plan.num_logits(), 6);
+  const gb::BatchLayout b = gb::to_batch_layout(plan);
+  QCOMPARE(b.token_ids, (std::vector<TokenId>{13, 22, 23, 24, 25, 30, 30, 30, 40, 41}));
+  QCOMPARE(b.logit_token_indices, (std::vector<int32_t>{0, 1, 2, 3, 4, 9}));
+
+  // B keeps one of its three drafts: 22, 23 computed, then the new token.
+  const std::vector<gb::StepToken> tokens{
+      {RequestId{1}, 14, false}, {RequestId{2}, 50, false, 1}, {RequestId{4}, 42, false}};
+  QVERIFY(s.on_step_done(plan, tokens).empty());
+  QVERIFY(s.check_invariants().ok());
+  QCOMPARE(s.find(RequestId{2})->num_tokens_computed, 4);  // 20, 21, 22, 23
+  QCOMPARE(s.find(RequestId{2})->num_tokens_output(), 3);  // 22, 23, 50
 }

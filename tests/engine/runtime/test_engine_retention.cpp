@@ -326,3 +326,25 @@ GB_TEST(a_fork_with_no_free_block_for_its_copy_re_prefills_instead_of_failing) {
   QVERIFY(run_bounded(*roomy, 500));
   QCOMPARE(c.tokens, collect(roomy->drain_events()).at(child2->value).tokens);
 }
+
+// Engine::kv_usage, the summary serve-bench reports: a kept request of 40 + 10
+// tokens holds 50 computed slots... minus the last token, whose K/V is never
+// computed: ceil(49 / 16) = 4 blocks, 64 - 49 = 15 empty slots in them.
+GB_TEST(kv_usage_counts_the_blocks_and_empty_slots_a_kept_request_holds) {
+  REQUIRE_FIXTURE(f);
+  gb::EngineConfig config;
+  config.num_blocks = 32;
+  auto engine = gbtest::make_test_engine(f, config);
+  QCOMPARE(engine->kv_usage().num_owned, 0);
+  QCOMPARE(engine->kv_usage().num_empty_owned_slots, int64_t{0});
+  auto id = engine->submit(kept(make_prompt(40, 5), 10, 1, 0.0f));
+  QVERIFY(id.ok());
+  QVERIFY(run_bounded(*engine, 100));
+  const gb::Engine::KvUsage u = engine->kv_usage();
+  QCOMPARE(u.num_blocks, 32);
+  QCOMPARE(u.num_running, 0);
+  QCOMPARE(u.num_owned, kept_blocks(*engine));
+  QCOMPARE(u.num_owned, 4);
+  QCOMPARE(u.num_empty_owned_slots, int64_t{15});
+  QCOMPARE(u.num_owned + u.num_free + u.num_cached, u.num_blocks);
+}

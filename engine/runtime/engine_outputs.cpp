@@ -1,0 +1,141 @@
+// Engine: the token-choosing part of a step -- after the forward pass, every
+// request with logit rows gets its next token(s): sampled, forced by a
+// reasoning budget, or verified from a draft. What happens to a chosen token
+// (stop checks, text, events) is RequestOutput's job (output_processor.h).
+// The step loop is in engine.cpp.
+#include <cmath>
+
+#include "kv/scheduler.h"
+#include "runtime/engine.h"
+#include "runtime/engine_request_state.h"
+#include "runtime/output_processor.h"
+#include "speculative/speculative_decoder.h"
+
+namespace gb {
+
+namespace {
+// The inspector's record for a token the picker did not choose (an accepted
+// draft, a verifier's resample or bonus, a forced token): the candidates and
+// stage probabilities are those of this position's logits and history; the
+// chosen-token fields describe `token`. `draw` is -1: no picker draw was used.
+void record_for_token(SamplerChain& chain, std::span<const float> logits, std::span<const TokenId> history,
+                      TokenId token, TokenRecord& record) {
+  if (!chain.sample_with_draws(logits, history, 0.5, 1.0, &record)) {
+    record = TokenRecord{};
+    return;
+  }
+  record.chosen = token;
+  record.chosen_logit = logits[static_cast<size_t>(token)];
+  record.draw = -1.0;
+  record.chosen_prob = 0.0f;
+  record.chosen_prob_before = 0.0f;
+  if (!record.top.empty()) {
+    const double log_z = record.top.front().logit - std::log(static_cast<double>(record.top.front().prob_before));
+    record.chosen_prob_before = static_cast<float>(std::exp(record.chosen_logit - log_z));
+  }
+  for (const CandidateRecord& c : record.top)
+    if (c.id == token && c.removed_by_stage < 0 && !c.prob_after_stage.empty()) record.chosen_prob = c.prob_after_stage.back();
+  int32_t rank = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    rank += logits[i] > record.chosen_logit || (logits[i] == record.chosen_logit && static_cast<TokenId>(i) < token);
+  record.chosen_rank = rank;
+}
+}  // namespace
+
+// Walks the plan's logit rows (ScheduledRequest::num_logit_rows each, plan
+// order, as to_batch_layout laid them out): one row is a plain next token,
+// more are a verification of [last, drafts...].
+StepOutputs Engine::sample_outputs(const StepPlan& plan, const StepTimes& t) {
+  StepOutputs out;
+  const auto vocab = static_cast<size_t>(model_->config.vocab_size);
+  size_t row = 0;
+  for (const ScheduledRequest& s : plan.requests) {
+    if (s.num_logit_rows == 0) continue;
+    const auto num_rows = static_cast<size_t>(s.num_logit_rows);
+    const std::span<const float> rows(logits_.data() + row * vocab, num_rows * vocab);
+    row += num_rows;
+    if (num_rows > 1) verify_drafts(s, rows, t, out);
+    else sample_token(s, rows, t, out);
+  }
+  return out;
+}
+
+// One token from one row of logits: the reasoning budget's forced token, or a
+// draw from the request's chain with its own random stream.
+void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logits, const StepTimes& t,
+                          StepOutputs& out) {
+  RequestState& rs = *states_.at(s.id);
+  const Request* r = scheduler_->find(s.id);
+  const double t_sample0 = ms_now();
+  TokenSampledEvent ev;
+  ev.request = s.id;
+  ev.step = step_index_;
+  ev.position = s.start_pos + s.num_new_tokens;
+  TokenRecord* record = config_.record_tokens && rs.settings.top_n_record > 0 ? &ev.record : nullptr;
+  const std::span<const TokenId> forced = rs.output->forced_next();
+  if (!forced.empty()) {
+    // Reasoning budget spent: the close marker is appended instead of sampling.
+    ev.token = forced.front();
+    ev.origin = TokenOrigin::Forced;
+    rs.rng.advance();
+    if (record) record_for_token(*rs.chain, logits, r->all_tokens(), ev.token, *record);
+  } else {
+    auto tok = rs.chain->sample(logits, r->all_tokens(), rs.rng, record);
+    if (!tok) {
+      out.fail(s.id, tokenizer_->eos_id(), tok.error().message);
+      return;
+    }
+    ev.token = tok->id;
+  }
+  const TokenId chosen = ev.token;
+  const bool stop = out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0);
+  out.sampled.push_back({s.id, chosen, stop});
+  // A speculative request that decoded without a draft (fallback, no n-gram
+  // match, budget): its cost is the adaptive K's baseline.
+  if (spec_->has(s.id)) spec_->on_plain_step(s.id, t.forward_time(), s.is_decode);
+}
+
+// A verification: rows for [last, d_1..d_k]. The accepted drafts are emitted,
+// then the resampled or bonus token, stopping early at EOS or a stop string;
+// the StepToken says how many drafts the scheduler keeps.
+void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> rows, const StepTimes& t,
+                           StepOutputs& out) {
+  const int32_t num_draft = s.num_new_tokens - 1;
+  const auto vocab = static_cast<size_t>(model_->config.vocab_size);
+  RequestState& rs = *states_.at(s.id);
+  const double t_sample0 = ms_now();
+  const Request* r = scheduler_->find(s.id);
+  auto verified = spec_->verify(s.id, rows, num_draft, r->all_tokens(), *rs.chain, rs.rng, t.forward_time(), step_index_);
+  if (!verified) {
+    out.fail(s.id, tokenizer_->eos_id(), verified.error().message);
+    return;
+  }
+  const bool record = config_.record_tokens && rs.settings.top_n_record > 0;
+  // The history each emitted token's record sees: prompt + output + the
+  // tokens emitted before it in this verification.
+  std::vector<TokenId> history;
+  if (record) history.assign(r->all_tokens().begin(), r->all_tokens().end());
+  StepToken step_token{s.id, -1, false};
+  for (size_t i = 0; i < verified->tokens.size(); ++i) {
+    TokenSampledEvent ev;
+    ev.request = s.id;
+    ev.step = step_index_;
+    ev.position = s.start_pos + 1 + static_cast<int32_t>(i);
+    ev.token = verified->tokens[i].token;
+    ev.origin = verified->tokens[i].origin;
+    if (record) {
+      record_for_token(*rs.chain, rows.subspan(i * vocab, vocab), history, ev.token, ev.record);
+      history.push_back(ev.token);
+    }
+    step_token.token = ev.token;
+    step_token.num_accepted_draft = static_cast<int32_t>(i);  // the drafts before this token
+    if (out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0)) {
+      step_token.stop = true;
+      break;
+    }
+  }
+  out.sampled.push_back(step_token);
+  out.speculative.push_back(std::move(verified->event));
+}
+
+}  // namespace gb
