@@ -55,6 +55,9 @@ fi
 
 : > "$out"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores" >&2
+# The machine's FMA peak and read bandwidth (the denominators of bench's
+# prefill_fraction_of_fma_peak and roofline_ratio), measured before the runs.
+"$gb" probe >&2
 for f in $files; do
   for t in $threads; do
     for r in $(seq 1 "$rounds"); do

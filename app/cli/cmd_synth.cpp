@@ -19,6 +19,7 @@ struct SynthArgs {
   std::string arch;
   std::string dtype = "f32";
   uint64_t seed = 1;
+  int32_t layers = 0;  // 0: the shape's
   std::string out;
 };
 
@@ -44,6 +45,9 @@ int run_synth(const SynthArgs& a) {
     return fail("unknown shape '" + a.shape + "' (known: " + names + ")");
   }
   SyntheticSpec spec{*shape, a.dtype == "f16" ? DType::F16 : DType::F32, a.seed};
+  // A shape with another layer count: per-token overhead is measured by
+  // regressing decode time on the number of layers (docs/performance.md).
+  if (a.layers > 0) spec.shape.num_layers = a.layers;
   const auto start = std::chrono::steady_clock::now();
   int last_percent = -1;
   Status st = write_synthetic_model(spec, a.out, [&](uint64_t done, uint64_t total) {
@@ -58,8 +62,9 @@ int run_synth(const SynthArgs& a) {
   if (last_percent >= 0) std::fputc('\n', stderr);
   if (!st) return fail(st.error().message);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "synth: wrote %s (%s, %s, seed %llu) in %.1f s\n", a.out.c_str(), shape->name.c_str(),
-               a.dtype.c_str(), static_cast<unsigned long long>(a.seed), seconds);
+  std::fprintf(stderr, "synth: wrote %s (%s, %d layers, %s, seed %llu) in %.1f s\n", a.out.c_str(),
+               shape->name.c_str(), spec.shape.num_layers, a.dtype.c_str(), static_cast<unsigned long long>(a.seed),
+               seconds);
   return 0;
 }
 
@@ -76,6 +81,10 @@ const CommandRegistrar kRegistrar("synth", "Write a synthetic GGUF: a llama with
                                         ->check(CLI::IsMember({"f32", "f16"}))
                                         ->capture_default_str();
                                     sub.add_option("--seed", args->seed, "Random seed")->capture_default_str();
+                                    sub.add_option("--layers", args->layers,
+                                                   "Number of layers (default: the shape's), e.g. for a "
+                                                   "per-token overhead regression")
+                                        ->check(CLI::Range(1, 1024));
                                     sub.add_option("--out", args->out, "Output .gguf file")->required();
                                     return [args] { return run_synth(*args); };
                                   });

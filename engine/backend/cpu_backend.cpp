@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cpu/cpu_info.h"
 #include "cpu/matmul.h"
@@ -144,44 +145,84 @@ void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*,
   else pool_.parallel_for(total, run, 4);
 }
 
+namespace {
+// Queries per attention task: the query heads of one KV head's GQA group at
+// up to kAttentionQueries / group consecutive positions of one sequence, so
+// each K and V row is read once for all of them.
+constexpr int32_t kAttentionQueries = 32;
+static_assert(kAttentionQueries <= kernels::kMaxAttentionGroup);
+
+struct AttentionTile {
+  int32_t seq, begin, end;  // tokens [begin, end) of the batch, all of sequence seq
+};
+
+// Tiles of consecutive tokens per sequence, ordered first, last, second,
+// second-to-last ...: a causal tile's cost grows with its position, and the
+// thread pool hands each thread a contiguous run of tasks, so neighbouring
+// pairs of equal total cost keep the threads level.
+std::vector<AttentionTile> attention_tiles(const BatchLayout& batch, int32_t tile) {
+  std::vector<AttentionTile> tiles;
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t end = batch.seq_token_indptr[static_cast<size_t>(s) + 1];
+    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < end; i += tile)
+      tiles.push_back({s, i, std::min(i + tile, end)});
+  }
+  std::vector<AttentionTile> order;
+  order.reserve(tiles.size());
+  for (size_t lo = 0, hi = tiles.size(); lo < hi;) {
+    order.push_back(tiles[lo++]);
+    if (lo < hi) order.push_back(tiles[--hi]);
+  }
+  return order;
+}
+}  // namespace
+
 void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
   const ModelConfig& c = model_->config;
-  const int32_t num_tokens = batch.num_tokens();
   const int32_t q_dim = c.num_heads * c.head_dim;
   const int32_t group = c.num_heads / c.num_kv_heads;
   const bool sliding = c.is_sliding(layer);
   int32_t max_ctx = 0;
   for (int32_t s = 0; s < batch.num_seqs(); ++s) max_ctx = std::max(max_ctx, batch.seq_kv_len[static_cast<size_t>(s)]);
-  grow(scores_, static_cast<size_t>(pool_.num_threads()) * static_cast<size_t>(max_ctx));
-  // Sequence of each token, from the CSR offsets.
-  std::vector<int32_t> seq_of(static_cast<size_t>(num_tokens));
-  for (int32_t s = 0; s < batch.num_seqs(); ++s)
-    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i)
-      seq_of[static_cast<size_t>(i)] = s;
-  const int64_t num_tasks = static_cast<int64_t>(num_tokens) * c.num_heads;
+  const int32_t positions_per_tile = std::max(1, kAttentionQueries / group);
+  const int32_t queries_per_task = std::min(group, kAttentionQueries) * positions_per_tile;
+  grow(scores_, static_cast<size_t>(pool_.num_threads()) * static_cast<size_t>(queries_per_task) *
+                    static_cast<size_t>(max_ctx));
+  const std::vector<AttentionTile> tiles = attention_tiles(batch, positions_per_tile);
+  // Heads of a group beyond kAttentionQueries (group > 32) go in several tasks.
+  const int32_t head_parts = (group + kAttentionQueries - 1) / kAttentionQueries;
+  const int64_t tasks_per_tile = static_cast<int64_t>(c.num_kv_heads) * head_parts;
+  const int64_t num_tasks = static_cast<int64_t>(tiles.size()) * tasks_per_tile;
   const auto run = [&](int64_t begin, int64_t end, int thread) {
-    float* scores = scores_.data() + static_cast<size_t>(thread) * static_cast<size_t>(max_ctx);
+    float* scores = scores_.data() + static_cast<size_t>(thread) * static_cast<size_t>(queries_per_task) *
+                                         static_cast<size_t>(max_ctx);
+    kernels::AttentionQuery queries[kAttentionQueries];
     for (int64_t task = begin; task < end; ++task) {
-      const int32_t i = static_cast<int32_t>(task / c.num_heads);
-      const int32_t h = static_cast<int32_t>(task % c.num_heads);
-      const int32_t s = seq_of[static_cast<size_t>(i)];
+      const AttentionTile& tile = tiles[static_cast<size_t>(task / tasks_per_tile)];
+      const int32_t kv_head = static_cast<int32_t>(task % tasks_per_tile) / head_parts;
+      const int32_t part = static_cast<int32_t>(task % tasks_per_tile) % head_parts;
+      const int32_t h_begin = kv_head * group + part * kAttentionQueries;
+      const int32_t h_end = std::min(kv_head * group + group, h_begin + kAttentionQueries);
       kernels::PagedKvView kv;
       kv.k_cache = k_cache_[static_cast<size_t>(layer)].data();
       kv.v_cache = v_cache_[static_cast<size_t>(layer)].data();
-      kv.block_table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(s)];
+      kv.block_table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(tile.seq)];
       kv.block_size = batch.block_size;
       kv.num_kv_heads = c.num_kv_heads;
       kv.head_dim = c.head_dim;
-      const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
-      const int32_t pos = batch.positions[static_cast<size_t>(i)];
-      kernels::AttentionShape shape;
-      shape.first = sliding ? std::max(0, pos - c.sliding_window + 1) : 0;
-      shape.scale = c.attn_scale;
-      shape.softcap = c.attn_softcap;
-      kernels::paged_attention_head_ex(att_.data() + qo, q_.data() + qo, kv, h / group, pos + 1, shape, scores);
+      int32_t m = 0;
+      for (int32_t i = tile.begin; i < tile.end; ++i) {
+        const int32_t pos = batch.positions[static_cast<size_t>(i)];
+        const int32_t first = sliding ? std::max(0, pos - c.sliding_window + 1) : 0;
+        for (int32_t h = h_begin; h < h_end; ++h) {
+          const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
+          queries[m++] = {q_.data() + qo, att_.data() + qo, first, pos + 1};
+        }
+      }
+      kernels::paged_attention_group(queries, m, kv, kv_head, c.attn_scale, c.attn_softcap, scores, max_ctx);
     }
   };
-  const int64_t macs = num_tasks * max_ctx * c.head_dim * 2;
+  const int64_t macs = static_cast<int64_t>(batch.num_tokens()) * c.num_heads * max_ctx * c.head_dim * 2;
   if (macs < kMinParallelMacs) run(0, num_tasks, 0);
   else pool_.parallel_for(num_tasks, run);
 }

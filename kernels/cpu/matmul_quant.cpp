@@ -8,6 +8,26 @@
 
 namespace gb::kernels {
 
+void* quant_scratch(int64_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    int64_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (bytes > buf.size) {
+    std::free(buf.p);
+    const int64_t rounded = (bytes + 4095) / 4096 * 4096;
+    buf.p = std::aligned_alloc(64, static_cast<size_t>(rounded));
+    if (buf.p == nullptr) {
+      std::fprintf(stderr, "quant_scratch: out of memory (%lld bytes)\n", static_cast<long long>(rounded));
+      std::abort();
+    }
+    buf.size = rounded;
+  }
+  return buf.p;
+}
+
 using QuantMatmulFn = void (*)(float* y, int64_t ldy, const ActBlockQ8* x, const void* w, int64_t row_stride_bytes,
                                int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end);
 namespace avx2 {

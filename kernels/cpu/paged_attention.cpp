@@ -8,37 +8,43 @@
 namespace gb::kernels {
 
 namespace avx2 {
-void paged_attention_head(float* out, const float* q, const float* k_cache, const float* v_cache,
-                          const int32_t* block_table, int32_t block_size, int32_t num_kv_heads, int32_t head_dim,
-                          int32_t kv_head, int32_t first, int32_t num_ctx, float scale, float softcap,
-                          float* scores);
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const float* k_cache,
+                           const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
+                           int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
+                           int64_t score_stride);
 }
 
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores) {
 #if defined(__x86_64__)
   if (matmul_has_simd() && kv.head_dim % 8 == 0) {
-    avx2::paged_attention_head(out, q, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads,
-                               kv.head_dim, kv_head, 0, num_ctx, 1.0f / std::sqrt(static_cast<float>(kv.head_dim)),
-                               0.0f, scores);
+    paged_attention_head_ex(out, q, kv, kv_head, num_ctx, AttentionShape{}, scores);
     return;
   }
 #endif
   paged_attention_head_reference(out, q, kv, kv_head, num_ctx, scores);
 }
 
-void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
-                             const AttentionShape& shape, float* scores) {
-  const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
-  const int32_t first = shape.first > 0 ? shape.first : 0;
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv, int32_t kv_head,
+                           float scale, float softcap, float* scores, int64_t score_stride) {
+  if (num_queries <= 0) return;
+  if (scale <= 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
 #if defined(__x86_64__)
-  if (matmul_has_simd() && kv.head_dim % 8 == 0) {
-    avx2::paged_attention_head(out, q, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads,
-                               kv.head_dim, kv_head, first, num_ctx, scale, shape.softcap, scores);
+  if (matmul_has_simd() && kv.head_dim % 8 == 0 && num_queries <= kMaxAttentionGroup) {
+    avx2::paged_attention_group(queries, num_queries, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size,
+                                kv.num_kv_heads, kv.head_dim, kv_head, scale, softcap, scores, score_stride);
     return;
   }
 #endif
-  paged_attention_head_ex_reference(out, q, kv, kv_head, num_ctx, shape, scores);
+  for (int32_t j = 0; j < num_queries; ++j)
+    paged_attention_head_ex_reference(queries[j].out, queries[j].q, kv, kv_head, queries[j].num_ctx,
+                                      AttentionShape{queries[j].first, scale, softcap}, scores);
+}
+
+void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
+                             const AttentionShape& shape, float* scores) {
+  const AttentionQuery one{q, out, shape.first > 0 ? shape.first : 0, num_ctx};
+  paged_attention_group(&one, 1, kv, kv_head, shape.scale, shape.softcap, scores, num_ctx);
 }
 
 void paged_attention_head_ex_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,

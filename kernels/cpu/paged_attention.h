@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "cpu/attention_query.h"
+
 namespace gb::kernels {
 
 struct PagedKvView {
@@ -48,6 +50,17 @@ void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, 
                              const AttentionShape& shape, float* scores);
 void paged_attention_head_ex_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
                                        int32_t num_ctx, const AttentionShape& shape, float* scores);
+// Several queries that read the same KV head of one sequence (the query heads
+// of a GQA group, at one or more positions of a prefill): each K and V row is
+// read once for all of them. Query j sees positions first .. num_ctx - 1 and
+// writes out (head_dim); its result equals paged_attention_head_ex with
+// AttentionShape{first, scale, softcap} bit for bit, whatever the other queries
+// are. scores: scratch of num_queries * score_stride floats, score_stride >=
+// the widest num_ctx - first. At most kMaxAttentionGroup queries per call.
+inline constexpr int32_t kMaxAttentionGroup = 256;
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv, int32_t kv_head,
+                           float scale, float softcap, float* scores, int64_t score_stride);
+
 // The scalar oracle (run.c's arithmetic).
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,
                                     int32_t num_ctx, float* scores);

@@ -122,3 +122,21 @@ GB_TEST(bench_json_reports_bandwidth_and_fma_peak) {
   QVERIFY(std::abs(j["prefill_gflops"].get<double>() - flops) <= 1e-9 * flops);
   QVERIFY(std::abs(j["prefill_fraction_of_fma_peak"].get<double>() - flops / peak) <= 1e-9 * flops / peak);
 }
+
+// `probe` needs no model: the same processor and kernel level as `bench`, and
+// a peak and bandwidths that are positive numbers (their size is the machine's).
+GB_TEST(probe_json_reports_peak_and_bandwidth_without_a_model) {
+  const auto r = gbtest::run_cli("probe --threads 1 --json", false);
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  const auto j = nlohmann::json::parse(r.output, nullptr, false);
+  QVERIFY2(j.is_object(), r.output.c_str());
+  const std::string cpu = cpuinfo_model_name();
+  if (!cpu.empty()) QCOMPARE(j["processor"].get<std::string>(), cpu);
+  QCOMPARE(j["threads"].get<int>(), 1);
+  QVERIFY(!j["instruction_sets"].get<std::string>().empty());
+  for (const char* key : {"fma_peak_gflops_per_thread", "read_bandwidth_gb_s_1_thread", "read_bandwidth_gb_s"})
+    QVERIFY2(j[key].is_number() && j[key].get<double>() > 0.0, key);
+  QCOMPARE(j["fma_peak_gflops"].get<double>(), j["fma_peak_gflops_per_thread"].get<double>());
+  const auto bad = gbtest::run_cli("probe --threads -2", false);
+  QVERIFY(bad.exit_code != 0);
+}

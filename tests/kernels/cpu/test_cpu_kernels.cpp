@@ -4,6 +4,7 @@
 // attention against direct formulas.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -140,6 +141,43 @@ GB_TEST(paged_attention_matches_contiguous_formula) {
       o += s[static_cast<size_t>(t)] / z * v[static_cast<size_t>(base + i)];
     }
     QVERIFY(std::abs(o - out[static_cast<size_t>(i)]) < 1e-5);
+  }
+}
+
+// The grouped kernel (a GQA group at several positions reading each K/V row
+// once) gives every query exactly what it gets alone, whatever the others in
+// the call see (causal ends, sliding-window starts, softcap), and stays close
+// to the scalar reference.
+GB_TEST(paged_attention_group_equals_each_query_alone) {
+  const int32_t kv_heads = 3, d = 16, bs = 4, nblocks = 14, group = 4, positions = 9, base_pos = 40;
+  const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 41, 2.0f);
+  const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 42);
+  const auto q = gbtest::random_normals(static_cast<size_t>(positions * group * d), 43, 2.0f);
+  const std::vector<int32_t> table = {13, 4, 9, 0, 11, 2, 7, 12, 1, 8, 5, 10, 3, 6};
+  PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+  for (const float cap : {0.0f, 2.5f}) {
+    for (const int32_t window : {0, 7}) {
+      std::vector<AttentionQuery> queries;
+      std::vector<float> out(static_cast<size_t>(positions * group * d), -1.0f);
+      for (int32_t p = 0; p < positions; ++p)
+        for (int32_t g = 0; g < group; ++g) {
+          const int32_t pos = base_pos + p, j = p * group + g;
+          const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
+          queries.push_back({q.data() + j * d, out.data() + j * d, first, pos + 1});
+        }
+      const int32_t stride = base_pos + positions;
+      std::vector<float> scores(queries.size() * static_cast<size_t>(stride));
+      paged_attention_group(queries.data(), static_cast<int32_t>(queries.size()), kv, 2, 0.0f, cap, scores.data(),
+                            stride);
+      std::vector<float> alone(d), ref(d), one_scores(static_cast<size_t>(stride));
+      for (const AttentionQuery& qj : queries) {
+        const AttentionShape shape{qj.first, 0.0f, cap};
+        paged_attention_head_ex(alone.data(), qj.q, kv, 2, qj.num_ctx, shape, one_scores.data());
+        QVERIFY2(std::memcmp(alone.data(), qj.out, sizeof(float) * d) == 0, "a query differs from itself alone");
+        paged_attention_head_ex_reference(ref.data(), qj.q, kv, 2, qj.num_ctx, shape, one_scores.data());
+        for (int32_t i = 0; i < d; ++i) QVERIFY(std::abs(ref[static_cast<size_t>(i)] - qj.out[i]) < 1e-5f);
+      }
+    }
   }
 }
 

@@ -1,6 +1,7 @@
-// Quantized-weight matmuls: the AVX2 kernel of every type against the table's
+// Quantized-weight matmuls: the SIMD kernel of every type against the table's
 // scalar vec_dot oracle on random blocks (awkward row counts, 1..7 tokens so
-// both the 4-token tiles and the tails run, rows split as the thread pool
+// both the 4-token tiles and the tails run, 8..37 tokens for the packed
+// prefill with its token blocks, row panels and their tails, rows split as the thread pool
 // splits them and run on several threads at once); the oracle against float
 // arithmetic on the dequantized weights within the 8-bit activation bound; and
 // the activation quantizer against its definition.
@@ -143,12 +144,43 @@ GB_TEST(fast_quant_kernels_match_oracle_every_type) {
     const int64_t col_counts[] = {be, 2 * be, 3 * 256};
     for (int64_t rows : {1, 3, 7, 17})
       for (int64_t cols : col_counts)
-        for (int64_t tokens : {1, 2, 4, 5, 7}) {
+        for (int64_t tokens : {1, 2, 4, 5, 7, 8, 13, 37}) {
           check_fast_vs_oracle(t, rows, cols, tokens, 1);
           if (QTest::currentTestFailed()) return;
         }
   }
   QVERIFY2(compared > 0, "AVX2 is on, yet no quantized type has a fast kernel");
+}
+
+// Prefill (packed panels from 8 tokens on) and decode must give the same bits
+// for a token: 8-bit activation quantization after every matmul would turn a
+// last-bit difference into a different int8 value. Both kernel levels this CPU
+// runs are checked, each against itself.
+GB_TEST(packed_prefill_equals_token_by_token_decode_bit_for_bit) {
+  if (!matmul_has_simd()) QSKIP("SIMD off: no packed prefill to compare");
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (WeightType t : kQuantTypes) {
+      const int64_t be = weight_traits(t).block_elements;
+      for (int64_t cols : {int64_t{3 * 256}, 5 * be}) {
+        const int64_t rows = 7, tokens = 37;
+        Case c = make_case(t, rows, cols, tokens);
+        std::vector<float> batch(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
+        matmul_weights_with(isa, batch.data(), rows, {nullptr, c.xq.data()}, c.w.data(), c.stride(), *c.tr, tokens,
+                            cols, 0, rows);
+        for (int64_t tk = 0; tk < tokens; ++tk) {
+          const MatmulInput in{nullptr, c.xq.data() + tk * cols / kActBlock};
+          matmul_weights_with(isa, one.data(), rows, in, c.w.data(), c.stride(), *c.tr, 1, cols, 0, rows);
+          for (int64_t r = 0; r < rows; ++r)
+            QVERIFY2(std::memcmp(&one[static_cast<size_t>(r)], &batch[static_cast<size_t>(tk * rows + r)], 4) == 0,
+                     (std::string(c.tr->name) + " " + isa_name(isa) + " cols " + std::to_string(cols) + " token " +
+                      std::to_string(tk) + " row " + std::to_string(r) + ": decode " + std::to_string(one[static_cast<size_t>(r)]) +
+                      " prefill " + std::to_string(batch[static_cast<size_t>(tk * rows + r)]))
+                         .c_str());
+        }
+      }
+    }
+  }
 }
 
 GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
@@ -157,6 +189,8 @@ GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
   for (WeightType t : kQuantTypes) {
     if (!matmul_weights_has_simd(t)) continue;
     check_fast_vs_oracle(t, 67, 512, 6, 4);
+    if (QTest::currentTestFailed()) return;
+    check_fast_vs_oracle(t, 67, 512, 41, 3);
     if (QTest::currentTestFailed()) return;
   }
 }
