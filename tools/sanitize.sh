@@ -4,8 +4,8 @@
 #   tools/sanitize.sh asan    ASan+UBSan (clang, the `fuzz` preset: also builds the
 #                             fuzz harnesses on the same objects): engine, CLI and
 #                             their tests, then the fuzz regression pass
-#   tools/sanitize.sh tsan    TSan (the `tsan` preset): the thread pool, the server's
-#                             engine worker and the workbench's engine-thread tests
+#   tools/sanitize.sh tsan    TSan (the `tsan` preset): the thread pool and the
+#                             server's engine worker
 #   tools/sanitize.sh all     both
 # Build folders: build/asan-fuzz and build/tsan, or $GLASSBOX_SANITIZE_BUILD_ROOT/...
 # Extra arguments go to ctest. Suppressions (each with its reason) live in
@@ -25,8 +25,13 @@ GLASSBOX_SANITIZERS=1 "$root/tools/install-deps.sh"
 # openai Python client test (it installs a package from PyPI into a venv).
 ASAN_EXCLUDE='_bench$|^openai_python_client$'
 ASAN_EXCLUDE_LABELS='gui|cuda|fuzz|slow'
-# The TSan run: the tests whose code runs on several threads.
-TSAN_TESTS=(core_thread_pool_test test_openai_server ui_workbench_test ui_chat_branch_test)
+# The TSan run: the tests whose code runs on several threads. The workbench's
+# controller tests (ui_workbench_test, ui_chat_branch_test) are not in it: Qt and
+# glib are not built with TSan, so every hand-over through a queued connection or
+# the event loop is invisible to it and reports races that are not there, and the
+# only suppression that silences them (any stack through libQt6Core or glib) also
+# hides every race on the engine thread. See docs/testing.md.
+TSAN_TESTS=(core_thread_pool_test test_openai_server)
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
