@@ -9,6 +9,10 @@
 #   ctest-cuda.xml        JUnit report of `ctest -L cuda`
 #   memcheck-*.txt        compute-sanitizer memcheck of the CUDA test binaries
 #   bench-cli-p*.json     glassbox-cli bench --device cuda (batch 1, TTFT, roofline)
+#   bench-quant-*.json    the same for quantized weights on the device: the small
+#                         quant-llama Q4_K_M / Q8_0 files of the shared data, and
+#                         the synthetic tinyllama-1.1b quantized to Q4_K_M by
+#                         glassbox-cli quantize
 #   cuda-bench.json       glassbox_cuda_bench: decode tok/s at batch 1/8/32/64,
 #                         TTFT for 512/2048-token prompts, batch-1 roofline ratio
 #
@@ -175,7 +179,8 @@ export GLASSBOX_SHARED_DIR="$SHARED"
 run_stage configure 90 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGLASSBOX_UI=OFF -DGLASSBOX_CUDA=ON \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GLASSBOX_CUDA_ARCH:-90}" -DGLASSBOX_SHARED_DIR="$SHARED" "${CMAKE_EXTRA[@]}" || exit 1
 ((CONFIGURE_ONLY)) && exit 0
-TARGETS=(glassbox-cli glassbox_cuda_bench test_cuda_kernels test_cuda_attention test_cuda_backend test_cuda_golden)
+TARGETS=(glassbox-cli glassbox_cuda_bench test_cuda_kernels test_cuda_quant test_cuda_attention test_cuda_backend
+         test_cuda_golden test_cuda_quant_llama test_cuda_backend_ops)
 run_stage build 240 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}" || exit 1
 
 # --- 3. tests ------------------------------------------------------------------
@@ -191,6 +196,7 @@ memcheck() {  # memcheck NAME BINARY [CASE]
 }
 if [[ -x "$SANITIZER" ]]; then
   memcheck kernels "$TESTS_DIR/test_cuda_kernels"
+  memcheck quant "$TESTS_DIR/test_cuda_quant"
   memcheck attention "$TESTS_DIR/test_cuda_attention"
   memcheck backend "$TESTS_DIR/test_cuda_backend" chunked_prefill_equals_one_shot_and_scrambled_equals_contiguous
 else
@@ -198,11 +204,23 @@ else
   record memcheck "failed(missing)" 0
 fi
 
-# --- 5. synthetic tinyllama-1.1b F16 and benchmarks -------------------------------
+# --- 5. quantized weights on the device: quant-llama files, then tinyllama Q4_K_M -----
 CLI="$BUILD/app/glassbox-cli"
 MODEL="$WORK/tinyllama-1.1b-f16.gguf"
+QMODEL="$WORK/tinyllama-1.1b-q4_k_m.gguf"
 mkdir -p "$WORK"
+bench_cli() {  # bench_cli NAME MODEL PROMPT_TOKENS
+  run_stage "bench_$1" 60 "$CLI" bench -m "$2" --device cuda --prompt-tokens "$3" --gen-tokens 64 \
+    --repeats 2 --skip-bandwidth --json --out "$OUT/bench-$1.json"
+}
+for q in Q4_K_M Q8_0; do
+  bench_cli "quant-llama-$q" "$SHARED/models/quant-llama/quant-llama-$q.gguf" 512
+done
+# --- 6. synthetic tinyllama-1.1b F16 and benchmarks -------------------------------
 if [[ -f "$MODEL" ]] || run_stage synth 90 "$CLI" synth --shape tinyllama-1.1b --dtype f16 --out "$MODEL"; then
+  if [[ -f "$QMODEL" ]] || run_stage quantize_q4_k_m 120 "$CLI" quantize "$MODEL" "$QMODEL" Q4_K_M; then
+    bench_cli quant-tinyllama-q4_k_m-p512 "$QMODEL" 512
+  fi
   run_stage bench_cuda 150 bash -c "'$BUILD/tests/kernels/cuda/glassbox_cuda_bench' '$MODEL' --batches 1,8,32,64 \
     --prompts 512,2048 --steps 32 --peak-gb-s 4300 > '$OUT/cuda-bench.json'"
   for p in 512 2048; do

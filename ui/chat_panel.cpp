@@ -277,6 +277,8 @@ void ChatPanel::rerender() {
   renderedTokens_ = 0;
   renderedOwn_ = 0;
   renderedKnown_ = false;
+  renderedReasoning_ = false;
+  view_->beginAppend();  // laid out once, not once per token
   if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendMessage(conversation_.systemPrompt, -1);
@@ -300,9 +302,21 @@ void ChatPanel::rerender() {
     const RequestInfo* r = model_->request(key);
     renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
     renderedKnown_ = r != nullptr;
+    renderedReasoning_ = findReasoning(tokens).size() > 0;
   }
+  view_->endAppend();
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
+}
+
+bool ChatPanel::mayHaveReasoning(const RequestInfo& r) const {
+  // Whole-answer scans per frame grow with the answer: only the new tokens (and
+  // a marker's worth of text before them) are searched for a <think> marker.
+  if (renderedReasoning_) return true;
+  QString tail;
+  const int from = std::max(0, renderedOwn_ - 8);
+  for (size_t i = static_cast<size_t>(from); i < r.tokens.size(); ++i) tail += r.tokens[i].text;
+  return tail.contains(QLatin1String("think>"));
 }
 
 void ChatPanel::onBatch() {
@@ -322,10 +336,12 @@ void ChatPanel::onBatch() {
     // A request rendered before its first events arrived showed the turn's old
     // text: draw it once properly (with a branch's ancestry), then append.
     // Reasoning is folded (or restyled) as a whole: redraw while an answer has it.
-    if (r && (!renderedKnown_ || findReasoning(r->tokens).size() > 0)) {
+    if (r && (!renderedKnown_ || mayHaveReasoning(*r))) {
       rerender();
     } else if (r && own >= renderedOwn_) {
+      view_->beginAppend();  // the batch's tokens are laid out once
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
+      view_->endAppend();
       renderedTokens_ += own - renderedOwn_;
       renderedOwn_ = own;
       view_->ensureCursorVisible();

@@ -43,6 +43,7 @@ namespace gbui {
 
 class PromptView;
 class SessionModel;
+struct RequestInfo;
 
 // Where reasoning sits in an answer's tokens: [begin, end) token indices, the
 // markers included; `closed` once </think> was generated. begin == end: none.
@@ -145,6 +146,8 @@ class ChatPanel : public QWidget {
   int renderedTokens_ = 0;       // of those, how many are shown (fork ancestry included)
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
   bool renderedKnown_ = false;   // the model knew that request when it was rendered
+  bool renderedReasoning_ = false;  // the rendered answer has a <think> block
+  bool mayHaveReasoning(const RequestInfo& r) const;  // rendered or in the new tokens
 };
 
 }  // namespace gbui

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "engine_controller_state.h"
+#include "trace_spool.h"
 #include "core/utf8.h"
 #include "engine_event_mirror.h"
 #include "model/architecture.h"
@@ -145,8 +146,6 @@ UiModelInfo EngineController::modelInfo() const {
 }
 
 namespace {
-constexpr int kKeptSpools = 5;  // spool files of earlier sessions kept (crash recovery)
-
 QString traceSpoolDir() {
   return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/traces");
 }
@@ -156,12 +155,9 @@ void EngineController::startTraceSpool() {
   const QString dir = traceSpoolDir();
   QDir().mkpath(dir);
   QDir d(dir);
-  const QStringList old = d.entryList({QStringLiteral("session-*.jsonl")}, QDir::Files, QDir::Time);
-  // Earlier sessions' files beyond the newest few go; this process's own stay
-  // (another window of it may still be recording into one).
-  const QString ours = QStringLiteral("-%1-").arg(QCoreApplication::applicationPid());
-  for (int i = kKeptSpools - 1; i < old.size(); ++i)
-    if (!old[i].contains(ours)) d.remove(old[i]);
+  // Earlier sessions' files go, oldest first, beyond the size cap; this
+  // process's own and other running processes' stay (trace_spool.h).
+  pruneTraceSpools(dir, traceSpoolCapBytes(), QStringLiteral("-%1-").arg(QCoreApplication::applicationPid()));
   auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
   if (!header) return;
   header->kv_block_size = state_->engine->block_size();
@@ -182,6 +178,9 @@ void EngineController::startTraceSpool() {
     return;
   }
   state_->spool = std::move(*spool);
+  state_->spoolLock = std::make_unique<QLockFile>(spoolLockPath(path));
+  state_->spoolLock->setStaleLockTime(0);  // a live writer's lock never goes stale
+  if (!state_->spoolLock->tryLock(0)) state_->spoolLock.reset();  // the process marker still protects it
 }
 
 void EngineController::flushTraceSpool() {

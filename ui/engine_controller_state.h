@@ -3,6 +3,7 @@
 // Threads: the controller's thread only.
 #pragma once
 
+#include <QLockFile>
 #include <QString>
 #include <QVector>
 #include <chrono>
@@ -39,6 +40,7 @@ struct EngineController::State {
   // Every event of this session, written as it happens (a crash loses at most
   // the last second) to a spool file that Export trace reads back.
   std::unique_ptr<gb::TraceWriter> spool;
+  std::unique_ptr<QLockFile> spoolLock;   // held while the spool is written (trace_spool.h)
   bool spoolFailed = false;               // its error was reported once
   std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any
   quint64 comparisonTag = 0;
@@ -78,7 +80,8 @@ struct EngineController::State {
     remoteTokenIds.clear();
     comparison.reset();
     engine.reset();
-    spool.reset();  // flushed and closed; the file stays (the newest few are kept)
+    spool.reset();  // flushed and closed; the file stays (pruned to the size cap later)
+    spoolLock.reset();  // unlocked: the file may be pruned now
     spoolFailed = false;
   }
 };

@@ -38,6 +38,26 @@ QCPGraph* addGraph(QCustomPlot* plot, const QString& name, const QColor& color, 
   return g;
 }
 
+// Fits `axis` to the values its graphs show in the x range on screen: a binary
+// search and a pass over the shown points, not over the whole session (U5).
+constexpr double kRatePointMs = 50.0;
+
+void fitShownValues(QCustomPlot* plot, QCPAxis* axis) {
+  QCPRange y;
+  bool any = false;
+  for (int i = 0; i < plot->graphCount(); ++i) {
+    QCPGraph* g = plot->graph(i);
+    if (g->valueAxis() != axis || !g->visible()) continue;
+    bool found = false;
+    const QCPRange r = g->getValueRange(found, QCP::sdBoth, plot->xAxis->range());
+    if (!found) continue;
+    if (any) y.expand(r);
+    else y = r;
+    any = true;
+  }
+  if (any) axis->setRange(y.lower, y.upper > y.lower ? y.upper : y.lower + 1.0);
+}
+
 }  // namespace
 
 PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
@@ -120,6 +140,8 @@ void PerformancePanel::reset() {
   static_cast<QCPBars*>(ttft_->plottable(0))->data()->clear();
   lastTokenMs_.clear();
   tokenTimesMs_.clear();
+  firstTokenMs_ = -1.0;
+  lastRateMs_ = -1e300;
   numTokens_ = 0;
   numRequests_ = 0;
   numRemoteSamples_ = 0;
@@ -139,11 +161,17 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
       }
       lastTokenMs_[t->request] = tMs;
       latency_->graph(0)->addData(numTokens_++, latency);
+      // Tokens in the trailing second ending now; older times are dropped. The
+      // chart gets a point every 50 ms at most: a point per token put 60,000
+      // points in its 30-second window at 2,000 tokens/s (U5).
+      if (firstTokenMs_ < 0) firstTokenMs_ = tMs;
       tokenTimesMs_.push_back(tMs);
-      // Tokens in the trailing second ending now.
-      const auto first = std::lower_bound(tokenTimesMs_.begin(), tokenTimesMs_.end(), tMs - 1000.0);
-      const double span = std::max(1.0, std::min(1000.0, tMs - tokenTimesMs_.front()));
-      throughput_->graph(0)->addData(tMs / 1000.0, double(tokenTimesMs_.end() - first) * 1000.0 / span);
+      while (!tokenTimesMs_.empty() && tokenTimesMs_.front() < tMs - 1000.0) tokenTimesMs_.pop_front();
+      if (tMs - lastRateMs_ >= kRatePointMs) {
+        const double span = std::max(1.0, std::min(1000.0, tMs - firstTokenMs_));
+        throughput_->graph(0)->addData(tMs / 1000.0, double(tokenTimesMs_.size()) * 1000.0 / span);
+        lastRateMs_ = tMs;
+      }
     } else if (const auto* f = std::get_if<UiFinished>(&e.body)) {
       if (f->numGenerated > 0)
         static_cast<QCPBars*>(ttft_->plottable(0))->addData(double(++numRequests_), f->ttftMs);
@@ -172,15 +200,17 @@ void PerformancePanel::rescale() {
     const int keyGraph = p == steps_ && p->graph(0)->data()->isEmpty() ? 3 : 0;
     const QCPRange keys = p->graph(keyGraph)->getKeyRange(found);
     if (found) p->xAxis->setRange(std::max(keys.lower, keys.upper - window), std::max(keys.upper, keys.lower + 1));
-    p->yAxis->rescale();
-    if (p == steps_)
-      p->yAxis2->setRange(0, std::max({1.0, p->graph(3)->getValueRange(found).upper + 1,
-                                       p->graph(4)->getValueRange(found).upper + 1}));
+    fitShownValues(p, p->yAxis);
+    if (p == steps_) {
+      bool waiting = false, running = false;
+      p->yAxis2->setRange(0, std::max({1.0, p->graph(3)->getValueRange(waiting, QCP::sdBoth, p->xAxis->range()).upper + 1,
+                                       p->graph(4)->getValueRange(running, QCP::sdBoth, p->xAxis->range()).upper + 1}));
+    }
   }
   bool found = false;
   const QCPRange secs = throughput_->graph(0)->getKeyRange(found);
   if (found) throughput_->xAxis->setRange(std::max(secs.lower, secs.upper - 30.0), std::max(secs.upper, secs.lower + 1));
-  throughput_->yAxis->rescale();
+  fitShownValues(throughput_, throughput_->yAxis);
   ttft_->rescaleAxes();
   ttft_->xAxis->setRange(0, numRequests_ + 1);
   for (QCustomPlot* p : {latency_, ttft_, throughput_, steps_}) {

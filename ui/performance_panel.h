@@ -8,6 +8,7 @@
 #pragma once
 
 #include <QWidget>
+#include <deque>
 #include <map>
 
 #include "ui_events.h"
@@ -46,7 +47,9 @@ class PerformancePanel : public QWidget {
   QSpinBox* window_;
   QLabel* summary_;
   std::map<RequestKey, double> lastTokenMs_;
-  std::vector<double> tokenTimesMs_;  // every token's time, for the rolling rate
+  std::deque<double> tokenTimesMs_;  // the last second's token times, for the rolling rate
+  double firstTokenMs_ = -1.0;       // the session's first token (-1: none yet)
+  double lastRateMs_ = -1e300;       // when the rate chart last got a point
   int numTokens_ = 0;
   int numRequests_ = 0;
   int numRemoteSamples_ = 0;  // remote engine: /metrics samples charted

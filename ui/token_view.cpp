@@ -1,7 +1,13 @@
 #include "token_view.h"
 
+#include <QAbstractTextDocumentLayout>
+#include <QMimeData>
 #include <QMouseEvent>
 #include <QTextBlock>
+#include <QTextDocumentFragment>
+#include <QScrollBar>
+#include <QTextLayout>
+#include <QTimer>
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
@@ -14,13 +20,168 @@ TokenView::TokenView(QWidget* parent) : QTextEdit(parent) {
   viewport()->setMouseTracking(true);
   setUndoRedoEnabled(false);
   document()->setDocumentMargin(10);
+  reflowTimer_ = new QTimer(this);
+  reflowTimer_->setSingleShot(true);
+  reflowTimer_->setInterval(150);  // after the last resize step of a drag
+  connect(reflowTimer_, &QTimer::timeout, this, &TokenView::reflow);
 }
 
 void TokenView::clearAll() {
   reasoning_ = false;
+  if (appendDepth_ > 0) appendBatch_.endEditBlock();
+  appendDepth_ = 0;
   clear();
   spans_.clear();
   messages_.clear();
+  breaks_.clear();
+}
+
+int TokenView::toDocument(int pos) const {
+  // Breaks before character `pos` (a break at `pos` sits before it).
+  return pos + static_cast<int>(std::upper_bound(breaks_.begin(), breaks_.end(), pos) - breaks_.begin());
+}
+
+int TokenView::toTranscript(int documentPos) const {
+  // Break k sits at document position breaks_[k] + k, which grows with k.
+  int lo = 0, hi = static_cast<int>(breaks_.size());
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (breaks_[static_cast<size_t>(mid)] + mid < documentPos) lo = mid + 1;
+    else hi = mid;
+  }
+  return documentPos - lo;
+}
+
+std::pair<int, int> TokenView::documentRange(int begin, int end) const {
+  if (end <= begin) return {toDocument(begin), toDocument(begin)};
+  return {toDocument(begin), toDocument(end - 1) + 1};
+}
+
+int TokenView::transcriptEnd() const {
+  return document()->characterCount() - 1 - static_cast<int>(breaks_.size());
+}
+
+int TokenView::splitOffset(const QTextBlock& block) const {
+  // The start of the last wrapped line that leaves at most maxBlockChars_
+  // before it: the lines then look exactly as they did in one block.
+  document()->documentLayout()->blockBoundingRect(block);  // lays the block out
+  int best = 0;
+  if (const QTextLayout* layout = block.layout())
+    for (int i = 1; i < layout->lineCount(); ++i) {
+      const int start = layout->lineAt(i).textStart();
+      if (start > maxBlockChars_) break;
+      best = start;
+    }
+  if (best > 0) return best;
+  // No wrap point (no width yet, or one unbroken line): after the last space,
+  // else at the limit (never inside a surrogate pair). reflow() corrects it later.
+  const QString text = block.text();
+  const int space = static_cast<int>(text.lastIndexOf(QLatin1Char(' '), maxBlockChars_ - 1));
+  if (space > 0) return space + 1;
+  return text.at(maxBlockChars_ - 1).isHighSurrogate() ? maxBlockChars_ - 1 : maxBlockChars_;
+}
+
+void TokenView::boundBlock(QTextBlock block) {
+  // The width changes without a resize of this widget when the vertical scroll
+  // bar appears: the breaks placed so far need moving then.
+  if (!breaks_.empty() && static_cast<int>(document()->textWidth()) != reflowWidth_ && !reflowTimer_->isActive())
+    reflowTimer_->start();
+  while (block.isValid() && block.length() - 1 > maxBlockChars_) {
+    const int at = block.position() + splitOffset(block);
+    const int pos = toTranscript(at);
+    breaks_.insert(std::upper_bound(breaks_.begin(), breaks_.end(), pos), pos);
+    QTextCursor c(document());
+    c.setPosition(at);
+    c.insertBlock();
+    block = block.next();
+    reflowWidth_ = static_cast<int>(document()->textWidth());
+  }
+}
+
+void TokenView::beginAppend() {
+  if (appendDepth_++ > 0) return;
+  appendBatch_ = QTextCursor(document());
+  appendBatch_.beginEditBlock();
+}
+
+void TokenView::endAppend() {
+  if (appendDepth_ == 0 || --appendDepth_ > 0) return;
+  appendBatch_.endEditBlock();  // one layout of what the batch changed
+  boundBlock(document()->lastBlock());
+}
+
+void TokenView::afterAppend() {
+  if (appendDepth_ == 0) {
+    boundBlock(document()->lastBlock());
+    return;
+  }
+  // A long batch (a whole answer redrawn) is bounded as it goes: splitting one
+  // huge block would lay it out again for every split.
+  if (document()->lastBlock().length() > 4 * maxBlockChars_) {
+    appendBatch_.endEditBlock();
+    boundBlock(document()->lastBlock());
+    appendBatch_.beginEditBlock();
+  }
+}
+
+void TokenView::reflow() {
+  reflowTimer_->stop();
+  if (breaks_.empty()) return;
+  // Each old break is removed (joining its two blocks) and the joined block is
+  // split again at the new width's wrap points. Left to right: the breaks
+  // placed so far all lie before the old break being removed.
+  std::vector<int> old;
+  old.swap(breaks_);
+  QTextCursor c(document());
+  for (const int pos : old) {
+    const int at = pos + static_cast<int>(breaks_.size());
+    c.setPosition(at);
+    c.deleteChar();
+    boundBlock(document()->findBlock(at));
+  }
+  reflowWidth_ = static_cast<int>(document()->textWidth());
+}
+
+void TokenView::resizeEvent(QResizeEvent* event) {
+  QTextEdit::resizeEvent(event);
+  if (!breaks_.empty() && static_cast<int>(document()->textWidth()) != reflowWidth_) reflowTimer_->start();
+}
+
+bool TokenView::viewportEvent(QEvent* event) {
+  // The viewport narrows when the vertical scroll bar appears (the widget keeps its size).
+  const bool handled = QTextEdit::viewportEvent(event);
+  if (event->type() == QEvent::Resize && !breaks_.empty() &&
+      static_cast<int>(document()->textWidth()) != reflowWidth_)
+    reflowTimer_->start();
+  return handled;
+}
+
+QString TokenView::transcriptText() const {
+  QString text = document()->toPlainText();  // one character per document position
+  for (size_t k = breaks_.size(); k-- > 0;) text.remove(breaks_[k] + static_cast<int>(k), 1);
+  return text;
+}
+
+QMimeData* TokenView::createMimeDataFromSelection() const {
+  const QTextCursor selection = textCursor();
+  if (breaks_.empty() || !selection.hasSelection()) return QTextEdit::createMimeDataFromSelection();
+  // The selection's fragment without the soft breaks inside it: rich and plain
+  // text then join a long paragraph's lines as the transcript has them.
+  const int from = selection.selectionStart(), to = selection.selectionEnd();
+  QTextDocument copy;
+  QTextCursor c(&copy);
+  c.insertFragment(QTextDocumentFragment(selection));
+  for (size_t k = breaks_.size(); k-- > 0;) {
+    const int at = breaks_[k] + static_cast<int>(k);
+    if (at >= to) continue;
+    if (at < from) break;
+    c.setPosition(at - from);
+    c.deleteChar();
+  }
+  auto* mime = new QMimeData;
+  mime->setHtml(copy.toHtml());
+  mime->setText(copy.toPlainText());
+  return mime;
 }
 
 void TokenView::appendLabel(const QString& text) {
@@ -38,17 +199,20 @@ void TokenView::appendPlain(const QString& text) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   c.insertText(text, QTextCharFormat());
+  afterAppend();
 }
 
 void TokenView::appendMessage(const QString& text, int turn) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
-  const int begin = c.position();
+  const int begin = transcriptEnd();
   c.insertText(text, QTextCharFormat());
-  messages_.push_back({begin, c.position(), turn});
+  messages_.push_back({begin, transcriptEnd(), turn});
+  afterAppend();
 }
 
-std::optional<int> TokenView::messageAt(int pos) const {
+std::optional<int> TokenView::messageAt(int documentPos) const {
+  const int pos = toTranscript(documentPos);
   for (const MessageSpan& m : messages_)
     if (pos >= m.begin && pos < m.end) return m.turn;
   return std::nullopt;
@@ -56,7 +220,7 @@ std::optional<int> TokenView::messageAt(int pos) const {
 
 std::optional<std::pair<int, int>> TokenView::messageRange(int turn) const {
   for (const MessageSpan& m : messages_)
-    if (m.turn == turn) return std::make_pair(m.begin, m.end);
+    if (m.turn == turn) return documentRange(m.begin, m.end);
   return std::nullopt;
 }
 
@@ -67,12 +231,13 @@ void TokenView::appendNote(const QString& text) {
   f.setFontItalic(true);
   f.setForeground(QColor(0x70, 0x70, 0x70));
   c.insertText(text, f);
+  afterAppend();
 }
 
 void TokenView::appendToken(const UiToken& token) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
-  const int begin = c.position();
+  const int begin = transcriptEnd();
   QTextCharFormat f;
   f.setBackground(colorFor(token));
   if (reasoning_) {
@@ -88,7 +253,8 @@ void TokenView::appendToken(const UiToken& token) {
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
-  spans_.push_back({begin, c.position(), token});
+  spans_.push_back({begin, transcriptEnd(), token});
+  afterAppend();
 }
 
 QTextCharFormat::UnderlineStyle TokenView::originUnderline(int origin) {
@@ -116,7 +282,7 @@ QColor TokenView::originColor(int origin) {
 QTextCharFormat TokenView::spanFormat(int i) const {
   const Span& s = spans_[static_cast<size_t>(i)];
   QTextCursor c(document());
-  c.setPosition(s.begin + 1);  // the format of the character before the cursor
+  c.setPosition(toDocument(s.begin) + 1);  // the format of the character before the cursor
   return c.charFormat();
 }
 
@@ -208,7 +374,8 @@ QString TokenView::tooltipFor(const UiToken& t) const {
   return tip;
 }
 
-const UiToken* TokenView::tokenAt(int pos) const {
+const UiToken* TokenView::tokenAt(int documentPos) const {
+  const int pos = toTranscript(documentPos);
   auto it = std::upper_bound(spans_.begin(), spans_.end(), pos, [](int p, const Span& s) { return p < s.begin; });
   if (it == spans_.begin()) return nullptr;
   --it;
@@ -221,8 +388,9 @@ void TokenView::setSelected(RequestKey request, int index) {
     if (s.token.request != request || s.token.index != index) continue;
     QTextEdit::ExtraSelection e;
     e.cursor = QTextCursor(document());
-    e.cursor.setPosition(s.begin);
-    e.cursor.setPosition(s.end, QTextCursor::KeepAnchor);
+    const auto [begin, end] = documentRange(s.begin, s.end);
+    e.cursor.setPosition(begin);
+    e.cursor.setPosition(end, QTextCursor::KeepAnchor);
     e.format.setUnderlineStyle(QTextCharFormat::SingleUnderline);
     e.format.setFontUnderline(true);
     e.format.setUnderlineColor(Qt::blue);
@@ -232,11 +400,36 @@ void TokenView::setSelected(RequestKey request, int index) {
   setExtraSelections(sel);
 }
 
+int TokenView::characterAt(const QPoint& viewportPoint) const {
+  // cursorForPosition gives the nearest boundary between characters: the
+  // character is the one on either side of it whose box holds the point.
+  const int boundary = cursorForPosition(viewportPoint).position();
+  const QPointF point = QPointF(viewportPoint) + QPointF(horizontalScrollBar()->value(), verticalScrollBar()->value());
+  for (int pos : {boundary - 1, boundary}) {
+    if (pos < 0 || pos >= document()->characterCount()) continue;
+    if (document()->characterAt(pos).isLowSurrogate()) --pos;  // a pair is one character
+    const QTextBlock block = document()->findBlock(pos);
+    const int offset = pos - block.position();
+    const QTextLayout* layout = block.layout();
+    if (!layout || offset >= block.length() - 1) continue;  // the block's separator
+    const int next = offset + (document()->characterAt(pos).isHighSurrogate() ? 2 : 1);
+    const QTextLine line = layout->lineForTextPosition(offset);
+    if (!line.isValid()) continue;
+    const QPointF origin = document()->documentLayout()->blockBoundingRect(block).topLeft();
+    const qreal x0 = origin.x() + line.cursorToX(offset), x1 = origin.x() + line.cursorToX(next);
+    const qreal top = origin.y() + line.y();
+    if (point.y() >= top && point.y() < top + line.height() && point.x() >= std::min(x0, x1) &&
+        point.x() < std::max(x0, x1))
+      return pos;
+  }
+  return -1;
+}
+
 void TokenView::mouseMoveEvent(QMouseEvent* event) {
-  const QTextCursor c = cursorForPosition(event->position().toPoint());
-  if (const UiToken* t = tokenAt(c.position()))
+  const int at = characterAt(event->position().toPoint());
+  if (const UiToken* t = at < 0 ? nullptr : tokenAt(at))
     QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*t), this);
-  else if (messageAt(c.position()))
+  else if (at >= 0 && messageAt(at))
     QToolTip::showText(event->globalPosition().toPoint(),
                        tr("Double-click to edit: sending the edit starts a new branch from here"), this);
   else
@@ -245,14 +438,14 @@ void TokenView::mouseMoveEvent(QMouseEvent* event) {
 }
 
 void TokenView::mousePressEvent(QMouseEvent* event) {
-  const QTextCursor c = cursorForPosition(event->position().toPoint());
-  if (const UiToken* t = tokenAt(c.position())) emit tokenClicked(t->request, t->index);
+  const int at = characterAt(event->position().toPoint());
+  if (const UiToken* t = at < 0 ? nullptr : tokenAt(at)) emit tokenClicked(t->request, t->index);
   QTextEdit::mousePressEvent(event);
 }
 
 void TokenView::mouseDoubleClickEvent(QMouseEvent* event) {
-  const QTextCursor c = cursorForPosition(event->position().toPoint());
-  if (const std::optional<int> turn = messageAt(c.position())) emit messageActivated(*turn);
+  const int at = characterAt(event->position().toPoint());
+  if (const std::optional<int> turn = at < 0 ? std::nullopt : messageAt(at)) emit messageActivated(*turn);
   QTextEdit::mouseDoubleClickEvent(event);
 }
 

@@ -4,20 +4,36 @@
 // a click selects the token (tokenClicked). Speculative decoding marks tokens by
 // origin: accepted drafted tokens get a solid green underline, resampled tokens
 // (the target rejected the draft there) a red wavy one, bonus tokens a dotted
-// purple one; the hover names the rejected drafted token with its q and p. Tokens are appended incrementally
-// while streaming, so a long answer costs O(new tokens) per frame. Messages the
+// purple one; the hover names the rejected drafted token with its q and p. Messages the
 // user wrote (appendMessage) remember their turn: a double-click on one asks to
 // edit it (messageActivated).
+//
+// Long paragraphs: the text layout lays out a whole QTextBlock again whenever
+// text is added to it, so a 100,000-token answer in one paragraph would cost
+// O(answer) per token. A block that grows past maxBlockChars() is therefore
+// split into a new block at the start of one of its wrapped lines ("soft
+// breaks"): the lines look exactly as before, and each insert lays out at most
+// one bounded block. Soft breaks are not part of the transcript: token, message
+// and selection ranges are kept in transcript positions (document positions
+// without the soft breaks), copying leaves them out (createMimeDataFromSelection),
+// and when the width changes they are moved to the new wrap points (reflow).
+// Per-token data (spans_) lives beside the document, not in its formats.
 // Threads: UI thread.
 #pragma once
 
+#include <QTextBlock>
 #include <QTextCharFormat>
+#include <QTextCursor>
 #include <QTextEdit>
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "ui_events.h"
+
+class QMimeData;
+class QTimer;
 
 namespace gbui {
 
@@ -55,9 +71,25 @@ class TokenView : public QTextEdit {
   // The character format the document holds for token span `i` (tests read the markers back).
   QTextCharFormat spanFormat(int i) const;
   const UiToken& spanToken(int i) const { return spans_[static_cast<size_t>(i)].token; }
+  // The document position of the character drawn under a viewport point, -1 none.
+  int characterAt(const QPoint& viewportPoint) const;
   // The token under a document position, or nullptr.
   const UiToken* tokenAt(int documentPosition) const;
   void setSelected(RequestKey request, int index);
+  // The transcript as plain text, without soft breaks (what a full copy gives).
+  QString transcriptText() const;
+  // Blocks longer than this (characters) are split at a wrap point; tests lower it.
+  int maxBlockChars() const { return maxBlockChars_; }
+  void setMaxBlockChars(int chars) { maxBlockChars_ = std::max(chars, 16); }
+  int numSoftBreaks() const { return static_cast<int>(breaks_.size()); }
+  // Appends between beginAppend() and endAppend() (nestable) are laid out
+  // once, at endAppend(), instead of once per token: a frame's batch of tokens
+  // costs one layout of the last block.
+  void beginAppend();
+  void endAppend();
+  // Moves the soft breaks to the wrap points of the current width (runs by
+  // itself shortly after a resize; tests call it directly).
+  void reflow();
 
  signals:
   void tokenClicked(quint64 request, int index);
@@ -67,10 +99,24 @@ class TokenView : public QTextEdit {
   void mouseMoveEvent(QMouseEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  bool viewportEvent(QEvent* event) override;
+  QMimeData* createMimeDataFromSelection() const override;
 
  private:
+  // Transcript position <-> document position (they differ by the soft breaks before).
+  int toDocument(int transcriptPos) const;
+  int toTranscript(int documentPos) const;
+  // Document range [begin, end) of transcript range [begin, end).
+  std::pair<int, int> documentRange(int begin, int end) const;
+  int transcriptEnd() const;
+  // Splits `block` (and the blocks split off it) until none exceeds maxBlockChars_.
+  void boundBlock(QTextBlock block);
+  int splitOffset(const QTextBlock& block) const;
+  void afterAppend();  // bounds the last block (now, or at endAppend)
+
   struct Span {
-    int begin = 0, end = 0;
+    int begin = 0, end = 0;  // transcript positions
     UiToken token;
   };
   ColorMode mode_ = ColorMode::Probability;
@@ -79,7 +125,15 @@ class TokenView : public QTextEdit {
   struct MessageSpan {
     int begin = 0, end = 0, turn = 0;
   };
-  std::vector<MessageSpan> messages_;  // ascending document ranges of user messages
+  std::vector<MessageSpan> messages_;  // ascending transcript ranges of user messages
+  // Soft breaks, ascending: break k is a block separator in the document just
+  // before transcript character breaks_[k], at document position breaks_[k] + k.
+  std::vector<int> breaks_;
+  int maxBlockChars_ = 512;
+  int appendDepth_ = 0;
+  QTextCursor appendBatch_;  // holds the document's edit block while appending
+  int reflowWidth_ = -1;  // the text width the soft breaks were placed for
+  QTimer* reflowTimer_ = nullptr;
 };
 
 }  // namespace gbui

@@ -1,24 +1,29 @@
 // glassbox: the Qt workbench.
 //   glassbox [--model PATH | --connect URL [--api-key KEY]] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
 //            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
+//   glassbox --bench-chat N [--bench-paragraph-every K]
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
 // QT_QPA_PLATFORM=offscreen. With --speculative (e.g. "ngram:n=2,k=4") the prompt
 // is generated twice, speculatively and then plainly (a second branch), so the
 // Speculative panel can compare the two; the speculative run goes first so that
 // warm-up costs, if anything, count against it. The chat then shows the
-// speculative branch.
+// speculative branch. --bench-chat streams N synthetic tokens through the live
+// event path into the window and prints frame times and memory as JSON
+// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QIcon>
+#include <QJsonDocument>
 #include <QPainter>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
 
+#include "chat_bench.h"
 #include "chat_panel.h"
 #include "compare_view.h"
 #include "score_view.h"
@@ -110,9 +115,30 @@ int main(int argc, char** argv) {
   const QCommandLineOption connectTo("connect", "Use an OpenAI-compatible server as the engine instead of --model.",
                                      "http://HOST:PORT/v1");
   const QCommandLineOption apiKey("api-key", "Bearer key for --connect.", "KEY");
+  const QCommandLineOption benchChat("bench-chat", "Stream N synthetic tokens into the chat, print frame times as JSON.",
+                                     "N");
+  const QCommandLineOption benchParagraph("bench-paragraph-every", "With --bench-chat: a newline every K tokens (0: none).",
+                                          "K", "0");
   parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
-                     connectTo, apiKey});
+                     connectTo, apiKey, benchChat, benchParagraph});
   parser.process(app);
+  if (parser.isSet(benchChat)) {
+    gbui::ChatBenchOptions options;
+    options.tokens = parser.value(benchChat).toInt();
+    options.paragraphEvery = parser.value(benchParagraph).toInt();
+    if (options.tokens <= 0 || options.paragraphEvery < 0) {
+      std::fprintf(stderr, "glassbox: --bench-chat needs a positive token count\n");
+      return 2;
+    }
+    QFile::remove(QDir::temp().filePath("glassbox-bench-session.json"));
+    gbui::MainWindow window(QDir::temp().filePath("glassbox-bench-session.json"));
+    window.resize(parser.value(width).toInt(), parser.value(height).toInt());
+    window.show();
+    QApplication::processEvents();
+    const QJsonObject result = gbui::runChatBench(window, options);
+    std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
+    return 0;
+  }
 
   const bool shot = parser.isSet(screenshot);
   // Screenshots start from a fresh session so they do not depend on autosave state.

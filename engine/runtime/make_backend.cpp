@@ -14,17 +14,13 @@ namespace gb {
 namespace {
 
 #if defined(GLASSBOX_HAVE_CUDA)
-// The CUDA backend uploads float weights (F32/F16/BF16) only so far.
-bool cuda_runs_weights(const Model& model) {
-  for (const TensorView* t : model.all_tensors()) {
-    if (kernels::is_quantized(t->dtype)) return false;
-  }
-  return true;
-}
-
 // The CUDA backend when the device policy picks it; nullptr: use the CPU.
+// Auto falls back to the CPU for a weight type the device has no kernels for;
+// --device cuda reports it (naming the tensor and the type).
 Result<std::unique_ptr<Backend>> try_cuda(const std::shared_ptr<const Model>& model, Device device) {
-  if (device == Device::Cpu || (device == Device::Auto && !cuda_runs_weights(*model))) {
+  if (device == Device::Cpu) return std::unique_ptr<Backend>();
+  if (Status types = cuda_weights_supported(*model); !types) {
+    if (device == Device::Cuda) return make_error("--device cuda: " + types.error().message);
     return std::unique_ptr<Backend>();
   }
   std::string why;

@@ -10,8 +10,10 @@
 //   cuda    yes / yes / -                                   ->  CUDA (or make_cuda_backend's error)
 //   cuda    no build or no device                           ->  error "--device cuda: <why>"
 //
-// The CUDA backend runs float weights only so far, so auto keeps files with
-// quantized tensors on the CPU; an explicit cuda still tries and reports why not.
+// "Weights supported" is cuda_weights_supported(): F32/F16/BF16 and every
+// quantized type with CUDA kernels (all of kernels/cpu/weight_type.h today). For
+// a type without kernels auto stays on the CPU and cuda reports the first such
+// tensor and its type.
 //
 // Threads: any thread; the returned backend belongs to its one caller thread.
 #pragma once

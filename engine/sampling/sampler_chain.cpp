@@ -128,21 +128,13 @@ Result<SampledToken> SamplerChain::sample_with_draws(std::span<const float> logi
   const SampledToken token{set_.items[chosen].id, static_cast<float>(probs_[chosen]), u_pick};
 
   if (record) {
-    double entropy = 0.0;
-    for (double p : probs_)
-      if (p > 0.0) entropy -= p * std::log(p);
-    record->entropy_after = static_cast<float>(entropy);
+    record->entropy_after = final_entropy();
     record->chosen = token.id;
     record->chosen_prob = token.prob;
     record->chosen_logit = logits[static_cast<size_t>(token.id)];
     record->chosen_prob_before =
         static_cast<float>(std::exp(static_cast<double>(record->chosen_logit) - raw_max_ - raw_log_z_));
-    // Rank among the raw logits under the shared tie rule; -inf ranks last.
-    const Candidate me{token.id, record->chosen_logit};
-    int32_t rank = 0;
-    for (size_t i = 0; i < logits.size(); ++i)
-      rank += CandidateSet::ranks_before({static_cast<TokenId>(i), logits[i]}, me) ? 1 : 0;
-    record->chosen_rank = rank;
+    record->chosen_rank = raw_rank(logits, token.id, *record);
     record->draw = u_pick;
     record->xtc_draw = u_xtc;
     record->xtc_fired = xtc_fired;

@@ -78,6 +78,9 @@ class SamplerChain {
   void begin_record(std::span<const float> logits, TokenRecord& record);
   void record_stage(size_t stage_index, bool active, TokenRecord& record);
   void end_record(const TokenRecord& record);  // leaves slot_of_id_ all -1 again
+  float final_entropy() const;                 // of probs_, the distribution sampled
+  // 0-based rank of `id` among the raw logits (ties: lower id first).
+  int32_t raw_rank(std::span<const float> logits, TokenId id, const TokenRecord& record) const;
 
   SamplerSettings settings_;
   Status status_;

@@ -2,16 +2,67 @@
 // top-N candidates' probability after every stage. Kept apart from the sampling
 // path (sampler_chain.cpp) because it is optional and only costs when asked for.
 //
-// Cost: begin_record is O(vocab) (one exp per candidate, one heap-selection pass
-// for the N winners); record_stage is O(num_alive) for an active
-// stage and O(N) for an inactive one. slot_of_id_ (vocab_size ints) maps a token
-// id to its row in record.top so a stage column is filled in one pass.
+// Cost: begin_record is O(vocab): the maximum and the softmax sums in one
+// vectorised pass each (kernels/cpu/exp_sums.h, AVX2 when the CPU has it; about
+// 1 ulp of float per exp, sums in double), one heap-selection pass for the N
+// winners that skips 8 losers at a time. record_stage is O(num_alive) for an active stage (vectorised the same
+// way), then O(N) while the set is dense (id i at index i) or one pass through
+// slot_of_id_ (vocab_size ints, a token id's row in record.top) otherwise; O(N)
+// for an inactive stage. A record reused from token to token allocates nothing.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <tuple>
+#include <utility>
 
+#include "cpu/exp_sums.h"
 #include "sampling/sampler_chain.h"
 
 namespace gb {
+
+namespace {
+
+static_assert(sizeof(Candidate) == 2 * sizeof(float) && offsetof(Candidate, logit) == sizeof(float),
+              "exp_sums reads the logits of the candidate array with stride 2");
+
+// Max logit and log sum exp(logit - max) of the candidates alive now.
+std::pair<float, double> softmax_stats(const CandidateSet& set, double* weighted = nullptr) {
+  const float* logits = &set.items.data()->logit;
+  const int64_t n = static_cast<int64_t>(set.size());
+  const float m = kernels::max_strided(logits, n, 2);
+  const kernels::ExpSums sums = kernels::exp_sums(logits, n, 2, m);
+  if (weighted) *weighted = sums.weighted / sums.z;
+  return {m, std::log(sums.z)};
+}
+
+// CandidateSet::select_best with the losers skipped 8 at a time: only a logit
+// >= the worst kept one can rank before it (ties go to the lower id), and
+// after the first few hundred candidates almost none does. Same result.
+void select_best_skipping(const CandidateSet& set, size_t k, std::vector<Candidate>& out) {
+  out.clear();
+  if (k == 0) return;
+  const std::vector<Candidate>& items = set.items;
+  const float* logits = &items.data()->logit;
+  const int64_t n = static_cast<int64_t>(items.size());
+  int64_t i = 0;
+  for (; i < n && out.size() < k; ++i) {
+    out.push_back(items[static_cast<size_t>(i)]);
+    std::push_heap(out.begin(), out.end(), RanksBefore{});
+  }
+  while (i < n) {
+    i = kernels::skip_below(logits, n, 2, i, out.front().logit);
+    for (const int64_t end = std::min(i + 8, n); i < end; ++i) {
+      const Candidate& c = items[static_cast<size_t>(i)];
+      if (!RanksBefore{}(c, out.front())) continue;
+      std::pop_heap(out.begin(), out.end(), RanksBefore{});
+      out.back() = c;
+      std::push_heap(out.begin(), out.end(), RanksBefore{});
+    }
+  }
+  std::sort_heap(out.begin(), out.end(), RanksBefore{});
+}
+
+}  // namespace
 
 void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& record) {
   const size_t num_stages = settings_.order.size();
@@ -20,22 +71,15 @@ void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& reco
   record.num_candidates_after_stage.assign(num_stages, 0);
   record.num_candidates_before = static_cast<int32_t>(set_.size());
 
-  // Raw softmax at temperature 1 and its entropy:
+  // Raw softmax at temperature 1 and its entropy (the set is not empty here):
   //   H = -sum p log p = log Z - sum e_i (l_i - m) / Z,  e_i = exp(l_i - m), Z = sum e_i.
-  raw_max_ = set_.max_logit();
-  double z = 0.0, weighted = 0.0;
-  for (const Candidate& c : set_.items) {
-    const float shifted = c.logit - raw_max_;
-    const double e = std::exp(shifted);  // float exp: this pass touches the whole vocabulary
-    z += e;
-    weighted += e * shifted;
-  }
-  raw_log_z_ = std::log(z);
-  record.entropy_before = static_cast<float>(raw_log_z_ - weighted / z);
+  double mean_shifted = 0.0;
+  std::tie(raw_max_, raw_log_z_) = softmax_stats(set_, &mean_shifted);
+  record.entropy_before = static_cast<float>(raw_log_z_ - mean_shifted);
 
   // Top-N by raw logit: one heap pass, best first (no sort of the vocabulary).
   const size_t n = std::min(static_cast<size_t>(settings_.top_n_record), set_.size());
-  CandidateSet::select_best(set_.items, n, scratch_);
+  select_best_skipping(set_, n, scratch_);
 
   if (slot_of_id_.size() != logits.size()) slot_of_id_.assign(logits.size(), -1);
   record.top.resize(n);
@@ -58,14 +102,16 @@ void SamplerChain::record_stage(size_t stage_index, bool active, TokenRecord& re
       cr.prob_after_stage[stage_index] = stage_index == 0 ? (cr.removed_by_stage < 0 ? cr.prob_before : 0.0f)
                                                           : cr.prob_after_stage[stage_index - 1];
   } else {
-    const float m = set_.max_logit();
-    const double log_z = set_.log_sum_exp(m);
+    const auto [m, log_z] = softmax_stats(set_);
     for (CandidateRecord& cr : record.top) cr.prob_after_stage[stage_index] = -1.0f;  // "not seen yet"
-    for (const Candidate& c : set_.items) {
-      const int32_t slot = slot_of_id_[static_cast<size_t>(c.id)];
-      if (slot >= 0)
-        record.top[static_cast<size_t>(slot)].prob_after_stage[stage_index] =
-            static_cast<float>(std::exp(static_cast<double>(c.logit) - m - log_z));
+    const auto prob = [&](const Candidate& c) { return static_cast<float>(std::exp(static_cast<double>(c.logit) - m - log_z)); };
+    if (set_.dense) {  // every token alive, id i at index i
+      for (CandidateRecord& cr : record.top) cr.prob_after_stage[stage_index] = prob(set_.items[static_cast<size_t>(cr.id)]);
+    } else {
+      for (const Candidate& c : set_.items) {
+        const int32_t slot = slot_of_id_[static_cast<size_t>(c.id)];
+        if (slot >= 0) record.top[static_cast<size_t>(slot)].prob_after_stage[stage_index] = prob(c);
+      }
     }
     for (CandidateRecord& cr : record.top) {
       if (cr.prob_after_stage[stage_index] >= 0.0f) continue;
@@ -73,6 +119,32 @@ void SamplerChain::record_stage(size_t stage_index, bool active, TokenRecord& re
       if (cr.removed_by_stage < 0) cr.removed_by_stage = static_cast<int>(stage_index);
     }
   }
+}
+
+float SamplerChain::final_entropy() const {
+  // H = -sum p log p over probs_ (set_ in id order). A large survivor set takes
+  // the vectorised sums instead of a log per token: H = log Z - sum e_i d_i / Z.
+  if (set_.size() > 512) {
+    double mean_shifted = 0.0;
+    const double log_z = softmax_stats(set_, &mean_shifted).second;
+    return static_cast<float>(log_z - mean_shifted);
+  }
+  double entropy = 0.0;
+  for (double p : probs_)
+    if (p > 0.0) entropy -= p * std::log(p);
+  return static_cast<float>(entropy);
+}
+
+int32_t SamplerChain::raw_rank(std::span<const float> logits, TokenId id, const TokenRecord& record) const {
+  // record.top is the best N in rank order: a token among them has its index.
+  for (size_t k = 0; k < record.top.size(); ++k)
+    if (record.top[k].id == id) return static_cast<int32_t>(k);
+  // Otherwise count the raw logits ranking before it (shared tie rule; -inf last).
+  const Candidate me{id, logits[static_cast<size_t>(id)]};
+  int32_t rank = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    rank += CandidateSet::ranks_before({static_cast<TokenId>(i), logits[i]}, me) ? 1 : 0;
+  return rank;
 }
 
 void SamplerChain::end_record(const TokenRecord& record) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/exception_text.h"
 #include "core/sha256.h"
 #include "template/jinja_ast.h"
 #include "template/jinja_builtins.h"
@@ -126,7 +127,7 @@ Result<jinja::Value> json_to_value(std::string_view json_text) {
   try {
     return from_json(nlohmann::ordered_json::parse(json_text));
   } catch (const nlohmann::json::exception& e) {
-    return make_error(std::string("invalid JSON: ") + e.what());
+    return make_error("invalid JSON: " + exception_sentence(e.what()));
   }
 }
 
@@ -135,7 +136,7 @@ Result<jinja::Value> render_context_from_json(std::string_view json_text) {
   try {
     j = nlohmann::ordered_json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
-    return make_error(std::string("invalid JSON: ") + e.what());
+    return make_error("invalid JSON: " + exception_sentence(e.what()));
   }
   if (!j.is_object()) return make_error("the context must be a JSON object of render variables");
   nlohmann::ordered_json ctx = nlohmann::ordered_json::object();

@@ -3,6 +3,7 @@
 // what each line is first, while the output stays canonical.
 #include "trace/trace_jsonl.h"
 
+#include "core/exception_text.h"
 #include "trace/trace_json.h"
 
 namespace gb {
@@ -87,10 +88,7 @@ Result<TraceFile> parse_trace_jsonl(std::string_view text, const std::string& so
                                 " bytes without a newline: the writer was interrupted); skipped");
         break;
       }
-      std::string what = e.what();
-      const size_t bracket = what.find("] ");
-      if (bracket != std::string::npos) what = what.substr(bracket + 2);
-      return make_error(at(source, line_number) + "not valid JSON: " + what);
+      return make_error(at(source, line_number) + "not valid JSON: " + exception_sentence(e.what()));
     }
     if (!j.is_object()) return make_error(at(source, line_number) + "expected a JSON object");
 

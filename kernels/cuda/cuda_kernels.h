@@ -3,9 +3,11 @@
 // (cudaGetLastError), never waits and never aborts; the caller turns a failure
 // into a gb::Status (engine/backend/cuda/cuda_check.h). Pointers are device
 // pointers unless named *_host. All activations are float32 row-major; weights
-// may be F32/F16/BF16. Like kernels/cpu, these kernels take raw pointers and the
-// weight-type enum of kernels/cpu/weight_type.h, and include no engine header;
-// the CUDA backend that drives them lives in engine/backend/cuda.
+// may be F32/F16/BF16 (cuBLAS, in the backend) or any quantized type with a row
+// in quant_matmul.cu's kernel table, kept as their GGUF blocks. Like
+// kernels/cpu, these kernels take raw pointers and the weight-type enum of
+// kernels/cpu/weight_type.h, and include no engine header; the CUDA backend
+// that drives them lives in engine/backend/cuda.
 //
 // Threads: any host thread may launch, but one stream belongs to one caller.
 #pragma once
@@ -23,7 +25,8 @@ using DType = kernels::WeightType;  // the engine's gb::DType is the same type
 
 // --- embedding.cu ------------------------------------------------------------
 // out (num_tokens, dim) float = table[token_ids[t]] converted to float.
-// table: (vocab_size, dim) of `dtype`. Ids must already be validated.
+// table: (vocab_size, dim) of `dtype`; a quantized table's looked-up rows are
+// dequantized (launch_dequantize_gather). Ids must already be validated.
 cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, DType dtype,
                              int32_t dim, float* out, cudaStream_t stream);
 
@@ -108,6 +111,29 @@ struct PrefillTile {
 };
 cudaError_t launch_paged_attention_prefill(const AttentionIo& io, const PagedKv& kv, const int32_t* positions,
                                            const PrefillTile* tiles, int32_t num_tiles, cudaStream_t stream);
+
+// --- quant_matmul.cu -----------------------------------------------------------
+// Quantized weights w (rows, cols) as GGUF blocks, row r at w + r*row_stride_bytes;
+// cols must be a whole number of the type's blocks. Every launcher returns
+// cudaErrorInvalidValue for a type without kernels (quant_kernels_support).
+constexpr int32_t kMaxGemvTokens = 8;
+bool quant_kernels_support(DType type);
+
+// y[t * ldy + r] = sum_c w[r, c] x[t * cols + c] + beta * y[t * ldy + r], for
+// t < num_tokens <= kMaxGemvTokens (decode and small batches). beta 0 never reads y.
+cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, DType type, int64_t rows, int64_t cols,
+                              const float* x, int32_t num_tokens, float* y, int64_t ldy, float beta,
+                              cudaStream_t stream);
+
+// out (num_rows, cols) float = rows [row_begin, row_begin + num_rows) of w,
+// dequantized exactly as the CPU reference does (prefill tiles for cuBLAS).
+cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, DType type, int64_t row_begin,
+                                   int64_t num_rows, int64_t cols, float* out, cudaStream_t stream);
+
+// out (num_rows, cols) float = rows row_ids[0 .. num_rows) of w, dequantized
+// (the embedding lookup of a quantized table). Ids must already be validated.
+cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, DType type, const int32_t* row_ids,
+                                     int64_t num_rows, int64_t cols, float* out, cudaStream_t stream);
 
 // --- logits_topn.cu ----------------------------------------------------------
 // For each row of logits (num_rows, vocab): the top_n (id, logit) pairs in

@@ -1,6 +1,7 @@
 // Embedding gather and float32 -> F16/BF16 activation casts: the two kernels
 // that move data between storage types. Launchers are declared in cuda_kernels.h.
 #include <algorithm>
+#include <optional>
 
 #include "cuda_kernels.h"
 #include "device_math.cuh"
@@ -33,6 +34,12 @@ __global__ void cast_bf16_kernel(const float* x, int64_t n, __nv_bfloat16* out) 
 cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, DType dtype,
                              int32_t dim, float* out, cudaStream_t stream) {
   if (num_tokens <= 0) return cudaSuccess;
+  if (kernels::is_quantized(dtype)) {
+    const std::optional<size_t> row_bytes = kernels::weight_bytes(dtype, static_cast<uint64_t>(dim));
+    if (!row_bytes) return cudaErrorInvalidValue;
+    return launch_dequantize_gather(table, static_cast<int64_t>(*row_bytes), dtype, token_ids, num_tokens, dim, out,
+                                    stream);
+  }
   embedding_kernel<<<num_tokens, 256, 0, stream>>>(token_ids, table, dtype, dim, out);
   return cudaGetLastError();
 }

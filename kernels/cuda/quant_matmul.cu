@@ -7,7 +7,11 @@
 // group is one coalesced pass, and each decoded weight is multiplied with every
 // token's activation before the next group; a warp reduction ends the row.
 // Prefill: launch_dequantize_rows turns a tile of rows into float32 for cuBLAS
-// (cuda_gemm.cpp: gemm_quant_rows).
+// (engine/backend/cuda/cuda_gemm.cpp: gemm_quant_rows); with a row-id list the
+// same kernel gathers embedding rows.
+//
+// Which types have kernels is data: kQuantKernels has one row per weight type
+// (indexed by the WeightType value), null for the float types.
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_kernels.h"
@@ -102,7 +106,7 @@ constexpr int kWarpsPerBlock = 8;
 
 template <WeightType T>
 __global__ void quant_gemv_kernel(const uint8_t* w, int64_t row_stride, int64_t rows, int64_t cols, const float* x,
-                                  int32_t num_tokens, float* y, int64_t ldy) {
+                                  int32_t num_tokens, float* y, int64_t ldy, float beta) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
   const int lane = threadIdx.x % 32;
@@ -120,65 +124,95 @@ __global__ void quant_gemv_kernel(const uint8_t* w, int64_t row_stride, int64_t 
   for (int t = 0; t < kMaxGemvTokens; ++t) {
     if (t >= num_tokens) break;
     const float s = detail::warp_sum(acc[t]);
-    if (lane == 0) y[t * ldy + r] = s;
+    if (lane == 0) y[t * ldy + r] = beta == 0.0f ? s : s + beta * y[t * ldy + r];
   }
 }
 
 template <WeightType T>
-__global__ void dequantize_rows_kernel(const uint8_t* w, int64_t row_stride, int64_t row_begin, int64_t num_rows,
-                                       int64_t cols, float* out) {
+__global__ void dequantize_rows_kernel(const uint8_t* w, int64_t row_stride, int64_t row_begin,
+                                       const int32_t* row_ids, int64_t num_rows, int64_t cols, float* out) {
   const int64_t groups = cols / 32;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; i < num_rows * groups;
        i += static_cast<int64_t>(gridDim.x) * blockDim.y) {
     const int64_t r = i / groups, g = i % groups;
-    out[r * cols + g * 32 + threadIdx.x] = group_value<T>(w + (row_begin + r) * row_stride, g, threadIdx.x);
+    const int64_t src = row_ids != nullptr ? row_ids[r] : row_begin + r;
+    out[r * cols + g * 32 + threadIdx.x] = group_value<T>(w + src * row_stride, g, threadIdx.x);
   }
 }
 
-// Expands CASE(T) for every quantized type (CUDA 17 has no templated lambdas).
-#define GB_FOR_EACH_QUANT_TYPE(CASE)                                                                   \
-  CASE(Q4_0) CASE(Q4_1) CASE(Q5_0) CASE(Q5_1) CASE(Q8_0) CASE(Q2_K) CASE(Q3_K) CASE(Q4_K) CASE(Q5_K) \
-  CASE(Q6_K) CASE(IQ4_NL) CASE(IQ4_XS)
+using GemvKernel = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const float*, int32_t, float*, int64_t, float);
+using DequantizeKernel = void (*)(const uint8_t*, int64_t, int64_t, const int32_t*, int64_t, int64_t, float*);
+
+struct QuantKernels {
+  GemvKernel gemv = nullptr;
+  DequantizeKernel dequantize = nullptr;
+};
+
+template <WeightType T>
+constexpr QuantKernels kernels_of() {
+  return {&quant_gemv_kernel<T>, &dequantize_rows_kernel<T>};
+}
+
+// One row per WeightType, in enum order; the float types have no row.
+const QuantKernels kQuantKernels[kernels::kNumWeightTypes] = {
+    {}, {}, {},  // F32, F16, BF16: cuBLAS (cuda_gemm.cpp)
+    kernels_of<WeightType::Q4_0>(), kernels_of<WeightType::Q4_1>(), kernels_of<WeightType::Q5_0>(),
+    kernels_of<WeightType::Q5_1>(), kernels_of<WeightType::Q8_0>(), kernels_of<WeightType::Q2_K>(),
+    kernels_of<WeightType::Q3_K>(), kernels_of<WeightType::Q4_K>(), kernels_of<WeightType::Q5_K>(),
+    kernels_of<WeightType::Q6_K>(), kernels_of<WeightType::IQ4_NL>(), kernels_of<WeightType::IQ4_XS>(),
+};
+static_assert(kernels::kNumWeightTypes == 15, "a new weight type needs its row in kQuantKernels");
+
+const QuantKernels* kernels_for(DType t) {
+  const auto i = static_cast<size_t>(t);
+  if (i >= static_cast<size_t>(kernels::kNumWeightTypes) || kQuantKernels[i].gemv == nullptr) return nullptr;
+  return &kQuantKernels[i];
+}
+
+unsigned dequantize_blocks(int64_t num_rows, int64_t cols) {
+  const int64_t work = num_rows * (cols / 32);
+  return static_cast<unsigned>(work / 8 + 1 < 65535 ? work / 8 + 1 : 65535);
+}
+
+// A shape the kernels cannot walk: rows of whole blocks only.
+bool bad_cols(DType t, int64_t cols) {
+  return cols <= 0 || cols % 32 != 0 || cols % kernels::weight_traits(t).block_elements != 0;
+}
 
 }  // namespace
 
-bool quant_kernels_support(DType t) { return kernels::is_quantized(t); }
+bool quant_kernels_support(DType t) { return kernels_for(t) != nullptr; }
 
 cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, DType type, int64_t rows, int64_t cols,
-                              const float* x, int32_t num_tokens, float* y, int64_t ldy, cudaStream_t stream) {
+                              const float* x, int32_t num_tokens, float* y, int64_t ldy, float beta,
+                              cudaStream_t stream) {
+  const QuantKernels* k = kernels_for(type);
+  if (k == nullptr || num_tokens > kMaxGemvTokens || bad_cols(type, cols)) return cudaErrorInvalidValue;
   if (rows <= 0 || num_tokens <= 0) return cudaSuccess;
-  if (num_tokens > kMaxGemvTokens || cols % 32 != 0) return cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  switch (type) {
-#define GB_GEMV_CASE(T)                                                                                        \
-  case WeightType::T:                                                                                          \
-    quant_gemv_kernel<WeightType::T><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(wb, row_stride_bytes, rows, cols, \
-                                                                                 x, num_tokens, y, ldy);      \
-    return cudaGetLastError();
-    GB_FOR_EACH_QUANT_TYPE(GB_GEMV_CASE)
-#undef GB_GEMV_CASE
-    default: return cudaErrorInvalidValue;
-  }
+  k->gemv<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(static_cast<const uint8_t*>(w), row_stride_bytes, rows, cols, x,
+                                                      num_tokens, y, ldy, beta);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, DType type, int64_t row_begin,
                                    int64_t num_rows, int64_t cols, float* out, cudaStream_t stream) {
+  const QuantKernels* k = kernels_for(type);
+  if (k == nullptr || bad_cols(type, cols)) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaSuccess;
-  if (cols % 32 != 0) return cudaErrorInvalidValue;
-  const int64_t work = num_rows * (cols / 32);
-  const auto blocks = static_cast<unsigned>(work / 8 + 1 < 65535 ? work / 8 + 1 : 65535);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  switch (type) {
-#define GB_DEQ_CASE(T)                                                                                     \
-  case WeightType::T:                                                                                      \
-    dequantize_rows_kernel<WeightType::T><<<blocks, dim3(32, 8), 0, stream>>>(wb, row_stride_bytes, row_begin, \
-                                                                              num_rows, cols, out);       \
-    return cudaGetLastError();
-    GB_FOR_EACH_QUANT_TYPE(GB_DEQ_CASE)
-#undef GB_DEQ_CASE
-    default: return cudaErrorInvalidValue;
-  }
+  k->dequantize<<<dequantize_blocks(num_rows, cols), dim3(32, 8), 0, stream>>>(
+      static_cast<const uint8_t*>(w), row_stride_bytes, row_begin, nullptr, num_rows, cols, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, DType type, const int32_t* row_ids,
+                                     int64_t num_rows, int64_t cols, float* out, cudaStream_t stream) {
+  const QuantKernels* k = kernels_for(type);
+  if (k == nullptr || bad_cols(type, cols) || row_ids == nullptr) return cudaErrorInvalidValue;
+  if (num_rows <= 0) return cudaSuccess;
+  k->dequantize<<<dequantize_blocks(num_rows, cols), dim3(32, 8), 0, stream>>>(
+      static_cast<const uint8_t*>(w), row_stride_bytes, 0, row_ids, num_rows, cols, out);
+  return cudaGetLastError();
 }
 
 }  // namespace gb::cuda

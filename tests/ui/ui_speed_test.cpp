@@ -7,7 +7,9 @@
 // the work done per frame, which does not depend on the machine: the generation
 // completes, every token reaches the chat view, and the characters the text
 // layout must redo per frame (every block an insert touches is laid out again in
-// full) do not grow with the length of the session.
+// full) do not grow with the length of the session, with paragraphs or in one
+// long paragraph (code review U3; the full-size figures come from
+// `glassbox --bench-chat`, docs/performance.md).
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFile>
@@ -17,45 +19,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "chat_bench.h"
 #include "engine_controller.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;
-
-namespace {
-
-// A plausible token event: 20 candidates over 9 stages, like a real record.
-gbui::UiToken syntheticToken(gbui::RequestKey request, int index, double tMs, bool paragraphs) {
-  gbui::UiToken t;
-  t.request = request;
-  t.index = index;
-  t.position = 8 + index;
-  t.tokenId = 100 + index % 300;
-  // Paragraph breaks about every 60 tokens, as in the stories models' output
-  // (one paragraph of thousands of tokens is slower to lay out: see the report).
-  t.text = paragraphs && index % 60 == 59 ? QStringLiteral(".\n")
-           : index % 5 == 0                ? QStringLiteral(" word")
-                                           : QStringLiteral("ab");
-  t.piece = t.text;
-  t.stages = {"penalties", "dry", "logit_bias", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"};
-  t.stageActive = QVector<bool>(9, true);
-  t.numAfterStage = QVector<int>(9, 20);
-  for (int c = 0; c < 20; ++c) {
-    gbui::UiCandidate cand;
-    cand.id = 100 + c;
-    cand.text = QStringLiteral("t%1").arg(c);
-    cand.probBefore = 0.5f / static_cast<float>(c + 1);
-    cand.probAfter = QVector<float>(9, cand.probBefore);
-    t.top.push_back(cand);
-  }
-  t.prob = 0.3f + 0.6f * static_cast<float>(index % 7) / 7.0f;
-  t.entropyBefore = 1.5f;
-  t.rank = index % 3;
-  t.tMs = tMs;
-  return t;
-}
-
-}  // namespace
 
 class UiSpeedTest : public QObject {
   Q_OBJECT
@@ -120,12 +88,13 @@ class UiSpeedTest : public QObject {
   }
 
   void longParagraphWorkPerFrameIsBounded() {
-    // One paragraph of 2,000 tokens: every insert lays out the whole paragraph
-    // again (code review U3), so the work per frame grows with the answer (60
-    // frames are enough to show it; each costs hundreds of ms today).
-    const StreamRun run = runSyntheticStream(false, 60);
+    // One paragraph of 6,000 tokens (about 14,000 characters): an insert lays
+    // out the block it lands in again, so without bounded blocks (code review
+    // U3) the work per frame grows with the answer; TokenView splits the
+    // paragraph into blocks of at most maxBlockChars() at wrap points.
+    const StreamRun run = runSyntheticStream(false, 180);
     if (QTest::currentTestFailed()) return;
-    QEXPECT_FAIL("", "U3: TokenView appends into one QTextBlock; a long paragraph is laid out again per token", Continue);
+    QVERIFY2(run.softBreaks > 5, qPrintable(run.describe()));
     QVERIFY2(run.lateRelayout <= 2 * run.earlyRelayout + 200, qPrintable(run.describe()));
   }
 
@@ -133,8 +102,12 @@ class UiSpeedTest : public QObject {
   struct StreamRun {
     qint64 earlyRelayout = 0;  // characters laid out again per frame, mean of frames 5..14
     qint64 lateRelayout = 0;   // the same for the last 10 frames
+    int softBreaks = 0;        // blocks TokenView split off long paragraphs
     QString describe() const {
-      return QStringLiteral("relayout per frame: early %1 chars, late %2 chars").arg(earlyRelayout).arg(lateRelayout);
+      return QStringLiteral("relayout per frame: early %1 chars, late %2 chars; %3 soft breaks")
+          .arg(earlyRelayout)
+          .arg(lateRelayout)
+          .arg(softBreaks);
     }
   };
 
@@ -185,7 +158,7 @@ class UiSpeedTest : public QObject {
       auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
       const double tMs = f * 1000.0 / 60.0;
       for (int k = 0; k < kTokensPerFrame; ++k, ++index)
-        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), syntheticToken(1, index, tMs, paragraphs)});
+        batch->push_back({seq++, static_cast<qint64>(tMs * 1000), gbui::syntheticToken(1, index, tMs, paragraphs ? 60 : 0)});
       gbui::UiStep step;
       step.step = f;
       step.total = 256;
@@ -199,6 +172,7 @@ class UiSpeedTest : public QObject {
     }
     disconnect(watch);
     StreamRun run;
+    run.softBreaks = window->chat()->view()->numSoftBreaks();
     for (int f = 5; f < 15; ++f) run.earlyRelayout += relayout[static_cast<size_t>(f)] / 10;
     for (int f = kFrames - 10; f < kFrames; ++f) run.lateRelayout += relayout[static_cast<size_t>(f)] / 10;
     std::sort(frameMs.begin(), frameMs.end());

@@ -32,6 +32,10 @@ namespace {
 
 using cuda::DeviceBuffer;
 using cuda::DeviceMatrix;
+using cuda::DeviceProjection;
+
+// Bound on the float32 tile a quantized prefill GEMM dequantizes into (32 MiB).
+constexpr size_t kQuantTileFloats = size_t{8} << 20;
 
 Status reserve_floats(DeviceBuffer& buffer, size_t count, const char* what) {
   return buffer.reserve(count * sizeof(float), what);
@@ -60,10 +64,7 @@ class CudaBackendImpl final : public CudaBackend {
     GB_CUBLAS_TRY(cublasSetStream(cublas_, stream_));
     GB_CUBLAS_TRY(cublasSetMathMode(cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     GB_TRY(weights_.upload(*model_));
-    needs_cast_ = weights_.embedding().dtype != DType::F32 || weights_.classifier().dtype != DType::F32;
-    for (const cuda::DeviceLayer& l : weights_.layers())
-      for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) needs_cast_ |= m->dtype != DType::F32;
-    return {};
+    return plan_matrix_workspaces();
   }
 
   Status init_kv_pool(const KvPoolSpec& spec) override {
@@ -79,6 +80,29 @@ class CudaBackendImpl final : public CudaBackend {
     // Zeroed so that inspection of never-written slots reads zeros, not garbage.
     GB_CUDA_TRY(cudaMemsetAsync(kv_pool_.get(), 0, bytes, stream_));
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
+  // Which projections need an F16/BF16 copy of their input (needs_cast_), and
+  // the tile workspace of the quantized ones: up to kQuantTileFloats, at least
+  // one row of the widest quantized matrix, no more than its whole matrix.
+  Status plan_matrix_workspaces() {
+    size_t tile_floats = 0;
+    auto visit = [&](const DeviceProjection& p) {
+      for (int32_t i = 0; i < p.num_parts; ++i) {
+        const DeviceMatrix& m = p.parts[static_cast<size_t>(i)];
+        if (kernels::is_quantized(m.dtype)) {
+          const auto cols = static_cast<size_t>(m.cols), all = static_cast<size_t>(m.rows) * cols;
+          tile_floats = std::max(tile_floats, std::max(cols, std::min(all, kQuantTileFloats)));
+        } else {
+          needs_cast_ |= m.dtype != DType::F32;
+        }
+      }
+    };
+    visit(weights_.classifier());
+    for (const cuda::DeviceLayer& l : weights_.layers())
+      for (const DeviceProjection* p : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) visit(*p);
+    if (tile_floats > 0) GB_TRY(reserve_floats(quant_tile_, tile_floats, "dequantized weight tiles"));
     return {};
   }
 
@@ -143,7 +167,7 @@ class CudaBackendImpl final : public CudaBackend {
     info.name = device_name_;
     info.memory_used_bytes = weights_.bytes() + kv_pool_.bytes() + metadata_.device_bytes();
     for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
-                                  &summary_})
+                                  &summary_, &quant_tile_})
       info.memory_used_bytes += b->bytes();
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) info.memory_total_bytes = total_bytes;
@@ -179,14 +203,30 @@ class CudaBackendImpl final : public CudaBackend {
     return {};
   }
 
-  // y (n, w.rows) = x (n, w.cols) w^T + beta y, casting x first for F16/BF16 weights.
-  Status project(const DeviceMatrix& w, const float* x, int32_t n, float* y, float beta) {
+  // y (n, w.rows) = x (n, w.cols) w^T + beta y, one part at a time into its columns.
+  Status project(const DeviceProjection& w, const float* x, int32_t n, float* y, float beta) {
+    int64_t column = 0;
+    for (int32_t i = 0; i < w.num_parts; ++i) {
+      const DeviceMatrix& part = w.parts[static_cast<size_t>(i)];
+      GB_TRY(project_part(part, x, n, y + column, w.rows, beta));
+      column += part.rows;
+    }
+    return {};
+  }
+
+  // Quantized weights: GEMV or dequantized tiles + cuBLAS (cuda_gemm.h); float
+  // weights: cuBLAS, casting x first for F16/BF16.
+  Status project_part(const DeviceMatrix& w, const float* x, int32_t n, float* y, int64_t ldy, float beta) {
+    if (kernels::is_quantized(w.dtype)) {
+      const cuda::QuantWorkspace ws{quant_tile_.as<float>(), quant_tile_.bytes() / sizeof(float)};
+      return cuda::gemm_quant_rows(cublas_, w, x, n, y, ldy, beta, ws, stream_, options_.allow_tf32);
+    }
     const void* input = x;
     if (w.dtype != DType::F32) {
       GB_CUDA_TRY(cuda::launch_cast(x, int64_t{n} * w.cols, lowp_.get(), w.dtype, stream_));
       input = lowp_.get();
     }
-    return cuda::gemm_rows(cublas_, w, input, n, y, beta, options_.allow_tf32);
+    return cuda::gemm_rows(cublas_, w, input, n, y, ldy, beta, options_.allow_tf32);
   }
 
   Status run_layer(int32_t layer, int32_t n) {
@@ -307,9 +347,12 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer logits_;   // (L, vocab)
   DeviceBuffer attn_ws_;  // decode partials, see paged_attention_decode.cu
   DeviceBuffer summary_;  // logit summaries, see summarise()
+  DeviceBuffer quant_tile_;  // dequantized weight rows for quantized prefill GEMMs (fixed at init)
 };
 
 }  // namespace
+
+Status cuda_weights_supported(const Model& model) { return cuda::check_weight_types(model); }
 
 bool cuda_device_available(std::string* why) {
   int count = 0;

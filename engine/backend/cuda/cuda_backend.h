@@ -1,5 +1,5 @@
 // CudaBackend: gb::Backend on one NVIDIA GPU. Weights are uploaded once
-// (DeviceWeights), the KV pool is plain device memory in the layout backend.h
+// (DeviceWeights; quantized ones stay quantized), the KV pool is plain device memory in the layout backend.h
 // documents, and every step runs embedding -> layers -> final norm ->
 // classifier on one CUDA stream with cuBLAS for the matrix products.
 //
@@ -50,9 +50,15 @@ class CudaBackend : public Backend {
 // with the reason in *why (driver missing, no device, ...). Never aborts.
 bool cuda_device_available(std::string* why = nullptr);
 
-// Uploads the model's weights to the device. Fails with a message when there is
-// no device, memory runs out, or the model has a shape this backend does not
-// support (head_dim > 256, mixed dtypes inside the fused projections).
+// Ok when the CUDA backend has kernels for every weight type of the model (F32,
+// F16, BF16 and the quantized types of kernels/cuda/quant_matmul.cu); otherwise
+// an error naming the first tensor it cannot run and its type. Needs no device.
+Status cuda_weights_supported(const Model& model);
+
+// Uploads the model's weights to the device (quantized tensors as their GGUF
+// blocks). Fails with a message when there is no device, memory runs out, or
+// the model has a shape or weight type this backend does not support
+// (head_dim > 256, see cuda_weights_supported).
 Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Model> model,
                                                        const CudaBackendOptions& options = {});
 

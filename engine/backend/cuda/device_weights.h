@@ -2,13 +2,19 @@
 // arena), in the layout the CUDA forward pass wants:
 //   - wq, wk, wv concatenated by rows into wqkv (q_dim + 2*kv_dim, dim), so the
 //     three projections are one GEMM; likewise w_gate and w_up into
-//     w_gate_up (2*hidden_dim, dim). Matrices keep their stored dtype.
+//     w_gate_up (2*hidden_dim, dim). Matrices keep their stored dtype: float
+//     types as they are, quantized types as their GGUF blocks (never a
+//     dequantized copy). When the fused tensors differ in type (a Q4_K_M file
+//     with a Q6_K wv), the projection keeps one part per run of equal types,
+//     each multiplied into its own columns of the output.
 //   - RMSNorm weights converted to float32 (they are tiny and read every token).
 //   - The classifier aliases the token embedding when the file ties them.
 // Immutable after upload(); the owner's thread only.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_gemm.h"
@@ -21,14 +27,29 @@ struct Model;
 
 namespace gb::cuda {
 
+// A projection y (n, rows) = x (n, cols) W^T whose rows are stored as up to
+// three consecutive parts (each one dtype); part i fills the output columns
+// after those of parts 0..i-1.
+struct DeviceProjection {
+  static constexpr int kMaxParts = 3;
+  std::array<DeviceMatrix, kMaxParts> parts{};
+  int32_t num_parts = 0;
+  int64_t rows = 0;  // all parts' rows
+  int64_t cols = 0;
+};
+
 struct DeviceLayer {
   const float* attn_norm = nullptr;  // (dim)
   const float* ffn_norm = nullptr;   // (dim)
-  DeviceMatrix wqkv;                 // (q_dim + 2*kv_dim, dim): rows of wq, then wk, then wv
-  DeviceMatrix wo;                   // (dim, q_dim)
-  DeviceMatrix w_gate_up;            // (2*hidden_dim, dim): rows of w_gate, then w_up
-  DeviceMatrix w_down;               // (dim, hidden_dim)
+  DeviceProjection wqkv;             // (q_dim + 2*kv_dim, dim): rows of wq, then wk, then wv
+  DeviceProjection wo;               // (dim, q_dim)
+  DeviceProjection w_gate_up;        // (2*hidden_dim, dim): rows of w_gate, then w_up
+  DeviceProjection w_down;           // (dim, hidden_dim)
 };
+
+// Ok when the CUDA backend has kernels for every weight tensor's type;
+// otherwise an error naming the first tensor and its type.
+Status check_weight_types(const Model& model);
 
 class DeviceWeights {
  public:
@@ -36,8 +57,8 @@ class DeviceWeights {
   Status upload(const Model& model);
   void release() { arena_.release(); layers_.clear(); }
 
-  const DeviceMatrix& embedding() const { return embedding_; }   // (vocab_size, dim)
-  const DeviceMatrix& classifier() const { return classifier_; } // (vocab_size, dim)
+  const DeviceMatrix& embedding() const { return embedding_; }       // (vocab_size, dim)
+  const DeviceProjection& classifier() const { return classifier_; } // (vocab_size, dim)
   const float* output_norm() const { return output_norm_; }      // (dim)
   const std::vector<DeviceLayer>& layers() const { return layers_; }
   size_t bytes() const { return arena_.bytes(); }
@@ -45,7 +66,7 @@ class DeviceWeights {
  private:
   DeviceBuffer arena_;
   DeviceMatrix embedding_;
-  DeviceMatrix classifier_;
+  DeviceProjection classifier_;
   const float* output_norm_ = nullptr;
   std::vector<DeviceLayer> layers_;
 };

@@ -1,9 +1,10 @@
 // make_backend: the device policy every front end shares. parse_device takes the
 // CLI's three names only; cpu always gives the CPU backend with the asked thread
-// count; auto gives the CPU backend for quantized weights (the CUDA backend runs
-// float weights only) and whenever this build has no CUDA backend or no device
-// is present; cuda without a CUDA backend in the build, or without a device,
-// fails with a message naming the option. Models are stories260K-shaped
+// count; auto gives the CPU backend whenever this build has no CUDA backend or
+// no device is present, and the CUDA backend otherwise, for float and quantized
+// weights alike (the CUDA backend keeps quantized weights as GGUF blocks); cuda
+// without a CUDA backend in the build, or without a device, fails with a
+// message naming the option. Models are stories260K-shaped
 // synthetic files (F32, and Q8_0 quantized from it), written to a temp dir.
 #include <string>
 
@@ -56,20 +57,13 @@ GB_TEST(cpu_gives_the_cpu_backend_with_the_asked_threads) {
   QCOMPARE((*backend)->device_info().num_threads, 2);
 }
 
-GB_TEST(auto_keeps_quantized_weights_on_the_cpu) {
-  gb::BackendOptions options;  // auto
-  options.num_threads = 1;
-  auto model = synth_model(gb::DType::Q8_0);
-  bool quantized = false;
-  for (const gb::TensorView* t : model->all_tensors()) quantized |= t->dtype == gb::DType::Q8_0;
-  QVERIFY(quantized);
-  auto backend = gb::make_backend(model, options);
-  QVERIFY(backend.ok());
-  QCOMPARE((*backend)->device_info().backend, std::string("cpu"));
-}
+namespace {
 
-GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) {
-  auto model = synth_model(gb::DType::F32);
+void check_auto_and_cuda_agree(gb::DType dtype) {
+  auto model = synth_model(dtype);
+  bool has_dtype = false;
+  for (const gb::TensorView* t : model->all_tensors()) has_dtype |= t->dtype == dtype;
+  QVERIFY(has_dtype);
   gb::BackendOptions options;
   options.num_threads = 1;
   auto automatic = gb::make_backend(model, options);
@@ -92,3 +86,9 @@ GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) {
     QVERIFY(cuda.error().message.rfind("--device cuda: ", 0) == 0);
   }
 }
+
+}  // namespace
+
+GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) { check_auto_and_cuda_agree(gb::DType::F32); }
+
+GB_TEST(quantized_weights_follow_the_same_policy) { check_auto_and_cuda_agree(gb::DType::Q8_0); }

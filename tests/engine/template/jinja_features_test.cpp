@@ -270,3 +270,22 @@ GB_TEST(truncated_and_garbled_templates_fail_cleanly) {
   std::printf("garbled templates: %d rendered, %d failed cleanly\n", num_ok, num_failed);
   QVERIFY(num_failed > 0 && num_ok > 0);
 }
+
+// Bad input: a render context or template variables that are not JSON. The
+// message says what is wrong and where, without the JSON library's internal
+// exception tag ("[json.exception.parse_error.101]").
+GB_TEST(render_context_that_is_not_json) {
+  auto ctx = gb::render_context_from_json("{\"messages\": [}");
+  QVERIFY(!ctx.ok());
+  const std::string& msg = ctx.error().message;
+  QVERIFY2(msg.rfind("invalid JSON: parse error at line 1, column 15", 0) == 0, msg.c_str());
+  QVERIFY2(msg.find("json.exception") == std::string::npos, msg.c_str());
+}
+
+GB_TEST(template_variables_that_are_not_json) {
+  auto vars = gb::json_to_value("{\"enable_thinking\": tru}");
+  QVERIFY(!vars.ok());
+  const std::string& msg = vars.error().message;
+  QVERIFY2(msg.rfind("invalid JSON: parse error at line 1, column 24", 0) == 0, msg.c_str());
+  QVERIFY2(msg.find("json.exception") == std::string::npos, msg.c_str());
+}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/convert.h"
+#include "cpu/exp_sums.h"
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
 #include "cpu/paged_attention.h"
@@ -294,6 +295,36 @@ GB_TEST(swiglu_simd_matches_reference) {
       QVERIFY2(std::abs(a[i] - b[i]) <= 2e-6f * std::abs(b[i]) + 1e-30f,
                ("swiglu n " + std::to_string(n) + " at " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
                 std::to_string(b[i])).c_str());
+    }
+  }
+}
+
+// The sampler record's softmax sums (exp_sums.h): the AVX2 path against the
+// double-exp oracle on awkward lengths, both strides ({id, logit} pairs), -inf
+// entries and terms far below the maximum; max_strided and skip_below exactly.
+GB_TEST(exp_sums_simd_matches_reference) {
+  if (!exp_sums_has_simd(1) || !exp_sums_has_simd(2))
+    QSKIP("SIMD off (no AVX2/FMA, or GLASSBOX_CPU_ISA=scalar): exp_sums runs the reference");
+  for (int64_t n : {1, 7, 8, 9, 17, 255, 32000, 32003}) {
+    for (int64_t stride : {1, 2}) {
+      auto x = gbtest::random_normals(static_cast<size_t>(n * stride), 31u + static_cast<uint32_t>(n + stride), 4.0f);
+      for (int64_t i = 0; i < n; i += 13) x[static_cast<size_t>(i * stride + stride - 1)] = -INFINITY;
+      if (n > 20) x[static_cast<size_t>(5 * stride + stride - 1)] = -120.0f;  // e^-120: below the floor in both
+      const float* first = stride == 2 ? x.data() + 1 : x.data();  // pairs: the logit after the "id"
+      const int64_t count = stride == 2 ? n - 1 : n;  // pairs keep an id before each logit
+      const float m = max_strided(first, count, stride);
+      QCOMPARE(m, max_strided_reference(first, count, stride));
+      const ExpSums a = exp_sums(first, count, stride, m), b = exp_sums_reference(first, count, stride, m);
+      const std::string where = "n " + std::to_string(n) + " stride " + std::to_string(stride);
+      QVERIFY2(std::abs(a.z - b.z) <= 1e-6 * b.z, (where + ": z " + std::to_string(a.z) + " vs " + std::to_string(b.z)).c_str());
+      QVERIFY2(std::abs(a.weighted - b.weighted) <= 1e-6 * std::abs(b.weighted) + 1e-9 * b.z,
+               (where + ": weighted " + std::to_string(a.weighted) + " vs " + std::to_string(b.weighted)).c_str());
+      for (const float t : {m, m - 1.0f, 0.0f, m + 1.0f})
+        for (int64_t from : {int64_t{0}, count / 3, count}) {
+          const int64_t r = skip_below(first, count, stride, std::min(from, count), t);
+          const int64_t exact = skip_below_reference(first, count, stride, std::min(from, count), t);
+          QVERIFY2(r <= exact && (r == count || exact < r + 8), (where + ": skip_below").c_str());
+        }
     }
   }
 }

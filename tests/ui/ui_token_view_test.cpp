@@ -1,0 +1,224 @@
+// TokenView with long paragraphs (code review U3): a long answer is kept in
+// blocks of bounded size, and that must change nothing the user sees, copies,
+// hovers or clicks. The references are independent of the splitting: the
+// expected transcript is the tokens' text concatenated here, the expected look
+// is the same tokens rendered into a view that never splits (one block), and
+// clicks are real mouse clicks at a character's on-screen position.
+#include <QApplication>
+#include <QClipboard>
+#include <QImage>
+#include <QMimeData>
+#include <QPainter>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <vector>
+
+#include "token_view.h"
+
+namespace {
+
+constexpr gbui::RequestKey kRequest = 7;
+
+// Words, accents, a surrogate pair and empty tokens (shown as a middle dot), no newline.
+gbui::UiToken makeToken(int i) {
+  gbui::UiToken t;
+  t.request = kRequest;
+  t.index = i;
+  t.tokenId = 1000 + i;
+  t.text = i % 17 == 0   ? QString()
+           : i % 13 == 0 ? QStringLiteral("\U0001F600")
+           : i % 11 == 0 ? QStringLiteral("\u00e9t\u00e9")
+           : i % 3 == 0  ? QStringLiteral(" word")
+                         : QStringLiteral("ab");
+  t.piece = t.text;
+  t.prob = static_cast<float>(i % 10) / 10.0f;
+  t.rank = i % 4;
+  return t;
+}
+
+QString shown(const gbui::UiToken& t) { return t.text.isEmpty() ? QStringLiteral("\u00b7") : t.text; }
+
+QImage render(gbui::TokenView& view) {
+  QTextDocument* doc = view.document();
+  QImage image(doc->size().toSize(), QImage::Format_ARGB32);
+  image.fill(Qt::white);
+  QPainter painter(&image);
+  doc->drawContents(&painter);
+  return image;
+}
+
+}  // namespace
+
+class TokenViewTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void init() {
+    split_ = std::make_unique<gbui::TokenView>();
+    whole_ = std::make_unique<gbui::TokenView>();
+    split_->setMaxBlockChars(200);
+    whole_->setMaxBlockChars(1 << 30);  // the reference: one block per paragraph
+    expected_ = QStringLiteral("Assistant\n");
+    owner_.assign(expected_.size(), -1);
+    for (gbui::TokenView* v : {split_.get(), whole_.get()}) {
+      v->resize(520, 400);
+      v->show();
+      v->appendLabel(QStringLiteral("Assistant"));
+    }
+    // The reference is laid out once; the split view streams the first half one
+    // token at a time and the rest in batches of 34 (a frame's worth, as the chat does).
+    whole_->beginAppend();
+    for (int i = 0; i < kTokens; ++i) {
+      const gbui::UiToken t = makeToken(i);
+      const bool batched = i >= kTokens / 2;
+      if (batched && i % 34 == 0) split_->beginAppend();
+      split_->appendToken(t);
+      if (batched && (i % 34 == 33 || i + 1 == kTokens)) split_->endAppend();
+      whole_->appendToken(t);
+      expected_ += shown(t);
+      owner_.resize(static_cast<size_t>(expected_.size()), i);
+    }
+    whole_->endAppend();
+  }
+
+  void blocksStayBounded() {
+    QVERIFY(split_->numSoftBreaks() >= 10);
+    QCOMPARE(whole_->numSoftBreaks(), 0);
+    for (QTextBlock b = split_->document()->begin(); b.isValid(); b = b.next())
+      QVERIFY2(b.length() - 1 <= split_->maxBlockChars(), qPrintable(QString::number(b.length())));
+    QCOMPARE(split_->numTokenSpans(), kTokens);
+    QCOMPARE(split_->transcriptText(), expected_);
+    QCOMPARE(whole_->transcriptText(), expected_);
+    QCOMPARE(whole_->document()->toPlainText(), expected_);
+  }
+
+  void looksTheSameAsOneBlock() {
+    // The scroll bar appeared while the answer streamed in, narrowing the text:
+    // the breaks placed before that move to the new wrap points by themselves.
+    QTRY_VERIFY_WITH_TIMEOUT(sameLook(), 3000);
+    // Narrower: the old breaks are no longer at wrap points until reflow moves them.
+    for (gbui::TokenView* v : {split_.get(), whole_.get()}) v->resize(330, 400);
+    QTRY_VERIFY(split_->document()->textWidth() < 330);
+    split_->reflow();
+    QVERIFY(sameLook());
+    QCOMPARE(split_->transcriptText(), expected_);
+    for (QTextBlock b = split_->document()->begin(); b.isValid(); b = b.next())
+      QVERIFY(b.length() - 1 <= split_->maxBlockChars());
+    // The resize alone schedules the reflow.
+    for (gbui::TokenView* v : {split_.get(), whole_.get()}) v->resize(610, 400);
+    QTRY_VERIFY_WITH_TIMEOUT(sameLook(), 3000);
+  }
+
+  void everyPositionMapsToItsToken() {
+    // Walk the document: a newline that the transcript does not have is a soft break.
+    const QString doc = split_->document()->toPlainText();
+    int t = 0;
+    for (int pos = 0; pos < doc.size(); ++pos) {
+      if (doc[pos] != expected_[t]) {
+        QCOMPARE(doc[pos], QLatin1Char('\n'));
+        continue;
+      }
+      const gbui::UiToken* token = split_->tokenAt(pos);
+      const int want = owner_[static_cast<size_t>(t)];
+      if (want < 0) QVERIFY(token == nullptr);
+      else QVERIFY2(token && token->index == want, qPrintable(QStringLiteral("position %1").arg(pos)));
+      ++t;
+    }
+    QCOMPARE(t, expected_.size());
+    // Each span's stored format is its token's colour.
+    for (int i = 0; i < kTokens; i += 7) {
+      QCOMPARE(split_->spanToken(i).index, i);
+      QCOMPARE(split_->spanFormat(i).background().color(), split_->colorFor(makeToken(i)));
+    }
+  }
+
+  void clickInspectsTheTokenUnderTheMouse() {
+    QSignalSpy clicked(split_.get(), &gbui::TokenView::tokenClicked);
+    // Tokens right after each soft break and a few others: click the middle of
+    // their first character where it is drawn.
+    const QString doc = split_->document()->toPlainText();
+    int t = 0, checked = 0;
+    for (int pos = 0; pos + 1 < doc.size() && checked < 40; ++pos) {
+      if (doc[pos] != expected_[t]) continue;
+      const int want = owner_[static_cast<size_t>(t++)];
+      const bool afterBreak = pos > 0 && doc[pos - 1] == QLatin1Char('\n') && t > 10;
+      if (want < 0 || doc[pos].isLowSurrogate() || !(afterBreak || t % 97 == 0)) continue;
+      QTextCursor c(split_->document());
+      c.setPosition(pos);
+      split_->setTextCursor(c);
+      split_->ensureCursorVisible();
+      const QRect left = split_->cursorRect(c);
+      c.setPosition(pos + (doc[pos].isHighSurrogate() ? 2 : 1));
+      const QRect right = split_->cursorRect(c);
+      if (right.top() != left.top()) continue;  // the character ends its line
+      const QPoint at((left.left() + right.left()) / 2, left.center().y());
+      clicked.clear();
+      QTest::mouseClick(split_->viewport(), Qt::LeftButton, {}, at);
+      QCOMPARE(clicked.size(), 1);
+      QCOMPARE(clicked[0][0].toULongLong(), static_cast<qulonglong>(kRequest));
+      QCOMPARE(clicked[0][1].toInt(), want);
+      ++checked;
+    }
+    QVERIFY(checked >= 10);
+  }
+
+  void copyGivesTheTranscript() {
+    split_->selectAll();
+    split_->copy();
+    QCOMPARE(QApplication::clipboard()->text(), expected_);
+    // A selection across several soft breaks, starting and ending inside tokens.
+    QTextCursor c(split_->document());
+    const int from = 15, to = split_->document()->characterCount() - 40;
+    c.setPosition(from);
+    c.setPosition(to, QTextCursor::KeepAnchor);
+    split_->setTextCursor(c);
+    split_->copy();
+    const QString doc = split_->document()->toPlainText();
+    QString want;  // the selected characters that are transcript characters
+    for (int pos = 0, t = 0; pos < to; ++pos) {
+      if (doc[pos] != expected_[t]) continue;
+      if (pos >= from) want += expected_[t];
+      ++t;
+    }
+    QCOMPARE(QApplication::clipboard()->text(), want);
+    QVERIFY(QApplication::clipboard()->mimeData()->hasHtml());
+  }
+
+ private:
+  // Every transcript character is drawn at the same place in both views, and
+  // the pictures differ at most by a trailing space's background per soft break
+  // (a wrapped line does not paint its trailing space; the end of a block does).
+  bool sameLook() {
+    const QString doc = split_->document()->toPlainText();
+    int t = 0;
+    for (int pos = 0; pos < doc.size(); ++pos) {
+      if (doc[pos] != expected_[t]) continue;  // a soft break
+      QTextCursor a(split_->document()), b(whole_->document());
+      a.setPosition(pos);
+      b.setPosition(t++);
+      if (split_->cursorRect(a).translated(0, split_->verticalScrollBar()->value()) !=
+          whole_->cursorRect(b).translated(0, whole_->verticalScrollBar()->value())) {
+        return false;
+      }
+    }
+    const QImage x = render(*split_), y = render(*whole_);
+    if (x.size() != y.size()) return false;
+    const QFontMetrics metrics(split_->font());
+    const qint64 allowed = static_cast<qint64>(split_->numSoftBreaks()) *
+                           (metrics.horizontalAdvance(QLatin1Char(' ')) + 1) * metrics.lineSpacing();
+    qint64 differ = 0;
+    for (int row = 0; row < x.height(); ++row)
+      for (int col = 0; col < x.width(); ++col) differ += x.pixel(col, row) != y.pixel(col, row);
+    return differ <= allowed;
+  }
+
+  static constexpr int kTokens = 1000;
+  std::unique_ptr<gbui::TokenView> split_, whole_;
+  QString expected_;
+  std::vector<int> owner_;  // (transcript characters) the token each one belongs to, -1 none
+};
+
+QTEST_MAIN(TokenViewTest)
+#include "ui_token_view_test.moc"
