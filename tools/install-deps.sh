@@ -10,6 +10,11 @@ packages=(
   qt6-base-dev libgl-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev ccache
 )
+# Sanitizer builds and the fuzz harnesses (tools/sanitize.sh, tools/fuzz.sh) use
+# clang with its ASan/UBSan/TSan runtimes and libFuzzer.
+if [[ "${GLASSBOX_SANITIZERS:-0}" == "1" ]]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 # Headless builds (GLASSBOX_UI=OFF) need no Qt.
 if [[ "${GLASSBOX_HEADLESS:-0}" == "1" ]]; then
   packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev)

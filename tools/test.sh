@@ -4,6 +4,8 @@
 # the checkout, or from $GLASSBOX_SHARED_DIR.
 #   tools/test.sh                 # full build: UI, CUDA if nvcc is found
 #   tools/test.sh -L cpu          # extra arguments go to ctest
+# With GLASSBOX_SANITIZERS=1 (.ci/run sets it) the sanitizer builds and the fuzz
+# regression pass run after the main suite (tools/sanitize.sh all, docs/testing.md).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,3 +21,9 @@ cmake --build "$build" -j "$(nproc)"
 # One test at a time: CPU tests use every core, and timing-sensitive UI tests
 # must not compete with them.
 ctest --test-dir "$build" --output-on-failure --no-tests=error "$@"
+echo "test.sh: main build and suite took $SECONDS s"
+if [[ "${GLASSBOX_SANITIZERS:-0}" == 1 ]]; then
+  start=$SECONDS
+  GLASSBOX_SANITIZE_BUILD_ROOT="$build-sanitizers" GLASSBOX_SHARED_DIR="$shared" "$root/tools/sanitize.sh" all
+  echo "test.sh: sanitizer builds, tests and fuzz regression took $((SECONDS - start)) s"
+fi

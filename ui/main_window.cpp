@@ -139,8 +139,12 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     statusBar()->showMessage(tr("Released the KV of %n finished answer(s); their full blocks stay cached.", nullptr, n), 5000);
   });
   connect(controller_, &EngineController::exportFinished, this, [this](const QString& path, const QString& error) {
-    if (!error.isEmpty()) showError(tr("Export trace"), error);
-    else statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+    // Braces: clang reads `emit` (an empty macro) as misleading indentation after an else.
+    if (!error.isEmpty()) {
+      showError(tr("Export trace"), error);
+    } else {
+      statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+    }
     emit exported(path, error);
   });
   connect(controller_, &EngineController::traceOpened, this, [this](const UiModelInfo& info, const UiEventBatch& events) {

@@ -296,7 +296,8 @@ std::string check_object(const json& j, const std::vector<FieldSpec>& fields, co
       extra_known.push_back(hex_key);
     }
   }
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture those
     const bool documented =
         std::any_of(fields.begin(), fields.end(), [&](const FieldSpec& f) { return key == f.name; }) ||
         std::find(extra_known.begin(), extra_known.end(), key) != extra_known.end();

@@ -34,7 +34,12 @@ bool has_feature(const char* f) {
   const std::string s(f);
   if (s == "avx2") return __builtin_cpu_supports("avx2");
   if (s == "fma") return __builtin_cpu_supports("fma");
-  if (s == "f16c") return __builtin_cpu_supports("f16c");
+  if (s == "f16c") {
+    // Read from cpuid (leaf 1, ECX bit 29): clang before 15 does not know the
+    // name "f16c" in __builtin_cpu_supports, and the sanitizer builds use clang.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }
   if (s == "avx512f") return __builtin_cpu_supports("avx512f");
   if (s == "avx512bw") return __builtin_cpu_supports("avx512bw");
   if (s == "avx512dq") return __builtin_cpu_supports("avx512dq");

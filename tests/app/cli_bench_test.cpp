@@ -4,6 +4,9 @@
 // bytes as worked out from its README config, and its mean/stddev agree with the
 // per-run figures; --llama-bench-table prints llama-bench's columns and tests.
 #include <cmath>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -41,7 +44,10 @@ GB_TEST(bench_json_names_processor_kernels_and_model) {
   QVERIFY(!j["processor"].get<std::string>().empty());
   // The level cpuid allows (the test runs without GLASSBOX_CPU_ISA).
 #if defined(__x86_64__)
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // F16C from cpuid leaf 1 (ECX bit 29): clang 14 does not know "f16c" in __builtin_cpu_supports.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512vnni");

@@ -98,3 +98,26 @@ GB_TEST(malformed_workload_names_file_and_line) {
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find(path + ":2") != std::string::npos, r.output.c_str());
 }
+
+// Found by tests/fuzz (fuzz_workload): a field of the wrong JSON type threw an
+// uncaught nlohmann::json exception (std::terminate); an id outside the
+// vocabulary or a max_tokens past INT32_MAX went through. Each is now a clear
+// error naming the file, the line and the field.
+GB_TEST(mistyped_workload_fields_are_errors_not_crashes) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"prompt": "ok", "priority": 2})", "priority"},
+      {R"({"prompt": "ok", "ignore_eos": "yes"})", "ignore_eos"},
+      {R"({"prompt": "ok", "isolation_key": {"tenant": 7}})", "isolation_key"},
+      {R"({"prompt_ids": [1, 512]})", "prompt_ids"},
+      {R"({"prompt_ids": [1, -1]})", "prompt_ids"},
+      {R"({"prompt": "ok", "max_tokens": 4294967297})", "max_tokens"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = gbtest::temp_dir() + "/mistyped" + std::to_string(i) + ".jsonl";
+    std::ofstream(path) << "{\"prompt\": \"ok\", \"max_tokens\": 3}\n" << cases[i].first << "\n";
+    const auto r = gbtest::run_cli("serve-bench --model " + quote(model) + " --workload " + quote(path));
+    QVERIFY2(r.exit_code == 1, (cases[i].first + " -> exit " + std::to_string(r.exit_code) + ": " + r.output).c_str());
+    QVERIFY2(r.output.find(path + ":2: " + cases[i].second) != std::string::npos, r.output.c_str());
+  }
+}

@@ -29,7 +29,9 @@ gb::GgufWriter tiny_gguf_writer(const TinyGgufOptions& options) {
   md.emplace_back("tokenizer.ggml.scores", GgufValue::f32_array(v.scores));
   md.emplace_back("tokenizer.ggml.token_type", GgufValue::i32_array(v.token_types));
   for (const auto& [key, value] : options.overrides) {
-    auto it = std::find_if(md.begin(), md.end(), [&](const auto& kv) { return kv.first == key; });
+    // key_ref: clang 14 (the sanitizer builds) cannot capture a structured binding.
+    const auto& key_ref = key;
+    auto it = std::find_if(md.begin(), md.end(), [&](const auto& kv) { return kv.first == key_ref; });
     if (it != md.end()) it->second = value;
     else md.emplace_back(key, value);
   }

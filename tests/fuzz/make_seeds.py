@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Writes the small hand-made seeds in tests/fuzz/corpus/ (a few KB each).
+
+Written from the format descriptions in engine/model/gguf_file.h,
+engine/model/llama2c_file.h and engine/tokenizer/llama2c_tokenizer.h, with no
+shared data: tiny but complete models (dim 8, one block, a 16-token vocabulary),
+so the model harnesses start from files that load all the way. Run it again
+after changing it; the outputs are committed.
+    python3 tests/fuzz/make_seeds.py
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+DIM, HIDDEN, LAYERS, HEADS, KV_HEADS, CTX = 8, 16, 1, 2, 1, 16
+VOCAB = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "c", "\u2581a", "\u2581b", "ab", "ba", "\u2581ab",
+         "<0x0A>", "<0x20>", "<|im_start|>", "<|im_end|>"]
+TYPES = [2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 3, 3]
+BPE_VOCAB = ["a", "b", "c", "\u0120", "\u0120a", "ab", "\u0120ab", "\u010a", "<|eot|>"] + [chr(0x100 + i) for i in range(7)]
+BPE_MERGES = ["\u0120 a", "a b", "\u0120a b"]
+
+# GGUF value type codes.
+U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
+
+
+def gstr(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def gval(t, v):
+    if t == STR:
+        return gstr(v)
+    if t == ARR:
+        et, items = v
+        return struct.pack("<IQ", et, len(items)) + b"".join(gval(et, x) for x in items)
+    fmt = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q", I64: "q", F64: "d"}[t]
+    return struct.pack("<" + fmt, v)
+
+
+def floats(n, seed):
+    return [((i * 37 + seed * 11) % 17 - 8) / 16.0 for i in range(n)]
+
+
+def gguf(metadata, tensors, alignment=32):
+    """metadata: [(key, type, value)]; tensors: [(name, dims (ne order), f32 list)]."""
+    out = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), len(metadata))
+    for k, t, v in metadata:
+        out += gstr(k) + struct.pack("<I", t) + gval(t, v)
+    offset = 0
+    data = b""
+    for name, dims, values in tensors:
+        out += gstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", 0, offset)  # F32
+        blob = struct.pack("<%df" % len(values), *values)
+        pad = (-len(blob)) % alignment
+        data += blob + b"\0" * pad
+        offset += len(blob) + pad
+    out += b"\0" * ((-len(out)) % alignment)
+    return out + data
+
+
+def llama_metadata(vocab_size, arch="llama"):
+    return [
+        ("general.architecture", STR, arch), ("general.name", STR, "fuzz seed"),
+        (arch + ".context_length", U32, CTX), (arch + ".embedding_length", U32, DIM),
+        (arch + ".feed_forward_length", U32, HIDDEN), (arch + ".attention.head_count", U32, HEADS),
+        (arch + ".attention.head_count_kv", U32, KV_HEADS), (arch + ".block_count", U32, LAYERS),
+        (arch + ".rope.dimension_count", U32, DIM // HEADS),
+        (arch + ".attention.layer_norm_rms_epsilon", F32, 1e-5),
+    ]
+
+
+def llama_tensors(vocab_size, untied=False):
+    kv = KV_HEADS * DIM // HEADS
+    t = [("token_embd.weight", [DIM, vocab_size], floats(DIM * vocab_size, 1)),
+         ("output_norm.weight", [DIM], [1.0] * DIM)]
+    if untied:
+        t.append(("output.weight", [DIM, vocab_size], floats(DIM * vocab_size, 2)))
+    for l in range(LAYERS):
+        b = "blk.%d." % l
+        t += [(b + "attn_norm.weight", [DIM], [1.0] * DIM), (b + "attn_q.weight", [DIM, DIM], floats(DIM * DIM, 3)),
+              (b + "attn_k.weight", [DIM, kv], floats(DIM * kv, 4)), (b + "attn_v.weight", [DIM, kv], floats(DIM * kv, 5)),
+              (b + "attn_output.weight", [DIM, DIM], floats(DIM * DIM, 6)), (b + "ffn_norm.weight", [DIM], [1.0] * DIM),
+              (b + "ffn_gate.weight", [DIM, HIDDEN], floats(DIM * HIDDEN, 7)),
+              (b + "ffn_down.weight", [HIDDEN, DIM], floats(DIM * HIDDEN, 8)),
+              (b + "ffn_up.weight", [DIM, HIDDEN], floats(DIM * HIDDEN, 9))]
+    return t
+
+
+def spm_vocab_metadata():
+    return [
+        ("tokenizer.ggml.model", STR, "llama"), ("tokenizer.ggml.tokens", ARR, (STR, VOCAB)),
+        ("tokenizer.ggml.scores", ARR, (F32, [-float(i) for i in range(len(VOCAB))])),
+        ("tokenizer.ggml.token_type", ARR, (I32, TYPES)),
+        ("tokenizer.ggml.bos_token_id", U32, 1), ("tokenizer.ggml.eos_token_id", U32, 2),
+        ("tokenizer.ggml.unknown_token_id", U32, 0), ("tokenizer.ggml.add_bos_token", BOOL, True),
+        ("tokenizer.chat_template", STR, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                                         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"),
+    ]
+
+
+def bpe_vocab_metadata():
+    return [
+        ("tokenizer.ggml.model", STR, "gpt2"), ("tokenizer.ggml.pre", STR, "llama-bpe"),
+        ("tokenizer.ggml.tokens", ARR, (STR, BPE_VOCAB)),
+        ("tokenizer.ggml.token_type", ARR, (I32, [1] * 8 + [3] + [1] * 7)),
+        ("tokenizer.ggml.merges", ARR, (STR, BPE_MERGES)),
+        ("tokenizer.ggml.bos_token_id", U32, 8), ("tokenizer.ggml.eos_token_id", U32, 8),
+    ]
+
+
+def llama2c(version):
+    v = len(VOCAB)
+    kv = KV_HEADS * DIM // HEADS
+    header7 = struct.pack("<7i", DIM, HIDDEN, LAYERS, HEADS, KV_HEADS, v, CTX)
+    emb, att = floats(v * DIM, 1), [1.0] * (LAYERS * DIM)
+    wq, wk, wv, wo = floats(LAYERS * DIM * DIM, 2), floats(LAYERS * kv * DIM, 3), floats(LAYERS * kv * DIM, 4), floats(LAYERS * DIM * DIM, 5)
+    w1, w2, w3 = floats(LAYERS * HIDDEN * DIM, 6), floats(LAYERS * DIM * HIDDEN, 7), floats(LAYERS * HIDDEN * DIM, 8)
+    fin = [1.0] * DIM
+    f = lambda xs: struct.pack("<%df" % len(xs), *xs)
+    if version == 0:
+        freq = [0.0] * (CTX * (DIM // HEADS) // 2)
+        return header7 + f(emb) + f(att) + f(wq) + f(wk) + f(wv) + f(wo) + f(att) + f(w1) + f(w2) + f(w3) + f(fin) + f(freq) + f(freq)
+    header = struct.pack("<Ii", 0x616B3432, 1) + header7 + struct.pack("<B", 1)
+    header += b"\0" * (256 - len(header))
+    return header + f(att) + f(att) + f(fin) + f(emb) + f(wq) + f(wk) + f(wv) + f(wo) + f(w1) + f(w2) + f(w3)
+
+
+def tokenizer_bin():
+    pieces = ["<unk>", "\n<s>\n", "\n</s>\n"] + ["<0x%02X>" % b for b in (10, 32)] + [" ", "a", "b", " a", "ab", " ab", "ba"]
+    out = struct.pack("<I", max(len(p.encode()) for p in pieces))
+    for i, p in enumerate(pieces):
+        b = p.encode()
+        out += struct.pack("<fI", -float(i), len(b)) + b
+    return out
+
+
+def write(name, filename, data):
+    d = os.path.join(CORPUS, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, filename), "wb") as fh:
+        fh.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
+def main():
+    v = len(VOCAB)
+    model = gguf(llama_metadata(v) + spm_vocab_metadata(), llama_tensors(v))
+    untied = gguf(llama_metadata(v) + spm_vocab_metadata() + [("general.alignment", U32, 64)], llama_tensors(v, True), 64)
+    bpe_model = gguf(llama_metadata(len(BPE_VOCAB)) + bpe_vocab_metadata(), llama_tensors(len(BPE_VOCAB)))
+    for name in ("gguf", "gguf_model"):
+        write(name, "tiny-llama-spm.gguf", model)
+        write(name, "tiny-llama-untied.gguf", untied)
+        write(name, "tiny-llama-bpe.gguf", bpe_model)
+    write("gguf", "metadata-all-types.gguf", gguf([
+        ("u8", U8, 1), ("i8", I8, -1), ("u16", U16, 2), ("i16", I16, -2), ("u32", U32, 3), ("i32", I32, -3),
+        ("f32", F32, 0.5), ("bool", BOOL, True), ("str", STR, "x"), ("u64", U64, 4), ("i64", I64, -4), ("f64", F64, 0.25),
+        ("arr.u8", ARR, (U8, [1, 2])), ("arr.str", ARR, (STR, ["a", ""])), ("arr.arr", ARR, (ARR, [(U32, [1]), (STR, ["b"])])),
+    ], []))
+    write("gguf_vocab", "tiny-spm-vocab.gguf", gguf(spm_vocab_metadata(), []))
+    write("gguf_vocab", "tiny-bpe-vocab.gguf", gguf(bpe_vocab_metadata(), []))
+    write("llama2c", "tiny-legacy.bin", llama2c(0))
+    write("llama2c", "tiny-v1.bin", llama2c(1))
+    write("tokenizer_bin", "tiny-tokenizer.bin", tokenizer_bin())
+
+
+if __name__ == "__main__":
+    main()
