@@ -102,7 +102,10 @@ void SamplerChain::record_stage(size_t stage_index, bool active, TokenRecord& re
       cr.prob_after_stage[stage_index] = stage_index == 0 ? (cr.removed_by_stage < 0 ? cr.prob_before : 0.0f)
                                                           : cr.prob_after_stage[stage_index - 1];
   } else {
-    const auto [m, log_z] = softmax_stats(set_);
+    // Plain copies, not a structured binding: clang 14 (the sanitizer builds)
+    // rejects lambdas that capture structured bindings.
+    const auto stats = softmax_stats(set_);
+    const double m = stats.first, log_z = stats.second;
     for (CandidateRecord& cr : record.top) cr.prob_after_stage[stage_index] = -1.0f;  // "not seen yet"
     const auto prob = [&](const Candidate& c) { return static_cast<float>(std::exp(static_cast<double>(c.logit) - m - log_z)); };
     if (set_.dense) {  // every token alive, id i at index i
