@@ -28,6 +28,7 @@
 #include "cuda/cuda_kernels.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
+#include "kernel_test_data.h"
 
 using gb::kernels::WeightType;
 using gbtest::cuda::DeviceArray;
@@ -43,21 +44,6 @@ std::vector<WeightType> quantized_types() {
   return out;
 }
 
-std::vector<uint8_t> random_blocks(const gb::kernels::WeightTypeTraits& tr, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t blocks = rows * cols / tr.block_elements;
-  std::vector<uint8_t> w(static_cast<size_t>(blocks * tr.block_bytes));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  std::normal_distribution<float> scale(0.0f, 0.02f);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int16_t off : {tr.scale_offset, tr.min_offset})
-      if (off >= 0) {
-        const uint16_t h = gb::kernels::f32_to_f16(scale(rng));
-        std::memcpy(w.data() + b * tr.block_bytes + off, &h, 2);
-      }
-  return w;
-}
-
 // One random quantized matrix, its CPU dequantization and its device copy.
 struct QuantMatrix {
   const gb::kernels::WeightTypeTraits& tr;
@@ -68,7 +54,7 @@ struct QuantMatrix {
 
   QuantMatrix(WeightType t, int64_t r, int64_t c)
       : tr(gb::kernels::weight_traits(t)), rows(r), cols(c), stride(c / tr.block_elements * tr.block_bytes),
-        blocks(random_blocks(tr, r, c, 11 + static_cast<uint32_t>(t) * 7 + static_cast<uint32_t>(r))),
+        blocks(gbtest::random_quant_blocks(tr, r, c, 11 + static_cast<uint32_t>(t) * 7 + static_cast<uint32_t>(r))),
         deq(static_cast<size_t>(r * c)), device(blocks) {
     for (int64_t i = 0; i < rows; ++i) tr.dequantize_row(blocks.data() + i * stride, deq.data() + i * cols, cols);
   }
