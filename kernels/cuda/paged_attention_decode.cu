@@ -1,7 +1,7 @@
 // Paged attention for decode steps: one query token per sequence, attending to
-// its whole cached context (or its sliding window) through the block table. Long contexts are split in
-// partitions of kDecodePartition keys (one block each) so a batch of one still
-// fills the GPU; a merge kernel combines the partial softmaxes exactly:
+// its whole cached context (or its sliding window) through the block table.
+// Long contexts are split in partitions of kDecodePartition keys (one block
+// each) so a batch of one still fills the GPU; a merge kernel combines the partial softmaxes exactly:
 //   out = sum_p exp(m_p - M) acc_p / sum_p exp(m_p - M) l_p,  M = max_p m_p.
 //
 // Workspace layout, P = number of partitions (ceil(max_kv_len / kDecodePartition)):
