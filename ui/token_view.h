@@ -115,6 +115,9 @@ class TokenView : public QTextEdit {
   int splitOffset(const QTextBlock& block) const;
   void afterAppend();  // bounds the last block (now, or at endAppend)
 
+  static constexpr int kTooltipAlternatives = 3;  // candidates a tooltip lists besides the token
+  static UiToken slimCopy(const UiToken& token);
+
   struct Span {
     int begin = 0, end = 0;  // transcript positions
     UiToken token;
