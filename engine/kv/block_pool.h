@@ -14,7 +14,7 @@
 // in queue <=> ref_count 0; the queue's links are consistent and free blocks come
 // before cached ones; every index entry points at an indexed block whose stored
 // hash matches, and lookups find that very block; free blocks hold no hash and no
-// tokens; committed blocks are full.
+// tokens; committed blocks are full; only unheld blocks are marked window_released.
 //
 // Thread: engine thread only.
 #pragma once

@@ -26,7 +26,8 @@
 // hit for others) if it is committed and indexed, else free. Prefix hits take
 // only the matched blocks inside the window (the chain is still verified from
 // block 0), a fork's child starts with the same released slots, and a table
-// holds at most ceil((W - 1) / block_size) + 1 blocks between steps.
+// holds at most ceil((W + block_size - 2) / block_size) blocks between steps
+// (positions c - W + 1 .. c - 1, anywhere in their first block).
 //
 // Expected pressure (no block available) is a nullopt and changes nothing.
 // Programmer errors (unknown request, bad counts) fail GB_CHECK.
