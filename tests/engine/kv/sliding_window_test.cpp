@@ -9,6 +9,7 @@
 // a request still needs it, or a wrong prefix hit changes the tokens, which
 // are compared with the same function computed straight from the token list.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -293,6 +294,9 @@ GB_TEST(random_workloads_release_blocks_within_the_bound_and_match_the_windowed_
     hits += t.num_prefix_hit_tokens;
     preemptions += t.num_preemptions;
   }
+  std::printf("120 trials: %lld blocks released by the window, %d trials with a request longer than the pool, "
+              "%d forks (%d refused by the window), %d prefix-hit tokens, %d preemptions\n",
+              static_cast<long long>(released), longer_than_pool, forks, refused, hits, preemptions);
   // The workloads must reach the paths that matter.
   QVERIFY2(released > 1000, std::to_string(released).c_str());
   QVERIFY2(longer_than_pool > 30, std::to_string(longer_than_pool).c_str());
