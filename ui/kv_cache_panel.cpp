@@ -181,7 +181,7 @@ QString KvCachePanel::statsText() const {
     for (int b : r.blockTable)
       if (b >= 0) keptBlocks.insert(b);
   }
-  for (const UiStep& s : model_->steps()) preemptions += s.preemptions;
+  preemptions = model_->totalPreemptions();
   // Only a model whose every layer slides gives blocks back mid-request.
   const QString window = model_->kvWindowReleasedTotal() == 0
                              ? QString()

@@ -22,6 +22,7 @@ void SessionModel::clear() {
   std::erase_if(requests_, [](const auto& entry) { return !isRestoredKey(entry.first); });
   for (auto& [key, r] : requests_) r.blockTable.clear();
   steps_.clear();
+  totalPreemptions_ = 0;
   remoteMetrics_.clear();
   detailed_.clear();
   cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
@@ -150,6 +151,7 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.finish = b;
         } else if constexpr (std::is_same_v<B, UiStep>) {
           steps_.push_back(b);
+          totalPreemptions_ += b.preemptions;
           if (b.total > cells_.size()) cells_.resize(b.total);
         } else if constexpr (std::is_same_v<B, UiRemoteMetrics>) {
           remoteMetrics_.push_back(b);

@@ -90,6 +90,8 @@ class SessionModel : public QObject {
   const RequestInfo* request(RequestKey key) const;
   const UiToken* token(RequestKey key, int index) const;
   const std::vector<UiStep>& steps() const { return steps_; }
+  // Sum of UiStep::preemptions over steps(), kept as they arrive (panels read it every frame).
+  qint64 totalPreemptions() const { return totalPreemptions_; }
   // A remote engine's polled /metrics, in order (empty for a local engine).
   const std::vector<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_; }
   bool isRemote() const { return !info_.remoteUrl.isEmpty(); }
@@ -134,6 +136,7 @@ class SessionModel : public QObject {
   bool replay_ = false;
   std::map<RequestKey, RequestInfo> requests_;
   std::vector<UiStep> steps_;
+  qint64 totalPreemptions_ = 0;
   std::vector<UiRemoteMetrics> remoteMetrics_;
   // Tokens that still hold their candidates, oldest first (request, index).
   std::deque<std::pair<RequestKey, int>> detailed_;
