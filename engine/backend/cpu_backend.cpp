@@ -211,6 +211,27 @@ Status CpuBackend::attention(const RecipeStep& step) {
   return {};
 }
 
+namespace {
+// Every block a query of `batch` reads or a new token is written to is present:
+// positions first_new - window + 1 .. kv_len - 1 of each sequence (all of them
+// when window is 0, i.e. some layer reads the whole context).
+Status check_released_slots(const BatchLayout& batch, int32_t window) {
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const auto su = static_cast<size_t>(s);
+    const int32_t kv_len = batch.seq_kv_len[su];
+    if (kv_len <= 0 || batch.seq_token_indptr[su] == batch.seq_token_indptr[su + 1]) continue;
+    const int32_t first_new = batch.positions[static_cast<size_t>(batch.seq_token_indptr[su])];
+    const int32_t first_read = window > 0 ? std::max(0, first_new - window + 1) : 0;
+    for (int32_t blk = first_read / batch.block_size; blk <= (kv_len - 1) / batch.block_size; ++blk)
+      if (batch.block_ids[static_cast<size_t>(batch.block_indptr[su] + blk)] < 0)
+        return make_error("sequence " + std::to_string(s) + ": block " + std::to_string(blk) +
+                          " of its table was released by the sliding window but position " +
+                          std::to_string(std::max(first_read, blk * batch.block_size)) + " is still read");
+  }
+  return {};
+}
+}  // namespace
+
 Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) const {
   const ModelConfig& c = model_->config;
   if (k_cache_.empty()) return make_error("forward called before the KV pool was initialised");
@@ -221,7 +242,10 @@ Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) c
     if (t < 0 || t >= c.vocab_size)
       return make_error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                         std::to_string(c.vocab_size - 1) + ")");
-  for (int32_t b : batch.block_ids) GB_CHECK(b >= 0 && b < kv_spec_.num_blocks);
+  // -1 marks a block the sliding window released (kv/block_table.h): allowed
+  // only where no query of this batch reads.
+  for (int32_t b : batch.block_ids) GB_CHECK(b >= -1 && b < kv_spec_.num_blocks);
+  GB_TRY(check_released_slots(batch, c.kv_release_window()));
   GB_CHECK(logits.size() >= static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(c.vocab_size));
   GB_CHECK(batch.num_layers <= c.num_layers);
   return {};

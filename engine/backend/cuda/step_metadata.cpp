@@ -25,8 +25,14 @@ Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_
     return bad_batch("array sizes disagree");
   for (TokenId id : b.token_ids)
     if (id < 0 || id >= vocab_size) return bad_batch("token id " + std::to_string(id) + " outside the vocabulary");
-  for (int32_t blk : b.block_ids)
+  // -1 is a block released by the sliding window (kv/block_table.h). These
+  // kernels read every position of a sequence (no window), and the backend
+  // refuses sliding-window models, so a -1 here is refused, never indexed.
+  for (int32_t blk : b.block_ids) {
+    if (blk == -1)
+      return bad_batch("a block table holds a slot released by the sliding window (no windowed attention here)");
     if (blk < 0 || blk >= num_pool_blocks) return bad_batch("block id " + std::to_string(blk) + " outside the pool");
+  }
   for (int32_t row : b.logit_token_indices)
     if (row < 0 || row >= num_tokens) return bad_batch("logit row " + std::to_string(row) + " is not a token");
 
