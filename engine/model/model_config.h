@@ -75,9 +75,6 @@ struct ModelConfig {
     return sliding_window;
   }
   float query_scale() const { return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
-  // Names of the features above that a plain llama block lacks (empty for llama),
-  // for backends that implement only that block.
-  std::vector<std::string> non_llama_features() const;
 
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   // Bytes of K and V for one token across all layers at element size `bytes`:

@@ -423,7 +423,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
     const int32_t n = batch.num_tokens();
     if (n == 0) return {};
-    GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size, stream_));
+    GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size,
+                                   config_.kv_release_window(), stream_));
     num_seqs_ = batch.num_seqs();
     num_tokens_ = n;
     num_logits_ = batch.num_logits();
