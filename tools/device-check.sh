@@ -179,8 +179,9 @@ export GLASSBOX_SHARED_DIR="$SHARED"
 run_stage configure 90 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGLASSBOX_UI=OFF -DGLASSBOX_CUDA=ON \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GLASSBOX_CUDA_ARCH:-90}" -DGLASSBOX_SHARED_DIR="$SHARED" "${CMAKE_EXTRA[@]}" || exit 1
 ((CONFIGURE_ONLY)) && exit 0
-TARGETS=(glassbox-cli glassbox_cuda_bench test_cuda_kernels test_cuda_quant test_cuda_attention test_cuda_backend
-         test_cuda_golden test_cuda_quant_llama test_cuda_backend_ops)
+# Every CUDA test is in one executable (tests/glassbox_tests.cmake); its first
+# argument names the test.
+TARGETS=(glassbox-cli glassbox_cuda_bench glassbox_tests_kernels_cuda)
 run_stage build 240 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}" || exit 1
 
 # --- 3. tests ------------------------------------------------------------------
@@ -189,16 +190,17 @@ run_stage ctest_cuda 120 ctest --test-dir "$BUILD" -L cuda --output-on-failure -
 # --- 4. compute-sanitizer memcheck ----------------------------------------------
 SANITIZER="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
 TESTS_DIR="$BUILD/tests/kernels/cuda"
-memcheck() {  # memcheck NAME BINARY [CASE]
+CUDA_TESTS="$TESTS_DIR/glassbox_tests_kernels_cuda"
+memcheck() {  # memcheck NAME TEST [cases:CASE]
   local name="$1"
   shift
   run_stage "memcheck_$name" 90 bash -c "'$SANITIZER' --tool memcheck --leak-check full --error-exitcode 9 $* > '$OUT/memcheck-$name.txt' 2>&1"
 }
 if [[ -x "$SANITIZER" ]]; then
-  memcheck kernels "$TESTS_DIR/test_cuda_kernels"
-  memcheck quant "$TESTS_DIR/test_cuda_quant"
-  memcheck attention "$TESTS_DIR/test_cuda_attention"
-  memcheck backend "$TESTS_DIR/test_cuda_backend" chunked_prefill_equals_one_shot_and_scrambled_equals_contiguous
+  memcheck kernels "$CUDA_TESTS" test_cuda_kernels
+  memcheck quant "$CUDA_TESTS" test_cuda_quant
+  memcheck attention "$CUDA_TESTS" test_cuda_attention
+  memcheck backend "$CUDA_TESTS" test_cuda_backend cases:chunked_prefill_equals_one_shot_and_scrambled_equals_contiguous
 else
   log "compute-sanitizer not found"
   record memcheck "failed(missing)" 0

@@ -32,6 +32,8 @@ ASAN_EXCLUDE_LABELS='gui|cuda|fuzz|slow'
 # only suppression that silences them (any stack through libQt6Core or glib) also
 # hides every race on the engine thread. See docs/testing.md.
 TSAN_TESTS=(core_thread_pool_test test_openai_server)
+# ... and the test executables that hold them (one per test folder, tests/glassbox_tests.cmake).
+TSAN_TARGETS=(glassbox_tests_engine_core glassbox_tests_engine_server)
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
@@ -59,7 +61,7 @@ run_tsan() {
   local dir="$out/tsan"
   section "TSan build in $dir"
   cmake --preset tsan -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
-  cmake --build "$dir" -j "$jobs" --target "${TSAN_TESTS[@]}"
+  cmake --build "$dir" -j "$jobs" --target "${TSAN_TARGETS[@]}"
   section "TSan tests"
   local regex
   regex="^($(IFS='|'; echo "${TSAN_TESTS[*]}"))\$"

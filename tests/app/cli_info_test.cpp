@@ -29,8 +29,12 @@ void expect_failure(const std::string& args, const std::string& file, const std:
 }  // namespace
 
 GB_TEST(info_on_unknown_gguf_version_fails_with_message) {
-  // "GGUF", version 9, zero tensors, zero metadata.
-  const std::string path = write_file("v9.gguf", std::string("GGUF\x09\0\0\0", 8) + std::string(16, '\0'));
+  // "GGUF", version 9, zero tensors, zero metadata. Appended rather than
+  // `std::string(...) + std::string(...)`: GCC 12 reports a false -Warray-bounds
+  // inside std::string's operator+ here (GCC bug 105651).
+  std::string header("GGUF\x09\0\0\0", 8);
+  header.append(16, '\0');
+  const std::string path = write_file("v9.gguf", header);
   expect_failure("info '" + path + "'", path, "unsupported GGUF version 9");
 }
 

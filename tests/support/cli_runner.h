@@ -19,8 +19,13 @@ struct CliResult {
 // `args` is appended to the quoted binary path as shell words.
 inline CliResult run_cli(const std::string& args, bool merge_stderr = true) {
   CliResult r;
-  const std::string command =
-      std::string("'") + GLASSBOX_CLI_PATH + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  // Appended rather than chained with operator+: GCC 12 reports a false
+  // -Warray-bounds inside std::string's operator+ (GCC bug 105651).
+  std::string command = "'";
+  command += GLASSBOX_CLI_PATH;
+  command += "' ";
+  command += args;
+  command += merge_stderr ? " 2>&1" : " 2>/dev/null";
   std::FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
   char buf[4096];

@@ -1,4 +1,5 @@
 // Qt-free runner with Qt Test's output shape: PASS/FAIL!/SKIP lines and a Totals line.
+// `glassbox_tests_X TEST [cases:name | name]` runs one test, or one case of it.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,17 +26,19 @@ void gbtest::lite::record_skip(const std::string& why, const char* file, int lin
 
 extern void gb_test_setup() __attribute__((weak));
 
-int main(int argc, char** argv) {
+namespace {
+int run_cases(const char* group, int argc, char** argv) {
   if (gb_test_setup) gb_test_setup();
   if (!g_skip_all_reason.empty()) {
     std::printf("SKIP   : all cases: %s\n", g_skip_all_reason.c_str());
     return gbtest::kSkipExitCode;
   }
-  // Optional filter: `test_x cases:name` or `test_x name` runs one case.
+  // Optional filter after the test name: `cases:name` or `name` runs one case.
   const char* only = nullptr;
   if (argc > 1) only = std::strncmp(argv[1], "cases:", 6) == 0 ? argv[1] + 6 : argv[1];
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& c : gbtest::registry()) {
+    if (std::strcmp(c.group, group) != 0) continue;
     if (only && std::strcmp(only, c.name) != 0) continue;
     g_failed = g_skipped = false;
     c.fn();
@@ -52,3 +55,7 @@ int main(int argc, char** argv) {
   std::printf("Totals: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed == 0 ? 0 : 1;
 }
+}  // namespace
+
+// The first argument names the test (gb_test.h); the rest are the test's own.
+int main(int argc, char** argv) { return gbtest::dispatch(argc, argv, run_cases); }

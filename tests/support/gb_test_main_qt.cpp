@@ -1,8 +1,12 @@
-// Qt Test runner: every GB_TEST case becomes one data row of GbTestRunner::cases().
+// Qt Test runner: the executable's first argument names the test; its GB_TEST
+// cases become the data rows of GbTestRunner::cases(), or its Qt Test class runs
+// (GB_QTEST_MAIN).
 #include <QCoreApplication>
 #include <QObject>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "gb_test.h"
 
@@ -14,30 +18,43 @@ void gbtest::skip_all(const std::string& reason) { g_skip_all_reason = reason; }
 
 class GbTestRunner : public QObject {
   Q_OBJECT
+ public:
+  explicit GbTestRunner(const char* group) : group_(group) {}
+
  private slots:
   void cases_data() {
     QTest::addColumn<int>("index");
     const auto& cases = gbtest::registry();
-    for (int i = 0; i < static_cast<int>(cases.size()); ++i) QTest::newRow(cases[i].name) << i;
+    for (int i = 0; i < static_cast<int>(cases.size()); ++i)
+      if (std::strcmp(cases[i].group, group_) == 0) QTest::newRow(cases[i].name) << i;
   }
   void cases() {
     QFETCH(int, index);
     gbtest::registry()[static_cast<size_t>(index)].fn();
   }
+
+ private:
+  const char* group_;
 };
 
 // Hook for binaries that must decide at start whether to run at all.
 extern void gb_test_setup() __attribute__((weak));
 
-int main(int argc, char** argv) {
+namespace {
+int run_cases(const char* group, int argc, char** argv) {
   QCoreApplication app(argc, argv);
+  // As when every test was its own executable (settings and temporary files are per application).
+  QCoreApplication::setApplicationName(QString::fromUtf8(group));
   if (gb_test_setup) gb_test_setup();
   if (!g_skip_all_reason.empty()) {
     std::printf("SKIP   : all cases: %s\n", g_skip_all_reason.c_str());
     return gbtest::kSkipExitCode;
   }
-  GbTestRunner runner;
+  GbTestRunner runner(group);
   return QTest::qExec(&runner, argc, argv);
 }
+}  // namespace
+
+int main(int argc, char** argv) { return gbtest::dispatch(argc, argv, run_cases); }
 
 #include "gb_test_main_qt.moc"

@@ -15,6 +15,7 @@
 #include <random>
 #include <sys/types.h>
 
+#include "gb_qtest_main.h"
 #include "chat_panel.h"
 #include "conversation.h"
 #include "main_window.h"
@@ -105,5 +106,5 @@ class AutosaveTest : public QObject {
   }
 };
 
-QTEST_MAIN(AutosaveTest)
+GB_QTEST_MAIN(AutosaveTest);
 #include "ui_autosave_test.moc"

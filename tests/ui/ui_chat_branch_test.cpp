@@ -28,6 +28,7 @@
 #include "branches_panel.h"
 #include "compare_view.h"
 #include "engine_controller.h"
+#include "gb_qtest_main.h"
 #include "token_view.h"
 #include "ui_test_support.h"
 
@@ -417,5 +418,5 @@ class UiChatBranchTest : public QObject {
   void cleanupTestCase() { window_.reset(); }
 };
 
-QTEST_MAIN(UiChatBranchTest)
+GB_QTEST_MAIN(UiChatBranchTest);
 #include "ui_chat_branch_test.moc"

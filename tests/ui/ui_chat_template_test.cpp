@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QLabel>
 
+#include "gb_qtest_main.h"
 #include "prompt_view.h"
 #include "ui_test_support.h"
 
@@ -134,5 +135,5 @@ class UiChatTemplateTest : public QObject {
   std::unique_ptr<gbui::MainWindow> window_;
 };
 
-QTEST_MAIN(UiChatTemplateTest)
+GB_QTEST_MAIN(UiChatTemplateTest);
 #include "ui_chat_template_test.moc"

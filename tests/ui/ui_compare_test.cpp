@@ -20,6 +20,7 @@
 #include <QTreeWidget>
 #include <map>
 
+#include "gb_qtest_main.h"
 #include "branches_panel.h"
 #include "compare_view.h"
 #include "distribution_bars.h"
@@ -264,5 +265,5 @@ class UiCompareTest : public QObject {
   }
 };
 
-QTEST_MAIN(UiCompareTest)
+GB_QTEST_MAIN(UiCompareTest);
 #include "ui_compare_test.moc"

@@ -9,6 +9,7 @@
 #include <QLabel>
 
 #include "chat_bench.h"
+#include "gb_qtest_main.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "kv_grid_widget.h"
@@ -307,5 +308,5 @@ class UiKvReplayTest : public QObject {
   }
 };
 
-QTEST_MAIN(UiKvReplayTest)
+GB_QTEST_MAIN(UiKvReplayTest);
 #include "ui_kv_replay_test.moc"

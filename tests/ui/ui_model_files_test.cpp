@@ -8,6 +8,7 @@
 #include <QMenu>
 #include <QSettings>
 
+#include "gb_qtest_main.h"
 #include "model_file_summary.h"
 #include "ui_test_support.h"
 
@@ -91,5 +92,5 @@ class UiModelFilesTest : public QObject {
   QTemporaryDir dir_;
 };
 
-QTEST_MAIN(UiModelFilesTest)
+GB_QTEST_MAIN(UiModelFilesTest);
 #include "ui_model_files_test.moc"

@@ -13,6 +13,7 @@
 #include <QTest>
 #include <cmath>
 
+#include "gb_qtest_main.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "compare_view.h"
@@ -265,5 +266,5 @@ void UiRemoteTest::unreachableServerFailsTheConnect() {
   QVERIFY(!w->sessionModel()->hasModel());
 }
 
-QTEST_MAIN(UiRemoteTest)
+GB_QTEST_MAIN(UiRemoteTest);
 #include "ui_remote_test.moc"

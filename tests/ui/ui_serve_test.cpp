@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "gb_qtest_main.h"
 #include "engine_controller.h"
 #include "serve_panel.h"
 #include "ui_test_support.h"
@@ -80,5 +81,5 @@ void UiServeTest::serveToggleAnswersHttpAndListsTheRequest() {
   QVERIFY(!gone.Get("/health"));  // nobody listens any more
 }
 
-QTEST_MAIN(UiServeTest)
+GB_QTEST_MAIN(UiServeTest);
 #include "ui_serve_test.moc"

@@ -13,6 +13,7 @@
 #include <QJsonObject>
 #include <QMessageBox>
 
+#include "gb_qtest_main.h"
 #include "speculative_panel.h"
 #include "speculative_settings.h"
 #include "token_view.h"
@@ -268,5 +269,5 @@ class UiSpeculativeTest : public QObject {
   Golden golden_;
 };
 
-QTEST_MAIN(UiSpeculativeTest)
+GB_QTEST_MAIN(UiSpeculativeTest);
 #include "ui_speculative_test.moc"

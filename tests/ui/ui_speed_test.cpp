@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gb_qtest_main.h"
 #include "chat_bench.h"
 #include "engine_controller.h"
 #include "ui_test_support.h"
@@ -190,5 +191,5 @@ class UiSpeedTest : public QObject {
   }
 };
 
-QTEST_MAIN(UiSpeedTest)
+GB_QTEST_MAIN(UiSpeedTest);
 #include "ui_speed_test.moc"

@@ -16,6 +16,7 @@
 #include <QTextDocument>
 #include <vector>
 
+#include "gb_qtest_main.h"
 #include "token_view.h"
 
 namespace {
@@ -220,5 +221,5 @@ class TokenViewTest : public QObject {
   std::vector<int> owner_;  // (transcript characters) the token each one belongs to, -1 none
 };
 
-QTEST_MAIN(TokenViewTest)
+GB_QTEST_MAIN(TokenViewTest);
 #include "ui_token_view_test.moc"

@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "gb_qtest_main.h"
 #include "trace_spool.h"
 
 namespace {
@@ -90,5 +91,5 @@ class TraceSpoolTest : public QObject {
   }
 };
 
-QTEST_MAIN(TraceSpoolTest)
+GB_QTEST_MAIN(TraceSpoolTest);
 #include "ui_trace_spool_test.moc"

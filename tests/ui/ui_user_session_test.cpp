@@ -34,6 +34,7 @@
 #include <QToolButton>
 #include <set>
 
+#include "gb_qtest_main.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "token_inspector_panel.h"
@@ -489,5 +490,5 @@ class UiUserSessionTest : public QObject {
   void cleanupTestCase() { window_.reset(); }
 };
 
-QTEST_MAIN(UiUserSessionTest)
+GB_QTEST_MAIN(UiUserSessionTest);
 #include "ui_user_session_test.moc"

@@ -11,6 +11,7 @@
 
 #include <QDockWidget>
 
+#include "gb_qtest_main.h"
 #include "engine_controller.h"
 #include "panel_registry.h"
 #include <QJsonArray>
@@ -237,5 +238,5 @@ class UiWorkbenchTest : public QObject {
   QTemporaryDir dir_;
 };
 
-QTEST_MAIN(UiWorkbenchTest)
+GB_QTEST_MAIN(UiWorkbenchTest);
 #include "ui_workbench_test.moc"
