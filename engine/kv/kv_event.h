@@ -20,6 +20,8 @@ enum class KvEventKind : uint8_t {
   Released,   // `request` dropped its reference; others may still hold the block
   Freed,      // last reference gone: the block is now free, or cached if it is indexed
   Uncached,   // a committed block's hash dropped because its contents will change
+  Lookahead,  // a free block lent to `request` as lookahead scratch (self-draft's drafted
+              // positions), outside its block table; given back with Released + Freed
 };
 
 const char* kv_event_kind_name(KvEventKind kind);
