@@ -178,7 +178,7 @@ QString KvCachePanel::statsText() const {
     ++numKept;
     for (int b : r.blockTable) keptBlocks.insert(b);
   }
-  for (const UiStep& s : model_->steps()) preemptions += s.preemptions;
+  preemptions = model_->totalPreemptions();
   const quint64 measured = info.kvBytesPerTokenMeasured();
   QString bytes;
   if (measured == 0) bytes = tr("measured n/a");

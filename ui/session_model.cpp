@@ -2,6 +2,7 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSettings>
 #include <algorithm>
 
 namespace gbui {
@@ -12,14 +13,18 @@ QVector<int> RequestInfo::allTokenIds() const {
   return ids;
 }
 
-SessionModel::SessionModel(QObject* parent) : QObject(parent) {}
+SessionModel::SessionModel(QObject* parent) : QObject(parent) {
+  const QVariant window = QSettings().value(QStringLiteral("session/detailedTokens"));
+  if (window.isValid() && window.toInt() >= 0) detailWindow_ = window.toInt();
+}
 
 void SessionModel::clear() {
   std::erase_if(requests_, [](const auto& entry) { return !isRestoredKey(entry.first); });
   for (auto& [key, r] : requests_) r.blockTable.clear();
   steps_.clear();
+  totalPreemptions_ = 0;
   remoteMetrics_.clear();
-  events_.clear();
+  detailed_.clear();
   cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
   lastWriter_.clear();
   selected_.reset();
@@ -81,8 +86,25 @@ void SessionModel::selectToken(RequestKey request, int index) {
 void SessionModel::apply(const UiEventBatch& batch) {
   if (!batch || batch->empty()) return;
   for (const UiEvent& e : *batch) applyOne(e);
-  events_.insert(events_.end(), batch->begin(), batch->end());
+  trimDetails();
   emit batchApplied(batch);
+}
+
+void SessionModel::setDetailWindow(int tokens) {
+  detailWindow_ = std::max(0, tokens);
+  trimDetails();
+}
+
+void SessionModel::trimDetails() {
+  while (static_cast<int>(detailed_.size()) > detailWindow_) {
+    const auto [key, index] = detailed_.front();
+    detailed_.pop_front();
+    auto it = requests_.find(key);
+    if (it == requests_.end() || index >= static_cast<int>(it->second.tokens.size())) continue;
+    UiToken& t = it->second.tokens[static_cast<size_t>(index)];
+    t.top = QVector<UiCandidate>();  // frees the candidates (unless a panel still shares them)
+    t.detailTrimmed = true;
+  }
 }
 
 KvCell& SessionModel::cell(int block) {
@@ -110,7 +132,12 @@ void SessionModel::applyOne(const UiEvent& e) {
         } else if constexpr (std::is_same_v<B, UiToken>) {
           RequestInfo& r = requests_[b.request];
           r.tokens.push_back(b);
-          annotateDraft(r, r.tokens.back());
+          UiToken& t = r.tokens.back();
+          // Every token of a chain names the same stages: share one list.
+          if (t.stages == lastStages_) t.stages = lastStages_;
+          else lastStages_ = t.stages;
+          annotateDraft(r, t);
+          if (!b.top.isEmpty()) detailed_.emplace_back(b.request, static_cast<int>(r.tokens.size()) - 1);
         } else if constexpr (std::is_same_v<B, UiSpeculative>) {
           RequestInfo& r = requests_[b.request];
           r.speculative.push_back(b);
@@ -123,6 +150,7 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.finish = b;
         } else if constexpr (std::is_same_v<B, UiStep>) {
           steps_.push_back(b);
+          totalPreemptions_ += b.preemptions;
           if (b.total > cells_.size()) cells_.resize(b.total);
         } else if constexpr (std::is_same_v<B, UiRemoteMetrics>) {
           remoteMetrics_.push_back(b);

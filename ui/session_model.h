@@ -12,6 +12,7 @@
 
 #include <QObject>
 #include <QSet>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -85,10 +86,18 @@ class SessionModel : public QObject {
   const RequestInfo* request(RequestKey key) const;
   const UiToken* token(RequestKey key, int index) const;
   const std::vector<UiStep>& steps() const { return steps_; }
+  // Sum of UiStep::preemptions over steps(), kept as they arrive (panels read it every frame).
+  qint64 totalPreemptions() const { return totalPreemptions_; }
   // A remote engine's polled /metrics, in order (empty for a local engine).
   const std::vector<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_; }
   bool isRemote() const { return !info_.remoteUrl.isEmpty(); }
-  const std::vector<UiEvent>& events() const { return events_; }
+  // How many of the most recent tokens keep their candidates (UiToken::top, the
+  // bulk of a token's memory: 20 candidates x 9 stages are about 4 KB); older
+  // ones are trimmed (UiToken::detailTrimmed), so a long session's memory stays
+  // flat. Setting "session/detailedTokens", default kDefaultDetailWindow.
+  static constexpr int kDefaultDetailWindow = 8192;
+  int detailWindow() const { return detailWindow_; }
+  void setDetailWindow(int tokens);
   const QVector<KvCell>& kvCells() const { return cells_; }
   KvCounts kvCounts() const;
   int blockSize() const { return info_.blockSize > 0 ? info_.blockSize : 16; }
@@ -113,14 +122,19 @@ class SessionModel : public QObject {
   void applyOne(const UiEvent& e);
   void applyKv(const UiKv& kv);
   void annotateDraft(RequestInfo& r, UiToken& t) const;
+  void trimDetails();
   KvCell& cell(int block);
 
   UiModelInfo info_;
   bool replay_ = false;
   std::map<RequestKey, RequestInfo> requests_;
   std::vector<UiStep> steps_;
+  qint64 totalPreemptions_ = 0;
   std::vector<UiRemoteMetrics> remoteMetrics_;
-  std::vector<UiEvent> events_;  // everything applied, for replay comparisons
+  // Tokens that still hold their candidates, oldest first (request, index).
+  std::deque<std::pair<RequestKey, int>> detailed_;
+  int detailWindow_ = kDefaultDetailWindow;
+  QStringList lastStages_;  // the stage names of the last token, shared by the next ones
   QVector<KvCell> cells_;        // (numBlocks) index = block id
   std::map<int, RequestKey> lastWriter_;  // block -> request that filled it
   std::optional<std::pair<RequestKey, int>> selected_;

@@ -117,6 +117,11 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
                        .arg(t->xtcFired ? tr(", XTC fired") : QString())
                        .arg(t->numCandidatesBefore)
                        .arg(stages));
+    if (t->detailTrimmed)
+      header_->setText(header_->text() +
+                       tr("<br><small><i>This token's candidates were dropped from memory: the workbench keeps them for "
+                          "the last %1 tokens (setting session/detailedTokens). The session's trace file holds them.</i></small>")
+                           .arg(model_->detailWindow()));
   }
 
   // Bars: raw probability (grey), final probability (blue), chosen (orange).

@@ -36,6 +36,23 @@ void TokenView::clearAll() {
   breaks_.clear();
 }
 
+void TokenView::truncateTo(int pos) {
+  pos = std::max(pos, 0);
+  if (pos >= transcriptEnd()) return;
+  // Break k sits just before transcript character breaks_[k]; those at or
+  // after `pos` go with the text they split.
+  const auto firstBreak = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
+  QTextCursor c(document());
+  c.setPosition(pos + static_cast<int>(firstBreak - breaks_.begin()));
+  c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  c.removeSelectedText();
+  breaks_.erase(firstBreak, breaks_.end());
+  spans_.erase(std::lower_bound(spans_.begin(), spans_.end(), pos, [](const Span& s, int p) { return s.begin < p; }),
+               spans_.end());
+  std::erase_if(messages_, [pos](const MessageSpan& m) { return m.begin >= pos; });
+  reasoning_ = false;
+}
+
 int TokenView::toDocument(int pos) const {
   // Breaks before character `pos` (a break at `pos` sits before it).
   return pos + static_cast<int>(std::upper_bound(breaks_.begin(), breaks_.end(), pos) - breaks_.begin());
@@ -253,8 +270,28 @@ void TokenView::appendToken(const UiToken& token) {
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
-  spans_.push_back({begin, transcriptEnd(), token});
+  spans_.push_back({begin, transcriptEnd(), slimCopy(token)});
   afterAppend();
+}
+
+// What a span needs for its colour, tooltip and click: the token without its
+// stage lists and with only the candidates a tooltip names (the chosen one and
+// three alternatives, without per-stage probabilities). The full record stays
+// in SessionModel (and the trace), so a long transcript costs little per token.
+UiToken TokenView::slimCopy(const UiToken& token) {
+  UiToken t = token;
+  t.stages = QStringList();
+  t.stageActive = QVector<bool>();
+  t.numAfterStage = QVector<int>();
+  QVector<UiCandidate> top;
+  for (const UiCandidate& c : token.top) {
+    if (top.size() == kTooltipAlternatives + 1) break;
+    UiCandidate slim = c;
+    slim.probAfter = QVector<float>();
+    top.push_back(slim);
+  }
+  t.top = top;
+  return t;
 }
 
 QTextCharFormat::UnderlineStyle TokenView::originUnderline(int origin) {
@@ -325,7 +362,7 @@ QString TokenView::tooltipFor(const UiToken& t) const {
     for (const UiCandidate& c : t.top) {
       if (c.id == t.tokenId) continue;
       tip += QStringLiteral("<br>&nbsp;&nbsp;%1: %2").arg(c.text.toHtmlEscaped()).arg(c.probBefore, 0, 'f', 3);
-      if (++shown == 3) break;
+      if (++shown == kTooltipAlternatives) break;
     }
     return tip;
   }
@@ -340,7 +377,7 @@ QString TokenView::tooltipFor(const UiToken& t) const {
   for (const UiCandidate& c : t.top) {
     if (c.id == t.tokenId) continue;
     tip += QStringLiteral("<br>&nbsp;&nbsp;%1 (%2): %3").arg(c.text.toHtmlEscaped()).arg(c.id).arg(c.probBefore, 0, 'f', 3);
-    if (++shown == 3) break;
+    if (++shown == kTooltipAlternatives) break;
   }
   switch (static_cast<UiTokenOrigin>(t.origin)) {
     case UiTokenOrigin::Accepted:

@@ -47,6 +47,12 @@ class TokenView : public QTextEdit {
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
   void clearAll();
+  // Removes everything from transcript position `pos` on (text, token spans,
+  // messages, soft breaks): a turn that changed is redrawn from its start
+  // without re-laying out the turns before it. Not inside beginAppend().
+  void truncateTo(int pos);
+  // Characters of the transcript (the document without soft breaks).
+  int transcriptLength() const { return transcriptEnd(); }
   void appendLabel(const QString& text);  // bold role label on its own line
   void appendPlain(const QString& text);
   // A user's message (turn index) or the system prompt (-1), editable by double-click.
@@ -114,6 +120,9 @@ class TokenView : public QTextEdit {
   void boundBlock(QTextBlock block);
   int splitOffset(const QTextBlock& block) const;
   void afterAppend();  // bounds the last block (now, or at endAppend)
+
+  static constexpr int kTooltipAlternatives = 3;  // candidates a tooltip lists besides the token
+  static UiToken slimCopy(const UiToken& token);
 
   struct Span {
     int begin = 0, end = 0;  // transcript positions

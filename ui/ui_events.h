@@ -69,6 +69,10 @@ struct UiToken {
   // local numbers for the token strings, not the model's ids; stages, prob,
   // logits, entropies and the draw are not available (NaN / empty).
   bool remote = false;
+  // SessionModel keeps the candidates (`top`) of its most recent tokens only
+  // (SessionModel::detailWindow()); older tokens have them dropped and this set.
+  // The trace file still holds them.
+  bool detailTrimmed = false;
 };
 
 // One verification of a drafted run (gb::SpeculativeEvent). It precedes the

@@ -6,6 +6,9 @@
 #include <QFile>
 #include <QStandardPaths>
 
+#include <QLabel>
+
+#include "chat_bench.h"
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "kv_grid_widget.h"
@@ -25,6 +28,57 @@ class UiKvReplayTest : public QObject {
     qRegisterMetaType<gbui::UiEventBatch>();
     qRegisterMetaType<gbui::UiModelInfo>();
     QVERIFY2(QFile::exists(storiesPath()), qPrintable("missing test data: " + storiesPath()));
+  }
+
+  // Long sessions (code review U2): only the most recent tokens keep their
+  // candidates; older ones are trimmed, keep everything the chat draws, and the
+  // inspector says where the rest is.
+  void oldTokensDropTheirCandidates() {
+    gbui::SessionModel model;
+    model.setDetailWindow(100);
+    QCOMPARE(model.detailWindow(), 100);
+    gbui::TokenInspectorPanel inspector(&model);
+    quint64 seq = 1;
+    for (int frame = 0; frame < 10; ++frame) {
+      auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
+      for (int k = 0; k < 30; ++k) {
+        const int index = frame * 30 + k;
+        batch->push_back({seq++, index * 1000, gbui::syntheticToken(3, index, index, 0)});
+        batch->push_back({seq++, index * 1000, gbui::syntheticToken(4, index, index, 0)});  // a second request interleaved
+      }
+      model.apply(batch);
+      int kept = 0;
+      for (gbui::RequestKey key : {gbui::RequestKey{3}, gbui::RequestKey{4}})
+        for (const gbui::UiToken& t : model.request(key)->tokens) kept += t.top.isEmpty() ? 0 : 1;
+      QCOMPARE(kept, std::min(100, (frame + 1) * 60));
+    }
+    for (gbui::RequestKey key : {gbui::RequestKey{3}, gbui::RequestKey{4}}) {
+      const auto& tokens = model.request(key)->tokens;
+      QCOMPARE(tokens.size(), size_t{300});
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const gbui::UiToken expected = gbui::syntheticToken(key, static_cast<int>(i), static_cast<double>(i), 0);
+        QCOMPARE(tokens[i].detailTrimmed, i < 250);   // the last 50 of each request are the newest 100
+        QCOMPARE(tokens[i].top.isEmpty(), i < 250);
+        QCOMPARE(tokens[i].text, expected.text);       // what the chat draws stays
+        QCOMPARE(tokens[i].prob, expected.prob);
+        if (i >= 250) QCOMPARE(tokens[i].top.size(), expected.top.size());
+      }
+    }
+    const auto inspectorSays = [&](const QString& words) {
+      for (const QLabel* label : inspector.findChildren<QLabel*>())
+        if (label->text().contains(words)) return true;
+      return false;
+    };
+    model.selectToken(3, 10);
+    QVERIFY(inspectorSays("dropped from memory"));
+    model.selectToken(3, 299);
+    QVERIFY(!inspectorSays("dropped from memory"));
+    // A smaller window trims at once; clear() forgets the queue.
+    model.setDetailWindow(10);
+    QVERIFY(model.token(3, 290)->detailTrimmed);
+    QVERIFY(!model.token(4, 299)->detailTrimmed);
+    model.clear();
+    QVERIFY(model.request(3) == nullptr);
   }
 
   void gridMatchesEngineAfterEachStep() {

@@ -341,10 +341,13 @@ class UiUserSessionTest : public QObject {
     QCOMPARE(*inspector->shownToken(), std::make_pair(parent->key, index));
     QVERIFY(find<QLabel>("inspectorHeader")->text().contains(QStringLiteral("token %1").arg(index)));
     auto* table = find<QTableWidget>("inspectorTable");
-    QCOMPARE(table->rowCount(), static_cast<int>(clicked->top.size()));
+    // The view keeps a slim copy (TokenView::slimCopy); the model has every candidate.
+    const gbui::UiToken* full = window_->sessionModel()->token(parent->key, index);
+    QVERIFY(full);
+    QCOMPARE(table->rowCount(), static_cast<int>(full->top.size()));
     int row = 0;
-    while (clicked->top[row].id == clicked->tokenId) ++row;
-    const int alternative = clicked->top[row].id;
+    while (full->top[row].id == clicked->tokenId) ++row;
+    const int alternative = full->top[row].id;
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualItemRect(table->item(row, 0)).center());
     QCOMPARE(table->currentRow(), row);
     click(find<QPushButton>("branchFromCandidate"));

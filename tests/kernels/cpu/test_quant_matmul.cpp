@@ -162,7 +162,8 @@ GB_TEST(packed_prefill_equals_token_by_token_decode_bit_for_bit) {
     if (!isa_supported(isa)) continue;
     for (WeightType t : kQuantTypes) {
       const int64_t be = weight_traits(t).block_elements;
-      for (int64_t cols : {int64_t{3 * 256}, 5 * be}) {
+      // Whole units only, a partial unit only, and whole units then a partial one.
+      for (int64_t cols : {int64_t{3 * 256}, 5 * be, 11 * be}) {
         const int64_t rows = 7, tokens = 37;
         Case c = make_case(t, rows, cols, tokens);
         std::vector<float> batch(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
@@ -189,6 +190,8 @@ GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
   for (WeightType t : kQuantTypes) {
     if (!matmul_weights_has_simd(t)) continue;
     check_fast_vs_oracle(t, 67, 512, 6, 4);
+    if (QTest::currentTestFailed()) return;
+    check_fast_vs_oracle(t, 67, 11 * weight_traits(t).block_elements, 1, 3);  // decode, rows split across threads
     if (QTest::currentTestFailed()) return;
     check_fast_vs_oracle(t, 67, 512, 41, 3);
     if (QTest::currentTestFailed()) return;
