@@ -55,7 +55,7 @@ int BranchesPanel::sharedBlocks(RequestKey request) const {
   const RequestInfo* p = model_->request(*r->parent);
   if (!p) return 0;
   int n = 0;
-  for (int b : r->blockTable) n += p->blockTable.contains(b) ? 1 : 0;
+  for (int b : r->blockTable) n += b >= 0 && p->blockTable.contains(b) ? 1 : 0;
   return n;
 }
 

@@ -295,6 +295,12 @@ QString EngineController::kvSnapshotSummary() const {
       .arg(static_cast<int>(snap.blocks.size()));
 }
 
+QString EngineController::kvWindowSummary() const {
+  if (!state_->engine) return {};
+  const gb::KvSnapshot snap = state_->engine->scheduler().kv_cache().snapshot();
+  return QStringLiteral("%1 %2").arg(snap.num_window_released).arg(snap.num_window_released_total);
+}
+
 QVector<int> EngineController::kvRefCounts() const {
   QVector<int> out;
   if (!state_->engine) return out;

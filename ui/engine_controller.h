@@ -142,6 +142,8 @@ class EngineController : public QObject {
   // Tests: the engine's own view, checked against the UI's models.
   // Returns "owned free cached total" of the KV pool from the scheduler snapshot.
   QString kvSnapshotSummary() const;
+  // "<blocks marked released by the sliding window now> <WindowReleased events so far>".
+  QString kvWindowSummary() const;
   // Token ids of a request's prompt + output as the engine knows them.
   QVector<int> tokensOf(quint64 request) const;
   // Ref counts per block from the engine's snapshot (index = block id).

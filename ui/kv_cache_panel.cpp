@@ -30,7 +30,9 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   layout->setContentsMargins(4, 4, 4, 4);
   auto* left = new QVBoxLayout;
   auto* legend = new QLabel(tr("<small>colour = owning request, height = slots used, \u25cf shared (refcount &gt; 1), "
-                               "<span style='color:#3c6ec8'>outline</span> = cached without owner</small>"));
+                               "<span style='color:#3c6ec8'>outline</span> = cached without owner, "
+                               "<span style='background:#f5d79e'>&nbsp;amber, struck&nbsp;</span> = released by the "
+                               "sliding window</small>"));
   legend->setWordWrap(true);
   left->addWidget(legend);
   auto* scroll = new QScrollArea;
@@ -176,9 +178,16 @@ QString KvCachePanel::statsText() const {
     prompt += r.finish.numPromptTokens;
     if (r.blockTable.isEmpty()) continue;
     ++numKept;
-    for (int b : r.blockTable) keptBlocks.insert(b);
+    for (int b : r.blockTable)
+      if (b >= 0) keptBlocks.insert(b);
   }
   preemptions = model_->totalPreemptions();
+  // Only a model whose every layer slides gives blocks back mid-request.
+  const QString window = model_->kvWindowReleasedTotal() == 0
+                             ? QString()
+                             : tr("\nreleased by the sliding window: %1 blocks so far, %2 of them not taken again yet")
+                                   .arg(model_->kvWindowReleasedTotal())
+                                   .arg(k.windowReleased);
   const quint64 measured = info.kvBytesPerTokenMeasured();
   QString bytes;
   if (measured == 0) bytes = tr("measured n/a");
@@ -188,7 +197,7 @@ QString KvCachePanel::statsText() const {
             "finished answer(s), %8 blocks\n"
             "prefix hit rate %9% (%10 of %11 prompt tokens reused, over %12 finished requests); preemptions %13\n"
             "KV bytes/token: %14 (2\u00d7%15 layers\u00d7%16 kv heads\u00d7%17 head dim\u00d74 B) %18 "
-            "(%19 B for %20 blocks, %21 of them self-draft scratch)")
+            "(%19 B for %20 blocks, %21 of them self-draft scratch)%22")
       .arg(k.owned)
       .arg(k.cached)
       .arg(k.free)
@@ -209,7 +218,8 @@ QString KvCachePanel::statsText() const {
       .arg(bytes)
       .arg(info.kvPoolBytes)
       .arg(info.numBlocks)
-      .arg(info.numScratchBlocks);
+      .arg(info.numScratchBlocks)
+      .arg(window);
 }
 
 void KvCachePanel::rebuildPlot() {

@@ -58,11 +58,20 @@ void KvGridWidget::paintEvent(QPaintEvent*) {
         p.setBrush(Qt::black);
         p.drawEllipse(r.center(), 2, 2);
       }
-    } else if (c.cached()) {
-      p.fillRect(r, QColor(225, 235, 250));
-      p.setPen(QPen(QColor(60, 110, 200), 1.2));
-      p.setBrush(Qt::NoBrush);
-      p.drawRect(r.adjusted(0, 0, -1, -1));
+    } else {
+      if (c.windowReleased) {
+        // Given back by a sliding window: amber, struck through.
+        p.fillRect(r, QColor(245, 215, 158));
+        p.setPen(QPen(QColor(170, 110, 30), 1.0));
+        p.drawLine(r.bottomLeft(), r.topRight());
+      } else if (c.cached()) {
+        p.fillRect(r, QColor(225, 235, 250));
+      }
+      if (c.cached()) {
+        p.setPen(QPen(QColor(60, 110, 200), 1.2));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(r.adjusted(0, 0, -1, -1));
+      }
     }
   }
 }
@@ -74,7 +83,8 @@ QString KvGridWidget::tooltipFor(int block) const {
   QString text;
   for (int id : model_->blockTokens(block)) text += model_->tokenText(id);
   text.replace('\n', QStringLiteral("\\n"));
-  const QString state = c.owned() ? tr("owned") : c.cached() ? tr("cached (no owner)") : tr("free");
+  QString state = c.owned() ? tr("owned") : c.cached() ? tr("cached (no owner)") : tr("free");
+  if (!c.owned() && c.windowReleased) state += tr(", released by the sliding window");
   return tr("<b>block %1</b>: %2<br>refcount %3, owners: %4<br>%5 slots used<br><i>%6</i>")
       .arg(block)
       .arg(state)

@@ -2,7 +2,8 @@
 // SessionModel (so replay draws the same map). Fill colour = owning request,
 // filled from the bottom in proportion to the slots used; a dot marks a block
 // shared by several requests (refcount > 1); an outline only marks a cached block
-// without owner; free blocks are pale. Hover shows id, refcount, owners and tokens.
+// without owner; free blocks are pale; a block a request gave back because it
+// left its sliding window is amber and struck through until it is taken again. Hover shows id, refcount, owners and tokens.
 // Threads: UI thread.
 #pragma once
 

@@ -26,6 +26,7 @@ void SessionModel::clear() {
   remoteMetrics_.clear();
   detailed_.clear();
   cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
+  windowReleasedTotal_ = 0;
   lastWriter_.clear();
   selected_.reset();
   emit cleared();
@@ -188,8 +189,18 @@ void SessionModel::annotateDraft(RequestInfo& r, UiToken& t) const {
 // position order (prefix hits and shared fork blocks first, then allocations),
 // swaps a block on copy-on-write, and loses blocks when it releases them.
 void SessionModel::applyKv(const UiKv& kv) {
+  if (kv.block < 0) {
+    // A fork child's table slot that starts out released (its parent's block
+    // had already left the window): keeps the child's positions right.
+    if (kv.kind == UiKvKind::WindowReleased && kv.request) requests_[*kv.request].blockTable.push_back(-1);
+    return;
+  }
   KvCell& c = cell(kv.block);
   c.refCount = kv.refCount;
+  // Taken again (or evicted): no longer a block the window gave back.
+  if (kv.kind == UiKvKind::Allocated || kv.kind == UiKvKind::PrefixHit || kv.kind == UiKvKind::Shared ||
+      kv.kind == UiKvKind::Copied || kv.kind == UiKvKind::Evicted || kv.kind == UiKvKind::Released)
+    c.windowReleased = false;
   auto addOwner = [&](RequestKey key) {
     if (!c.owners.contains(key)) c.owners.push_back(key);
     requests_[key].blockTable.push_back(kv.block);
@@ -229,8 +240,21 @@ void SessionModel::applyKv(const UiKv& kv) {
     case UiKvKind::Released:
       if (kv.request) {
         c.owners.removeAll(*kv.request);
-        requests_[*kv.request].blockTable.removeAll(kv.block);
+        QVector<int>& table = requests_[*kv.request].blockTable;
+        table.removeAll(kv.block);
+        // Only released slots left: the request holds nothing any more.
+        if (std::all_of(table.begin(), table.end(), [](int b) { return b < 0; })) table.clear();
       }
+      break;
+    case UiKvKind::WindowReleased:
+      ++windowReleasedTotal_;
+      if (kv.request) {
+        c.owners.removeAll(*kv.request);
+        // The slot stays in the table (as -1) so later blocks keep their positions.
+        QVector<int>& table = requests_[*kv.request].blockTable;
+        if (const qsizetype at = table.indexOf(kv.block); at >= 0) table[at] = -1;
+      }
+      c.windowReleased = kv.refCount == 0;
       break;
     case UiKvKind::Freed:
       c.owners.clear();
@@ -252,6 +276,7 @@ KvCounts SessionModel::kvCounts() const {
     if (c.owned()) ++k.owned;
     else if (c.cached()) ++k.cached;
     else ++k.free;
+    if (!c.owned() && c.windowReleased) ++k.windowReleased;
   }
   return k;
 }

@@ -35,7 +35,7 @@ struct RequestInfo {
   qint64 seed = -1;             // from samplerJson (-1: none given)
   QString error;                // the engine's last error message for this request
   std::vector<UiToken> tokens;  // generated tokens in order
-  QVector<int> blockTable;      // KV blocks in position order, from KV events
+  QVector<int> blockTable;      // KV blocks in position order, from KV events; -1: released by the sliding window
   bool finished = false;
   UiFinished finish;
   double submittedMs = 0.0;
@@ -51,6 +51,9 @@ struct RequestInfo {
 struct KvCell {
   int refCount = 0;
   bool hasHash = false;
+  // Unheld since its last holder let it go because it left that request's
+  // sliding window (free, or cached if hasHash); cleared when taken again.
+  bool windowReleased = false;
   QVector<RequestKey> owners;  // requests whose tables hold the block
   bool owned() const { return refCount > 0; }
   bool cached() const { return refCount == 0 && hasHash; }
@@ -58,6 +61,7 @@ struct KvCell {
 
 struct KvCounts {
   int owned = 0, cached = 0, free = 0, total = 0;
+  int windowReleased = 0;  // of the free and cached ones, released by a sliding window
 };
 
 class SessionModel : public QObject {
@@ -100,6 +104,9 @@ class SessionModel : public QObject {
   void setDetailWindow(int tokens);
   const QVector<KvCell>& kvCells() const { return cells_; }
   KvCounts kvCounts() const;
+  // Blocks requests have given back because they left their sliding window
+  // (every WindowReleased event of a real block so far).
+  int kvWindowReleasedTotal() const { return windowReleasedTotal_; }
   int blockSize() const { return info_.blockSize > 0 ? info_.blockSize : 16; }
   // Slots of `block` holding valid tokens, from its owner's table and token count.
   int filledSlots(int block) const;
@@ -136,6 +143,7 @@ class SessionModel : public QObject {
   int detailWindow_ = kDefaultDetailWindow;
   QStringList lastStages_;  // the stage names of the last token, shared by the next ones
   QVector<KvCell> cells_;        // (numBlocks) index = block id
+  int windowReleasedTotal_ = 0;
   std::map<int, RequestKey> lastWriter_;  // block -> request that filled it
   std::optional<std::pair<RequestKey, int>> selected_;
 };

@@ -114,7 +114,7 @@ struct UiStep {
   int owned = 0, free = 0, cached = 0, total = 0, prefixHitTokens = 0, preemptions = 0;
 };
 // Same numbering as gb::KvEventKind.
-enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached, Lookahead };
+enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached, WindowReleased, Lookahead };
 struct UiKv {
   qint64 step = 0;
   UiKvKind kind = UiKvKind::Allocated;

@@ -25,46 +25,27 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
 // (stories260K's 64x64 matrices, single-token attention) run on the caller.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 
-// x[i, :] += bias for each of n rows of width w (no-op without a bias).   x: (n, w)
-void add_bias_rows(float* x, const TensorView& bias, int64_t n, int64_t w) {
-  if (bias.data == nullptr) return;
-  const auto* b = static_cast<const float*>(bias.data);  // loader hands biases out as F32
-  for (int64_t i = 0; i < n; ++i) kernels::add_inplace(x + i * w, b, w);
-}
-
-// RoPE for the heads of one token at a layer: the llama2.c-exact kernel for plain
-// adjacent pairs (keeps the stories goldens bit-identical), the general one
-// otherwise. Sliding layers may have their own base (Gemma 3) and no linear scaling.
-void apply_rope(const ModelConfig& c, const TensorView& rope_freqs, bool sliding, float* v, int32_t num_heads,
+// RoPE for the heads of one token: the llama2.c-exact kernel for plain adjacent
+// pairs (keeps the stories goldens bit-identical), the general one otherwise.
+void apply_rope(const RopeSpec& r, int32_t head_dim, const TensorView& rope_freqs, float* v, int32_t num_heads,
                 int32_t pos) {
-  const float base = sliding && c.rope_freq_base_swa > 0.0f ? c.rope_freq_base_swa : c.rope_freq_base;
-  const float scale = sliding ? 1.0f : c.rope_freq_scale;
-  if (c.rope_style == RopeStyle::Adjacent && !c.rope_freq_factors && scale == 1.0f && c.rope_attn_factor == 1.0f) {
-    kernels::rope(v, num_heads, c.head_dim, c.rope_dim, pos, base);
+  if (r.plain()) {
+    kernels::rope(v, num_heads, head_dim, r.rope_dim, pos, r.base);
     return;
   }
   kernels::RopeParams p;
-  p.rope_dim = c.rope_dim;
-  p.base = base;
-  p.style = c.rope_style == RopeStyle::NeoX ? kernels::RopeStyle::NeoX : kernels::RopeStyle::Adjacent;
-  p.freq_factors = c.rope_freq_factors ? static_cast<const float*>(rope_freqs.data) : nullptr;
-  p.freq_scale = scale;
-  p.attn_factor = c.rope_attn_factor;
-  kernels::rope_ex(v, num_heads, c.head_dim, pos, p);
+  p.rope_dim = r.rope_dim;
+  p.base = r.base;
+  p.style = r.style == RopeStyle::NeoX ? kernels::RopeStyle::NeoX : kernels::RopeStyle::Adjacent;
+  p.freq_factors = r.freq_factors ? static_cast<const float*>(rope_freqs.data) : nullptr;
+  p.freq_scale = r.freq_scale;
+  p.attn_factor = r.attn_factor;
+  kernels::rope_ex(v, num_heads, head_dim, pos, p);
 }
 
-// In-place RMSNorm of n rows of width w with one weight vector (F32, as the
-// loader hands out vectors); no-op when the tensor is absent.   x: (n, w)
-void norm_rows(float* x, const TensorView& weight, int64_t n, int64_t w, float eps) {
-  if (weight.data == nullptr) return;
-  const auto* g = static_cast<const float*>(weight.data);
-  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(x + i * w, x + i * w, g, w, eps);
-}
-
-// out = act(gate) * up for one row of the gated FFN.
-void gated_activation(FfnActivation act, float* out, const float* gate, const float* up, int64_t n) {
-  if (act == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(out, gate, up, n);
-  else kernels::swiglu(out, gate, up, n);
+// RMSNorm of n rows of width w with one float32 weight vector; out may be x.
+void norm_rows(float* out, const float* x, const float* g, int64_t n, int64_t w, float eps) {
+  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(out + i * w, x + i * w, g, w, eps);
 }
 
 template <class T>
@@ -75,7 +56,7 @@ void grow(std::vector<T>& v, size_t n) {
 }  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options)
-    : model_(std::move(model)), pool_(options.num_threads) {
+    : model_(std::move(model)), recipe_(model_recipe(model_->config)), pool_(options.num_threads) {
   const ModelConfig& c = model_->config;
   const auto append_norm = [this](const TensorView& t) {
     const int64_t offset = static_cast<int64_t>(norm_weights_.size());
@@ -177,11 +158,13 @@ std::vector<AttentionTile> attention_tiles(const BatchLayout& batch, int32_t til
 }
 }  // namespace
 
-void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
+Status CpuBackend::attention(const RecipeStep& step) {
+  const BatchLayout& batch = *batch_;
+  const int32_t layer = step.layer;
+  const AttentionSpec& shape = step.attention;
   const ModelConfig& c = model_->config;
   const int32_t q_dim = c.num_heads * c.head_dim;
   const int32_t group = c.num_heads / c.num_kv_heads;
-  const bool sliding = c.is_sliding(layer);
   int32_t max_ctx = 0;
   for (int32_t s = 0; s < batch.num_seqs(); ++s) max_ctx = std::max(max_ctx, batch.seq_kv_len[static_cast<size_t>(s)]);
   const int32_t positions_per_tile = std::max(1, kAttentionQueries / group);
@@ -213,19 +196,41 @@ void CpuBackend::attention(const BatchLayout& batch, int32_t layer) {
       int32_t m = 0;
       for (int32_t i = tile.begin; i < tile.end; ++i) {
         const int32_t pos = batch.positions[static_cast<size_t>(i)];
-        const int32_t first = sliding ? std::max(0, pos - c.sliding_window + 1) : 0;
+        const int32_t first = shape.window > 0 ? std::max(0, pos - shape.window + 1) : 0;
         for (int32_t h = h_begin; h < h_end; ++h) {
           const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
           queries[m++] = {q_.data() + qo, att_.data() + qo, first, pos + 1};
         }
       }
-      kernels::paged_attention_group(queries, m, kv, kv_head, c.attn_scale, c.attn_softcap, scores, max_ctx);
+      kernels::paged_attention_group(queries, m, kv, kv_head, shape.scale, shape.softcap, scores, max_ctx);
     }
   };
   const int64_t macs = static_cast<int64_t>(batch.num_tokens()) * c.num_heads * max_ctx * c.head_dim * 2;
   if (macs < kMinParallelMacs) run(0, num_tasks, 0);
   else pool_.parallel_for(num_tasks, run);
+  return {};
 }
+
+namespace {
+// Every block a query of `batch` reads or a new token is written to is present:
+// positions first_new - window + 1 .. kv_len - 1 of each sequence (all of them
+// when window is 0, i.e. some layer reads the whole context).
+Status check_released_slots(const BatchLayout& batch, int32_t window) {
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const auto su = static_cast<size_t>(s);
+    const int32_t kv_len = batch.seq_kv_len[su];
+    if (kv_len <= 0 || batch.seq_token_indptr[su] == batch.seq_token_indptr[su + 1]) continue;
+    const int32_t first_new = batch.positions[static_cast<size_t>(batch.seq_token_indptr[su])];
+    const int32_t first_read = window > 0 ? std::max(0, first_new - window + 1) : 0;
+    for (int32_t blk = first_read / batch.block_size; blk <= (kv_len - 1) / batch.block_size; ++blk)
+      if (batch.block_ids[static_cast<size_t>(batch.block_indptr[su] + blk)] < 0)
+        return make_error("sequence " + std::to_string(s) + ": block " + std::to_string(blk) +
+                          " of its table was released by the sliding window but position " +
+                          std::to_string(std::max(first_read, blk * batch.block_size)) + " is still read");
+  }
+  return {};
+}
+}  // namespace
 
 Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) const {
   const ModelConfig& c = model_->config;
@@ -237,125 +242,252 @@ Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) c
     if (t < 0 || t >= c.vocab_size)
       return make_error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                         std::to_string(c.vocab_size - 1) + ")");
-  for (int32_t b : batch.block_ids) GB_CHECK(b >= 0 && b < kv_spec_.num_blocks);
+  // -1 marks a block the sliding window released (kv/block_table.h): allowed
+  // only where no query of this batch reads.
+  for (int32_t b : batch.block_ids) GB_CHECK(b >= -1 && b < kv_spec_.num_blocks);
+  GB_TRY(check_released_slots(batch, c.kv_release_window()));
   GB_CHECK(logits.size() >= static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(c.vocab_size));
   GB_CHECK(batch.num_layers <= c.num_layers);
   return {};
 }
 
-// q, k, v of every token: one fused matrix split by rows (Phi-3), or three
-// (with optional biases), then the optional per-head q/k norms.
-void CpuBackend::project_qkv(const LayerWeights& lw, int64_t n) {
-  const ModelConfig& c = model_->config;
-  const int64_t kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
-  if (c.fused_qkv) {
-    const int64_t width = q_dim + 2 * kv_dim;
-    grow(qkv_, static_cast<size_t>(n * width));
-    matmul_group({{&lw.wqkv, qkv_.data()}}, xb_.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = qkv_.data() + i * width;
-      std::memcpy(q_.data() + i * q_dim, row, static_cast<size_t>(q_dim) * sizeof(float));
-      std::memcpy(k_.data() + i * kv_dim, row + q_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-      std::memcpy(v_.data() + i * kv_dim, row + q_dim + kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-    }
-  } else {
-    matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, xb_.data(), n);
-    add_bias_rows(q_.data(), lw.bq, n, q_dim);
-    add_bias_rows(k_.data(), lw.bk, n, kv_dim);
-    add_bias_rows(v_.data(), lw.bv, n, kv_dim);
+float* CpuBackend::buf(Buf b) {
+  switch (b) {
+    case Buf::X: return x_.data();
+    case Buf::XB: return xb_.data();
+    case Buf::Q: return q_.data();
+    case Buf::K: return k_.data();
+    case Buf::V: return v_.data();
+    case Buf::Att: return att_.data();
+    case Buf::Proj: return proj_.data();
+    // The gated activation writes in place over the gate (split) or into up_ (fused).
+    case Buf::Hidden: return model_->config.fused_gate_up ? up_.data() : gate_.data();
+    case Buf::Final: return final_.data();
+    case Buf::Logits: return logits_;
+    case Buf::None: break;
   }
-  norm_rows(q_.data(), lw.q_norm, n * c.num_heads, c.head_dim, c.rms_eps);
-  norm_rows(k_.data(), lw.k_norm, n * c.num_kv_heads, c.head_dim, c.rms_eps);
+  GB_CHECK_MSG(false, "recipe step names no buffer");
+  return nullptr;
 }
 
-void CpuBackend::attention_block(const BatchLayout& batch, int32_t l) {
+int64_t CpuBackend::width(Buf b) const {
   const ModelConfig& c = model_->config;
-  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(l)];
-  const int64_t n = batch.num_tokens();
-  const int64_t dim = c.dim, kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
-  const float* attn_norm = norm_weights_.data() + attn_norm_offset_[static_cast<size_t>(l)];
-  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, attn_norm, dim, c.rms_eps);
-  project_qkv(lw, n);
+  switch (b) {
+    case Buf::Q: case Buf::Att: return int64_t{c.num_heads} * c.head_dim;
+    case Buf::K: case Buf::V: return c.kv_dim();
+    case Buf::Hidden: return c.hidden_dim;
+    case Buf::Logits: return c.vocab_size;
+    default: return c.dim;
+  }
+}
 
-  // RoPE, then store K and V in the slots the block tables name.
-  const bool sliding = c.is_sliding(l);
-  float* kc = k_cache_[static_cast<size_t>(l)].data();
-  float* vc = v_cache_[static_cast<size_t>(l)].data();
-  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
-    const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(s)];
-    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < batch.seq_token_indptr[static_cast<size_t>(s) + 1]; ++i) {
+int64_t CpuBackend::rows(Buf b) const {
+  return b == Buf::Final || b == Buf::Logits ? batch_->num_logits() : batch_->num_tokens();
+}
+
+const TensorView& CpuBackend::tensor(WeightSlot w, int32_t layer) const {
+  const ModelWeights& mw = model_->weights;
+  if (w == WeightSlot::TokenEmbedding) return mw.token_embedding;
+  if (w == WeightSlot::OutputNorm) return mw.output_norm;
+  if (w == WeightSlot::Classifier) return mw.classifier;
+  const LayerWeights& l = mw.layers[static_cast<size_t>(layer)];
+  switch (w) {
+    case WeightSlot::AttnNorm: return l.attn_norm;
+    case WeightSlot::Wq: return l.wq;
+    case WeightSlot::Wk: return l.wk;
+    case WeightSlot::Wv: return l.wv;
+    case WeightSlot::Wqkv: return l.wqkv;
+    case WeightSlot::Bq: return l.bq;
+    case WeightSlot::Bk: return l.bk;
+    case WeightSlot::Bv: return l.bv;
+    case WeightSlot::QNorm: return l.q_norm;
+    case WeightSlot::KNorm: return l.k_norm;
+    case WeightSlot::Wo: return l.wo;
+    case WeightSlot::PostAttnNorm: return l.post_attn_norm;
+    case WeightSlot::FfnNorm: return l.ffn_norm;
+    case WeightSlot::WGate: return l.w_gate;
+    case WeightSlot::WUp: return l.w_up;
+    case WeightSlot::WDown: return l.w_down;
+    case WeightSlot::PostFfnNorm: return l.post_ffn_norm;
+    default: break;
+  }
+  GB_CHECK_MSG(false, "recipe step names no weight");
+  return mw.output_norm;
+}
+
+const float* CpuBackend::norm_weight(WeightSlot w, int32_t layer) const {
+  if (w == WeightSlot::AttnNorm) return norm_weights_.data() + attn_norm_offset_[static_cast<size_t>(layer)];
+  if (w == WeightSlot::FfnNorm) return norm_weights_.data() + ffn_norm_offset_[static_cast<size_t>(layer)];
+  if (w == WeightSlot::OutputNorm) return norm_weights_.data() + output_norm_offset_;
+  return static_cast<const float*>(tensor(w, layer).data);  // the loader hands vectors out as F32; null if absent
+}
+
+Status CpuBackend::embed(const RecipeStep& s) {
+  const TensorView& table = tensor(s.weight, s.layer);
+  const int64_t dim = model_->config.dim;
+  for (int64_t i = 0; i < batch_->num_tokens(); ++i)
+    row_to_f32(table, batch_->token_ids[static_cast<size_t>(i)], buf(s.out) + i * dim);
+  return {};
+}
+
+Status CpuBackend::scale(const RecipeStep& s) {
+  float* x = buf(s.out);
+  const int64_t n = rows(s.out) * width(s.out);
+  for (int64_t i = 0; i < n; ++i) x[i] *= s.value;
+  return {};
+}
+
+// An optional vector (post norm, q/k norm, bias) that is absent makes its step
+// the identity: the loader requires them, so only a model edited in memory to
+// switch a feature off (an ablation) has a gap.
+Status CpuBackend::norm(const RecipeStep& s) {
+  const float* g = norm_weight(s.weight, s.layer);
+  if (g == nullptr) return {};
+  norm_rows(buf(s.out), buf(s.in), g, rows(s.out), width(s.out), s.value);
+  return {};
+}
+
+Status CpuBackend::norm_logit_rows(const RecipeStep& s) {
+  const int64_t dim = model_->config.dim;
+  const float* g = norm_weight(s.weight, s.layer);
+  for (int64_t j = 0; j < batch_->num_logits(); ++j) {
+    const int64_t i = batch_->logit_token_indices[static_cast<size_t>(j)];
+    kernels::rmsnorm(buf(s.out) + j * dim, buf(s.in) + i * dim, g, dim, s.value);
+  }
+  return {};
+}
+
+// q, k, v of every token: three matrices in one dispatch, or one fused matrix
+// (Phi-3) whose rows are q, then k, then v, copied apart.
+Status CpuBackend::project_qkv(const RecipeStep& s) {
+  const ModelConfig& c = model_->config;
+  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(s.layer)];
+  const int64_t n = batch_->num_tokens(), kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
+  if (!s.fused) {
+    matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, buf(s.in), n);
+    return {};
+  }
+  const int64_t w = q_dim + 2 * kv_dim;
+  grow(qkv_, static_cast<size_t>(n * w));
+  matmul_group({{&tensor(s.weight, s.layer), qkv_.data()}}, buf(s.in), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = qkv_.data() + i * w;
+    std::memcpy(q_.data() + i * q_dim, row, static_cast<size_t>(q_dim) * sizeof(float));
+    std::memcpy(k_.data() + i * kv_dim, row + q_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+    std::memcpy(v_.data() + i * kv_dim, row + q_dim + kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+  }
+  return {};
+}
+
+Status CpuBackend::add_bias(const RecipeStep& s) {
+  const auto* b = static_cast<const float*>(tensor(s.weight, s.layer).data);  // F32 from the loader
+  if (b == nullptr) return {};
+  const int64_t w = width(s.out);
+  for (int64_t i = 0; i < rows(s.out); ++i) kernels::add_inplace(buf(s.out) + i * w, b, w);
+  return {};
+}
+
+Status CpuBackend::head_norm(const RecipeStep& s) {
+  const float* g = norm_weight(s.weight, s.layer);
+  if (g == nullptr) return {};
+  norm_rows(buf(s.out), buf(s.out), g, rows(s.out) * s.heads, model_->config.head_dim, s.value);
+  return {};
+}
+
+Status CpuBackend::rope(const RecipeStep& s) {
+  const int32_t head_dim = model_->config.head_dim;
+  const int64_t w = width(s.out);
+  for (int64_t i = 0; i < batch_->num_tokens(); ++i)
+    apply_rope(s.rope, head_dim, model_->weights.rope_freqs, buf(s.out) + i * w, s.heads,
+               batch_->positions[static_cast<size_t>(i)]);
+  return {};
+}
+
+// K and V of every token into the slots its sequence's block table names.
+Status CpuBackend::kv_write(const RecipeStep& s) {
+  const BatchLayout& batch = *batch_;
+  const int64_t kv_dim = model_->config.kv_dim();
+  float* kc = k_cache_[static_cast<size_t>(s.layer)].data();
+  float* vc = v_cache_[static_cast<size_t>(s.layer)].data();
+  for (int32_t q = 0; q < batch.num_seqs(); ++q) {
+    const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(q)];
+    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(q)]; i < batch.seq_token_indptr[static_cast<size_t>(q) + 1]; ++i) {
       const int32_t pos = batch.positions[static_cast<size_t>(i)];
-      apply_rope(c, model_->weights.rope_freqs, sliding, q_.data() + i * q_dim, c.num_heads, pos);
-      apply_rope(c, model_->weights.rope_freqs, sliding, k_.data() + i * kv_dim, c.num_kv_heads, pos);
       const int64_t slot = int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size;
       std::memcpy(kc + slot * kv_dim, k_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
       std::memcpy(vc + slot * kv_dim, v_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
     }
   }
-  attention(batch, l);
-  matmul_group({{&lw.wo, proj_.data()}}, att_.data(), n);
-  norm_rows(proj_.data(), lw.post_attn_norm, n, dim, c.rms_eps);
-  kernels::add_inplace(x_.data(), proj_.data(), n * dim);
+  return {};
 }
 
-void CpuBackend::ffn_block(int32_t l, int64_t n) {
-  const ModelConfig& c = model_->config;
-  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(l)];
-  const int64_t dim = c.dim, hidden = c.hidden_dim;
-  const float* ffn_norm = norm_weights_.data() + ffn_norm_offset_[static_cast<size_t>(l)];
-  for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(xb_.data() + i * dim, x_.data() + i * dim, ffn_norm, dim, c.rms_eps);
-  // Row by row, so each token's activations take the same SIMD/tail path
-  // whatever else is in the batch (batched = alone, bit for bit).
-  if (c.fused_gate_up) {
-    // gate_ holds (n, 2 hidden): each row's gate half, then its up half.
-    matmul_group({{&lw.w_up, gate_.data()}}, xb_.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      gated_activation(c.activation, up_.data() + i * hidden, gate_.data() + i * 2 * hidden,
-                       gate_.data() + i * 2 * hidden + hidden, hidden);
-    matmul_group({{&lw.w_down, proj_.data()}}, up_.data(), n);
-  } else {
-    matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, xb_.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      gated_activation(c.activation, gate_.data() + i * hidden, gate_.data() + i * hidden, up_.data() + i * hidden,
-                       hidden);
-    matmul_group({{&lw.w_down, proj_.data()}}, gate_.data(), n);
+// out = in W^T; with `accumulate`, into proj_ and then added (the residual).
+Status CpuBackend::project(const RecipeStep& s) {
+  const TensorView& w = tensor(s.weight, s.layer);
+  const int64_t n = rows(s.out);
+  if (!s.accumulate) {
+    matmul_group({{&w, buf(s.out)}}, buf(s.in), n);
+    return {};
   }
-  norm_rows(proj_.data(), lw.post_ffn_norm, n, dim, c.rms_eps);
-  kernels::add_inplace(x_.data(), proj_.data(), n * dim);
+  matmul_group({{&w, proj_.data()}}, buf(s.in), n);
+  kernels::add_inplace(buf(s.out), proj_.data(), n * width(s.out));
+  return {};
+}
+
+// gate_ holds (n, hidden) and up_ (n, hidden); fused (Phi-3): gate_ holds
+// (n, 2 hidden), each row's gate half then its up half.
+Status CpuBackend::project_gate_up(const RecipeStep& s) {
+  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(s.layer)];
+  const int64_t n = batch_->num_tokens();
+  if (s.fused) matmul_group({{&tensor(s.weight, s.layer), gate_.data()}}, buf(s.in), n);
+  else matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, buf(s.in), n);
+  return {};
+}
+
+// Row by row, so each token's activations take the same SIMD/tail path
+// whatever else is in the batch (batched = alone, bit for bit).
+Status CpuBackend::gated_activation(const RecipeStep& s) {
+  const int64_t hidden = model_->config.hidden_dim;
+  const bool fused = model_->config.fused_gate_up;
+  float* out = buf(s.out);
+  for (int64_t i = 0; i < batch_->num_tokens(); ++i) {
+    const float* gate = fused ? gate_.data() + i * 2 * hidden : gate_.data() + i * hidden;
+    const float* up = fused ? gate + hidden : up_.data() + i * hidden;
+    if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(out + i * hidden, gate, up, hidden);
+    else kernels::swiglu(out + i * hidden, gate, up, hidden);
+  }
+  return {};
+}
+
+Status CpuBackend::residual_add(const RecipeStep& s) {
+  kernels::add_inplace(buf(s.out), buf(s.in), rows(s.out) * width(s.out));
+  return {};
+}
+
+Status CpuBackend::softcap(const RecipeStep& s) {
+  kernels::softcap_inplace(buf(s.out), rows(s.out) * width(s.out), s.value);
+  return {};
 }
 
 Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   GB_TRY(validate(batch, logits));
   const ModelConfig& c = model_->config;
-  const ModelWeights& w = model_->weights;
   const int64_t n = batch.num_tokens();
   if (n == 0) return {};
   const int64_t dim = c.dim, kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim, hidden = c.hidden_dim;
   const int64_t gate_width = c.fused_gate_up ? 2 * hidden : hidden;
   grow(x_, n * dim); grow(xb_, n * dim); grow(q_, n * q_dim); grow(k_, n * kv_dim); grow(v_, n * kv_dim);
   grow(att_, n * q_dim); grow(proj_, n * dim); grow(gate_, n * gate_width); grow(up_, n * hidden);
-
-  for (int64_t i = 0; i < n; ++i) row_to_f32(w.token_embedding, batch.token_ids[static_cast<size_t>(i)], x_.data() + i * dim);
-  if (c.embed_scale != 1.0f)
-    for (int64_t i = 0; i < n * dim; ++i) x_[static_cast<size_t>(i)] *= c.embed_scale;
-
+  grow(final_, std::max<int64_t>(batch.num_logits(), 1) * dim);
+  batch_ = &batch;
+  logits_ = logits.data();
+  Status status = run_steps(recipe_.prologue, *this);
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
-  for (int32_t l = 0; l < num_layers; ++l) {
-    attention_block(batch, l);
-    ffn_block(l, n);
-  }
-
-  const int64_t num_logits = batch.num_logits();
-  if (num_logits == 0) return {};
-  grow(final_, num_logits * dim);
-  const float* out_norm = norm_weights_.data() + output_norm_offset_;
-  for (int64_t j = 0; j < num_logits; ++j) {
-    const int64_t i = batch.logit_token_indices[static_cast<size_t>(j)];
-    kernels::rmsnorm(final_.data() + j * dim, x_.data() + i * dim, out_norm, dim, c.rms_eps);
-  }
-  matmul_group({{&w.classifier, logits.data()}}, final_.data(), num_logits);
-  if (c.final_softcap > 0.0f) kernels::softcap_inplace(logits.data(), num_logits * c.vocab_size, c.final_softcap);
-  return {};
+  for (int32_t l = 0; l < num_layers && status.ok(); ++l) status = run_steps(recipe_.layers[static_cast<size_t>(l)], *this);
+  if (status.ok() && batch.num_logits() > 0) status = run_steps(recipe_.epilogue, *this);
+  batch_ = nullptr;
+  logits_ = nullptr;
+  return status;
 }
 
 Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) {

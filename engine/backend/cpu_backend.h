@@ -3,6 +3,9 @@
 // table in kernels/cpu/weight_type.h, decoded on the fly inside the matmul kernels) and keeps the KV pool in host memory. Matrix products and
 // attention heads are split across a ThreadPool owned by the backend.
 //
+// The forward pass is the model's layer recipe (layer_recipe.h), run through this
+// backend's LayerOps: one call per step per layer, the loops inside.
+//
 // This backend is the oracle: every other path (CUDA, batching, paging, prefix
 // reuse, speculative decoding) must reproduce its tokens and logits.
 // Thread-safety: the engine thread is the only caller.
@@ -12,12 +15,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/layer_recipe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 
 namespace gb {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, private LayerOps {
  public:
   CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options);
 
@@ -34,15 +38,35 @@ class CpuBackend final : public Backend {
   // dispatch (q/k/v, gate/up). outs[i] is (num_tokens, rows of mats[i]).
   void matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
                     int64_t num_tokens);
-  void attention(const BatchLayout& batch, int32_t layer);
-  void project_qkv(const LayerWeights& lw, int64_t num_tokens);
-  // One block's attention half (norm, q/k/v, RoPE, KV store, attention, output
-  // projection, residual) and FFN half, on the step's activations.
-  void attention_block(const BatchLayout& batch, int32_t layer);
-  void ffn_block(int32_t layer, int64_t num_tokens);
+
+  // LayerOps: the recipe's operations over the current step (batch_, logits_).
+  Status embed(const RecipeStep& s) override;
+  Status scale(const RecipeStep& s) override;
+  Status norm(const RecipeStep& s) override;
+  Status norm_logit_rows(const RecipeStep& s) override;
+  Status project_qkv(const RecipeStep& s) override;
+  Status add_bias(const RecipeStep& s) override;
+  Status head_norm(const RecipeStep& s) override;
+  Status rope(const RecipeStep& s) override;
+  Status kv_write(const RecipeStep& s) override;
+  Status attention(const RecipeStep& s) override;
+  Status project(const RecipeStep& s) override;
+  Status project_gate_up(const RecipeStep& s) override;
+  Status gated_activation(const RecipeStep& s) override;
+  Status residual_add(const RecipeStep& s) override;
+  Status softcap(const RecipeStep& s) override;
+
+  // A recipe buffer of the current step: its data, row width and row count.
+  float* buf(Buf b);
+  int64_t width(Buf b) const;
+  int64_t rows(Buf b) const;
+  const TensorView& tensor(WeightSlot w, int32_t layer) const;
+  // A norm vector as float32 (the converted copies of attn/ffn/output norms).
+  const float* norm_weight(WeightSlot w, int32_t layer) const;
   Status validate(const BatchLayout& batch, std::span<float> logits) const;
 
   std::shared_ptr<const Model> model_;
+  ModelRecipe recipe_;
   ThreadPool pool_;
   KvPoolSpec kv_spec_;
   std::vector<std::vector<float>> k_cache_;  // (layers)(num_blocks, block_size, kv_heads, head_dim)
@@ -51,6 +75,10 @@ class CpuBackend final : public Backend {
   std::vector<int64_t> attn_norm_offset_;    // (layers) into norm_weights_
   std::vector<int64_t> ffn_norm_offset_;     // (layers)
   int64_t output_norm_offset_ = 0;
+
+  // The step being run (set by forward for the recipe's operations).
+  const BatchLayout* batch_ = nullptr;
+  float* logits_ = nullptr;
 
   // Step activations, grown on demand and reused (num_tokens rows each).
   std::vector<float> x_;       // (num_tokens, dim) residual stream

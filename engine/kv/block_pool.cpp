@@ -27,6 +27,7 @@ const char* kv_event_kind_name(KvEventKind kind) {
     case KvEventKind::Freed: return "freed";
     case KvEventKind::Uncached: return "uncached";
     case KvEventKind::Lookahead: return "lookahead";
+    case KvEventKind::WindowReleased: return "window_released";
   }
   return "?";
 }
@@ -70,6 +71,7 @@ std::optional<BlockId> BlockPool::allocate(RequestId request, KvEventKind why) {
   }
   b.clear_hash();
   b.tokens.clear();
+  b.window_released = false;
   b.ref_count = 1;
   ++num_owned_;
   note({why, b.id, request, BlockId{-1}, 1, 0});
@@ -83,18 +85,22 @@ void BlockPool::retain(BlockId id, RequestId request, KvEventKind why) {
     queue_.remove(id.value);
     --num_cached_;
     ++num_owned_;
+    b.window_released = false;
   }
   ++b.ref_count;
   note({why, id, request, BlockId{-1}, b.ref_count, b.hash});
 }
 
-void BlockPool::release(BlockId id, RequestId request) {
+void BlockPool::release(BlockId id, RequestId request, KvEventKind why) {
+  GB_CHECK(why == KvEventKind::Released || why == KvEventKind::WindowReleased);
   KvBlock& b = at(id);
   GB_CHECK(b.ref_count > 0);
   --b.ref_count;
-  note({KvEventKind::Released, id, request, BlockId{-1}, b.ref_count, 0});
+  note({why, id, request, BlockId{-1}, b.ref_count, 0});
+  if (why == KvEventKind::WindowReleased) ++num_window_released_total_;
   if (b.ref_count > 0) return;
   --num_owned_;
+  b.window_released = why == KvEventKind::WindowReleased;
   if (b.indexed) {
     queue_.push_back(id.value);
     ++num_cached_;
@@ -175,10 +181,15 @@ bool BlockPool::evict_lru_cached() {
   note({KvEventKind::Evicted, b.id, kNoRequest, BlockId{-1}, 0, b.hash});
   b.clear_hash();
   b.tokens.clear();
+  b.window_released = false;
   queue_.remove(first_cached);
   queue_.push_front(first_cached);
   --num_cached_;
   return true;
+}
+
+void BlockPool::note_slot_released(RequestId request) {
+  note({KvEventKind::WindowReleased, BlockId{-1}, request, BlockId{-1}, 0, 0});
 }
 
 std::vector<KvEvent> BlockPool::drain_events() {
@@ -214,6 +225,7 @@ Status BlockPool::check_invariants(std::span<const int32_t> holders) const {
     if (b.has_hash && (b.num_filled() != block_size_ || b.serial == kNoPrefixSerial))
       return fail(name + " committed but not full or without a serial");
     if (b.indexed) ++num_indexed;
+    if (b.window_released && b.ref_count > 0) return fail(name + " is held but marked window-released");
     switch (b.state()) {
       case BlockState::Free:
         ++num_free;

@@ -14,7 +14,7 @@
 // in queue <=> ref_count 0; the queue's links are consistent and free blocks come
 // before cached ones; every index entry points at an indexed block whose stored
 // hash matches, and lookups find that very block; free blocks hold no hash and no
-// tokens; committed blocks are full.
+// tokens; committed blocks are full; only unheld blocks are marked window_released.
 //
 // Thread: engine thread only.
 #pragma once
@@ -61,7 +61,15 @@ class BlockPool {
   void retain(BlockId id, RequestId request, KvEventKind why);
   // One holder fewer. At 0 an indexed block becomes cached (queue back, most
   // recently freed), any other block becomes free (queue front, hash and tokens gone).
-  void release(BlockId id, RequestId request);
+  // `why` is Released, or WindowReleased when the block left the holder's
+  // sliding window (the event says so and the block is marked window_released
+  // until someone takes it again).
+  void release(BlockId id, RequestId request, KvEventKind why = KvEventKind::Released);
+  // Records that `request`'s table starts a slot already released (a fork of a
+  // sliding-window request past its window); no block changes.
+  void note_slot_released(RequestId request);
+  // WindowReleased events since the pool was made.
+  int64_t num_window_released_total() const { return num_window_released_total_; }
 
   // --- contents (owned blocks only) -----------------------------------------
   void append_token(BlockId id, TokenId token);
@@ -109,6 +117,7 @@ class BlockPool {
   bool record_events_ = true;
   int32_t num_owned_ = 0;
   int32_t num_cached_ = 0;
+  int64_t num_window_released_total_ = 0;
   PrefixSerial next_serial_ = 1;
 };
 

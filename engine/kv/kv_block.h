@@ -45,6 +45,9 @@ struct KvBlock {
   PrefixSerial parent_serial = kNoPrefixSerial;
   uint32_t isolation_id = 0;                  // interned IsolationKey (see PrefixIndex)
   bool indexed = false;                       // this block is the PrefixIndex's entry
+  // Unheld since its last holder released it because it left that request's
+  // sliding window (for the KV map); cleared when anyone takes the block again.
+  bool window_released = false;
 
   // FreeBlockQueue links (block indices, -1 = none); valid while in_queue.
   int32_t prev = -1;

@@ -10,8 +10,13 @@ namespace {
 int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks)
-    : pool_(num_blocks + std::max(0, num_lookahead_blocks), block_size), num_lookahead_(std::max(0, num_lookahead_blocks)) {}
+KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks,
+                               int32_t sliding_window)
+    : pool_(num_blocks + std::max(0, num_lookahead_blocks), block_size),
+      sliding_window_(sliding_window),
+      num_lookahead_(std::max(0, num_lookahead_blocks)) {
+  GB_CHECK(sliding_window >= 0);
+}
 
 BlockId KvCacheManager::take_block(RequestId id) {
   if (lookahead_reserve_left() > 0 && pool_.num_free() <= lookahead_reserve_left()) GB_CHECK(pool_.evict_lru_cached());
@@ -44,6 +49,20 @@ std::span<const BlockId> KvCacheManager::lookahead_blocks(RequestId id) const {
   auto it = lookahead_.find(id);
   if (it == lookahead_.end()) return {};
   return it->second;
+}
+
+int32_t KvCacheManager::num_releasable_blocks(int32_t num_computed) const {
+  if (sliding_window_ <= 0) return 0;
+  return std::max(0, num_computed - sliding_window_ + 1) / block_size();
+}
+
+void KvCacheManager::release_out_of_window(RequestId id, BlockTable& t) {
+  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());
+  for (; t.num_released < target; ++t.num_released) {
+    BlockId& b = t.blocks[static_cast<size_t>(t.num_released)];
+    pool_.release(b, id, KvEventKind::WindowReleased);
+    b = kReleasedBlock;
+  }
 }
 
 const BlockTable& KvCacheManager::table(RequestId id) const {
@@ -80,11 +99,14 @@ std::vector<BlockId> KvCacheManager::match_blocks(std::span<const TokenId> token
 
 PrefixMatch KvCacheManager::find_prefix(std::span<const TokenId> tokens, const IsolationKey& key) const {
   PrefixMatch match;
-  for (BlockId b : match_blocks(tokens, pool_.find_isolation_id(key))) {
-    ++match.num_blocks;
-    if (pool_.block(b).ref_count == 0) ++match.num_unreferenced;
-  }
+  const std::vector<BlockId> blocks = match_blocks(tokens, pool_.find_isolation_id(key));
+  match.num_blocks = static_cast<int32_t>(blocks.size());
   match.num_tokens = match.num_blocks * block_size();
+  // Blocks before the window are matched (they verify the chain) but given
+  // back at once (add_request), so they take nothing from the pool.
+  match.num_released = std::min(num_releasable_blocks(match.num_tokens), match.num_blocks);
+  for (int32_t i = match.num_released; i < match.num_blocks; ++i)
+    if (pool_.block(blocks[static_cast<size_t>(i)]).ref_count == 0) ++match.num_unreferenced;
   return match;
 }
 
@@ -98,10 +120,14 @@ int32_t KvCacheManager::add_request(RequestId id, std::span<const TokenId> token
     for (BlockId b : match_blocks(tokens, t.isolation_id)) {
       pool_.retain(b, id, KvEventKind::PrefixHit);
       t.blocks.push_back(b);
+      t.prefix_chain.push_back({pool_.block(b).hash, pool_.block(b).serial});
     }
   }
   t.num_tokens = t.num_computed = t.num_blocks() * block_size();
   t.num_committed_blocks = t.num_blocks();
+  // Hits before the window go straight back (to the LRU tail: they were just
+  // used), so the events show every matched block and the KV map stays exact.
+  release_out_of_window(id, t);
   const int32_t num_cached = t.num_tokens;
   tables_.emplace(id, std::move(t));
   return num_cached;
@@ -152,20 +178,32 @@ void KvCacheManager::mark_computed(RequestId id, int32_t num_tokens_computed) {
   BlockTable& t = mutable_table(id);
   GB_CHECK(num_tokens_computed >= 0 && num_tokens_computed <= t.num_tokens);
   t.num_computed = num_tokens_computed;
+  commit_full_blocks(id, t);
+  release_out_of_window(id, t);
+}
+
+void KvCacheManager::commit_full_blocks(RequestId id, BlockTable& t) {
   if (!t.use_prefix_cache) return;
-  const int32_t num_full = num_tokens_computed / block_size();
+  const int32_t num_full = t.num_computed / block_size();
   for (int32_t i = t.num_committed_blocks; i < num_full; ++i) {
     const BlockId b = t.blocks[static_cast<size_t>(i)];
-    if (pool_.block(b).has_hash) continue;  // shared with a request that committed it
-    uint64_t parent_hash = pool_.root_hash(t.isolation_id);
-    PrefixSerial parent_serial = kNoPrefixSerial;
-    if (i > 0) {
-      const KvBlock& parent = pool_.block(t.blocks[static_cast<size_t>(i - 1)]);
-      GB_CHECK(parent.has_hash);
-      parent_hash = parent.hash;
-      parent_serial = parent.serial;
+    // Blocks are committed as soon as they are full and computed, and
+    // mark_computed releases only after committing, so an uncommitted block
+    // is never a released one.
+    GB_CHECK(b != kReleasedBlock);
+    if (!pool_.block(b).has_hash) {  // else shared with a request that committed it
+      // The parent link comes from the table's chain: the parent block itself
+      // may already have left the window.
+      uint64_t parent_hash = pool_.root_hash(t.isolation_id);
+      PrefixSerial parent_serial = kNoPrefixSerial;
+      if (i > 0) {
+        const PrefixLink& parent = t.prefix_chain[static_cast<size_t>(i - 1)];
+        parent_hash = parent.hash;
+        parent_serial = parent.serial;
+      }
+      pool_.commit(b, parent_hash, parent_serial, t.isolation_id, id);
     }
-    pool_.commit(b, parent_hash, parent_serial, t.isolation_id, id);
+    t.prefix_chain.push_back({pool_.block(b).hash, pool_.block(b).serial});
   }
   t.num_committed_blocks = std::max(t.num_committed_blocks, num_full);
 }
@@ -177,17 +215,27 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::fork(RequestId parent, Req
   const int32_t bs = block_size();
   const int32_t num_full = num_tokens / bs;
   const int32_t num_partial = num_tokens % bs;
+  GB_CHECK_MSG(can_fork(parent, num_tokens), "KvCacheManager::fork: the parent released blocks the child reads");
   if (num_partial > 0 && num_available() < 1) return std::nullopt;
 
   BlockTable c;
   c.isolation_id = p.isolation_id;
   c.use_prefix_cache = p.use_prefix_cache;
   std::vector<BlockCopy> copies;
+  // Slots before the child's window start released (announced, so observers
+  // rebuilding tables from events keep positions); the rest are shared.
+  const int32_t num_released = std::min(num_releasable_blocks(num_tokens), num_full);
   for (int32_t i = 0; i < num_full; ++i) {
     const BlockId b = p.blocks[static_cast<size_t>(i)];
+    if (i < num_released) {
+      pool_.note_slot_released(child);
+      c.blocks.push_back(kReleasedBlock);
+      continue;
+    }
     pool_.retain(b, child, KvEventKind::Shared);
     c.blocks.push_back(b);
   }
+  c.num_released = num_released;
   if (num_partial > 0) {
     // The parent will keep writing into this block, so the child needs its own.
     const BlockId src = p.blocks[static_cast<size_t>(num_full)];
@@ -198,8 +246,16 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::fork(RequestId parent, Req
   }
   c.num_tokens = c.num_computed = num_tokens;
   c.num_committed_blocks = std::min(p.num_committed_blocks, num_full);
+  c.prefix_chain.assign(p.prefix_chain.begin(), p.prefix_chain.begin() + c.num_committed_blocks);
   tables_.emplace(child, std::move(c));
   return copies;
+}
+
+bool KvCacheManager::can_fork(RequestId parent, int32_t num_tokens) const {
+  const BlockTable& p = table(parent);
+  // The child reads blocks num_releasable_blocks(num_tokens) .. the one holding
+  // position num_tokens - 1; the parent must not have released any of them.
+  return p.num_released <= std::min(num_releasable_blocks(num_tokens), num_tokens / block_size());
 }
 
 void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
@@ -208,6 +264,10 @@ void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
   const int32_t bs = block_size();
   const int32_t new_num_tokens = t.num_tokens - num_tokens;
   const int32_t keep = ceil_div(new_num_tokens, bs);
+  // Only positions the window still covers can be cut back (speculative
+  // rollback and failed steps cut uncomputed slots): a released block is gone.
+  GB_CHECK_MSG(keep >= t.num_released && (new_num_tokens % bs == 0 || keep > t.num_released),
+               "KvCacheManager::truncate into blocks released by the sliding window");
   while (t.num_blocks() > keep) {
     pool_.release(t.blocks.back(), id);
     t.blocks.pop_back();
@@ -226,13 +286,15 @@ void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
   t.num_tokens = new_num_tokens;
   t.num_computed = std::min(t.num_computed, new_num_tokens);
   t.num_committed_blocks = std::min(t.num_committed_blocks, new_num_tokens / bs);
+  t.prefix_chain.resize(static_cast<size_t>(t.num_committed_blocks));
 }
 
 void KvCacheManager::free_request(RequestId id) {
   BlockTable& t = mutable_table(id);
   // Last block first: cached blocks enter the LRU queue tail-first, so a
   // sequence's tail (least likely to be shared) is evicted before its head.
-  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) pool_.release(*it, id);
+  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it)
+    if (*it != kReleasedBlock) pool_.release(*it, id);
   tables_.erase(id);
 }
 
@@ -253,9 +315,16 @@ KvSnapshot KvCacheManager::snapshot() const {
     v.has_hash = b.has_hash;
     v.hash = b.hash;
     v.tokens = b.tokens;
+    v.window_released = b.window_released;
+    s.num_window_released += b.window_released ? 1 : 0;
   }
-  for (const auto& [id, t] : tables_)
-    for (BlockId b : t.blocks) s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
+  s.num_window_released_total = pool_.num_window_released_total();
+  s.sliding_window = sliding_window_;
+  for (const auto& [id, t] : tables_) {
+    s.num_table_slots_released += t.num_released;
+    for (BlockId b : t.blocks)
+      if (b != kReleasedBlock) s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
+  }
   for (const auto& [id, blocks] : lookahead_)
     for (BlockId b : blocks) {
       s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
@@ -275,9 +344,17 @@ Status KvCacheManager::check_invariants() const {
     if (t.num_blocks() != ceil_div(t.num_tokens, bs)) return fail("block count does not match its tokens");
     if (t.num_computed < 0 || t.num_computed > t.num_tokens) return fail("computed tokens out of range");
     if (t.num_committed_blocks > t.num_blocks()) return fail("more committed blocks than blocks");
+    if (t.use_prefix_cache && static_cast<int32_t>(t.prefix_chain.size()) != t.num_committed_blocks)
+      return fail("prefix chain length differs from the committed blocks");
+    if (t.num_released < 0 || t.num_released > num_releasable_blocks(t.num_computed))
+      return fail("released blocks a future query may still read");
+    if (t.num_released > t.num_committed_blocks && t.use_prefix_cache)
+      return fail("released a block before committing it");
     std::vector<int32_t> seen;
     for (int32_t i = 0; i < t.num_blocks(); ++i) {
       const BlockId b = t.blocks[static_cast<size_t>(i)];
+      if ((b == kReleasedBlock) != (i < t.num_released)) return fail("released entries are not exactly the leading ones");
+      if (b == kReleasedBlock) continue;
       if (b.value < 0 || b.value >= num_blocks()) return fail("block id out of range");
       seen.push_back(b.value);
       ++holders[static_cast<size_t>(b.value)];
@@ -285,6 +362,10 @@ Status KvCacheManager::check_invariants() const {
       const int32_t used = std::min(bs, t.num_tokens - i * bs);
       if (block.num_filled() < used) return fail("a block holds fewer tokens than the table uses");
       if (i < t.num_committed_blocks && !block.has_hash) return fail("a committed block lost its hash");
+      if (i < t.num_committed_blocks && t.use_prefix_cache &&
+          (block.hash != t.prefix_chain[static_cast<size_t>(i)].hash ||
+           block.serial != t.prefix_chain[static_cast<size_t>(i)].serial))
+        return fail("prefix chain disagrees with a committed block");
       if (block.isolation_id != 0 && block.isolation_id != t.isolation_id)
         return fail("holds a block committed under another isolation key");
     }

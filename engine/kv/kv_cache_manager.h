@@ -11,7 +11,8 @@
 //   append_slots  -> slots reserved and token ids recorded for the next forward
 //   mark_computed -> after the forward pass; full computed blocks are committed
 //                    to the prefix index (only then, so nobody can hit a block
-//                    whose K/V is not yet written)
+//                    whose K/V is not yet written); with a sliding window, then
+//                    blocks no future query can read are released
 //   truncate      -> drop the last tokens (speculative rollback)
 //   fork          -> a child shares the first N tokens (copy-on-write)
 //   free_request  -> every block released: cached if committed, else free
@@ -28,6 +29,18 @@
 //
 //   pool: | num_blocks for tables (free / cached / owned) | unused reserve, free |
 //         (block ids are not partitioned: the reserve is a count, not a range)
+//
+// Sliding window (sliding_window W > 0: the model's every layer slides, see
+// ModelConfig::kv_release_window): the next query of a request with c computed
+// tokens is at position c and reads c - W + 1 .. c, so a block ending at or
+// before c - W + 1 is read by nobody in that request again. It is released as
+// soon as that holds: its table entry becomes kReleasedBlock and the block goes
+// back to the pool like any released block -- cached (evictable, still a prefix
+// hit for others) if it is committed and indexed, else free. Prefix hits take
+// only the matched blocks inside the window (the chain is still verified from
+// block 0), a fork's child starts with the same released slots, and a table
+// holds at most ceil((W + block_size - 2) / block_size) blocks between steps
+// (positions c - W + 1 .. c - 1, anywhere in their first block).
 //
 // Expected pressure (no block available) is a nullopt and changes nothing.
 // Programmer errors (unknown request, bad counts) fail GB_CHECK.
@@ -51,13 +64,16 @@ namespace gb {
 struct PrefixMatch {
   int32_t num_tokens = 0;       // cached tokens (num_blocks * block_size)
   int32_t num_blocks = 0;
-  int32_t num_unreferenced = 0; // of those, cached blocks nobody holds (taking them uses up available blocks)
+  int32_t num_unreferenced = 0; // of those inside the window, cached blocks nobody holds (taking them uses up available blocks)
+  int32_t num_released = 0;     // of those, blocks before the sliding window (matched, not taken)
 };
 
 class KvCacheManager {
  public:
-  // The pool holds num_blocks + num_lookahead_blocks blocks.
-  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks = 0);
+  // The pool holds num_blocks + num_lookahead_blocks blocks. sliding_window: 0,
+  // or W when every layer of the model slides (blocks that leave the window are
+  // released).
+  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks = 0, int32_t sliding_window = 0);
 
   int32_t block_size() const { return pool_.block_size(); }
   // Every block of the pool, the lookahead reserve included.
@@ -68,6 +84,10 @@ class KvCacheManager {
   int32_t num_cached() const { return pool_.num_cached(); }
   int32_t num_owned() const { return pool_.num_owned(); }
   const BlockPool& pool() const { return pool_; }
+  int32_t sliding_window() const { return sliding_window_; }
+  // Leading blocks of a table with num_computed computed tokens that no future
+  // query reads: max(0, num_computed - W + 1) / block_size, 0 without a window.
+  int32_t num_releasable_blocks(int32_t num_computed) const;
 
   // Longest cached prefix of `tokens` under `key`, without taking it. At most
   // (tokens.size() - 1) / block_size blocks: the last token is always left to
@@ -92,6 +112,9 @@ class KvCacheManager {
   // `child` starts with the first num_tokens (already computed) tokens of `parent`:
   // full blocks shared, a partial last block copied. nullopt when no block is free.
   std::optional<std::vector<BlockCopy>> fork(RequestId parent, RequestId child, int32_t num_tokens);
+  // Whether `parent` still holds every block a child forked at num_tokens
+  // reads (the sliding window may have released some).
+  bool can_fork(RequestId parent, int32_t num_tokens) const;
   // Drops the last num_tokens tokens. Blocks no longer needed are released; a
   // block that will be overwritten loses its prefix hash (or is copied on the
   // next write if someone else still holds it).
@@ -128,8 +151,13 @@ class KvCacheManager {
   // taken instead, as a pool without the reserve would.
   BlockId take_block(RequestId id);
   Status check_lookahead(std::span<int32_t> holders) const;
+  // Commits the table's full computed blocks to the prefix index, in order.
+  void commit_full_blocks(RequestId id, BlockTable& t);
+  // Releases the table's blocks that left the window (see above).
+  void release_out_of_window(RequestId id, BlockTable& t);
 
   BlockPool pool_;
+  int32_t sliding_window_ = 0;
   std::unordered_map<RequestId, BlockTable> tables_;
   std::unordered_map<RequestId, std::vector<BlockId>> lookahead_;  // lent blocks, by holder
   int32_t num_lookahead_ = 0;       // the reserve's size

@@ -20,6 +20,11 @@ enum class KvEventKind : uint8_t {
   Released,   // `request` dropped its reference; others may still hold the block
   Freed,      // last reference gone: the block is now free, or cached if it is indexed
   Uncached,   // a committed block's hash dropped because its contents will change
+  // Sliding window (every layer slides): `request` dropped its reference because
+  // no future query of it can read the block (a Freed follows at ref_count 0).
+  // block -1: a fork child's table slot that starts out released (the parent had
+  // already let that block go); no block changes.
+  WindowReleased,
   Lookahead,  // a free block lent to `request` as lookahead scratch (self-draft's drafted
               // positions), outside its block table; given back with Released + Freed
 };

@@ -35,11 +35,18 @@ const char* finish_reason_name(FinishReason reason) {
 
 Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
-      kv_(config.num_blocks, config.block_size, config.num_lookahead_blocks),
+      kv_(config.num_blocks, config.block_size, config.num_lookahead_blocks, config.sliding_window),
       max_total_tokens_(std::min(config.max_context, config.num_blocks * config.block_size)),
       watermark_blocks_(static_cast<int32_t>(std::ceil(config.admission_watermark * static_cast<float>(config.num_blocks)))) {
   GB_CHECK(config.max_batch_tokens > 0 && config.max_seqs > 0 && config.max_context > 1);
   GB_CHECK(config.admission_watermark >= 0.0f && config.admission_watermark < 1.0f);
+  GB_CHECK(config.sliding_window >= 0);
+  if (config.sliding_window > 0) {
+    // Tokens c .. c + n - 1 with the window before them span W + n - 1
+    // positions, at most floor((W + n - 2) / block_size) + 2 blocks.
+    window_chunk_cap_ = std::max(0, (config.num_blocks - 1) * config.block_size - config.sliding_window + 1);
+    if (window_chunk_cap_ > 0) max_total_tokens_ = config.max_context;
+  }
 }
 
 Request& Scheduler::at(RequestId id) {
@@ -123,6 +130,9 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
                       std::to_string(computed));
   if (num_total <= num_shared_tokens) return make_error(name + ": the child needs at least one token after the shared ones");
   if (num_total >= max_total_tokens_) return make_error(name + ": the branch is longer than the context");
+  if (!kv_.can_fork(parent, num_shared_tokens))
+    return make_error(name + ": the parent's K/V before position " + std::to_string(num_shared_tokens) +
+                      " has left the sliding window and was released");
   if (static_cast<int32_t>(initial_output.size()) >= child.max_tokens)
     return make_error(name + ": max_tokens leaves no room to generate after the forced tokens");
   auto copies = kv_.fork(parent, child.id, num_shared_tokens);
@@ -207,7 +217,9 @@ RequestId Scheduler::lowest_ranked_running() const {
 }
 
 int32_t Scheduler::chunk_limit(int32_t budget) const {
-  return config_.max_prefill_chunk > 0 ? std::min(budget, config_.max_prefill_chunk) : budget;
+  int32_t n = config_.max_prefill_chunk > 0 ? std::min(budget, config_.max_prefill_chunk) : budget;
+  if (window_chunk_cap_ > 0) n = std::min(n, window_chunk_cap_);
+  return n;
 }
 
 std::span<const TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t n) const {

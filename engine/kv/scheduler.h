@@ -36,6 +36,13 @@
 // that can never run: empty, or with no room for one generated token within
 // min(max_context, num_blocks x block_size).
 //
+// Sliding window (config.sliding_window = W > 0): a request holds only the
+// blocks its window and its current chunk cover, so when the pool holds a
+// window plus a block ((num_blocks - 1) x block_size >= W) the limit is
+// max_context alone, and every prefill chunk is capped at (num_blocks - 1) x
+// block_size - W + 1 tokens: the most that, with the window before it, spans
+// num_blocks blocks however it is aligned, so one request alone always fits.
+//
 // The engine loop (runtime/) -- one step:
 //
 //   StepPlan plan = scheduler.schedule();
@@ -95,6 +102,9 @@ struct SchedulerConfig {
   float admission_watermark = 0.01f;  // fraction of blocks admission keeps free
   int32_t max_retained = 0;         // finished requests keeping blocks; 0: no bound
   bool evict_retained = true;       // release retained blocks whenever someone needs them
+  // W when every layer of the model slides (ModelConfig::kv_release_window),
+  // else 0: blocks that leave a request's window are released (KvCacheManager).
+  int32_t sliding_window = 0;
 };
 
 struct StepToken {
@@ -210,6 +220,7 @@ class Scheduler {
   KvCacheManager kv_;
   int32_t max_total_tokens_;
   int32_t watermark_blocks_;
+  int32_t window_chunk_cap_ = 0;  // > 0: the sliding-window chunk cap (see above)
   std::unordered_map<RequestId, Request> requests_;  // waiting, preempted and running
   std::vector<RequestId> running_;                   // holds blocks
   std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)

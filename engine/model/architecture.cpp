@@ -76,6 +76,10 @@ std::string describe_sliding_window(const ModelConfig& c) {
   std::string s = std::to_string(c.sliding_window) + " tokens on " + std::to_string(sliding) + " of " +
                   std::to_string(c.num_layers) + " layers";
   if (c.swa_pattern > 1) s += " (" + std::to_string(c.swa_pattern - 1) + " sliding per global layer)";
+  // Whether the paged KV cache can give blocks back (KvCacheManager): only when
+  // no layer reads the whole context.
+  s += c.kv_release_window() > 0 ? "; KV blocks that leave the window are released"
+                                 : "; global layers keep every KV block";
   return s;
 }
 

@@ -5,9 +5,9 @@
 // one family's names; the backends read the resulting ModelConfig fields.
 // Immutable tables; any thread.
 //
-// Adding an architecture = one row here (plus, where it needs one, a new kernel
-// and the backend support; a backend that lacks an op must refuse the model, see
-// ModelConfig::non_llama_features()).
+// Adding an architecture = one row here (plus, where it needs one, a new
+// operation in the layer recipe, backend/layer_recipe.h, that every backend
+// implements).
 //
 // GGUF conventions followed (llama.cpp's converter, convert_hf_to_gguf.py):
 // llama files have q/k rows permuted for adjacent-pair RoPE; Gemma norm weights

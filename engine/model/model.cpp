@@ -27,26 +27,6 @@ std::vector<const TensorView*> Model::all_tensors() const {
   return out;
 }
 
-std::vector<std::string> ModelConfig::non_llama_features() const {
-  std::vector<std::string> out;
-  const auto add = [&](bool on, const char* what) {
-    if (on) out.emplace_back(what);
-  };
-  add(qkv_bias, "q/k/v biases");
-  add(rope_style != RopeStyle::Adjacent, "NeoX RoPE");
-  add(rope_freq_factors, "RoPE frequency factors");
-  add(activation != FfnActivation::SiLU, "GELU-tanh FFN");
-  add(qk_norm, "q/k norms");
-  add(post_norms, "post-attention/FFN norms");
-  add(fused_qkv || fused_gate_up, "fused projections");
-  add(embed_scale != 1.0f, "scaled embeddings");
-  add(attn_scale > 0.0f, "query scale");
-  add(attn_softcap > 0.0f || final_softcap > 0.0f, "soft-capping");
-  add(sliding_window > 0, "sliding-window attention");
-  add(rope_freq_base_swa > 0.0f || rope_freq_scale != 1.0f || rope_attn_factor != 1.0f, "RoPE scaling");
-  return out;
-}
-
 uint64_t Model::num_parameters() const {
   uint64_t n = 0;
   for (const TensorView* t : all_tensors()) n += static_cast<uint64_t>(t->num_elements());

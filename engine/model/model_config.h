@@ -65,10 +65,16 @@ struct ModelConfig {
   bool is_sliding(int32_t layer) const {
     return sliding_window > 0 && (swa_pattern <= 1 || layer % swa_pattern < swa_pattern - 1);
   }
+  // The window after which a position is read by no layer at all, so its KV
+  // block can be released: sliding_window when every layer slides (Mistral,
+  // Phi-3), 0 when none does or some layer is global (Gemma 2/3 keep every block).
+  int32_t kv_release_window() const {
+    if (sliding_window <= 0) return 0;
+    for (int32_t l = 0; l < num_layers; ++l)
+      if (!is_sliding(l)) return 0;
+    return sliding_window;
+  }
   float query_scale() const { return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
-  // Names of the features above that a plain llama block lacks (empty for llama),
-  // for backends that implement only that block.
-  std::vector<std::string> non_llama_features() const;
 
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   // Bytes of K and V for one token across all layers at element size `bytes`:

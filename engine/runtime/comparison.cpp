@@ -136,7 +136,11 @@ Status Comparison::fork_lanes(Engine& engine) {
     while (n < static_cast<int32_t>(std::min(parent.size(), child.size())) && parent[n] == child[n]) ++n;
     num_prompt_blocks_shared_ = std::min(num_prompt_blocks_shared_, n);
   }
-  shared_prompt_blocks_.assign(parent.begin(), parent.begin() + num_prompt_blocks_shared_);
+  // Slots a sliding window released (-1 in every table) are not blocks anyone holds.
+  shared_prompt_blocks_.clear();
+  for (int32_t i = 0; i < num_prompt_blocks_shared_; ++i)
+    if (parent[static_cast<size_t>(i)] >= 0) shared_prompt_blocks_.push_back(parent[static_cast<size_t>(i)]);
+  num_prompt_blocks_shared_ = static_cast<int32_t>(shared_prompt_blocks_.size());
   return {};
 }
 

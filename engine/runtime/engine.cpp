@@ -97,6 +97,10 @@ Status Engine::start() {
   sc.admission_watermark = config_.admission_watermark;
   sc.max_retained = config_.max_retained;
   sc.evict_retained = config_.evict_retained;
+  // Every layer slides (Mistral): blocks that leave a request's window go back
+  // to the pool. A backend reads a released slot only if its window masking is
+  // wrong; the CPU backend checks that every slot a query reads is present.
+  sc.sliding_window = config_.release_window_blocks ? c.kv_release_window() : 0;
   scheduler_ = std::make_unique<Scheduler>(sc);
   SpeculativeLimits limits;
   limits.max_context = max_context_;
@@ -389,7 +393,7 @@ void Engine::fail_stalled_request() {
   const KvCacheManager& kv = scheduler_->kv_cache();
   int32_t kept_blocks = 0;
   const std::vector<RequestId> kept = scheduler_->retained_requests();
-  for (RequestId k : kept) kept_blocks += kv.table(k).num_blocks();
+  for (RequestId k : kept) kept_blocks += kv.table(k).num_live_blocks();
   const Request* r = scheduler_->find(*stalled);
   const int32_t needed = r ? (r->num_tokens_total() + kv.block_size() - 1) / kv.block_size() : 0;
   publish(ErrorEvent{*stalled, "request " + std::to_string(stalled->value) + " cannot start: it needs " +

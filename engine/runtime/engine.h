@@ -88,6 +88,10 @@ struct EngineConfig {
   // false: only release() frees them, and a pool full of them fails the
   // waiting request with an ErrorEvent (tests of that path).
   bool evict_retained = true;
+  // When every layer of the model slides (ModelConfig::kv_release_window),
+  // give back the KV blocks that have left a request's window, so a generation
+  // can be longer than the pool. false keeps every block (comparison runs).
+  bool release_window_blocks = true;
   // Finished (or cancelled) requests remembered so they can still be forked
   // after their blocks are gone (re-prefill, mostly prefix hits); oldest
   // forgotten first.

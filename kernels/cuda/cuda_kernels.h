@@ -39,6 +39,24 @@ cudaError_t launch_cast(const float* x, int64_t n, void* out, DType dtype, cudaS
 cudaError_t launch_rmsnorm(const float* x, const int32_t* row_index, int32_t num_rows, int32_t dim,
                            const float* weight, float eps, float* out, cudaStream_t stream);
 
+// Per-head RMSNorm in place (Qwen3, Gemma 3 q/k norms): each head_dim slice of
+// the num_heads heads of row t (at x + t*row_stride) becomes
+// slice / sqrt(mean(slice^2) + eps) * weight (head_dim).
+cudaError_t launch_head_rmsnorm(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads,
+                                int32_t head_dim, const float* weight, float eps, cudaStream_t stream);
+
+// --- elementwise.cu ----------------------------------------------------------
+// x[t*row_stride + i] += bias[i] for t < num_rows, i < width (q/k/v biases on
+// strided views of the fused q|k|v rows).
+cudaError_t launch_add_bias(float* x, int32_t num_rows, int64_t row_stride, int32_t width, const float* bias,
+                            cudaStream_t stream);
+// x[i] += y[i] (n)
+cudaError_t launch_add(float* x, const float* y, int64_t n, cudaStream_t stream);
+// x[i] *= factor (n)
+cudaError_t launch_scale(float* x, int64_t n, float factor, cudaStream_t stream);
+// x[i] = cap * tanh(x[i] / cap) (n)
+cudaError_t launch_softcap(float* x, int64_t n, float cap, cudaStream_t stream);
+
 // --- rope.cu -----------------------------------------------------------------
 // In place on x: rows of num_heads*head_dim floats, row t starting at
 // x + t*row_stride. Within each head, the adjacent pairs (2i, 2i+1) for
@@ -46,6 +64,21 @@ cudaError_t launch_rmsnorm(const float* x, const int32_t* row_index, int32_t num
 cudaError_t launch_rope(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads,
                         int32_t head_dim, int32_t rope_dim, float base, const int32_t* positions,
                         cudaStream_t stream);
+
+// General RoPE, as kernels/cpu rope_ex computes it (angles in double): pair i
+// (i < rope_dim/2) is (2i, 2i+1) or, with neox, (i, i + rope_dim/2); it turns by
+// positions[t] * freq_scale * base^(-2i/rope_dim) / freq_factors[i] (factors may
+// be null), and cos and sin are multiplied by attn_factor.
+struct RopeArgs {
+  int32_t rope_dim = 0;
+  float base = 10000.0f;
+  bool neox = false;
+  const float* freq_factors = nullptr;  // (rope_dim/2) device floats, or null
+  float freq_scale = 1.0f;
+  float attn_factor = 1.0f;
+};
+cudaError_t launch_rope_ex(float* x, int32_t num_tokens, int64_t row_stride, int32_t num_heads, int32_t head_dim,
+                           const RopeArgs& args, const int32_t* positions, cudaStream_t stream);
 
 // Writes the new tokens' K and V rows (kv_dim floats each, row t at k + t*row_stride)
 // into one layer of the pool: k_cache/v_cache (num_blocks*block_size, kv_dim),
@@ -59,6 +92,11 @@ cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, 
 // holds the gate projection in columns [0, hidden) and the up projection after it.
 cudaError_t launch_swiglu(const float* gate_up, int32_t num_tokens, int32_t hidden, float* out,
                           cudaStream_t stream);
+// The same layout with either activation: SiLU (SwiGLU) or GELU with the tanh
+// approximation, 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) (GeGLU, Gemma).
+enum class GatedAct { SiLU, GeluTanh };
+cudaError_t launch_gated_activation(const float* gate_up, int32_t num_tokens, int32_t hidden, GatedAct act,
+                                    float* out, cudaStream_t stream);
 
 // --- paged attention (shared description) ------------------------------------
 // One layer of the KV pool plus the batch's block tables (BatchLayout's CSR):
@@ -77,17 +115,22 @@ struct PagedKv {
 
 // Queries and output: q row of token t at q + t*q_row_stride, head h at +h*head_dim;
 // out row of token t at out + t*num_heads*head_dim. GQA: query head h reads kv
-// head h / (num_heads / num_kv_heads). Scores are scaled by 1/sqrt(head_dim).
+// head h / (num_heads / num_kv_heads). Scores are q.k * scale (scale 0:
+// 1/sqrt(head_dim)), then softcap * tanh(score / softcap) when softcap > 0
+// (Gemma 2); with window > 0 a query at position p sees only p - window + 1 .. p.
 struct AttentionIo {
   const float* q = nullptr;
   int64_t q_row_stride = 0;
   float* out = nullptr;
   int32_t num_heads = 0;
+  float scale = 0.0f;
+  float softcap = 0.0f;
+  int32_t window = 0;
 };
 
 // --- paged_attention_decode.cu -----------------------------------------------
 // One query per sequence: token seq_token_indptr[s] at position seq_kv_len[s]-1
-// attends to positions [0, seq_kv_len[s]). The context is split in partitions
+// attends to positions [0, seq_kv_len[s]) (the window's last io.window of them). The context is split in partitions
 // of kDecodePartition keys, each handled by its own block; a second kernel
 // merges the partial softmaxes. workspace: decode_attention_workspace_floats().
 constexpr int32_t kDecodePartition = 512;

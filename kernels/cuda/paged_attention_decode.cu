@@ -1,7 +1,7 @@
 // Paged attention for decode steps: one query token per sequence, attending to
-// its whole cached context through the block table. Long contexts are split in
-// partitions of kDecodePartition keys (one block each) so a batch of one still
-// fills the GPU; a merge kernel combines the partial softmaxes exactly:
+// its whole cached context (or its sliding window) through the block table.
+// Long contexts are split in partitions of kDecodePartition keys (one block
+// each) so a batch of one still fills the GPU; a merge kernel combines the partial softmaxes exactly:
 //   out = sum_p exp(m_p - M) acc_p / sum_p exp(m_p - M) l_p,  M = max_p m_p.
 //
 // Workspace layout, P = number of partitions (ceil(max_kv_len / kDecodePartition)):
@@ -31,7 +31,10 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t hd = kv.head_dim, tid = threadIdx.x;
   const int64_t out_idx = (int64_t{s} * io.num_heads + h) * num_parts + part;
   const int32_t kv_len = seq_kv_len[s];
-  const int32_t start = part * kDecodePartition;
+  // A sliding window starts the context at kv_len - window; the partitions
+  // cover [first, kv_len) only (never more than max_kv_len keys).
+  const int32_t first = io.window > 0 ? max(0, kv_len - io.window) : 0;
+  const int32_t start = first + part * kDecodePartition;
   if (start >= kv_len) {  // beyond this sequence's context: an empty partial
     if (tid == 0) {
       part_m[out_idx] = -INFINITY;
@@ -45,7 +48,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t token = seq_token_indptr[s];
   const int32_t* table = kv.block_ids + kv.block_indptr[s];
   const int64_t kv_dim = int64_t{kv.num_kv_heads} * hd;
-  const float scale = 1.0f / sqrtf(static_cast<float>(hd));
+  const float scale = io.scale > 0.0f ? io.scale : 1.0f / sqrtf(static_cast<float>(hd));
 
   for (int32_t d = tid; d < hd; d += kThreads) q_s[d] = io.q[token * io.q_row_stride + int64_t{h} * hd + d];
   __syncthreads();
@@ -58,7 +61,8 @@ __global__ void __launch_bounds__(kThreads)
     const float* k_row = kv.k + slot * kv_dim + int64_t{kv_head} * hd;
     float dot = 0.0f;
     for (int32_t d = 0; d < hd; ++d) dot += q_s[d] * k_row[d];
-    p_s[i] = dot * scale;
+    const float score = dot * scale;
+    p_s[i] = io.softcap > 0.0f ? io.softcap * tanhf(score / io.softcap) : score;
     local_max = fmaxf(local_max, p_s[i]);
   }
   const float m = detail::block_max(local_max, red_s);

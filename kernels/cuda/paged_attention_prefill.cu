@@ -1,4 +1,5 @@
-// Causal paged attention for prefill and mixed steps over a ragged batch.
+// Causal paged attention for prefill and mixed steps over a ragged batch
+// (optionally windowed and soft-capped, see AttentionIo).
 // Each block takes one query tile (up to kPrefillTileTokens consecutive new
 // tokens of one sequence) and one head, walks the sequence's keys in chunks of
 // kKeyChunk through the block table, and keeps an online softmax per query row
@@ -48,7 +49,7 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t kv_head = h / (io.num_heads / kv.num_kv_heads);
   const int32_t* table = kv.block_ids + kv.block_indptr[tile.seq];
   const int64_t kv_dim = int64_t{kv.num_kv_heads} * hd;
-  const float scale = 1.0f / sqrtf(static_cast<float>(hd));
+  const float scale = io.scale > 0.0f ? io.scale : 1.0f / sqrtf(static_cast<float>(hd));
 
   for (int32_t e = tid; e < kTile * hd; e += kThreads) {
     const int32_t r = e / hd, d = e % hd;
@@ -64,11 +65,18 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   int32_t kv_end = 0;  // one past the largest query position in the tile
   for (int32_t r = 0; r < tile.num_tokens; ++r) kv_end = max(kv_end, pos_s[r] + 1);
+  // The first key any row's window reaches (no window: 0). Keys before it are
+  // never loaded: their blocks may already be released.
+  int32_t kv_first = 0;
+  if (io.window > 0) {
+    kv_first = kv_end;
+    for (int32_t r = 0; r < tile.num_tokens; ++r) kv_first = min(kv_first, max(0, pos_s[r] - io.window + 1));
+  }
 
-  for (int32_t k0 = 0; k0 < kv_end; k0 += kKeyChunk) {
+  for (int32_t k0 = kv_first / kKeyChunk * kKeyChunk; k0 < kv_end; k0 += kKeyChunk) {
     for (int32_t e = tid; e < kKeyChunk * hd; e += kThreads) {
       const int32_t j = e / hd, d = e % hd, p = k0 + j;
-      if (p < kv_end) {
+      if (p >= kv_first && p < kv_end) {
         const int64_t slot = int64_t{table[p / kv.block_size]} * kv.block_size + p % kv.block_size;
         const int64_t at = slot * kv_dim + int64_t{kv_head} * hd + d;
         k_s[e] = kv.k[at];
@@ -82,10 +90,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int32_t e = tid; e < kTile * kKeyChunk; e += kThreads) {
       const int32_t r = e / kKeyChunk, j = e % kKeyChunk;
       float score = -INFINITY;
-      if (k0 + j <= pos_s[r]) {  // causal mask; padded rows have pos -1 and mask everything
+      // Causal mask (padded rows have pos -1 and mask everything), then the window.
+      if (k0 + j <= pos_s[r] && (io.window <= 0 || k0 + j > pos_s[r] - io.window)) {
         float dot = 0.0f;
         for (int32_t d = 0; d < hd; ++d) dot += q_s[r * hd + d] * k_s[j * hd + d];
         score = dot * scale;
+        if (io.softcap > 0.0f) score = io.softcap * tanhf(score / io.softcap);
       }
       p_s[e] = score;
     }

@@ -16,6 +16,8 @@
 #include "token_inspector_panel.h"
 #include "ui_test_support.h"
 #include "trace/trace_jsonl.h"
+#include "model/synthetic_model.h"
+#include <QLabel>
 
 using namespace gbuitest;
 
@@ -124,6 +126,46 @@ class UiKvReplayTest : public QObject {
     const QVector<int> refs = controller.kvRefCounts();
     QCOMPARE(refs.size(), model.kvCells().size());
     for (int b = 0; b < refs.size(); ++b) QCOMPARE(model.kvCells()[b].refCount, refs[b]);
+  }
+
+  // A model whose every layer slides (synth --arch mistral, window 8) gives
+  // blocks back as it generates: the map built from the events marks exactly
+  // the blocks the engine's snapshot marks, step by step.
+  void slidingWindowReleasedBlocksMatchTheEngine() {
+    const QString path = QDir(QDir::tempPath()).filePath(QStringLiteral("gb-ui-swa-mistral.gguf"));
+    QVERIFY(gb::write_synthetic_arch_model(*gb::find_synthetic_arch("mistral"), 11, path.toStdString()).ok());
+    gbui::EngineController controller;
+    gbui::SessionModel model;
+    connect(&controller, &gbui::EngineController::eventsReady, &model, &gbui::SessionModel::apply);
+    connect(&controller, &gbui::EngineController::modelLoaded, &model, &gbui::SessionModel::setModelInfo);
+    controller.setPaused(true);
+    controller.loadModel(path, "cpu", 0);
+    QVERIFY(model.hasModel());
+    controller.submit(1, QStringLiteral("once upon a time"), kGreedyJson, 120);
+    int steps = 0;
+    while (controller.stepOnce()) {
+      controller.flush();
+      ++steps;
+      const gbui::KvCounts k = model.kvCounts();
+      QCOMPARE(QStringLiteral("%1 %2 %3 %4").arg(k.owned).arg(k.free).arg(k.cached).arg(k.total),
+               controller.kvSnapshotSummary());
+      QCOMPARE(QStringLiteral("%1 %2").arg(k.windowReleased).arg(model.kvWindowReleasedTotal()),
+               controller.kvWindowSummary());
+      // Between steps one request holds at most ceil((8 + 16 - 2) / 16) = 2 blocks.
+      QVERIFY2(k.owned <= 2, qPrintable(QString::number(k.owned)));
+    }
+    QVERIFY(steps > 100);
+    QVERIFY2(model.kvWindowReleasedTotal() >= 6, qPrintable(QString::number(model.kvWindowReleasedTotal())));
+    // The finished answer is kept for branching: its table is the released
+    // slots (-1, leading, keeping positions) then the blocks it still holds.
+    QCOMPARE(static_cast<int>(model.requests().size()), 1);
+    const QVector<int>& table = model.requests().begin()->second.blockTable;
+    const auto firstLive = std::find_if(table.begin(), table.end(), [](int b) { return b >= 0; });
+    QVERIFY(firstLive - table.begin() >= 6);
+    QVERIFY(std::all_of(firstLive, table.end(), [](int b) { return b >= 0; }));
+    QCOMPARE(static_cast<int>(table.end() - firstLive), model.kvCounts().owned);
+    gbui::KvCachePanel panel(&model);
+    QVERIFY(panel.findChild<QLabel*>(QStringLiteral("kvStats"))->text().contains(QStringLiteral("sliding window")));
   }
 
   void branchSharesBlocksWithRefcountTwo() {

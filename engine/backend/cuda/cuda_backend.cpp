@@ -1,15 +1,19 @@
 // CudaBackendImpl: the CUDA implementation of gb::Backend (see cuda_backend.h).
 //
-// One step, for T new tokens and L logit rows, all on stream_:
-//   x (T, dim) = embedding rows
+// One step, for T new tokens and L logit rows, all on stream_, is the model's
+// layer recipe (backend/layer_recipe.h) run through this class's LayerOps:
+//   x (T, dim) = embedding rows (x scale)
 //   per layer: xb = rmsnorm(x) * attn_norm
-//              qkv (T, q_dim + 2 kv_dim) = xb wqkv^T; rope on the q and k parts
+//              qkv (T, q_dim + 2 kv_dim) = xb wqkv^T (q, k, v are strided views
+//              of it); biases, per-head q/k norms, rope on the q and k parts
 //              k, v -> KV pool slots; att (T, q_dim) = paged attention
 //              x += att wo^T                    (residual fused: GEMM beta = 1)
+//                or proj = att wo^T, post-norm, x += proj (Gemma)
 //              xb = rmsnorm(x) * ffn_norm
-//              gate_up (T, 2 hidden) = xb w_gate_up^T; h (T, hidden) = silu(gate) * up
-//              x += h w_down^T                  (residual fused: GEMM beta = 1)
+//              gate_up (T, 2 hidden) = xb w_gate_up^T; h (T, hidden) = act(gate) * up
+//              x += h w_down^T                  (or via proj and a post-norm)
 //   xl (L, dim) = rmsnorm(x[logit rows]) * output_norm; logits (L, vocab) = xl classifier^T
+//   (soft-capped where the model says so)
 // The host waits for the stream once, at the end of the step.
 #include "backend/cuda/cuda_backend.h"
 
@@ -24,6 +28,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_weights.h"
 #include "backend/cuda/step_metadata.h"
+#include "backend/layer_recipe.h"
 #include "cuda/cuda_kernels.h"
 #include "model/model.h"
 
@@ -41,10 +46,10 @@ Status reserve_floats(DeviceBuffer& buffer, size_t count, const char* what) {
   return buffer.reserve(count * sizeof(float), what);
 }
 
-class CudaBackendImpl final : public CudaBackend {
+class CudaBackendImpl final : public CudaBackend, private LayerOps {
  public:
   CudaBackendImpl(std::shared_ptr<const Model> model, const CudaBackendOptions& options)
-      : model_(std::move(model)), config_(model_->config), options_(options) {}
+      : model_(std::move(model)), config_(model_->config), options_(options), recipe_(model_recipe(config_)) {}
 
   ~CudaBackendImpl() override {
     // Errors cannot be reported from a destructor; a failed sync only means the
@@ -166,7 +171,7 @@ class CudaBackendImpl final : public CudaBackend {
     info.backend = "cuda";
     info.name = device_name_;
     info.memory_used_bytes = weights_.bytes() + kv_pool_.bytes() + metadata_.device_bytes();
-    for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
+    for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &proj_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
                                   &summary_, &quant_tile_})
       info.memory_used_bytes += b->bytes();
     size_t free_bytes = 0, total_bytes = 0;
@@ -194,6 +199,7 @@ class CudaBackendImpl final : public CudaBackend {
     GB_TRY(reserve_floats(xb_, num_tokens * dim, "activations"));
     GB_TRY(reserve_floats(qkv_, num_tokens * static_cast<size_t>(qkv_dim()), "q/k/v"));
     GB_TRY(reserve_floats(att_, num_tokens * static_cast<size_t>(q_dim()), "attention output"));
+    if (config_.post_norms) GB_TRY(reserve_floats(proj_, num_tokens * dim, "projection output"));
     GB_TRY(reserve_floats(gate_up_, num_tokens * 2 * hidden, "FFN gate/up"));
     GB_TRY(reserve_floats(hidden_, num_tokens * hidden, "FFN hidden"));
     const size_t widest = std::max({dim, hidden, static_cast<size_t>(q_dim())});
@@ -229,22 +235,140 @@ class CudaBackendImpl final : public CudaBackend {
     return cuda::gemm_rows(cublas_, w, input, n, y, ldy, beta, options_.allow_tf32);
   }
 
-  Status run_layer(int32_t layer, int32_t n) {
-    const cuda::DeviceLayer& w = weights_.layers()[static_cast<size_t>(layer)];
-    const cuda::StepDevicePointers& meta = metadata_.device();
-    const ModelConfig& c = config_;
-    const int32_t rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
-    float* q = qkv_.as<float>();
-    float* k = q + q_dim();
-    float* v = k + c.kv_dim();
-    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), nullptr, n, c.dim, w.attn_norm, c.rms_eps, xb_.as<float>(), stream_));
-    GB_TRY(project(w.wqkv, xb_.as<float>(), n, q, 0.0f));
-    GB_CUDA_TRY(cuda::launch_rope(q, n, qkv_dim(), c.num_heads, c.head_dim, rope_dim, c.rope_freq_base, meta.positions, stream_));
-    GB_CUDA_TRY(cuda::launch_rope(k, n, qkv_dim(), c.num_kv_heads, c.head_dim, rope_dim, c.rope_freq_base, meta.positions, stream_));
-    GB_CUDA_TRY(cuda::launch_kv_write(k, v, qkv_dim(), n, c.kv_dim(), meta.slot_mapping, k_cache(layer), v_cache(layer), stream_));
+  // --- LayerOps: the recipe's operations on this step's device buffers ---------
 
-    const cuda::AttentionIo io{q, qkv_dim(), att_.as<float>(), c.num_heads};
-    const cuda::PagedKv kv{k_cache(layer), v_cache(layer), meta.block_ids, meta.block_indptr,
+  // A recipe buffer: data, row stride (floats), row width and row count.
+  struct View {
+    float* data;
+    int64_t stride;
+    int32_t width;
+    int32_t rows;
+  };
+  View view(Buf b) {
+    const ModelConfig& c = config_;
+    const int32_t n = num_tokens_;
+    switch (b) {
+      case Buf::X: return {x_.as<float>(), c.dim, c.dim, n};
+      case Buf::XB: return {xb_.as<float>(), c.dim, c.dim, n};
+      case Buf::Q: return {qkv_.as<float>(), qkv_dim(), q_dim(), n};
+      case Buf::K: return {qkv_.as<float>() + q_dim(), qkv_dim(), c.kv_dim(), n};
+      case Buf::V: return {qkv_.as<float>() + q_dim() + c.kv_dim(), qkv_dim(), c.kv_dim(), n};
+      case Buf::Att: return {att_.as<float>(), q_dim(), q_dim(), n};
+      case Buf::Proj: return {proj_.as<float>(), c.dim, c.dim, n};
+      case Buf::Hidden: return {hidden_.as<float>(), c.hidden_dim, c.hidden_dim, n};
+      case Buf::Final: return {xl_.as<float>(), c.dim, c.dim, num_logits_};
+      case Buf::Logits: return {logits_.as<float>(), c.vocab_size, c.vocab_size, num_logits_};
+      case Buf::None: break;
+    }
+    return {nullptr, 0, 0, 0};
+  }
+
+  // A float32 vector of the step's layer (norms, biases), or null when the model
+  // has none: then the step is the identity, as on the CPU (an ablated model).
+  const float* vec_weight(const RecipeStep& s) {
+    const float* v = nullptr;
+    if (s.weight == WeightSlot::OutputNorm) {
+      v = weights_.output_norm();
+    } else {
+      const cuda::DeviceLayer& w = weights_.layers()[static_cast<size_t>(s.layer)];
+      switch (s.weight) {
+        case WeightSlot::AttnNorm: v = w.attn_norm; break;
+        case WeightSlot::FfnNorm: v = w.ffn_norm; break;
+        case WeightSlot::PostAttnNorm: v = w.post_attn_norm; break;
+        case WeightSlot::PostFfnNorm: v = w.post_ffn_norm; break;
+        case WeightSlot::QNorm: v = w.q_norm; break;
+        case WeightSlot::KNorm: v = w.k_norm; break;
+        case WeightSlot::Bq: v = w.bq; break;
+        case WeightSlot::Bk: v = w.bk; break;
+        case WeightSlot::Bv: v = w.bv; break;
+        default: break;
+      }
+    }
+    return v;
+  }
+
+  Error unsupported(const RecipeStep& s, const char* what) const {
+    return make_error(model_->path + ": CUDA backend: recipe step '" + describe_step(s) + "' needs " + what);
+  }
+
+  Status embed(const RecipeStep&) override {
+    const DeviceMatrix& emb = weights_.embedding();
+    GB_CUDA_TRY(cuda::launch_embedding(metadata_.device().token_ids, num_tokens_, emb.data, emb.dtype, config_.dim,
+                                       x_.as<float>(), stream_));
+    return {};
+  }
+  Status scale(const RecipeStep& s) override {
+    const View o = view(s.out);
+    GB_CUDA_TRY(cuda::launch_scale(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
+    return {};
+  }
+  Status norm(const RecipeStep& s) override {
+    const View in = view(s.in), out = view(s.out);
+    const float* w = vec_weight(s);
+    if (w == nullptr) return {};
+    GB_CUDA_TRY(cuda::launch_rmsnorm(in.data, nullptr, out.rows, out.width, w, s.value, out.data, stream_));
+    return {};
+  }
+  Status norm_logit_rows(const RecipeStep& s) override {
+    const float* w = vec_weight(s);
+    if (w == nullptr) return {};
+    GB_CUDA_TRY(cuda::launch_rmsnorm(view(s.in).data, metadata_.device().logit_rows, num_logits_, config_.dim, w,
+                                     s.value, view(s.out).data, stream_));
+    return {};
+  }
+  // One GEMM into the q|k|v rows (fused or not: the weights were uploaded fused).
+  Status project_qkv(const RecipeStep& s) override {
+    const cuda::DeviceLayer& w = weights_.layers()[static_cast<size_t>(s.layer)];
+    return project(w.wqkv, view(s.in).data, num_tokens_, qkv_.as<float>(), 0.0f);
+  }
+  Status add_bias(const RecipeStep& s) override {
+    const View o = view(s.out);
+    const float* b = vec_weight(s);
+    if (b == nullptr) return {};
+    GB_CUDA_TRY(cuda::launch_add_bias(o.data, o.rows, o.stride, o.width, b, stream_));
+    return {};
+  }
+  Status head_norm(const RecipeStep& s) override {
+    const View o = view(s.out);
+    const float* w = vec_weight(s);
+    if (w == nullptr) return {};
+    GB_CUDA_TRY(cuda::launch_head_rmsnorm(o.data, o.rows, o.stride, s.heads, config_.head_dim, w, s.value, stream_));
+    return {};
+  }
+  Status rope(const RecipeStep& s) override {
+    const View o = view(s.out);
+    const int32_t* positions = metadata_.device().positions;
+    if (s.rope.plain()) {
+      GB_CUDA_TRY(cuda::launch_rope(o.data, o.rows, o.stride, s.heads, config_.head_dim, s.rope.rope_dim, s.rope.base,
+                                    positions, stream_));
+      return {};
+    }
+    cuda::RopeArgs a;
+    a.rope_dim = s.rope.rope_dim;
+    a.base = s.rope.base;
+    a.neox = s.rope.style == RopeStyle::NeoX;
+    a.freq_factors = s.rope.freq_factors ? weights_.rope_freqs() : nullptr;
+    a.freq_scale = s.rope.freq_scale;
+    a.attn_factor = s.rope.attn_factor;
+    if (s.rope.freq_factors && a.freq_factors == nullptr) return unsupported(s, "RoPE frequency factors");
+    GB_CUDA_TRY(cuda::launch_rope_ex(o.data, o.rows, o.stride, s.heads, config_.head_dim, a, positions, stream_));
+    return {};
+  }
+  Status kv_write(const RecipeStep& s) override {
+    const View k = view(Buf::K), v = view(Buf::V);
+    GB_CUDA_TRY(cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
+                                      metadata_.device().slot_mapping, k_cache(s.layer), v_cache(s.layer), stream_));
+    return {};
+  }
+  Status attention(const RecipeStep& s) override {
+    const ModelConfig& c = config_;
+    const cuda::StepDevicePointers& meta = metadata_.device();
+    const View q = view(s.in);
+    cuda::AttentionIo io{q.data, q.stride, view(s.out).data, c.num_heads};
+    io.scale = s.attention.scale;
+    io.softcap = s.attention.softcap;
+    io.window = s.attention.window;
+    const cuda::PagedKv kv{k_cache(s.layer), v_cache(s.layer), meta.block_ids, meta.block_indptr,
                            pool_.block_size, c.num_kv_heads, c.head_dim};
     if (metadata_.decode_only()) {
       GB_CUDA_TRY(cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
@@ -252,12 +376,41 @@ class CudaBackendImpl final : public CudaBackend {
     } else {
       GB_CUDA_TRY(cuda::launch_paged_attention_prefill(io, kv, meta.positions, meta.tiles, metadata_.num_tiles(), stream_));
     }
-    GB_TRY(project(w.wo, att_.as<float>(), n, x_.as<float>(), 1.0f));
-
-    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), nullptr, n, c.dim, w.ffn_norm, c.rms_eps, xb_.as<float>(), stream_));
-    GB_TRY(project(w.w_gate_up, xb_.as<float>(), n, gate_up_.as<float>(), 0.0f));
-    GB_CUDA_TRY(cuda::launch_swiglu(gate_up_.as<float>(), n, c.hidden_dim, hidden_.as<float>(), stream_));
-    return project(w.w_down, hidden_.as<float>(), n, x_.as<float>(), 1.0f);
+    return {};
+  }
+  // out = in W^T, or out += in W^T (GEMM beta = 1) when the step accumulates.
+  Status project(const RecipeStep& s) override {
+    const DeviceProjection* w = nullptr;
+    if (s.weight == WeightSlot::Classifier) {
+      w = &weights_.classifier();
+    } else if (s.layer >= 0) {
+      const cuda::DeviceLayer& l = weights_.layers()[static_cast<size_t>(s.layer)];
+      if (s.weight == WeightSlot::Wo) w = &l.wo;
+      if (s.weight == WeightSlot::WDown) w = &l.w_down;
+    }
+    if (w == nullptr) return unsupported(s, "a projection it does not hold");
+    const View out = view(s.out);
+    return project(*w, view(s.in).data, out.rows, out.data, s.accumulate ? 1.0f : 0.0f);
+  }
+  Status project_gate_up(const RecipeStep& s) override {
+    const cuda::DeviceLayer& w = weights_.layers()[static_cast<size_t>(s.layer)];
+    return project(w.w_gate_up, view(s.in).data, num_tokens_, gate_up_.as<float>(), 0.0f);
+  }
+  Status gated_activation(const RecipeStep& s) override {
+    const cuda::GatedAct act = s.activation == FfnActivation::GeluTanh ? cuda::GatedAct::GeluTanh : cuda::GatedAct::SiLU;
+    GB_CUDA_TRY(cuda::launch_gated_activation(gate_up_.as<float>(), num_tokens_, config_.hidden_dim, act,
+                                              view(s.out).data, stream_));
+    return {};
+  }
+  Status residual_add(const RecipeStep& s) override {
+    const View in = view(s.in), out = view(s.out);
+    GB_CUDA_TRY(cuda::launch_add(out.data, in.data, int64_t{out.rows} * out.stride, stream_));
+    return {};
+  }
+  Status softcap(const RecipeStep& s) override {
+    const View o = view(s.out);
+    GB_CUDA_TRY(cuda::launch_softcap(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
+    return {};
   }
 
   // Enqueues the whole forward pass; logits_ holds (num_logits, vocab) when the stream drains.
@@ -270,25 +423,23 @@ class CudaBackendImpl final : public CudaBackend {
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
     const int32_t n = batch.num_tokens();
     if (n == 0) return {};
-    GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size, stream_));
+    GB_TRY(metadata_.plan(batch, config_.vocab_size, pool_.num_blocks, pool_.block_size,
+                                   config_.kv_release_window(), stream_));
     num_seqs_ = batch.num_seqs();
+    num_tokens_ = n;
+    num_logits_ = batch.num_logits();
     GB_TRY(ensure_workspace(static_cast<size_t>(n), static_cast<size_t>(batch.num_logits())));
     if (metadata_.decode_only()) {
       const size_t ws = cuda::decode_attention_workspace_floats(num_seqs_, config_.num_heads, config_.head_dim,
                                                                 metadata_.max_kv_len());
       GB_TRY(reserve_floats(attn_ws_, ws, "attention partials"));
     }
-    const cuda::StepDevicePointers& meta = metadata_.device();
-    const DeviceMatrix& emb = weights_.embedding();
-    GB_CUDA_TRY(cuda::launch_embedding(meta.token_ids, n, emb.data, emb.dtype, config_.dim, x_.as<float>(), stream_));
+    GB_TRY(run_steps(recipe_.prologue, *this));
     const int32_t num_layers =
         batch.num_layers < 0 ? config_.num_layers : std::min(batch.num_layers, config_.num_layers);
-    for (int32_t l = 0; l < num_layers; ++l) GB_TRY(run_layer(l, n));
-    const int32_t num_logits = batch.num_logits();
-    if (num_logits == 0) return {};
-    GB_CUDA_TRY(cuda::launch_rmsnorm(x_.as<float>(), meta.logit_rows, num_logits, config_.dim, weights_.output_norm(),
-                                     config_.rms_eps, xl_.as<float>(), stream_));
-    return project(weights_.classifier(), xl_.as<float>(), num_logits, logits_.as<float>(), 0.0f);
+    for (int32_t l = 0; l < num_layers; ++l) GB_TRY(run_steps(recipe_.layers[static_cast<size_t>(l)], *this));
+    if (num_logits_ == 0) return {};
+    return run_steps(recipe_.epilogue, *this);
   }
 
   // Top-N, normaliser and entropy of each logits row, computed on the device.
@@ -329,7 +480,10 @@ class CudaBackendImpl final : public CudaBackend {
   bool needs_cast_ = false;
   cuda::DeviceWeights weights_;
   cuda::StepMetadata metadata_;
+  ModelRecipe recipe_;
   int32_t num_seqs_ = 0;
+  int32_t num_tokens_ = 0;  // of the step being run
+  int32_t num_logits_ = 0;
 
   KvPoolSpec pool_;
   size_t layer_floats_ = 0;  // num_blocks * block_size * kv_dim: one K or V plane of one layer
@@ -340,6 +494,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer xb_;       // (T, dim) normed activations
   DeviceBuffer qkv_;      // (T, q_dim + 2 kv_dim)
   DeviceBuffer att_;      // (T, q_dim)
+  DeviceBuffer proj_;     // (T, dim) projection output before a post-norm (Gemma only)
   DeviceBuffer gate_up_;  // (T, 2 hidden)
   DeviceBuffer hidden_;   // (T, hidden)
   DeviceBuffer lowp_;     // (max(T, L), widest input) F16/BF16 copy of a GEMM input
@@ -379,14 +534,6 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Mod
     return make_error(model->path + ": head_dim " + std::to_string(c.head_dim) + " is not supported by the CUDA backend (1..256)");
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
     return make_error(model->path + ": head counts or rope_dim are inconsistent");
-  // Architecture features this backend has no kernels for yet: refuse rather
-  // than compute a different model (the CPU backend runs them).
-  if (const std::vector<std::string> missing = c.non_llama_features(); !missing.empty()) {
-    std::string list;
-    for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
-    return make_error(model->path + ": architecture '" + c.architecture + "' needs " + list +
-                      ", which the CUDA backend does not implement yet; use the CPU backend");
-  }
   auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
   GB_TRY(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));

@@ -7,7 +7,11 @@
 //     dequantized copy). When the fused tensors differ in type (a Q4_K_M file
 //     with a Q6_K wv), the projection keeps one part per run of equal types,
 //     each multiplied into its own columns of the output.
-//   - RMSNorm weights converted to float32 (they are tiny and read every token).
+//     Phi-3's fused attn_qkv and ffn_up (gate rows, then up rows) are already in
+//     that layout and are uploaded as they are.
+//   - RMSNorm weights, q/k norms, post norms, q/k/v biases and the RoPE
+//     frequency factors converted to float32 (tiny, read every token); the ones
+//     an architecture lacks stay null.
 //   - The classifier aliases the token embedding when the file ties them.
 // Immutable after upload(); the owner's thread only.
 #pragma once
@@ -45,6 +49,14 @@ struct DeviceLayer {
   DeviceProjection wo;               // (dim, q_dim)
   DeviceProjection w_gate_up;        // (2*hidden_dim, dim): rows of w_gate, then w_up
   DeviceProjection w_down;           // (dim, hidden_dim)
+  // Optional (null when the architecture has none):
+  const float* bq = nullptr;         // (q_dim)     Qwen2
+  const float* bk = nullptr;         // (kv_dim)
+  const float* bv = nullptr;         // (kv_dim)
+  const float* q_norm = nullptr;     // (head_dim)  Qwen3, Gemma 3
+  const float* k_norm = nullptr;     // (head_dim)
+  const float* post_attn_norm = nullptr;  // (dim) Gemma 2/3
+  const float* post_ffn_norm = nullptr;   // (dim)
 };
 
 // Ok when the CUDA backend has kernels for every weight tensor's type;
@@ -60,6 +72,7 @@ class DeviceWeights {
   const DeviceMatrix& embedding() const { return embedding_; }       // (vocab_size, dim)
   const DeviceProjection& classifier() const { return classifier_; } // (vocab_size, dim)
   const float* output_norm() const { return output_norm_; }      // (dim)
+  const float* rope_freqs() const { return rope_freqs_; }        // (rope_dim/2), or null
   const std::vector<DeviceLayer>& layers() const { return layers_; }
   size_t bytes() const { return arena_.bytes(); }
 
@@ -68,6 +81,7 @@ class DeviceWeights {
   DeviceMatrix embedding_;
   DeviceProjection classifier_;
   const float* output_norm_ = nullptr;
+  const float* rope_freqs_ = nullptr;
   std::vector<DeviceLayer> layers_;
 };
 

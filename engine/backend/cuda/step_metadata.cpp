@@ -12,7 +12,7 @@ Error bad_batch(const std::string& what) { return make_error("CUDA backend: inva
 }  // namespace
 
 Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks,
-                          int32_t pool_block_size, cudaStream_t stream) {
+                          int32_t pool_block_size, int32_t release_window, cudaStream_t stream) {
   const int32_t num_tokens = b.num_tokens(), num_seqs = b.num_seqs();
   if (b.block_size != pool_block_size)
     return bad_batch("block size " + std::to_string(b.block_size) + " but the KV pool uses " +
@@ -25,8 +25,13 @@ Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_
     return bad_batch("array sizes disagree");
   for (TokenId id : b.token_ids)
     if (id < 0 || id >= vocab_size) return bad_batch("token id " + std::to_string(id) + " outside the vocabulary");
+  // -1 is a block released by the sliding window (kv/block_table.h). The
+  // attention kernels read no key before a query's window, so a released block
+  // is allowed only wholly before the window of the sequence's first new token
+  // (checked per sequence below); it is never indexed.
   for (int32_t blk : b.block_ids)
-    if (blk < 0 || blk >= num_pool_blocks) return bad_batch("block id " + std::to_string(blk) + " outside the pool");
+    if (blk != -1 && (blk < 0 || blk >= num_pool_blocks))
+      return bad_batch("block id " + std::to_string(blk) + " outside the pool");
   for (int32_t row : b.logit_token_indices)
     if (row < 0 || row >= num_tokens) return bad_batch("logit row " + std::to_string(row) + " is not a token");
 
@@ -40,6 +45,12 @@ Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_
     const int32_t table_len = b.block_indptr[s + 1] - b.block_indptr[s];
     if (num_new < 0 || kv_len < num_new || int64_t{table_len} * pool_block_size < kv_len)
       return bad_batch("sequence " + std::to_string(s) + " has inconsistent lengths or too short a block table");
+    // Positions some new token of this sequence may read start here.
+    const int32_t first_read = release_window > 0 ? std::max(0, kv_len - num_new - release_window + 1) : 0;
+    for (int32_t i = first_read / pool_block_size; i < table_len && int64_t{i} * pool_block_size < kv_len; ++i)
+      if (b.block_ids[b.block_indptr[s] + i] == -1)
+        return bad_batch("sequence " + std::to_string(s) + " reads block " + std::to_string(i) +
+                         " of its table, which the sliding window released");
     decode_only_ = decode_only_ && num_new == 1;
     max_kv_len_ = std::max(max_kv_len_, kv_len);
     for (int32_t t = first; t < last; ++t) {

@@ -42,7 +42,10 @@ struct StepDevicePointers {
 class StepMetadata {
  public:
   // Validates `batch` against the model and pool, packs and enqueues the upload.
+  // `release_window`: ModelConfig::kv_release_window() (0: none); with it a
+  // table may hold released blocks (-1) wholly before every new token's window.
   Status plan(const BatchLayout& batch, int32_t vocab_size, int32_t num_pool_blocks, int32_t pool_block_size,
+              int32_t release_window,
               cudaStream_t stream);
 
   const StepDevicePointers& device() const { return device_; }

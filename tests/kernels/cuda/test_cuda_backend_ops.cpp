@@ -2,12 +2,13 @@
 // as the CPU (tests/kernels/backend_ops, in the spirit of llama.cpp's
 // test-backend-ops): CudaOps copies each case's host buffers to the device, runs
 // the kernel the CUDA backend runs for that op (cuBLAS for float weights, the
-// quantized GEMV or dequantized tiles + cuBLAS for quantized ones, rmsnorm, rope, swiglu, decode attention)
-// and copies the result back; run_case() compares it with the reference at the
-// table's tolerances. Ops or variants the CUDA backend has no kernel for (gated
-// GELU, softcap, add, softmax, NeoX/scaled RoPE, windowed or capped attention)
-// report Unsupported, counted and printed, never passed. Without a device every
-// case skips (gb_test_setup in cuda_test_support.cpp).
+// quantized GEMV or dequantized tiles + cuBLAS for quantized ones, rmsnorm, rope
+// (plain adjacent, and the general NeoX / factors / scaling kernel), SwiGLU and
+// GELU-tanh gated activations, soft-cap, add, decode attention with its window,
+// scale and soft-cap) and copies the result back; run_case() compares it with the
+// reference at the table's tolerances. Softmax has no CUDA kernel of its own
+// (attention fuses it) and reports Unsupported, counted and printed, never
+// passed. Without a device every case skips (gb_test_setup in cuda_test_support.cpp).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -89,45 +90,61 @@ class CudaOps final : public gbtest::ops::OpBackend {
     return true;
   }
   bool rope(const OpCase& c, float* v, const int32_t* positions, const RopeParams& p) override {
-    // The CUDA kernel rotates adjacent pairs with plain frequencies only.
-    if (p.style != RopeStyle::Adjacent || p.freq_factors != nullptr || p.freq_scale != 1.0f || p.attn_factor != 1.0f)
-      return false;
+    // The backend's choice: llama2.c's float kernel for plain adjacent pairs, the
+    // general (double-angle) kernel otherwise.
+    const bool plain =
+        p.style == RopeStyle::Adjacent && p.freq_factors == nullptr && p.freq_scale == 1.0f && p.attn_factor == 1.0f;
     const size_t n = static_cast<size_t>(c.tokens * c.rows * c.cols);
     DeviceArray<float> dv(host_copy(v, n));
     DeviceArray<int32_t> dpos(host_copy(positions, static_cast<size_t>(c.tokens)));
-    if (!finished(gb::cuda::launch_rope(dv.get(), static_cast<int32_t>(c.tokens), c.rows * c.cols,
-                                        static_cast<int32_t>(c.rows), static_cast<int32_t>(c.cols), p.rope_dim, p.base,
-                                        dpos.get(), nullptr)))
-      return false;
+    const size_t half = static_cast<size_t>(p.rope_dim / 2);
+    DeviceArray<float> dfactors(p.freq_factors ? host_copy(p.freq_factors, half) : std::vector<float>(1, 1.0f));
+    const auto tokens = static_cast<int32_t>(c.tokens), heads = static_cast<int32_t>(c.rows);
+    const auto head_dim = static_cast<int32_t>(c.cols);
+    cudaError_t e;
+    if (plain) {
+      e = gb::cuda::launch_rope(dv.get(), tokens, c.rows * c.cols, heads, head_dim, p.rope_dim, p.base, dpos.get(),
+                                nullptr);
+    } else {
+      gb::cuda::RopeArgs a;
+      a.rope_dim = p.rope_dim;
+      a.base = p.base;
+      a.neox = p.style == RopeStyle::NeoX;
+      a.freq_factors = p.freq_factors ? dfactors.get() : nullptr;
+      a.freq_scale = p.freq_scale;
+      a.attn_factor = p.attn_factor;
+      e = gb::cuda::launch_rope_ex(dv.get(), tokens, c.rows * c.cols, heads, head_dim, a, dpos.get(), nullptr);
+    }
+    if (!finished(e)) return false;
     const auto r = dv.download();
     std::copy(r.begin(), r.end(), v);
     return true;
   }
   bool swiglu(const OpCase& c, const float* gate, const float* up, float* out) override {
-    // The backend's fused projection: each token's gate row, then its up row.
-    std::vector<float> gate_up(static_cast<size_t>(2 * c.tokens * c.cols));
-    for (int64_t t = 0; t < c.tokens; ++t) {
-      std::memcpy(gate_up.data() + 2 * t * c.cols, gate + t * c.cols, sizeof(float) * static_cast<size_t>(c.cols));
-      std::memcpy(gate_up.data() + (2 * t + 1) * c.cols, up + t * c.cols, sizeof(float) * static_cast<size_t>(c.cols));
-    }
-    DeviceArray<float> dgu(gate_up);
-    DeviceArray<float> dout(static_cast<size_t>(c.tokens * c.cols));
-    if (!finished(gb::cuda::launch_swiglu(dgu.get(), static_cast<int32_t>(c.tokens), static_cast<int32_t>(c.cols),
-                                          dout.get(), nullptr)))
-      return false;
-    const auto r = dout.download();
-    std::copy(r.begin(), r.end(), out);
+    return gated(c, gate, up, gb::cuda::GatedAct::SiLU, out);
+  }
+  bool gelu_gated(const OpCase& c, const float* gate, const float* up, float* out) override {
+    return gated(c, gate, up, gb::cuda::GatedAct::GeluTanh, out);
+  }
+  bool softcap(const OpCase& c, float* x) override {
+    const size_t n = static_cast<size_t>(c.tokens * c.cols);
+    DeviceArray<float> dx(host_copy(x, n));
+    if (!finished(gb::cuda::launch_softcap(dx.get(), static_cast<int64_t>(n), c.param, nullptr))) return false;
+    const auto r = dx.download();
+    std::copy(r.begin(), r.end(), x);
     return true;
   }
-  bool gelu_gated(const OpCase&, const float*, const float*, float*) override { return false; }
-  bool softcap(const OpCase&, float*) override { return false; }
-  bool add(const OpCase&, float*, const float*) override { return false; }
+  bool add(const OpCase& c, float* x, const float* y) override {
+    const size_t n = static_cast<size_t>(c.tokens * c.cols);
+    DeviceArray<float> dx(host_copy(x, n)), dy(host_copy(y, n));
+    if (!finished(gb::cuda::launch_add(dx.get(), dy.get(), static_cast<int64_t>(n), nullptr))) return false;
+    const auto r = dx.download();
+    std::copy(r.begin(), r.end(), x);
+    return true;
+  }
   bool softmax(const OpCase&, float*) override { return false; }
   bool attention(const OpCase& c, const float* q, const PagedKvView& kv, float* out) override {
-    const float plain = 1.0f / std::sqrt(static_cast<float>(c.cols));
-    if (c.shape.first > 0 || c.shape.softcap > 0.0f || (c.shape.scale > 0.0f && c.shape.scale != plain) ||
-        c.cols > gb::cuda::kMaxHeadDim)
-      return false;
+    if (c.cols > gb::cuda::kMaxHeadDim) return false;
     // One sequence, one query token; as many query heads as KV heads, the case's
     // query in the last one (it reads the last KV head).
     const int32_t heads = static_cast<int32_t>(c.rows), d = static_cast<int32_t>(c.cols);
@@ -155,6 +172,9 @@ class CudaOps final : public gbtest::ops::OpBackend {
     io.q_row_stride = heads * d;
     io.out = dout.get();
     io.num_heads = heads;
+    io.scale = c.shape.scale;
+    io.softcap = c.shape.softcap;
+    io.window = c.ctx - c.shape.first;  // the query (at ctx - 1) sees first .. ctx - 1
     if (!finished(gb::cuda::launch_paged_attention_decode(io, pk, dlen.get(), dtok.get(), 1, c.ctx, ws.get(), nullptr)))
       return false;
     const auto r = dout.download();
@@ -163,6 +183,23 @@ class CudaOps final : public gbtest::ops::OpBackend {
   }
 
  private:
+  // The backend's fused layout: each token's gate row, then its up row.
+  bool gated(const OpCase& c, const float* gate, const float* up, gb::cuda::GatedAct act, float* out) {
+    std::vector<float> gate_up(static_cast<size_t>(2 * c.tokens * c.cols));
+    for (int64_t t = 0; t < c.tokens; ++t) {
+      std::memcpy(gate_up.data() + 2 * t * c.cols, gate + t * c.cols, sizeof(float) * static_cast<size_t>(c.cols));
+      std::memcpy(gate_up.data() + (2 * t + 1) * c.cols, up + t * c.cols, sizeof(float) * static_cast<size_t>(c.cols));
+    }
+    DeviceArray<float> dgu(gate_up);
+    DeviceArray<float> dout(static_cast<size_t>(c.tokens * c.cols));
+    if (!finished(gb::cuda::launch_gated_activation(dgu.get(), static_cast<int32_t>(c.tokens),
+                                                    static_cast<int32_t>(c.cols), act, dout.get(), nullptr)))
+      return false;
+    const auto r = dout.download();
+    std::copy(r.begin(), r.end(), out);
+    return true;
+  }
+
   cublasHandle_t blas_ = nullptr;
   bool ok_ = false;
 };
@@ -189,6 +226,9 @@ void run_kind(OpKind kind, bool want_all) {
 
 GB_TEST(cuda_op_matmul_every_weight_type) { run_kind(OpKind::Matmul, true); }
 GB_TEST(cuda_op_rmsnorm) { run_kind(OpKind::RmsNorm, true); }
-GB_TEST(cuda_op_rope_adjacent) { run_kind(OpKind::Rope, false); }
+GB_TEST(cuda_op_rope_adjacent_neox_factors_scaling) { run_kind(OpKind::Rope, true); }
 GB_TEST(cuda_op_swiglu) { run_kind(OpKind::SwiGlu, true); }
-GB_TEST(cuda_op_paged_attention_plain) { run_kind(OpKind::Attention, false); }
+GB_TEST(cuda_op_gelu_tanh_gated) { run_kind(OpKind::GeluGated, true); }
+GB_TEST(cuda_op_softcap) { run_kind(OpKind::Softcap, true); }
+GB_TEST(cuda_op_add) { run_kind(OpKind::Add, true); }
+GB_TEST(cuda_op_paged_attention_window_scale_softcap) { run_kind(OpKind::Attention, true); }

@@ -10,6 +10,8 @@
 //       host's by a few ulp, i.e. up to ~1e-4 rad at position 500
 //   kv write ................................. exact
 //   swiglu ................................... 1e-6 abs
+//   head rmsnorm ............................. 2e-6 abs (kernels/cpu rmsnorm per head as oracle)
+//   bias add, scale .......................... exact (one float add / multiply)
 //   logits summary ........................... top ids/logits exact; normaliser and
 //       entropy 1e-5 relative to a double-precision reference
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <numeric>
 
 #include "cpu/convert.h"
+#include "cpu/ops.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
@@ -168,6 +171,52 @@ GB_TEST(kv_write_puts_rows_in_their_slots_and_nowhere_else) {
     }
   QCOMPARE(compare(ref_k, d_k.download()).max_abs, 0.0);
   QCOMPARE(compare(ref_v, d_v.download()).max_abs, 0.0);
+}
+
+// Per-head RMSNorm in place on the q and k parts of fused q|k|v rows (strided
+// views), against the CPU kernel applied head by head; the v part and the
+// padding must stay untouched.
+GB_TEST(head_rmsnorm_normalises_each_head_of_a_strided_view) {
+  const int32_t tokens = 5, heads = 3, head_dim = 72, stride = heads * head_dim + 40;
+  const std::vector<float> x = random_floats(size_t{tokens} * stride, 31, -3.0f, 3.0f);
+  const std::vector<float> w = random_floats(head_dim, 32, 0.5f, 1.5f);
+  const int32_t offset = 17;  // the view starts inside the row, like k after q
+  DeviceArray<float> d_x(x), d_w(w);
+  GB_CUDA_OK(gb::cuda::launch_head_rmsnorm(d_x.get() + offset, tokens, stride, heads, head_dim, d_w.get(), 1e-6f,
+                                           nullptr));
+  std::vector<float> ref = x;
+  for (int32_t t = 0; t < tokens; ++t)
+    for (int32_t h = 0; h < heads; ++h) {
+      float* head = ref.data() + size_t(t) * stride + offset + size_t(h) * head_dim;
+      gb::kernels::rmsnorm(head, head, w.data(), head_dim, 1e-6f);
+    }
+  const auto d = compare(ref, d_x.download());
+  QVERIFY2(d.max_abs <= 2e-6, d.describe().c_str());
+}
+
+GB_TEST(rmsnorm_in_place_equals_out_of_place) {
+  const int32_t dim = 300, rows = 4;
+  const std::vector<float> x = random_floats(size_t{rows} * dim, 33, -2.0f, 2.0f);
+  const std::vector<float> w = random_floats(dim, 34, 0.5f, 1.5f);
+  DeviceArray<float> d_x(x), d_w(w), d_out(x.size());
+  GB_CUDA_OK(gb::cuda::launch_rmsnorm(d_x.get(), nullptr, rows, dim, d_w.get(), 1e-5f, d_out.get(), nullptr));
+  GB_CUDA_OK(gb::cuda::launch_rmsnorm(d_x.get(), nullptr, rows, dim, d_w.get(), 1e-5f, d_x.get(), nullptr));
+  QVERIFY(d_x.download() == d_out.download());
+}
+
+GB_TEST(bias_add_on_strided_rows_and_scale_are_exact) {
+  const int32_t rows = 6, width = 50, stride = 130;
+  const std::vector<float> x = random_floats(size_t{rows} * stride, 35);
+  const std::vector<float> b = random_floats(width, 36);
+  DeviceArray<float> d_x(x), d_b(b);
+  GB_CUDA_OK(gb::cuda::launch_add_bias(d_x.get() + 20, rows, stride, width, d_b.get(), nullptr));
+  std::vector<float> ref = x;
+  for (int32_t r = 0; r < rows; ++r)
+    for (int32_t i = 0; i < width; ++i) ref[size_t(r) * stride + 20 + size_t(i)] += b[size_t(i)];
+  QVERIFY(d_x.download() == ref);
+  GB_CUDA_OK(gb::cuda::launch_scale(d_x.get(), static_cast<int64_t>(x.size()), 8.0f, nullptr));
+  for (float& v : ref) v *= 8.0f;
+  QVERIFY(d_x.download() == ref);
 }
 
 GB_TEST(swiglu_matches_formula) {

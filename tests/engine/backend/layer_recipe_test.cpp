@@ -1,0 +1,173 @@
+// The layer recipe for each architecture row: the configs come from the real
+// loader (synthetic GGUF files written by `synth`'s writers, or a config made
+// from the qwen2 table row), and each recipe must list exactly the steps the
+// architecture's block has: llama's plain block, qwen2's biases, qwen3's q/k
+// norms, gemma2's post-norms, soft-caps, GELU and alternating windows, gemma3's
+// local/global RoPE bases, phi3's fused matrices and LongRoPE.
+#include <string>
+#include <vector>
+
+#include "backend/layer_recipe.h"
+#include "gb_test.h"
+#include "model/architecture.h"
+#include "model/model.h"
+#include "model/synthetic_model.h"
+
+namespace {
+
+gb::ModelConfig arch_config(const char* name) {
+  const std::string path = gbtest::temp_dir() + "/recipe-" + name + ".gguf";
+  GB_CHECK(gb::write_synthetic_arch_model(*gb::find_synthetic_arch(name), 1, path).ok());
+  auto model = gb::load_model(path);
+  GB_CHECK_MSG(model.ok(), model.ok() ? "" : model.error().message.c_str());
+  return (*model)->config;
+}
+
+gb::ModelConfig llama_config() {
+  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::DType::F32, 3};
+  const std::string path = gbtest::temp_dir() + "/recipe-llama.gguf";
+  GB_CHECK(gb::write_synthetic_model(spec, path).ok());
+  auto model = gb::load_model(path);
+  GB_CHECK(model.ok());
+  return (*model)->config;
+}
+
+// Op names of a step list, space separated.
+std::string ops(const std::vector<gb::RecipeStep>& steps) {
+  std::string s;
+  for (const gb::RecipeStep& st : steps) s += (s.empty() ? "" : " ") + std::string(gb::recipe_op_name(st.op));
+  return s;
+}
+
+const gb::RecipeStep& find(const std::vector<gb::RecipeStep>& steps, gb::RecipeOp op, gb::Buf out = gb::Buf::None) {
+  for (const gb::RecipeStep& s : steps)
+    if (s.op == op && (out == gb::Buf::None || s.out == out)) return s;
+  GB_CHECK_MSG(false, "step not in the recipe");
+  return steps.front();
+}
+
+const std::string kLlamaLayer =
+    "norm project_qkv rope rope kv_write attention project norm project_gate_up gated_activation project";
+
+}  // namespace
+
+GB_TEST(llama_layer_is_the_plain_block_with_residuals_folded_into_the_projections) {
+  const gb::ModelConfig c = llama_config();
+  const gb::ModelRecipe r = gb::model_recipe(c);
+  QCOMPARE(ops(r.prologue), std::string("embed"));
+  QCOMPARE(ops(r.epilogue), std::string("norm_logit_rows project"));
+  QCOMPARE(static_cast<int32_t>(r.layers.size()), c.num_layers);
+  for (const auto& layer : r.layers) QCOMPARE(ops(layer), kLlamaLayer);
+  const auto& l1 = r.layers[1];
+  QCOMPARE(l1.front().layer, 1);
+  QVERIFY(!find(l1, gb::RecipeOp::ProjectQkv).fused);
+  QVERIFY(find(l1, gb::RecipeOp::Rope, gb::Buf::Q).rope.plain());
+  QCOMPARE(find(l1, gb::RecipeOp::Rope, gb::Buf::Q).heads, c.num_heads);
+  QCOMPARE(find(l1, gb::RecipeOp::Rope, gb::Buf::K).heads, c.num_kv_heads);
+  QCOMPARE(find(l1, gb::RecipeOp::Attention).attention.window, 0);
+  QCOMPARE(find(l1, gb::RecipeOp::Attention).attention.softcap, 0.0f);
+  const gb::RecipeStep& wo = find(l1, gb::RecipeOp::Project, gb::Buf::X);
+  QVERIFY(wo.accumulate);
+  QVERIFY(wo.weight == gb::WeightSlot::Wo);
+  QCOMPARE(find(l1, gb::RecipeOp::GatedActivation).activation, gb::FfnActivation::SiLU);
+  QCOMPARE(gb::describe_step(l1.front()), std::string("norm X->XB attn_norm eps 1e-05"));
+}
+
+GB_TEST(qwen2_row_adds_q_k_v_biases_and_neox_rope) {
+  const gb::ArchitectureSpec* row = gb::find_architecture("qwen2");
+  QVERIFY(row != nullptr);
+  gb::ModelConfig c;
+  c.architecture = "qwen2";
+  c.dim = 64, c.hidden_dim = 128, c.num_layers = 2, c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 16;
+  c.rope_dim = 16;
+  c.rope_style = row->rope_style;
+  c.qkv_bias = row->qkv_bias;
+  const auto steps = gb::layer_recipe(c, 0);
+  QCOMPARE(ops(steps), std::string("norm project_qkv add_bias add_bias add_bias rope rope kv_write attention project "
+                                   "norm project_gate_up gated_activation project"));
+  QVERIFY(find(steps, gb::RecipeOp::AddBias, gb::Buf::Q).weight == gb::WeightSlot::Bq);
+  QVERIFY(find(steps, gb::RecipeOp::AddBias, gb::Buf::K).weight == gb::WeightSlot::Bk);
+  QVERIFY(find(steps, gb::RecipeOp::AddBias, gb::Buf::V).weight == gb::WeightSlot::Bv);
+  QCOMPARE(find(steps, gb::RecipeOp::Rope).rope.style, gb::RopeStyle::NeoX);
+}
+
+GB_TEST(qwen3_has_per_head_q_k_norms_before_rope) {
+  const gb::ModelConfig c = arch_config("qwen3");
+  const auto steps = gb::layer_recipe(c, 1);
+  QCOMPARE(ops(steps), std::string("norm project_qkv head_norm head_norm rope rope kv_write attention project norm "
+                                   "project_gate_up gated_activation project"));
+  const gb::RecipeStep& qn = find(steps, gb::RecipeOp::HeadNorm, gb::Buf::Q);
+  QVERIFY(qn.weight == gb::WeightSlot::QNorm);
+  QCOMPARE(qn.heads, c.num_heads);
+  QCOMPARE(find(steps, gb::RecipeOp::HeadNorm, gb::Buf::K).heads, c.num_kv_heads);
+  QCOMPARE(find(steps, gb::RecipeOp::Rope).rope.base, 1000000.0f);
+}
+
+GB_TEST(gemma2_has_post_norms_softcaps_gelu_scaled_embeddings_and_alternating_windows) {
+  const gb::ModelConfig c = arch_config("gemma2");
+  const gb::ModelRecipe r = gb::model_recipe(c);
+  QCOMPARE(ops(r.prologue), std::string("embed scale"));
+  QCOMPARE(r.prologue[1].value, c.embed_scale);
+  QVERIFY(c.embed_scale > 1.0f);
+  QCOMPARE(ops(r.epilogue), std::string("norm_logit_rows project softcap"));
+  QCOMPARE(r.epilogue[2].value, 15.0f);
+  const std::string layer = "norm project_qkv rope rope kv_write attention project norm residual_add norm "
+                            "project_gate_up gated_activation project norm residual_add";
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const auto& steps = r.layers[static_cast<size_t>(l)];
+    QCOMPARE(ops(steps), layer);
+    const gb::RecipeStep& att = find(steps, gb::RecipeOp::Attention);
+    QCOMPARE(att.attention.softcap, 5.0f);
+    QCOMPARE(att.attention.window, l % 2 == 0 ? 6 : 0);  // even layers slide
+    QVERIFY(att.attention.scale > 0.0f);
+    QVERIFY(find(steps, gb::RecipeOp::Project, gb::Buf::Proj).weight == gb::WeightSlot::Wo);
+    QCOMPARE(find(steps, gb::RecipeOp::GatedActivation).activation, gb::FfnActivation::GeluTanh);
+    QVERIFY(steps[7].weight == gb::WeightSlot::PostAttnNorm);
+    QVERIFY(steps[13].weight == gb::WeightSlot::PostFfnNorm);
+  }
+}
+
+GB_TEST(gemma3_slides_five_layers_of_six_with_their_own_rope_base) {
+  const gb::ModelConfig c = arch_config("gemma3");
+  const gb::ModelRecipe r = gb::model_recipe(c);
+  QCOMPARE(ops(r.epilogue), std::string("norm_logit_rows project"));  // no final soft-cap in the file
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const auto& steps = r.layers[static_cast<size_t>(l)];
+    QVERIFY(ops(steps).find("head_norm head_norm rope rope") != std::string::npos);
+    const bool global = l % 6 == 5;
+    const gb::RopeSpec& rope = find(steps, gb::RecipeOp::Rope, gb::Buf::K).rope;
+    QCOMPARE(find(steps, gb::RecipeOp::Attention).attention.window, global ? 0 : 6);
+    QCOMPARE(rope.base, global ? 1000000.0f : 10000.0f);
+    QCOMPARE(rope.freq_scale, global ? 1.0f / 8.0f : 1.0f);
+  }
+}
+
+GB_TEST(phi3_uses_fused_qkv_and_gate_up_with_longrope) {
+  const gb::ModelConfig c = arch_config("phi3");
+  const auto steps = gb::layer_recipe(c, 0);
+  QCOMPARE(ops(steps), kLlamaLayer);
+  const gb::RecipeStep& qkv = find(steps, gb::RecipeOp::ProjectQkv);
+  QVERIFY(qkv.fused);
+  QVERIFY(qkv.weight == gb::WeightSlot::Wqkv);
+  const gb::RecipeStep& gate_up = find(steps, gb::RecipeOp::ProjectGateUp);
+  QVERIFY(gate_up.fused);
+  QVERIFY(gate_up.weight == gb::WeightSlot::WUp);
+  const gb::RopeSpec& rope = find(steps, gb::RecipeOp::Rope).rope;
+  QCOMPARE(rope.style, gb::RopeStyle::NeoX);
+  QVERIFY(rope.freq_factors);
+  QVERIFY(rope.attn_factor != 1.0f);
+}
+
+GB_TEST(mistral_slides_every_layer) {
+  const gb::ModelConfig c = arch_config("mistral");
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const auto steps = gb::layer_recipe(c, l);
+    QCOMPARE(ops(steps), kLlamaLayer);
+    QCOMPARE(find(steps, gb::RecipeOp::Attention).attention.window, 8);
+  }
+}
+
+GB_TEST(every_op_has_a_name) {
+  for (int op = 0; op < gb::kNumRecipeOps; ++op)
+    QVERIFY(!gb::recipe_op_name(static_cast<gb::RecipeOp>(op)).empty());
+}
