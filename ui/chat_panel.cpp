@@ -271,28 +271,19 @@ QString ChatPanel::turnText(RequestKey request) const {
   return text;
 }
 
-void ChatPanel::rerender() { rerenderFrom(0); }
-
-void ChatPanel::rerenderFrom(int from) {
-  if (from < 0 || from > static_cast<int>(turnStarts_.size()) || from > conversation_.turns.size()) from = 0;
-  if (from == 0) view_->clearAll();
-  else if (from < static_cast<int>(turnStarts_.size())) view_->truncateTo(turnStarts_[static_cast<size_t>(from)]);
-  turnStarts_.resize(static_cast<size_t>(from));
-  if (renderedTurn_ >= from) {
-    rendered_ = 0;
-    renderedTokens_ = 0;
-    renderedOwn_ = 0;
-    renderedKnown_ = false;
-    renderedReasoning_ = false;
-    renderedTurn_ = -1;
-  }
+void ChatPanel::rerender() {
+  view_->clearAll();
+  rendered_ = 0;
+  renderedTokens_ = 0;
+  renderedOwn_ = 0;
+  renderedKnown_ = false;
+  renderedReasoning_ = false;
   view_->beginAppend();  // laid out once, not once per token
-  if (from == 0 && !conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
+  if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendMessage(conversation_.systemPrompt, -1);
   }
-  for (int i = from; i < conversation_.turns.size(); ++i) {
-    turnStarts_.push_back(view_->transcriptLength());
+  for (int i = 0; i < conversation_.turns.size(); ++i) {
     const Turn& turn = conversation_.turns[i];
     const bool assistant = turn.role == QLatin1String("assistant");
     if (!conversation_.completionMode) view_->appendLabel(assistant ? tr("Assistant") : tr("User"));
@@ -312,7 +303,6 @@ void ChatPanel::rerenderFrom(int from) {
     renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
     renderedKnown_ = r != nullptr;
     renderedReasoning_ = findReasoning(tokens).size() > 0;
-    renderedTurn_ = i;
   }
   view_->endAppend();
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
@@ -347,7 +337,7 @@ void ChatPanel::onBatch() {
     // text: draw it once properly (with a branch's ancestry), then append.
     // Reasoning is folded (or restyled) as a whole: redraw while an answer has it.
     if (r && (!renderedKnown_ || mayHaveReasoning(*r))) {
-      rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);
+      rerender();
     } else if (r && own >= renderedOwn_) {
       view_->beginAppend();  // the batch's tokens are laid out once
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
@@ -451,7 +441,7 @@ void ChatPanel::send() {
     input_->clear();
     system_->setText(conversation_.systemPrompt);
     prompts_.clear();  // tags (turn indices) of the old path
-    rerenderFrom(edited < 0 ? 0 : edited);
+    rerender();
     submitTurn(assistant, from);
     emit conversationChanged();
     return;
@@ -460,7 +450,7 @@ void ChatPanel::send() {
   conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
   conversation_.turns.push_back({QStringLiteral("assistant"), QString(), {}, 0});
   input_->clear();
-  rerenderFrom(static_cast<int>(conversation_.turns.size()) - 2);
+  rerender();
   submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
   emit conversationChanged();
 }
@@ -531,7 +521,7 @@ void ChatPanel::onRequestSubmitted(quint64 tag, quint64 request) {
   turn.branches.push_back(request);
   turn.current = static_cast<int>(turn.branches.size()) - 1;
   active_ = request;
-  rerenderFrom(static_cast<int>(tag));
+  rerender();
   emit conversationChanged();
 }
 
@@ -549,7 +539,7 @@ void ChatPanel::showBranch(int delta) {
   if (turn.branches.isEmpty()) return;
   turn.current = std::clamp(turn.current + delta, 0, static_cast<int>(turn.branches.size()) - 1);
   turn.text = turnText(turn.currentRequest());
-  rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);
+  rerender();
   emit conversationChanged();
 }
 

@@ -94,11 +94,6 @@ class ChatPanel : public QWidget {
   void showPrompt();
   void showBranch(int delta);
   void rerender();
-  // Redraws turns from `turn` on, keeping the ones before it as they are drawn
-  // (code review U4: a submit or a branch switch redraws one turn, not the
-  // whole conversation); falls back to rerender() when the view has no start
-  // recorded for that turn.
-  void rerenderFrom(int turn);
 
  signals:
   // tag: the assistant turn index the request answers.
@@ -152,8 +147,6 @@ class ChatPanel : public QWidget {
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
   bool renderedKnown_ = false;   // the model knew that request when it was rendered
   bool renderedReasoning_ = false;  // the rendered answer has a <think> block
-  int renderedTurn_ = -1;           // the turn that set the rendered* fields above
-  std::vector<int> turnStarts_;     // transcript position where each drawn turn begins
   bool mayHaveReasoning(const RequestInfo& r) const;  // rendered or in the new tokens
 };
 

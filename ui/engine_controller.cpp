@@ -91,7 +91,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   config.max_context = (*model)->config.context_length;
   // A pool of a few full contexts: enough to show sharing, small enough to see.
   config.kv_full_contexts = 4;
-  // Self drafting writes drafted positions to scratch blocks past the pool; room
+  // Self drafting writes drafted positions to lookahead blocks of the pool; room
   // for a few drafting requests at the default K bound (more decode plainly).
   config.num_scratch_blocks =
       kSelfDraftSeqs * gb::self_draft_scratch_blocks(gb::SpeculativeConfig{}.k_max, config.block_size);

@@ -130,7 +130,7 @@ UiModelInfo EngineController::modelInfo() const {
   info.headDim = c.head_dim;
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
   info.kvPoolBytes = state_->engine->backend().kv_pool_bytes();
-  info.numBlocks = state_->engine->num_blocks();
+  info.numBlocks = state_->engine->num_pool_blocks();  // the lookahead reserve included
   info.numScratchBlocks = state_->numScratchBlocks;
   info.blockSize = state_->engine->scheduler().kv_cache().snapshot().block_size;
   const gb::DeviceInfo d = state_->engine->backend().device_info();
@@ -161,7 +161,7 @@ void EngineController::startTraceSpool() {
   auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
   if (!header) return;
   header->kv_block_size = state_->engine->block_size();
-  header->kv_num_blocks = state_->engine->num_blocks();
+  header->kv_num_blocks = state_->engine->num_pool_blocks();
   // Time, process and a per-process sequence number: two controllers of one
   // process (two windows, or a model reopened) that start a spool in the same
   // second must not share a file (the second truncated the first's, and an
@@ -205,7 +205,7 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
   }
   if (state_->engine) {
     header->kv_block_size = state_->engine->block_size();
-    header->kv_num_blocks = state_->engine->num_blocks();
+    header->kv_num_blocks = state_->engine->num_pool_blocks();
   }
   header->branches = branchesJson.toStdString();
   // The events come back from the spool (the session's events are not kept in

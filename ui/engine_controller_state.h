@@ -45,7 +45,7 @@ struct EngineController::State {
   std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any
   quint64 comparisonTag = 0;
   std::string comparisonPrompt;
-  int numScratchBlocks = 0;               // KV blocks past the scheduler's pool (self drafting)
+  int numScratchBlocks = 0;               // the pool's lookahead reserve (self-draft scratch)
   // Serving (startServing): the hub takes HTTP requests into `engine`; the
   // server's handler threads only touch the hub. Stopped before engine changes.
   std::unique_ptr<gb::server::ServeHub> hub;

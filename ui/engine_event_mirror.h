@@ -45,7 +45,8 @@ GB_SAME_ENUMERATOR(UiKvKind, gb::KvEventKind, Released);
 GB_SAME_ENUMERATOR(UiKvKind, gb::KvEventKind, Freed);
 GB_SAME_ENUMERATOR(UiKvKind, gb::KvEventKind, Uncached);
 GB_SAME_ENUMERATOR(UiKvKind, gb::KvEventKind, WindowReleased);
-static_assert(gb::trace_fields::EnumInfo<gb::KvEventKind>::count == 10, "gb::KvEventKind grew: extend UiKvKind");
+GB_SAME_ENUMERATOR(UiKvKind, gb::KvEventKind, Lookahead);
+static_assert(gb::trace_fields::EnumInfo<gb::KvEventKind>::count == 11, "gb::KvEventKind grew: extend UiKvKind");
 #undef GB_SAME_ENUMERATOR
 
 // ---- table entries -----------------------------------------------------------

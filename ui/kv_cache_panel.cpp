@@ -217,7 +217,7 @@ QString KvCachePanel::statsText() const {
       .arg(info.headDim)
       .arg(bytes)
       .arg(info.kvPoolBytes)
-      .arg(info.numBlocks + info.numScratchBlocks)
+      .arg(info.numBlocks)
       .arg(info.numScratchBlocks)
       .arg(window);
 }

@@ -52,15 +52,16 @@ void ModelInfoPanel::refresh() {
   auto* types = group(tr("Tensor types"));
   for (const auto& [k, v] : m.tensorTypes) new QTreeWidgetItem(types, {k, v});
   auto* kv = group(tr("KV cache"));
-  const int poolTokens = m.numBlocks * m.blockSize;
+  const int numRequestBlocks = m.numBlocks - m.numScratchBlocks;  // what requests' tables may take
+  const int poolTokens = numRequestBlocks * m.blockSize;
   new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),
                            tr("%1 = 2 x %2 x %3 x %4 x 4").arg(m.kvBytesPerTokenFormula).arg(m.numLayers).arg(m.numKvHeads).arg(m.headDim)});
   const quint64 measured = m.kvBytesPerTokenMeasured();
   new QTreeWidgetItem(kv, {tr("bytes/token (measured)"), measured > 0 ? QString::number(measured) : tr("n/a")});
-  new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens").arg(m.numBlocks).arg(m.blockSize).arg(poolTokens)});
+  new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens").arg(numRequestBlocks).arg(m.blockSize).arg(poolTokens)});
   new QTreeWidgetItem(kv, {tr("allocated"), tr("%1 for %2 blocks (%3 self-draft scratch)")
                                                 .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))
-                                                .arg(m.numBlocks + m.numScratchBlocks)
+                                                .arg(m.numBlocks)
                                                 .arg(m.numScratchBlocks)});
   auto* device = group(tr("Device"));
   new QTreeWidgetItem(device, {tr("backend"), m.deviceBackend});

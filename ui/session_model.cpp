@@ -217,6 +217,11 @@ void SessionModel::applyKv(const UiKv& kv) {
     case UiKvKind::Shared:
       if (kv.request) addOwner(*kv.request);
       break;
+    case UiKvKind::Lookahead:
+      // Self-draft scratch: held by the request, but no position of its table.
+      if (kv.request && !c.owners.contains(*kv.request)) c.owners.push_back(*kv.request);
+      c.hasHash = false;
+      break;
     case UiKvKind::Copied:
       if (kv.request) {
         RequestInfo& r = requests_[*kv.request];

@@ -36,23 +36,6 @@ void TokenView::clearAll() {
   breaks_.clear();
 }
 
-void TokenView::truncateTo(int pos) {
-  pos = std::max(pos, 0);
-  if (pos >= transcriptEnd()) return;
-  // Break k sits just before transcript character breaks_[k]; those at or
-  // after `pos` go with the text they split.
-  const auto firstBreak = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
-  QTextCursor c(document());
-  c.setPosition(pos + static_cast<int>(firstBreak - breaks_.begin()));
-  c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
-  c.removeSelectedText();
-  breaks_.erase(firstBreak, breaks_.end());
-  spans_.erase(std::lower_bound(spans_.begin(), spans_.end(), pos, [](const Span& s, int p) { return s.begin < p; }),
-               spans_.end());
-  std::erase_if(messages_, [pos](const MessageSpan& m) { return m.begin >= pos; });
-  reasoning_ = false;
-}
-
 int TokenView::toDocument(int pos) const {
   // Breaks before character `pos` (a break at `pos` sits before it).
   return pos + static_cast<int>(std::upper_bound(breaks_.begin(), breaks_.end(), pos) - breaks_.begin());

@@ -47,12 +47,6 @@ class TokenView : public QTextEdit {
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
   void clearAll();
-  // Removes everything from transcript position `pos` on (text, token spans,
-  // messages, soft breaks): a turn that changed is redrawn from its start
-  // without re-laying out the turns before it. Not inside beginAppend().
-  void truncateTo(int pos);
-  // Characters of the transcript (the document without soft breaks).
-  int transcriptLength() const { return transcriptEnd(); }
   void appendLabel(const QString& text);  // bold role label on its own line
   void appendPlain(const QString& text);
   // A user's message (turn index) or the system prompt (-1), editable by double-click.

@@ -114,7 +114,7 @@ struct UiStep {
   int owned = 0, free = 0, cached = 0, total = 0, prefixHitTokens = 0, preemptions = 0;
 };
 // Same numbering as gb::KvEventKind.
-enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached, WindowReleased };
+enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached, WindowReleased, Lookahead };
 struct UiKv {
   qint64 step = 0;
   UiKvKind kind = UiKvKind::Allocated;
@@ -153,8 +153,8 @@ struct UiModelInfo {
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
   quint64 kvBytesPerTokenFormula = 0;  // 2 x layers x kv_heads x head_dim x 4
   quint64 kvPoolBytes = 0;             // measured: Backend::kv_pool_bytes(), scratch blocks included
-  int numBlocks = 0, blockSize = 0;
-  int numScratchBlocks = 0;            // self-draft scratch blocks past the pool (in kvPoolBytes)
+  int numBlocks = 0, blockSize = 0;   // the whole pool, the lookahead reserve included
+  int numScratchBlocks = 0;            // of numBlocks, the lookahead reserve for self-draft scratch
   QString deviceBackend, deviceName;
   QString remoteUrl;  // set when the engine is a remote server (connectRemote)
   quint64 deviceMemoryUsed = 0, deviceMemoryTotal = 0;
@@ -164,10 +164,10 @@ struct UiModelInfo {
   QString branchTreeJson;  // replay: the trace header's "branches" (ui/branch_tree.h), "" none
 
   // Measured bytes per token: the backend's pool bytes over every slot it
-  // allocated (the scheduler's blocks and the self-draft scratch blocks); 0
+  // allocated (requests' blocks and the self-draft scratch reserve); 0
   // when unknown (replay). Equals kvBytesPerTokenFormula for an F32 cache.
   quint64 kvBytesPerTokenMeasured() const {
-    const quint64 numSlots = quint64(std::max(0, numBlocks + numScratchBlocks)) * quint64(std::max(0, blockSize));
+    const quint64 numSlots = quint64(std::max(0, numBlocks)) * quint64(std::max(0, blockSize));
     return numSlots > 0 ? kvPoolBytes / numSlots : 0;
   }
 };

@@ -62,7 +62,7 @@ Result<TraceHeader> trace_header(const GenerateArgs& a, const ModelSession& sess
   auto header = make_trace_header(*session.model, session.tokenizer.get(), a.model.tokenizer_path, settings, true);
   if (!header) return header.error();
   header->kv_block_size = engine.block_size();
-  header->kv_num_blocks = engine.num_blocks();
+  header->kv_num_blocks = engine.num_pool_blocks();
   return header;
 }
 

@@ -378,6 +378,7 @@ void Soak::check_invariants() {
     fail("owned + free + cached blocks != the pool after step " + std::to_string(summary_.steps));
   std::set<int32_t> held;
   const auto hold = [&](RequestId id) {
+    for (BlockId b : kv.lookahead_blocks(id)) held.insert(b.value);  // self-draft scratch
     if (!kv.has_request(id)) return;
     for (int32_t b : kv.table(id).block_ids()) held.insert(b);
   };

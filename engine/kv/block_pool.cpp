@@ -26,13 +26,14 @@ const char* kv_event_kind_name(KvEventKind kind) {
     case KvEventKind::Released: return "released";
     case KvEventKind::Freed: return "freed";
     case KvEventKind::Uncached: return "uncached";
+    case KvEventKind::Lookahead: return "lookahead";
     case KvEventKind::WindowReleased: return "window_released";
   }
   return "?";
 }
 
-BlockPool::BlockPool(int32_t num_blocks, int32_t block_size)
-    : block_size_(block_size), blocks_(static_cast<size_t>(num_blocks)), queue_(&blocks_) {
+BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool record_events)
+    : block_size_(block_size), blocks_(static_cast<size_t>(num_blocks)), queue_(&blocks_), record_events_(record_events) {
   GB_CHECK(num_blocks > 0 && block_size > 0);
   // Initial order 0, 1, 2, ...: allocation hands out ascending ids, which keeps
   // hand-written test scenarios readable.
@@ -53,14 +54,19 @@ const KvBlock& BlockPool::block(BlockId id) const {
   return blocks_[static_cast<size_t>(id.value)];
 }
 
-std::optional<BlockId> BlockPool::allocate(RequestId request) {
+void BlockPool::note(const KvEvent& e) {
+  if (record_events_) events_.push_back(e);
+}
+
+std::optional<BlockId> BlockPool::allocate(RequestId request, KvEventKind why) {
+  GB_CHECK(why == KvEventKind::Allocated || why == KvEventKind::Lookahead);
   if (queue_.empty()) return std::nullopt;
   KvBlock& b = blocks_[static_cast<size_t>(queue_.pop_front())];
   if (b.indexed) {
     // Only reached when no plain free block is left: the front of the cached
     // part is the least recently freed, i.e. LRU eviction.
     index_.erase(b.hash, b.id.value);
-    events_.push_back({KvEventKind::Evicted, b.id, kNoRequest, BlockId{-1}, 0, b.hash});
+    note({KvEventKind::Evicted, b.id, kNoRequest, BlockId{-1}, 0, b.hash});
     --num_cached_;
   }
   b.clear_hash();
@@ -68,7 +74,7 @@ std::optional<BlockId> BlockPool::allocate(RequestId request) {
   b.window_released = false;
   b.ref_count = 1;
   ++num_owned_;
-  events_.push_back({KvEventKind::Allocated, b.id, request, BlockId{-1}, 1, 0});
+  note({why, b.id, request, BlockId{-1}, 1, 0});
   return b.id;
 }
 
@@ -82,7 +88,7 @@ void BlockPool::retain(BlockId id, RequestId request, KvEventKind why) {
     b.window_released = false;
   }
   ++b.ref_count;
-  events_.push_back({why, id, request, BlockId{-1}, b.ref_count, b.hash});
+  note({why, id, request, BlockId{-1}, b.ref_count, b.hash});
 }
 
 void BlockPool::release(BlockId id, RequestId request, KvEventKind why) {
@@ -90,7 +96,7 @@ void BlockPool::release(BlockId id, RequestId request, KvEventKind why) {
   KvBlock& b = at(id);
   GB_CHECK(b.ref_count > 0);
   --b.ref_count;
-  events_.push_back({why, id, request, BlockId{-1}, b.ref_count, 0});
+  note({why, id, request, BlockId{-1}, b.ref_count, 0});
   if (why == KvEventKind::WindowReleased) ++num_window_released_total_;
   if (b.ref_count > 0) return;
   --num_owned_;
@@ -104,7 +110,7 @@ void BlockPool::release(BlockId id, RequestId request, KvEventKind why) {
     b.tokens.clear();
     queue_.push_front(id.value);
   }
-  events_.push_back({KvEventKind::Freed, id, request, BlockId{-1}, 0, b.hash});
+  note({KvEventKind::Freed, id, request, BlockId{-1}, 0, b.hash});
 }
 
 void BlockPool::append_token(BlockId id, TokenId token) {
@@ -124,7 +130,7 @@ void BlockPool::copy_tokens(BlockId src, BlockId dst, int32_t num_filled, Reques
   KvBlock& d = at(dst);
   GB_CHECK(s.ref_count > 0 && d.ref_count > 0 && !d.has_hash && num_filled <= s.num_filled());
   d.tokens.assign(s.tokens.begin(), s.tokens.begin() + num_filled);
-  events_.push_back({KvEventKind::Copied, dst, request, src, d.ref_count, 0});
+  note({KvEventKind::Copied, dst, request, src, d.ref_count, 0});
 }
 
 std::optional<BlockId> BlockPool::find_cached(uint64_t hash, PrefixSerial parent_serial,
@@ -152,14 +158,14 @@ void BlockPool::commit(BlockId id, uint64_t parent_hash, PrefixSerial parent_ser
   b.serial = next_serial_++;
   b.indexed = true;
   index_.insert(b.hash, id.value);
-  events_.push_back({KvEventKind::Cached, id, request, BlockId{-1}, b.ref_count, b.hash});
+  note({KvEventKind::Cached, id, request, BlockId{-1}, b.ref_count, b.hash});
 }
 
 void BlockPool::uncache(BlockId id, RequestId request) {
   KvBlock& b = at(id);
   GB_CHECK(b.ref_count > 0 && b.has_hash);
   if (b.indexed) index_.erase(b.hash, id.value);
-  events_.push_back({KvEventKind::Uncached, id, request, BlockId{-1}, b.ref_count, b.hash});
+  note({KvEventKind::Uncached, id, request, BlockId{-1}, b.ref_count, b.hash});
   b.clear_hash();
 }
 
@@ -172,7 +178,7 @@ bool BlockPool::evict_lru_cached() {
   if (first_cached < 0) return false;
   KvBlock& b = blocks_[static_cast<size_t>(first_cached)];
   index_.erase(b.hash, first_cached);
-  events_.push_back({KvEventKind::Evicted, b.id, kNoRequest, BlockId{-1}, 0, b.hash});
+  note({KvEventKind::Evicted, b.id, kNoRequest, BlockId{-1}, 0, b.hash});
   b.clear_hash();
   b.tokens.clear();
   b.window_released = false;
@@ -183,7 +189,7 @@ bool BlockPool::evict_lru_cached() {
 }
 
 void BlockPool::note_slot_released(RequestId request) {
-  events_.push_back({KvEventKind::WindowReleased, BlockId{-1}, request, BlockId{-1}, 0, 0});
+  note({KvEventKind::WindowReleased, BlockId{-1}, request, BlockId{-1}, 0, 0});
 }
 
 std::vector<KvEvent> BlockPool::drain_events() {

@@ -33,7 +33,9 @@ namespace gb {
 
 class BlockPool {
  public:
-  BlockPool(int32_t num_blocks, int32_t block_size);
+  // record_events false: drain_events() stays empty (a private pool nobody
+  // observes, e.g. a draft model's).
+  BlockPool(int32_t num_blocks, int32_t block_size, bool record_events = true);
   BlockPool(const BlockPool&) = delete;  // the queue points into blocks_
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -51,8 +53,9 @@ class BlockPool {
 
   // --- ownership -------------------------------------------------------------
   // Pops the queue front for `request` (ref_count 1, empty); a cached block loses
-  // its prefix entry first. nullopt when no block is available.
-  std::optional<BlockId> allocate(RequestId request);
+  // its prefix entry first. nullopt when no block is available. `why` is
+  // Allocated (a block-table block) or Lookahead (scratch outside the table).
+  std::optional<BlockId> allocate(RequestId request, KvEventKind why = KvEventKind::Allocated);
   // One more holder. A cached block (ref_count 0) is revived out of the queue.
   // `why` is PrefixHit or Shared.
   void retain(BlockId id, RequestId request, KvEventKind why);
@@ -104,12 +107,14 @@ class BlockPool {
 
  private:
   KvBlock& at(BlockId id);
+  void note(const KvEvent& e);
 
   int32_t block_size_;
   std::vector<KvBlock> blocks_;  // (num_blocks), index = BlockId value
   FreeBlockQueue queue_;
   PrefixIndex index_;
   std::vector<KvEvent> events_;  // since the last drain_events()
+  bool record_events_ = true;
   int32_t num_owned_ = 0;
   int32_t num_cached_ = 0;
   int64_t num_window_released_total_ = 0;

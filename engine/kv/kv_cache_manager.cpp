@@ -10,9 +10,45 @@ namespace {
 int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t sliding_window)
-    : pool_(num_blocks, block_size), sliding_window_(sliding_window) {
+KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks,
+                               int32_t sliding_window)
+    : pool_(num_blocks + std::max(0, num_lookahead_blocks), block_size),
+      sliding_window_(sliding_window),
+      num_lookahead_(std::max(0, num_lookahead_blocks)) {
   GB_CHECK(sliding_window >= 0);
+}
+
+BlockId KvCacheManager::take_block(RequestId id) {
+  if (lookahead_reserve_left() > 0 && pool_.num_free() <= lookahead_reserve_left()) GB_CHECK(pool_.evict_lru_cached());
+  const std::optional<BlockId> b = pool_.allocate(id);
+  GB_CHECK_MSG(b.has_value(), "KvCacheManager: a block was promised by num_available()");
+  return *b;
+}
+
+std::optional<std::vector<BlockId>> KvCacheManager::allocate_lookahead(RequestId id, int32_t num_blocks) {
+  GB_CHECK_MSG(!lookahead_.contains(id), "KvCacheManager::allocate_lookahead: the request already holds lookahead blocks");
+  GB_CHECK(num_blocks >= 0);
+  if (num_blocks > lookahead_reserve_left()) return std::nullopt;
+  std::vector<BlockId> blocks;
+  // The unused reserve is free (check_lookahead), so these never evict a cached block.
+  for (int32_t i = 0; i < num_blocks; ++i) blocks.push_back(*pool_.allocate(id, KvEventKind::Lookahead));
+  num_lookahead_held_ += num_blocks;
+  lookahead_.emplace(id, blocks);
+  return blocks;
+}
+
+void KvCacheManager::free_lookahead(RequestId id) {
+  auto it = lookahead_.find(id);
+  if (it == lookahead_.end()) return;
+  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) pool_.release(*b, id);
+  num_lookahead_held_ -= static_cast<int32_t>(it->second.size());
+  lookahead_.erase(it);
+}
+
+std::span<const BlockId> KvCacheManager::lookahead_blocks(RequestId id) const {
+  auto it = lookahead_.find(id);
+  if (it == lookahead_.end()) return {};
+  return it->second;
 }
 
 int32_t KvCacheManager::num_releasable_blocks(int32_t num_computed) const {
@@ -108,7 +144,7 @@ int32_t KvCacheManager::num_blocks_needed(RequestId id, int32_t num_new_tokens) 
 
 std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id, std::span<const TokenId> tokens) {
   const auto n = static_cast<int32_t>(tokens.size());
-  if (num_blocks_needed(id, n) > pool_.num_available()) return std::nullopt;
+  if (num_blocks_needed(id, n) > num_available()) return std::nullopt;
   BlockTable& t = mutable_table(id);
   std::vector<BlockCopy> copies;
   if (n == 0) return copies;
@@ -120,7 +156,7 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id,
     // prefix index: either way its contents must not change under them.
     const BlockId last = t.blocks.back();
     if (pool_.block(last).ref_count > 1) {
-      const BlockId dst = *pool_.allocate(id);  // counted by num_blocks_needed
+      const BlockId dst = take_block(id);  // counted by num_blocks_needed
       pool_.copy_tokens(last, dst, slot, id);
       pool_.release(last, id);
       t.blocks.back() = dst;
@@ -131,7 +167,7 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id,
     }
   }
   for (TokenId token : tokens) {
-    if (t.num_tokens % bs == 0) t.blocks.push_back(*pool_.allocate(id));
+    if (t.num_tokens % bs == 0) t.blocks.push_back(take_block(id));
     pool_.append_token(t.blocks.back(), token);
     ++t.num_tokens;
   }
@@ -180,7 +216,7 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::fork(RequestId parent, Req
   const int32_t num_full = num_tokens / bs;
   const int32_t num_partial = num_tokens % bs;
   GB_CHECK_MSG(can_fork(parent, num_tokens), "KvCacheManager::fork: the parent released blocks the child reads");
-  if (num_partial > 0 && pool_.num_available() < 1) return std::nullopt;
+  if (num_partial > 0 && num_available() < 1) return std::nullopt;
 
   BlockTable c;
   c.isolation_id = p.isolation_id;
@@ -203,7 +239,7 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::fork(RequestId parent, Req
   if (num_partial > 0) {
     // The parent will keep writing into this block, so the child needs its own.
     const BlockId src = p.blocks[static_cast<size_t>(num_full)];
-    const BlockId dst = *pool_.allocate(child);
+    const BlockId dst = take_block(child);
     pool_.copy_tokens(src, dst, num_partial, child);
     c.blocks.push_back(dst);
     copies.push_back({src, dst});
@@ -289,6 +325,11 @@ KvSnapshot KvCacheManager::snapshot() const {
     for (BlockId b : t.blocks)
       if (b != kReleasedBlock) s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
   }
+  for (const auto& [id, blocks] : lookahead_)
+    for (BlockId b : blocks) {
+      s.blocks[static_cast<size_t>(b.value)].owners.push_back(id);
+      s.blocks[static_cast<size_t>(b.value)].lookahead = true;
+    }
   for (KvBlockView& v : s.blocks) std::sort(v.owners.begin(), v.owners.end());
   s.free_queue = pool_.free_queue_order();
   return s;
@@ -331,7 +372,31 @@ Status KvCacheManager::check_invariants() const {
     std::sort(seen.begin(), seen.end());
     if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return fail("holds one block twice");
   }
+  GB_TRY(check_lookahead(holders));
   return pool_.check_invariants(holders);
+}
+
+// Lookahead blocks: each held once, by one request, outside every table, empty
+// as far as the pool knows (the backend writes them; the pool records no
+// tokens); at most the reserve lent; the unused reserve free.
+Status KvCacheManager::check_lookahead(std::span<int32_t> holders) const {
+  auto fail = [](const std::string& what) { return Status(make_error("KvCacheManager invariant: " + what)); };
+  int32_t num_held = 0;
+  for (const auto& [id, blocks] : lookahead_) {
+    for (BlockId b : blocks) {
+      if (b.value < 0 || b.value >= num_blocks()) return fail("lookahead block id out of range");
+      if (++holders[static_cast<size_t>(b.value)] != 1)
+        return fail("lookahead block " + std::to_string(b.value) + " is also held elsewhere");
+      const KvBlock& block = pool_.block(b);
+      if (block.has_hash || block.num_filled() != 0)
+        return fail("lookahead block " + std::to_string(b.value) + " holds tokens or a hash");
+    }
+    num_held += static_cast<int32_t>(blocks.size());
+  }
+  if (num_held != num_lookahead_held_) return fail("lookahead count drifted");
+  if (num_held > num_lookahead_) return fail("more lookahead blocks lent than reserved");
+  if (pool_.num_free() < lookahead_reserve_left()) return fail("the unused lookahead reserve is not free");
+  return {};
 }
 
 }  // namespace gb

@@ -17,6 +17,19 @@
 //   fork          -> a child shares the first N tokens (copy-on-write)
 //   free_request  -> every block released: cached if committed, else free
 //
+// Lookahead blocks (speculative scratch, in the spirit of vLLM's
+// allocate_slots(num_lookahead_tokens)): a self-drafting request writes its
+// drafted positions into blocks outside its table, because the table's blocks
+// may be shared and the drafts are not verified yet. They come from this same
+// pool, held by the request (so snapshot owners, invariants and the Lookahead
+// KV events see them) but kept apart from its table. A reserve of
+// num_lookahead_blocks extra blocks is set aside for them: tables never take it
+// (num_available() leaves it out) and it is kept free, never caching, so for
+// tables the pool behaves exactly like one of num_blocks blocks.
+//
+//   pool: | num_blocks for tables (free / cached / owned) | unused reserve, free |
+//         (block ids are not partitioned: the reserve is a count, not a range)
+//
 // Sliding window (sliding_window W > 0: the model's every layer slides, see
 // ModelConfig::kv_release_window): the next query of a request with c computed
 // tokens is at position c and reads c - W + 1 .. c, so a block ending at or
@@ -57,13 +70,16 @@ struct PrefixMatch {
 
 class KvCacheManager {
  public:
-  // sliding_window: 0, or W when every layer of the model slides (blocks that
-  // leave the window are released).
-  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t sliding_window = 0);
+  // The pool holds num_blocks + num_lookahead_blocks blocks. sliding_window: 0,
+  // or W when every layer of the model slides (blocks that leave the window are
+  // released).
+  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks = 0, int32_t sliding_window = 0);
 
   int32_t block_size() const { return pool_.block_size(); }
+  // Every block of the pool, the lookahead reserve included.
   int32_t num_blocks() const { return pool_.num_blocks(); }
-  int32_t num_available() const { return pool_.num_available(); }
+  // Blocks tables can take now: free + cached, less the unused lookahead reserve.
+  int32_t num_available() const { return pool_.num_available() - lookahead_reserve_left(); }
   int32_t num_free() const { return pool_.num_free(); }
   int32_t num_cached() const { return pool_.num_cached(); }
   int32_t num_owned() const { return pool_.num_owned(); }
@@ -107,6 +123,19 @@ class KvCacheManager {
   // Evicts the least recently freed cached block. False when none is cached.
   bool evict_lru_cached() { return pool_.evict_lru_cached(); }
 
+  // --- lookahead (see above) ----------------------------------------------------
+  int32_t num_lookahead_blocks() const { return num_lookahead_; }  // the reserve
+  int32_t num_lookahead_held() const { return num_lookahead_held_; }
+  // num_blocks free blocks lent to `id` outside its table (it need not have a
+  // table), or nullopt (nothing changed) when the reserve has fewer left. A
+  // request holds at most one set at a time.
+  std::optional<std::vector<BlockId>> allocate_lookahead(RequestId id, int32_t num_blocks);
+  // Gives back id's lookahead blocks (free again); none held is fine.
+  // free_request() does not touch them.
+  void free_lookahead(RequestId id);
+  // id's lookahead blocks (empty when none).
+  std::span<const BlockId> lookahead_blocks(RequestId id) const;
+
   KvSnapshot snapshot() const;
   std::vector<KvEvent> drain_events() { return pool_.drain_events(); }
   Status check_invariants() const;
@@ -116,6 +145,12 @@ class KvCacheManager {
   BlockTable& mutable_table(RequestId id);
   // Blocks of the cached prefix (see find_prefix), in order.
   std::vector<BlockId> match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id) const;
+  int32_t lookahead_reserve_left() const { return num_lookahead_ - num_lookahead_held_; }
+  // A block for a table (the caller checked num_available()). When only the
+  // reserve is free, the least recently freed cached block is evicted first and
+  // taken instead, as a pool without the reserve would.
+  BlockId take_block(RequestId id);
+  Status check_lookahead(std::span<int32_t> holders) const;
   // Commits the table's full computed blocks to the prefix index, in order.
   void commit_full_blocks(RequestId id, BlockTable& t);
   // Releases the table's blocks that left the window (see above).
@@ -124,6 +159,9 @@ class KvCacheManager {
   BlockPool pool_;
   int32_t sliding_window_ = 0;
   std::unordered_map<RequestId, BlockTable> tables_;
+  std::unordered_map<RequestId, std::vector<BlockId>> lookahead_;  // lent blocks, by holder
+  int32_t num_lookahead_ = 0;       // the reserve's size
+  int32_t num_lookahead_held_ = 0;  // blocks lent now
 };
 
 }  // namespace gb

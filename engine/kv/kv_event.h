@@ -25,6 +25,8 @@ enum class KvEventKind : uint8_t {
   // block -1: a fork child's table slot that starts out released (the parent had
   // already let that block go); no block changes.
   WindowReleased,
+  Lookahead,  // a free block lent to `request` as lookahead scratch (self-draft's drafted
+              // positions), outside its block table; given back with Released + Freed
 };
 
 const char* kv_event_kind_name(KvEventKind kind);

@@ -19,6 +19,7 @@ struct KvBlockView {
   bool has_hash = false;             // committed to the prefix cache
   uint64_t hash = 0;
   std::vector<RequestId> owners;     // requests whose tables hold it, ascending
+  bool lookahead = false;            // lent to its owner as lookahead scratch (KvCacheManager)
   std::vector<TokenId> tokens;       // (num_filled) token ids in slot order
   bool window_released = false;      // unheld since it left its last holder's sliding window
 };

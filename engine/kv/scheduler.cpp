@@ -35,7 +35,7 @@ const char* finish_reason_name(FinishReason reason) {
 
 Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
-      kv_(config.num_blocks, config.block_size, config.sliding_window),
+      kv_(config.num_blocks, config.block_size, config.num_lookahead_blocks, config.sliding_window),
       max_total_tokens_(std::min(config.max_context, config.num_blocks * config.block_size)),
       watermark_blocks_(static_cast<int32_t>(std::ceil(config.admission_watermark * static_cast<float>(config.num_blocks)))) {
   GB_CHECK(config.max_batch_tokens > 0 && config.max_seqs > 0 && config.max_context > 1);

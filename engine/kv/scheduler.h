@@ -91,6 +91,9 @@ namespace gb {
 
 struct SchedulerConfig {
   int32_t num_blocks = 0;
+  // Extra blocks in the same pool lent only as lookahead scratch
+  // (KvCacheManager::allocate_lookahead); never counted as room for requests.
+  int32_t num_lookahead_blocks = 0;
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;   // tokens per forward pass (the TokenBudget)
   int32_t max_seqs = 32;            // sequences per forward pass

@@ -41,15 +41,13 @@ class ViewCursor {
   const std::byte* at_;
 };
 
-}  // namespace
-
-Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model, bool* header_plausible) {
-  const std::string& path = file->path();
-  ByteCursor cur(file->bytes(), path);
+// The header: the version 1 format (magic, version, config, shared flag, padded
+// to kLlama2cV1HeaderBytes) or the legacy one (the bare config). Leaves `cur` at
+// the first weight and sets model.format.
+Status read_header(ByteCursor& cur, const std::string& path, Model& model, Llama2cHeader& h, bool& shared_classifier) {
   uint32_t magic = 0;
   GB_TRY(cur.read(magic, "llama2.c header"));
-  bool shared_classifier = true;
-  Llama2cHeader h{};
+  shared_classifier = true;
   if (magic == kLlama2cMagic) {
     int32_t version = 0;
     GB_TRY(cur.read(version, "llama2.c version"));
@@ -72,6 +70,49 @@ Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& 
     if (h.vocab_size < 0 && h.vocab_size != INT32_MIN) h.vocab_size = -h.vocab_size;
     model.format = ModelFormat::Llama2cLegacy;
   }
+  return Status::success();
+}
+
+// The weight views in file order (the two formats order the norms differently;
+// a legacy file also carries freq_cis, skipped, before an untied classifier).
+void take_weights(ViewCursor& at, Model& model, bool shared_classifier, uint64_t freq_cis_floats) {
+  const ModelConfig& c = model.config;
+  ModelWeights& w = model.weights;
+  w.layers.assign(static_cast<size_t>(c.num_layers), LayerWeights{});
+  const int64_t d = c.dim, h_dim = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  const bool legacy = model.format == ModelFormat::Llama2cLegacy;
+  if (legacy) {
+    w.token_embedding = at.take("token_embd.weight", v, d);
+    at.take_layers(w.layers, &LayerWeights::attn_norm, "attn_norm.weight", 1, d);
+  } else {
+    at.take_layers(w.layers, &LayerWeights::attn_norm, "attn_norm.weight", 1, d);
+    at.take_layers(w.layers, &LayerWeights::ffn_norm, "ffn_norm.weight", 1, d);
+    w.output_norm = at.take("output_norm.weight", 1, d);
+    w.token_embedding = at.take("token_embd.weight", v, d);
+  }
+  at.take_layers(w.layers, &LayerWeights::wq, "attn_q.weight", d, d);
+  at.take_layers(w.layers, &LayerWeights::wk, "attn_k.weight", kv, d);
+  at.take_layers(w.layers, &LayerWeights::wv, "attn_v.weight", kv, d);
+  at.take_layers(w.layers, &LayerWeights::wo, "attn_output.weight", d, d);
+  if (legacy) at.take_layers(w.layers, &LayerWeights::ffn_norm, "ffn_norm.weight", 1, d);
+  at.take_layers(w.layers, &LayerWeights::w_gate, "ffn_gate.weight", h_dim, d);
+  at.take_layers(w.layers, &LayerWeights::w_down, "ffn_down.weight", d, h_dim);
+  at.take_layers(w.layers, &LayerWeights::w_up, "ffn_up.weight", h_dim, d);
+  if (legacy) {
+    w.output_norm = at.take("output_norm.weight", 1, d);
+    if (!shared_classifier) at.skip_floats(freq_cis_floats);
+  }
+  w.classifier = shared_classifier ? w.token_embedding : at.take("output.weight", v, d);
+}
+
+}  // namespace
+
+Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& model, bool* header_plausible) {
+  const std::string& path = file->path();
+  ByteCursor cur(file->bytes(), path);
+  bool shared_classifier = true;
+  Llama2cHeader h{};
+  GB_TRY(read_header(cur, path, model, h, shared_classifier));
 
   ModelConfig& c = model.config;
   c.architecture = "llama";
@@ -105,33 +146,8 @@ Status read_llama2c_model(const std::shared_ptr<const MappedFile>& file, Model& 
                       " need " + std::to_string(need_bytes) + " bytes of weights but the file has " +
                       std::to_string(cur.remaining()) + " after the header");
 
-  ModelWeights& w = model.weights;
-  w.layers.assign(static_cast<size_t>(L), LayerWeights{});
   ViewCursor at(cur.current());
-  const int64_t d = c.dim, h_dim = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
-  if (model.format == ModelFormat::Llama2cLegacy) {
-    w.token_embedding = at.take("token_embd.weight", v, d);
-    at.take_layers(w.layers, &LayerWeights::attn_norm, "attn_norm.weight", 1, d);
-  } else {
-    at.take_layers(w.layers, &LayerWeights::attn_norm, "attn_norm.weight", 1, d);
-    at.take_layers(w.layers, &LayerWeights::ffn_norm, "ffn_norm.weight", 1, d);
-    w.output_norm = at.take("output_norm.weight", 1, d);
-    w.token_embedding = at.take("token_embd.weight", v, d);
-  }
-  at.take_layers(w.layers, &LayerWeights::wq, "attn_q.weight", d, d);
-  at.take_layers(w.layers, &LayerWeights::wk, "attn_k.weight", kv, d);
-  at.take_layers(w.layers, &LayerWeights::wv, "attn_v.weight", kv, d);
-  at.take_layers(w.layers, &LayerWeights::wo, "attn_output.weight", d, d);
-  if (model.format == ModelFormat::Llama2cLegacy)
-    at.take_layers(w.layers, &LayerWeights::ffn_norm, "ffn_norm.weight", 1, d);
-  at.take_layers(w.layers, &LayerWeights::w_gate, "ffn_gate.weight", h_dim, d);
-  at.take_layers(w.layers, &LayerWeights::w_down, "ffn_down.weight", d, h_dim);
-  at.take_layers(w.layers, &LayerWeights::w_up, "ffn_up.weight", h_dim, d);
-  if (model.format == ModelFormat::Llama2cLegacy) {
-    w.output_norm = at.take("output_norm.weight", 1, d);
-    if (!shared_classifier) at.skip_floats(freq_cis_floats);
-  }
-  w.classifier = shared_classifier ? w.token_embedding : at.take("output.weight", v, d);
+  take_weights(at, model, shared_classifier, freq_cis_floats);
   return Status::success();
 }
 

@@ -82,11 +82,13 @@ Status Engine::start() {
   auto pool_blocks = kv_pool_blocks(c, pool);
   if (!pool_blocks) return pool_blocks.error();
   num_blocks_ = *pool_blocks;
-  // Self-draft scratch blocks sit past the scheduler's blocks: the scheduler
-  // never hands them out, the SpeculativeDecoder does.
-  GB_TRY(backend_->init_kv_pool({num_blocks_ + std::max(0, config_.num_scratch_blocks), config_.block_size}));
+  // Self-draft scratch blocks are a lookahead reserve in the scheduler's own
+  // pool: requests never take them, the SpeculativeDecoder borrows them.
+  const int32_t num_scratch = std::max(0, config_.num_scratch_blocks);
+  GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size}));
   SchedulerConfig sc;
   sc.num_blocks = num_blocks_;
+  sc.num_lookahead_blocks = num_scratch;
   sc.block_size = config_.block_size;
   sc.max_batch_tokens = config_.max_batch_tokens;
   sc.max_seqs = config_.max_seqs;
@@ -104,9 +106,7 @@ Status Engine::start() {
   limits.max_context = max_context_;
   limits.max_seqs = config_.max_seqs;
   limits.block_size = config_.block_size;
-  limits.scratch_first = num_blocks_;
-  limits.num_scratch = std::max(0, config_.num_scratch_blocks);
-  spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, limits);
+  spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, scheduler_->kv_cache(), limits);
   logits_.clear();
   return {};
 }
@@ -364,7 +364,7 @@ void Engine::publish_step_event(const StepPlan& plan, const StepTimes& t, double
   se.num_blocks_owned = scheduler_->kv_cache().num_owned();
   se.num_blocks_free = scheduler_->kv_cache().num_free();
   se.num_blocks_cached = scheduler_->kv_cache().num_cached();
-  se.num_blocks_total = num_blocks_;
+  se.num_blocks_total = num_pool_blocks();  // the lookahead reserve included
   se.num_prefix_hit_tokens = plan.stats.num_prefix_hit_tokens;
   se.num_preemptions = plan.stats.num_preemptions;
   publish(se);

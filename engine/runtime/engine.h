@@ -25,6 +25,7 @@
 // fork, cancel, release); nothing else holds on to them.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <cstdint>
@@ -74,9 +75,10 @@ struct EngineConfig {
   // Sweep the scheduler's and block pool's invariants after every step (always
   // on in debug builds; tests turn it on everywhere).
   bool check_invariants = GB_EXPENSIVE_CHECKS_ENABLED != 0;
-  // Extra KV blocks past the scheduler's pool for self-drafting requests'
-  // drafted positions (self_draft_scratch_blocks(k_max, block_size) each).
-  // 0: self-draft requests are refused.
+  // Extra KV blocks for self-drafting requests' drafted positions
+  // (self_draft_scratch_blocks(k_max, block_size) each): a lookahead reserve in
+  // the scheduler's pool that requests' tables never take
+  // (KvCacheManager::allocate_lookahead). 0: self-draft requests are refused.
   int32_t num_scratch_blocks = 0;
   // Finished retain_kv requests that keep their blocks (copy-on-write forks);
   // past the bound the longest unused one is released into the prefix cache.
@@ -177,13 +179,16 @@ class Engine {
   Backend& backend() { return *backend_; }
   const Scheduler& scheduler() const { return *scheduler_; }
   Scheduler& scheduler() { return *scheduler_; }
-  int32_t num_blocks() const { return num_blocks_; }
+  int32_t num_blocks() const { return num_blocks_; }  // for requests' tables (without the lookahead reserve)
+  // Every block of the KV pool: num_blocks() plus the self-draft lookahead
+  // reserve (EngineConfig::num_scratch_blocks).
+  int32_t num_pool_blocks() const { return num_blocks_ + std::max(0, config_.num_scratch_blocks); }
   int32_t block_size() const { return config_.block_size; }
   int32_t max_context() const { return max_context_; }
   // The KV pool and the requests holding it now, for front ends that report it
   // (serve-bench) without walking the scheduler's pool. O(blocks).
   struct KvUsage {
-    int32_t num_blocks = 0;              // the scheduler's pool
+    int32_t num_blocks = 0;              // the whole pool (the lookahead reserve included)
     int32_t num_owned = 0;               // held by running or retained requests
     int32_t num_free = 0;
     int32_t num_cached = 0;              // free but holding a reusable prefix

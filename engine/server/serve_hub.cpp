@@ -220,7 +220,7 @@ void ServeHub::update_gauges(const Engine& engine) {
   KvGauges g;
   g.num_running = s.num_running();
   g.num_waiting = s.num_waiting();
-  g.num_blocks_total = engine.num_blocks();
+  g.num_blocks_total = engine.num_pool_blocks();  // owned and cached count over the whole pool
   g.num_blocks_owned = s.kv_cache().num_owned();
   g.num_blocks_cached = s.kv_cache().num_cached();
   metrics_.set_kv(g);

@@ -51,18 +51,18 @@ Result<std::shared_ptr<DraftModel>> DraftModel::load(const std::string& path, co
   dm->block_size_ = block_size;
   dm->max_context_ = max_context;
   GB_TRY(dm->backend_->init_kv_pool({num_blocks, block_size}));
-  for (int32_t b = num_blocks - 1; b >= 0; --b) dm->free_.push_back(b);
+  dm->pool_ = std::make_unique<BlockPool>(num_blocks, block_size, /*record_events=*/false);
   return dm;
 }
 
+// Draft blocks carry no token record (the proposer keeps its computed tokens),
+// so they are owned, empty, and free again when released: a plain allocator.
 int32_t DraftModel::allocate_block() {
-  if (free_.empty()) return -1;
-  const int32_t b = free_.back();
-  free_.pop_back();
-  return b;
+  const std::optional<BlockId> b = pool_->allocate(kNoRequest);
+  return b ? b->value : -1;
 }
 
-void DraftModel::free_block(int32_t block) { free_.push_back(block); }
+void DraftModel::free_block(int32_t block) { pool_->release(BlockId{block}, kNoRequest); }
 
 void DraftModelProposer::release() {
   for (int32_t b : blocks_) model_->free_block(b);

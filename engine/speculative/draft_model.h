@@ -1,8 +1,9 @@
 // DraftModel: a second, smaller model file used as the drafter for requests of
 // a target model with the same vocabulary. It owns its own CPU backend and KV
-// pool; its blocks are handed out by a plain free list (the draft cache is
-// private, never shared or prefix-cached, so the target's BlockPool machinery
-// would add nothing). One DraftModel serves every request that names its path.
+// pool (another model's K/V, so not the target's pool); its blocks are handed
+// out by a BlockPool of their own, the same allocator as the target's, without
+// events (the draft cache is private: never shared, never prefix-cached). One
+// DraftModel serves every request that names its path.
 //
 // DraftModelProposer: one request's use of it. Its blocks hold the K/V of the
 // tokens in `computed_` (a prefix of the request's tokens plus possibly drafted
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "kv/block_pool.h"
 #include "model/model.h"
 #include "speculative/draft_proposer.h"
 #include "tokenizer/tokenizer.h"
@@ -47,14 +49,15 @@ class DraftModel {
   // A free block, or -1 when the pool is exhausted (the caller drafts less).
   int32_t allocate_block();
   void free_block(int32_t block);
-  int32_t num_free_blocks() const { return static_cast<int32_t>(free_.size()); }
+  int32_t num_free_blocks() const { return pool_->num_available(); }
+  const BlockPool& pool() const { return *pool_; }
 
  private:
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Backend> backend_;
   int32_t block_size_ = 16;
   int32_t max_context_ = 0;
-  std::vector<int32_t> free_;  // free block ids (stack)
+  std::unique_ptr<BlockPool> pool_;  // the draft backend's blocks; holders are proposers (kNoRequest)
 };
 
 // Compares two vocabularies token by token; the error names both sides.

@@ -7,8 +7,8 @@
 // Drafted positions must not be written into the request's own blocks: a block
 // may be shared (prefix cache, forks, truncation into a shared block), and
 // verification has not happened yet. They go to scratch blocks instead -- a few
-// blocks past the scheduler's pool, owned by the SpeculativeDecoder, reserved
-// per request:
+// lookahead blocks of the scheduler's own pool (KvCacheManager::allocate_lookahead),
+// borrowed by the SpeculativeDecoder for this request:
 //
 //   draft table: | target block 0 | ... | target block f-1 | scratch 0 | scratch 1 | ...
 //   f = (N - 1) / block_size, N = tokens; when position N - 1 is inside a block,
@@ -30,7 +30,7 @@ namespace gb {
 
 class SelfDraftProposer final : public DraftProposer {
  public:
-  // scratch: block ids in the target backend's pool reserved for this request
+  // scratch: block ids in the target's pool lent to this request
   // (self_draft_scratch_blocks(k_max, block_size) of them), may start empty.
   SelfDraftProposer(Backend& target, int32_t num_layers, int32_t vocab_size, std::vector<int32_t> scratch)
       : target_(target), num_layers_(num_layers), vocab_size_(vocab_size), scratch_(std::move(scratch)) {}

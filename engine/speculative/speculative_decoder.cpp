@@ -32,19 +32,17 @@ struct SpeculativeDecoder::PerRequest {
   SpeculativeStats stats;
   Draft pending;          // the last proposal, verified after the forward pass
   double pending_draft_ms = 0.0;
-  // Self-draft: scratch blocks borrowed from the decoder's free list at the
-  // first draft and held until the request finishes (more requests than
-  // scratch: the rest decode plainly until some finish).
+  // Self-draft: lookahead blocks borrowed from the pool's reserve at the first
+  // draft and held until the request finishes (more requests than the reserve
+  // serves: the rest decode plainly until some finish).
   SelfDraftProposer* self_draft = nullptr;
   int32_t num_scratch_needed = 0;
   std::vector<int32_t> scratch;
 };
 
 SpeculativeDecoder::SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
-                                       Backend& target_backend, const SpeculativeLimits& limits)
-    : target_(std::move(target)), tokenizer_(std::move(tokenizer)), backend_(target_backend), limits_(limits) {
-  for (int32_t i = limits.num_scratch - 1; i >= 0; --i) free_scratch_.push_back(limits.scratch_first + i);
-}
+                                       Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits)
+    : target_(std::move(target)), tokenizer_(std::move(tokenizer)), backend_(target_backend), kv_(kv), limits_(limits) {}
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
 
@@ -59,13 +57,11 @@ Result<std::shared_ptr<DraftModel>> SpeculativeDecoder::draft_model(const Specul
   return *dm;
 }
 
-std::vector<int32_t> SpeculativeDecoder::take_scratch(int32_t n) {
+std::vector<int32_t> SpeculativeDecoder::take_scratch(RequestId id, int32_t n) {
   std::vector<int32_t> out;
-  if (static_cast<int32_t>(free_scratch_.size()) < n) return out;
-  for (int32_t i = 0; i < n; ++i) {
-    out.push_back(free_scratch_.back());
-    free_scratch_.pop_back();
-  }
+  const std::optional<std::vector<BlockId>> blocks = kv_.allocate_lookahead(id, n);
+  if (!blocks) return out;
+  for (BlockId b : *blocks) out.push_back(b.value);
   return out;
 }
 
@@ -96,10 +92,10 @@ Status SpeculativeDecoder::add_request(RequestId id, const SpeculativeConfig& co
       // Scratch blocks are lent per drafting step while the request runs (see
       // propose()); here only check that the engine has any to lend.
       const int32_t need = self_draft_scratch_blocks(config.k_max, limits_.block_size);
-      if (limits_.num_scratch < need)
+      if (kv_.num_lookahead_blocks() < need)
         return make_error("speculative: self-draft needs EngineConfig::num_scratch_blocks >= " + std::to_string(need) +
                           " (self_draft_scratch_blocks(k_max, block_size)), the engine has " +
-                          std::to_string(limits_.num_scratch));
+                          std::to_string(kv_.num_lookahead_blocks()));
       pr->proposer = std::make_unique<SelfDraftProposer>(backend_, config.self_layers, target_->config.vocab_size,
                                                          std::vector<int32_t>{});
       pr->self_draft = static_cast<SelfDraftProposer*>(pr->proposer.get());
@@ -138,7 +134,7 @@ Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span
   const int32_t k = std::min(max_k, pr.adaptive.next_k());
   if (k < 1) return std::vector<TokenId>{};
   if (pr.self_draft != nullptr && pr.scratch.empty()) {
-    pr.scratch = take_scratch(pr.num_scratch_needed);
+    pr.scratch = take_scratch(id, pr.num_scratch_needed);
     if (pr.scratch.empty()) return std::vector<TokenId>{};  // none free now: decode plainly
     pr.self_draft->set_scratch_blocks(pr.scratch);
   }
@@ -264,7 +260,7 @@ void SpeculativeDecoder::finish(RequestId id) {
   if (it == requests_.end()) return;
   PerRequest& pr = *it->second;
   pr.proposer->release();
-  free_scratch_.insert(free_scratch_.end(), pr.scratch.begin(), pr.scratch.end());
+  kv_.free_lookahead(id);
   finished_[id] = pr.stats;
   requests_.erase(it);
 }

@@ -19,10 +19,12 @@
 // counter j (the lane plain decoding would use). The request's rng advances
 // once per emitted token.
 //
-// Owns the draft models (one per path, shared by requests), the self-draft
-// scratch blocks (block ids [scratch_first, scratch_first + num_scratch) of the
-// target backend's pool, beyond the scheduler's blocks), and per-request
-// state and statistics (kept after the request finishes, for the CLI).
+// Owns the draft models (one per path, shared by requests) and per-request
+// state and statistics (kept after the request finishes, for the CLI). A
+// self-drafting request's scratch blocks are lookahead blocks of the engine's
+// own KV pool (KvCacheManager::allocate_lookahead, from the reserve of
+// EngineConfig::num_scratch_blocks), so the pool's invariants, snapshot and KV
+// events see them; it holds them from its first draft until it finishes.
 //
 // Thread: engine thread only.
 #pragma once
@@ -38,6 +40,7 @@
 #include "backend/backend.h"
 #include "core/ids.h"
 #include "core/result.h"
+#include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "sampling/sampler_settings.h"
 #include "speculative/adaptive_k.h"
@@ -57,8 +60,6 @@ struct SpeculativeLimits {
   int32_t max_context = 0;
   int32_t max_seqs = 1;
   int32_t block_size = 16;
-  int32_t scratch_first = 0;   // first scratch block id in the target pool
-  int32_t num_scratch = 0;     // scratch blocks there (0: self-draft unavailable)
 };
 
 // Scratch blocks one self-drafting request needs for drafts of up to k_max tokens.
@@ -77,8 +78,9 @@ struct VerifyOutcome {
 
 class SpeculativeDecoder {
  public:
+  // kv: the target's block pool (the scheduler's), lending self-draft scratch.
   SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
-                     Backend& target_backend, const SpeculativeLimits& limits);
+                     Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits);
   ~SpeculativeDecoder();
 
   // Sets up the request's drafter (loading a draft model on first use, with the
@@ -112,14 +114,15 @@ class SpeculativeDecoder {
  private:
   struct PerRequest;
   Result<std::shared_ptr<DraftModel>> draft_model(const SpeculativeConfig& config);
-  std::vector<int32_t> take_scratch(int32_t n);
+  // n lookahead blocks lent to `id` as plain ids, or empty when the reserve is short.
+  std::vector<int32_t> take_scratch(RequestId id, int32_t n);
 
   std::shared_ptr<const Model> target_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   Backend& backend_;
+  KvCacheManager& kv_;
   SpeculativeLimits limits_;
   std::map<std::string, std::shared_ptr<DraftModel>> draft_models_;  // by path
-  std::vector<int32_t> free_scratch_;
   std::unordered_map<RequestId, std::unique_ptr<PerRequest>> requests_;
   std::unordered_map<RequestId, SpeculativeStats> finished_;
 };

@@ -90,8 +90,8 @@ struct EnumInfo<TokenOrigin> {
 template <>
 struct EnumInfo<KvEventKind> {
   static constexpr std::string_view what = "KV event kind";
-  static constexpr size_t count = 10;
-  static_assert(static_cast<size_t>(KvEventKind::WindowReleased) + 1 == count, "KvEventKind changed: update count");
+  static constexpr size_t count = 11;
+  static_assert(static_cast<size_t>(KvEventKind::Lookahead) + 1 == count, "KvEventKind changed: update count");
   static std::string_view name(KvEventKind v) { return kv_event_kind_name(v); }
 };
 template <>

@@ -1,46 +1,86 @@
 // TraceHeader <-> JSON (runtime/make_trace_header.cpp fills one from a loaded model).
 #include "trace/trace_header.h"
 
+#include <bit>
 #include <ctime>
+#include <type_traits>
 
 #include "sampling/sampler_settings.h"
 #include "sampling/sampler_settings_json.h"
 #include "trace/json_fields.h"
 #include "trace/trace_event.h"
+#include "trace/trace_header_fields.h"
 
 namespace gb {
 
 using nlohmann::json;
+using trace_fields::Form;
+using trace_header_fields::kModelConfigFields;
+using trace_header_fields::kModelInfoFields;
+using trace_header_fields::kTokenizerFields;
 using trace_json::FieldReader;
 using trace_json::real;
 
+namespace {
+
+// The writer, reader and equality of one list (trace_header_fields.h), by
+// member type: string (Form::Text guarded), int32, float (exact real), bool.
+template <class M>
+inline constexpr bool is_listed_type =
+    std::is_same_v<M, std::string> || std::is_same_v<M, int32_t> || std::is_same_v<M, float> || std::is_same_v<M, bool>;
+
+template <class T, class List>
+void write_list(json& j, const T& value, const List& list) {
+  trace_header_fields::for_each(list, [&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::member_type;
+    static_assert(is_listed_type<M>, "trace_header_fields.h: no JSON form for this member type");
+    const M& m = value.*f.ptr;
+    const std::string key(f.name);
+    if constexpr (std::is_same_v<M, std::string>) {
+      if (f.form == Form::Text) trace_json::put_text(j, key, m);  // paths come from the file system
+      else j[key] = m;
+    } else if constexpr (std::is_same_v<M, float>) {
+      j[key] = real(static_cast<double>(m));
+    } else {
+      j[key] = m;
+    }
+  });
+}
+
+// In list order, so the first problem reported is the first listed.
+template <class T, class List>
+void read_list(FieldReader& r, T& value, const List& list) {
+  trace_header_fields::for_each(list, [&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::member_type;
+    const std::string key(f.name);
+    M& m = value.*f.ptr;
+    if constexpr (std::is_same_v<M, std::string>) m = f.form == Form::Text ? r.text(key.c_str()) : r.str(key.c_str());
+    else if constexpr (std::is_same_v<M, int32_t>) m = r.i32(key.c_str());
+    else if constexpr (std::is_same_v<M, float>) m = r.f32(key.c_str());
+    else m = r.boolean(key.c_str());
+  });
+}
+
+// Floats compare by bits: a NaN read back equals the NaN written.
+template <class T, class List>
+bool same_list(const T& a, const T& b, const List& list) {
+  bool same = true;
+  trace_header_fields::for_each(list, [&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::member_type;
+    if constexpr (std::is_same_v<M, float>) same = same && std::bit_cast<uint32_t>(a.*f.ptr) == std::bit_cast<uint32_t>(b.*f.ptr);
+    else same = same && a.*f.ptr == b.*f.ptr;
+  });
+  return same;
+}
+
+}  // namespace
+
 json trace_header_to_json(const TraceHeader& h) {
-  const ModelConfig& c = h.model.config;
-  json model = {{"path", h.model.path},
-                {"name", h.model.name},
-                {"sha256", h.model.sha256},
-                {"format", h.model.format},
-                {"architecture", h.model.architecture},
-                {"dim", c.dim},
-                {"hidden_dim", c.hidden_dim},
-                {"num_layers", c.num_layers},
-                {"num_heads", c.num_heads},
-                {"num_kv_heads", c.num_kv_heads},
-                {"head_dim", c.head_dim},
-                {"rope_dim", c.rope_dim},
-                {"vocab_size", c.vocab_size},
-                {"context_length", c.context_length},
-                {"rope_freq_base", real(static_cast<double>(c.rope_freq_base))},
-                {"rms_eps", real(static_cast<double>(c.rms_eps))},
-                {"tied_classifier", c.tied_classifier}};
-  // model.path / name come from the file system and the file: guard them too.
-  trace_json::put_text(model, "path", h.model.path);
-  trace_json::put_text(model, "name", h.model.name);
-  json tokenizer = {{"kind", h.tokenizer.kind},
-                    {"vocab_size", h.tokenizer.vocab_size},
-                    {"bos_id", h.tokenizer.bos_id},
-                    {"eos_id", h.tokenizer.eos_id}};
-  trace_json::put_text(tokenizer, "path", h.tokenizer.path);
+  json model = json::object();
+  write_list(model, h.model, kModelInfoFields);
+  write_list(model, h.model.config, kModelConfigFields);
+  json tokenizer = json::object();
+  write_list(tokenizer, h.tokenizer, kTokenizerFields);
   // The settings are embedded as an object so readers need not parse a string;
   // text that is not JSON (never written by the engine) is kept as a string.
   json settings = nullptr;
@@ -86,34 +126,14 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
   h.kv_num_blocks = static_cast<int32_t>(r.optional_i64("kv_num_blocks", 0, int64_t{1} << 30).value_or(0));
   if (const json* m = r.object("model")) {
     FieldReader mr(*m, "header.model");
-    ModelConfig& c = h.model.config;
-    h.model.path = mr.text("path");
-    h.model.name = mr.text("name");
-    h.model.sha256 = mr.str("sha256");
-    h.model.format = mr.str("format");
-    h.model.architecture = mr.str("architecture");
-    c.architecture = h.model.architecture;
-    c.dim = mr.i32("dim");
-    c.hidden_dim = mr.i32("hidden_dim");
-    c.num_layers = mr.i32("num_layers");
-    c.num_heads = mr.i32("num_heads");
-    c.num_kv_heads = mr.i32("num_kv_heads");
-    c.head_dim = mr.i32("head_dim");
-    c.rope_dim = mr.i32("rope_dim");
-    c.vocab_size = mr.i32("vocab_size");
-    c.context_length = mr.i32("context_length");
-    c.rope_freq_base = mr.f32("rope_freq_base");
-    c.rms_eps = mr.f32("rms_eps");
-    c.tied_classifier = mr.boolean("tied_classifier");
+    read_list(mr, h.model, kModelInfoFields);
+    read_list(mr, h.model.config, kModelConfigFields);
+    h.model.config.architecture = h.model.architecture;
     r.absorb(mr);
   }
   if (const json* t = r.object("tokenizer")) {
     FieldReader tr(*t, "header.tokenizer");
-    h.tokenizer.kind = tr.str("kind");
-    h.tokenizer.path = tr.text("path");
-    h.tokenizer.vocab_size = tr.i32("vocab_size");
-    h.tokenizer.bos_id = tr.i32("bos_id");
-    h.tokenizer.eos_id = tr.i32("eos_id");
+    read_list(tr, h.tokenizer, kTokenizerFields);
     r.absorb(tr);
   }
   const auto it = j.is_object() ? j.find("sampler_settings") : j.end();
@@ -128,6 +148,14 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
   }
   if (!r.ok()) return make_error(r.error());
   return h;
+}
+
+bool same_recorded_header(const TraceHeader& a, const TraceHeader& b) {
+  return a.schema_version == b.schema_version && a.engine_version == b.engine_version &&
+         a.sampler_settings == b.sampler_settings && a.seed == b.seed && a.created == b.created &&
+         a.kv_block_size == b.kv_block_size && a.kv_num_blocks == b.kv_num_blocks && a.branches == b.branches &&
+         same_list(a.model, b.model, kModelInfoFields) && same_list(a.model.config, b.model.config, kModelConfigFields) &&
+         same_list(a.tokenizer, b.tokenizer, kTokenizerFields);
 }
 
 std::string utc_timestamp_now() {

@@ -3,7 +3,8 @@
 // settings, seed, creation time), so a trace can be matched to its model and
 // replayed. Format name "glassbox-trace", schema version kTraceSchemaVersion.
 //
-// JSON (keys of "model" flattened from ModelConfig):
+// JSON (keys of "model" flattened from ModelConfig; the model and tokenizer keys
+// are listed once, in trace_header_fields.h):
 //   {"type":"header","format":"glassbox-trace","schema_version":1,
 //    "engine_version":"0.1.0","created":"2025-01-02T03:04:05Z","seed":42,
 //    "model":{"path","name","sha256","format","architecture","dim",...,"tied_classifier"},
@@ -53,7 +54,7 @@ struct TraceHeader {
   uint64_t seed = 0;
   std::string created;           // UTC, ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"
   int32_t kv_block_size = 0;     // tokens per KV block of the run; 0 = not recorded
-  int32_t kv_num_blocks = 0;     // blocks in the KV pool; 0 = not recorded
+  int32_t kv_num_blocks = 0;     // blocks in the KV pool (lookahead reserve included); 0 = not recorded
   // The workbench's branch tree and conversation at export time, as JSON
   // object text (docs/trace-format.md, "branches"); "" = none (absent in the
   // file). The engine keeps it verbatim; the workbench writes and reads it.
@@ -64,6 +65,9 @@ nlohmann::json trace_header_to_json(const TraceHeader& header);
 // Checks "type" == "header", "format" and that schema_version is one this reader
 // knows (newer versions are refused with a message saying so).
 Result<TraceHeader> trace_header_from_json(const nlohmann::json& j);
+// Whether two headers agree on everything a trace records (ModelConfig members
+// outside trace_header_fields.h's list are not recorded, so not compared).
+bool same_recorded_header(const TraceHeader& a, const TraceHeader& b);
 
 // Current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_timestamp_now();

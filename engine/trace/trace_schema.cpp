@@ -1,6 +1,7 @@
 // The documented schema as data: one FieldSpec list per line type. The header's
-// tables are written here by hand; the event lines' are generated from the field
-// lists in trace_fields.h, the same lists the writer and reader walk, so the
+// top level and the workbench's branch tree are written here by hand; its model
+// and tokenizer objects come from trace_header_fields.h and the event lines' from
+// the field lists in trace_fields.h, the same lists the writer and reader walk, so the
 // independent guards on the events are docs/trace-format.md and the frozen trace
 // in tests/engine/trace/data/ (old files must keep validating and reading). A
 // change to any of them is a schema change.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "trace/trace_fields.h"
+#include "trace/trace_header_fields.h"
 
 namespace gb {
 namespace {
@@ -48,20 +50,6 @@ struct FieldSpec {
   const std::vector<FieldSpec>* nested = nullptr;
   bool optional = false;                        // may be absent
 };
-
-const std::vector<FieldSpec> kModel = {
-    {"path", Kind::Text},           {"name", Kind::Text},           {"sha256", Kind::String},
-    {"format", Kind::String},       {"architecture", Kind::String}, {"dim", Kind::Int32},
-    {"hidden_dim", Kind::Int32},    {"num_layers", Kind::Int32},    {"num_heads", Kind::Int32},
-    {"num_kv_heads", Kind::Int32},  {"head_dim", Kind::Int32},      {"rope_dim", Kind::Int32},
-    {"vocab_size", Kind::Int32},    {"context_length", Kind::Int32}, {"rope_freq_base", Kind::Real},
-    {"rms_eps", Kind::Real},        {"tied_classifier", Kind::Bool}};
-
-const std::vector<FieldSpec> kTokenizer = {{"kind", Kind::String},
-                                           {"path", Kind::Text},
-                                           {"vocab_size", Kind::Int32},
-                                           {"bos_id", Kind::Int32},
-                                           {"eos_id", Kind::Int32}};
 
 // The workbench's branch tree (header "branches"; ui/branch_tree.h writes it).
 const std::vector<FieldSpec> kBranchNode = {{"request", Kind::UInt},
@@ -152,6 +140,35 @@ const std::vector<FieldSpec>& spec_of() {
   return spec;
 }
 
+// ---- the header's model and tokenizer objects (trace_header_fields.h) -------
+
+template <class List>
+void append_list_specs(std::vector<FieldSpec>& out, const List& list) {
+  trace_header_fields::for_each(list, [&](const auto& entry) {
+    using M = typename std::remove_cvref_t<decltype(entry)>::member_type;
+    out.push_back(spec_for<M>(entry.name.data(), entry.form, entry.allowed));
+  });
+}
+
+const std::vector<FieldSpec>& model_spec() {
+  static const std::vector<FieldSpec> spec = [] {
+    std::vector<FieldSpec> out;
+    append_list_specs(out, trace_header_fields::kModelInfoFields);
+    append_list_specs(out, trace_header_fields::kModelConfigFields);
+    return out;
+  }();
+  return spec;
+}
+
+const std::vector<FieldSpec>& tokenizer_spec() {
+  static const std::vector<FieldSpec> spec = [] {
+    std::vector<FieldSpec> out;
+    append_list_specs(out, trace_header_fields::kTokenizerFields);
+    return out;
+  }();
+  return spec;
+}
+
 const std::vector<LineSpec>& line_specs() {
   static const std::vector<LineSpec> specs = {
       {"header",
@@ -162,8 +179,8 @@ const std::vector<LineSpec>& line_specs() {
         {"seed", Kind::UInt},
         {"kv_block_size", Kind::Int32},
         {"kv_num_blocks", Kind::Int32},
-        {"model", Kind::Object, {}, &kModel},
-        {"tokenizer", Kind::Object, {}, &kTokenizer},
+        {"model", Kind::Object, {}, &model_spec()},
+        {"tokenizer", Kind::Object, {}, &tokenizer_spec()},
         {"sampler_settings", Kind::NullOrObjectOrString},
         {"branches", Kind::Object, {}, &kBranches, true}}},
   };

@@ -66,71 +66,89 @@ std::string fmt(const std::optional<double>& v, const char* unit, int decimals =
 
 }  // namespace
 
-TraceSummary summarize(const std::vector<TraceEvent>& events) {
-  TraceSummary s;
-  std::map<uint64_t, RequestAccumulator> reqs;
-  auto req = [&](RequestId id) -> RequestAccumulator& {
-    RequestAccumulator& a = reqs[id.value];
+namespace {
+
+// Sums over the whole trace, besides the per-request accumulators.
+struct TraceTotals {
+  std::map<uint64_t, RequestAccumulator> requests;  // by request id
+  double sum_step_ms = 0, sum_entropy_before = 0, sum_entropy_after = 0;
+
+  RequestAccumulator& request(RequestId id) {
+    RequestAccumulator& a = requests[id.value];
     a.out.request = id;
     return a;
-  };
-  double sum_step_ms = 0, sum_entropy_before = 0, sum_entropy_after = 0;
-  for (const TraceEvent& e : events) {
-    const int64_t t = e.t_us;
-    if (const auto* sub = std::get_if<RequestSubmittedEvent>(&e.body)) {
-      RequestAccumulator& a = req(sub->request);
-      a.submitted_us = t;
-      a.out.num_prompt_tokens = static_cast<int32_t>(sub->prompt_ids.size());
-    } else if (const auto* adm = std::get_if<RequestAdmittedEvent>(&e.body)) {
-      RequestAccumulator& a = req(adm->request);
-      if (!a.admitted_us) a.admitted_us = t;
-      a.out.num_prefix_hit_tokens += adm->num_cached_tokens;
-    } else if (const auto* tok = std::get_if<TokenSampledEvent>(&e.body)) {
-      RequestAccumulator& a = req(tok->request);
-      if (!a.first_token_us) a.first_token_us = t;
-      a.last_token_us = t;
-      a.out.num_generated += 1;
-      a.sum_entropy_before += static_cast<double>(tok->record.entropy_before);
-      a.sum_entropy_after += static_cast<double>(tok->record.entropy_after);
-      sum_entropy_before += static_cast<double>(tok->record.entropy_before);
-      sum_entropy_after += static_cast<double>(tok->record.entropy_after);
-      add_removals(tok->record, a.out.stage_removals);
-    } else if (const auto* pre = std::get_if<RequestPreemptedEvent>(&e.body)) {
-      req(pre->request).out.num_preemptions += 1;
-    } else if (const auto* fin = std::get_if<RequestFinishedEvent>(&e.body)) {
-      RequestAccumulator& a = req(fin->request);
-      a.finished_us = t;
-      a.out.finish_reason = fin->reason;
-    } else if (const auto* st = std::get_if<StepEvent>(&e.body)) {
-      s.num_steps += 1;
-      sum_step_ms += st->schedule_ms + st->forward_ms + st->sample_ms;
-    } else if (const auto* spec = std::get_if<SpeculativeEvent>(&e.body)) {
-      RequestAccumulator& a = req(spec->request);
-      a.out.num_drafted += static_cast<int64_t>(spec->drafted.size());
-      a.out.num_accepted += spec->num_accepted;
-    } else if (std::holds_alternative<ErrorEvent>(e.body)) {
-      s.num_errors += 1;
-    }
   }
+};
+
+// One event into the accumulators (the pass over the trace).
+void accumulate(const TraceEvent& e, TraceTotals& totals, TraceSummary& s) {
+  const int64_t t = e.t_us;
+  if (const auto* sub = std::get_if<RequestSubmittedEvent>(&e.body)) {
+    RequestAccumulator& a = totals.request(sub->request);
+    a.submitted_us = t;
+    a.out.num_prompt_tokens = static_cast<int32_t>(sub->prompt_ids.size());
+  } else if (const auto* adm = std::get_if<RequestAdmittedEvent>(&e.body)) {
+    RequestAccumulator& a = totals.request(adm->request);
+    if (!a.admitted_us) a.admitted_us = t;
+    a.out.num_prefix_hit_tokens += adm->num_cached_tokens;
+  } else if (const auto* tok = std::get_if<TokenSampledEvent>(&e.body)) {
+    RequestAccumulator& a = totals.request(tok->request);
+    if (!a.first_token_us) a.first_token_us = t;
+    a.last_token_us = t;
+    a.out.num_generated += 1;
+    a.sum_entropy_before += static_cast<double>(tok->record.entropy_before);
+    a.sum_entropy_after += static_cast<double>(tok->record.entropy_after);
+    totals.sum_entropy_before += static_cast<double>(tok->record.entropy_before);
+    totals.sum_entropy_after += static_cast<double>(tok->record.entropy_after);
+    add_removals(tok->record, a.out.stage_removals);
+  } else if (const auto* pre = std::get_if<RequestPreemptedEvent>(&e.body)) {
+    totals.request(pre->request).out.num_preemptions += 1;
+  } else if (const auto* fin = std::get_if<RequestFinishedEvent>(&e.body)) {
+    RequestAccumulator& a = totals.request(fin->request);
+    a.finished_us = t;
+    a.out.finish_reason = fin->reason;
+  } else if (const auto* st = std::get_if<StepEvent>(&e.body)) {
+    s.num_steps += 1;
+    totals.sum_step_ms += st->schedule_ms + st->forward_ms + st->sample_ms;
+  } else if (const auto* spec = std::get_if<SpeculativeEvent>(&e.body)) {
+    RequestAccumulator& a = totals.request(spec->request);
+    a.out.num_drafted += static_cast<int64_t>(spec->drafted.size());
+    a.out.num_accepted += spec->num_accepted;
+  } else if (std::holds_alternative<ErrorEvent>(e.body)) {
+    s.num_errors += 1;
+  }
+}
+
+// A request's derived numbers (latencies, rates, means) from its accumulator.
+RequestSummary finish_request(const RequestAccumulator& a) {
+  RequestSummary r = a.out;
+  if (a.submitted_us && a.admitted_us) r.queue_ms = ms_between(*a.submitted_us, *a.admitted_us);
+  if (a.submitted_us && a.first_token_us) r.ttft_ms = ms_between(*a.submitted_us, *a.first_token_us);
+  if (r.num_generated >= 2) r.tpot_ms = ms_between(*a.first_token_us, *a.last_token_us) / (r.num_generated - 1);
+  const std::optional<int64_t> end_us = a.finished_us ? a.finished_us : a.last_token_us;
+  if (a.submitted_us && end_us) r.e2e_ms = ms_between(*a.submitted_us, *end_us);
+  if (r.e2e_ms && *r.e2e_ms > 0) r.tokens_per_s = r.num_generated / (*r.e2e_ms / 1000.0);
+  if (r.num_generated > 0) {
+    r.mean_entropy_before = a.sum_entropy_before / r.num_generated;
+    r.mean_entropy_after = a.sum_entropy_after / r.num_generated;
+  }
+  if (r.num_drafted > 0) r.acceptance_rate = static_cast<double>(r.num_accepted) / static_cast<double>(r.num_drafted);
+  return r;
+}
+
+}  // namespace
+
+TraceSummary summarize(const std::vector<TraceEvent>& events) {
+  TraceSummary s;
+  TraceTotals totals;
+  for (const TraceEvent& e : events) accumulate(e, totals, s);
   if (!events.empty()) s.duration_ms = ms_between(events.front().t_us, events.back().t_us);
-  if (s.num_steps > 0) s.mean_step_ms = sum_step_ms / static_cast<double>(s.num_steps);
+  if (s.num_steps > 0) s.mean_step_ms = totals.sum_step_ms / static_cast<double>(s.num_steps);
 
   double sum_ttft = 0, sum_tpot = 0;
   int num_ttft = 0, num_tpot = 0;
-  for (auto& [id, a] : reqs) {
-    RequestSummary& r = a.out;
-    if (a.submitted_us && a.admitted_us) r.queue_ms = ms_between(*a.submitted_us, *a.admitted_us);
-    if (a.submitted_us && a.first_token_us) r.ttft_ms = ms_between(*a.submitted_us, *a.first_token_us);
-    if (r.num_generated >= 2) r.tpot_ms = ms_between(*a.first_token_us, *a.last_token_us) / (r.num_generated - 1);
-    const std::optional<int64_t> end_us = a.finished_us ? a.finished_us : a.last_token_us;
-    if (a.submitted_us && end_us) r.e2e_ms = ms_between(*a.submitted_us, *end_us);
-    if (r.e2e_ms && *r.e2e_ms > 0) r.tokens_per_s = r.num_generated / (*r.e2e_ms / 1000.0);
-    if (r.num_generated > 0) {
-      r.mean_entropy_before = a.sum_entropy_before / r.num_generated;
-      r.mean_entropy_after = a.sum_entropy_after / r.num_generated;
-    }
-    if (r.num_drafted > 0) r.acceptance_rate = static_cast<double>(r.num_accepted) / static_cast<double>(r.num_drafted);
-
+  for (const auto& [id, a] : totals.requests) {
+    const RequestSummary r = finish_request(a);
     s.num_requests += 1;
     s.num_finished += r.finish_reason.empty() ? 0 : 1;
     s.num_tokens += r.num_generated;
@@ -154,8 +172,8 @@ TraceSummary summarize(const std::vector<TraceEvent>& events) {
   if (num_tpot > 0) s.mean_tpot_ms = sum_tpot / num_tpot;
   if (s.duration_ms > 0) s.tokens_per_s = static_cast<double>(s.num_tokens) / (s.duration_ms / 1000.0);
   if (s.num_tokens > 0) {
-    s.mean_entropy_before = sum_entropy_before / static_cast<double>(s.num_tokens);
-    s.mean_entropy_after = sum_entropy_after / static_cast<double>(s.num_tokens);
+    s.mean_entropy_before = totals.sum_entropy_before / static_cast<double>(s.num_tokens);
+    s.mean_entropy_after = totals.sum_entropy_after / static_cast<double>(s.num_tokens);
   }
   if (s.num_drafted > 0) s.acceptance_rate = static_cast<double>(s.num_accepted) / static_cast<double>(s.num_drafted);
   return s;

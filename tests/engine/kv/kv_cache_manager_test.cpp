@@ -271,3 +271,80 @@ GB_TEST(random_operations_keep_invariants_and_every_request_reads_its_own_kv) {
 GB_TEST(random_operations_stay_correct_when_every_hash_collides) {
   run_property(0);
 }
+
+namespace {
+
+// What tables see: the counts, and each table's blocks (ids too with_ids).
+std::string tables_view(const KvCacheManager& m, std::initializer_list<RequestId> ids, bool with_ids) {
+  std::string out = "available " + std::to_string(m.num_available()) + " cached " + std::to_string(m.num_cached());
+  for (RequestId id : ids) {
+    out += " | " + std::to_string(id.value) + ":";
+    if (!m.has_request(id)) continue;
+    out += " " + std::to_string(m.table(id).num_blocks()) + " blocks";
+    if (with_ids)
+      for (int32_t b : m.table(id).block_ids()) out += " " + std::to_string(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Lookahead blocks (self-draft scratch) come from the same pool, from a reserve
+// tables never take: the same table operations give the same counts and
+// evictions with and without the reserve, even while lookahead blocks are lent
+// (and the same block ids while none is), and the lent blocks are owned, shown
+// and swept like any other.
+GB_TEST(lookahead_blocks_come_from_a_reserve_tables_never_take) {
+  KvCacheManager plain(4, 2);
+  KvCacheManager unused(4, 2, 3);
+  KvCacheManager kv(4, 2, 3);
+  const gb::IsolationKey key{"m", "", ""};
+  const std::vector<TokenId> a{1, 2, 3, 4, 5, 6}, b{7, 8, 9, 10, 11, 12, 13, 14};
+  const RequestId ra{1}, rb{2}, rc{3}, rd{4};
+  const auto tables = [&](KvCacheManager& m, bool lend) {
+    m.add_request(ra, a, key);
+    GB_CHECK(m.append_slots(ra, a).has_value());
+    m.mark_computed(ra, 6);
+    if (lend) GB_CHECK(m.allocate_lookahead(rc, 2).has_value());
+    m.free_request(ra);  // 3 full blocks cached
+    m.add_request(rb, b, key);
+    GB_CHECK(m.append_slots(rb, b).has_value());  // 4 blocks: the free one, then LRU evictions
+    GB_CHECK(!m.append_slots(rb, std::vector<TokenId>{15}).has_value());  // full for tables
+  };
+  tables(plain, false);
+  tables(unused, false);
+  tables(kv, true);
+  QCOMPARE(tables_view(unused, {ra, rb}, true), tables_view(plain, {ra, rb}, true));
+  QCOMPARE(tables_view(kv, {ra, rb}, false), tables_view(plain, {ra, rb}, false));
+  QCOMPARE(kv.num_available(), 0);
+  QCOMPARE(kv.num_blocks(), 7);
+  QCOMPARE(kv.num_lookahead_held(), 2);
+  QVERIFY(kv.check_invariants().ok());
+
+  // Only the reserve's last block is left: a set of two is refused, one is lent.
+  QVERIFY(!kv.allocate_lookahead(rd, 2).has_value());
+  const auto one = kv.allocate_lookahead(rd, 1);
+  QVERIFY(one.has_value() && one->size() == 1);
+  const gb::KvSnapshot snap = kv.snapshot();
+  int lent = 0;
+  for (const gb::KvBlockView& v : snap.blocks) {
+    if (!v.lookahead) continue;
+    ++lent;
+    QCOMPARE(v.state, gb::BlockState::Owned);
+    QCOMPARE(v.owners.size(), size_t{1});
+    QVERIFY(v.owners[0] == rc || v.owners[0] == rd);
+  }
+  QCOMPARE(lent, 3);
+  QCOMPARE(kv.num_owned(), 4 + 3);
+  QVERIFY(kv.check_invariants().ok());
+
+  // Given back, they are free again; the tables never noticed.
+  kv.free_lookahead(rc);
+  kv.free_lookahead(rd);
+  kv.free_lookahead(rd);  // none held: nothing happens
+  QCOMPARE(kv.num_lookahead_held(), 0);
+  QCOMPARE(kv.num_free(), 3);
+  QCOMPARE(tables_view(kv, {ra, rb}, false), tables_view(plain, {ra, rb}, false));
+  QVERIFY(kv.check_invariants().ok());
+  QVERIFY(unused.check_invariants().ok());
+}

@@ -307,7 +307,7 @@ GB_TEST(random_workloads_release_blocks_within_the_bound_and_match_the_windowed_
 
 // Exact ids, states and events on a small hand-checked case: W = 6, blocks of 4.
 GB_TEST(manager_releases_blocks_that_left_the_window_and_keeps_them_as_prefix_hits) {
-  gb::KvCacheManager kv(8, 4, 6);
+  gb::KvCacheManager kv(8, 4, 0, 6);
   const std::vector<TokenId> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   const gb::IsolationKey key{"m", "", "", ""};
   const RequestId a{1};
@@ -384,7 +384,7 @@ GB_TEST(manager_releases_blocks_that_left_the_window_and_keeps_them_as_prefix_hi
 }
 
 GB_TEST(no_window_or_a_global_layer_releases_nothing) {
-  gb::KvCacheManager kv(8, 4, 0);
+  gb::KvCacheManager kv(8, 4, 0, 0);
   const std::vector<TokenId> tokens(20, 3);
   kv.add_request(RequestId{1}, {}, gb::IsolationKey{"m", "", "", ""});
   QVERIFY(kv.append_slots(RequestId{1}, tokens).has_value());

@@ -10,6 +10,7 @@
 //   - the trace shows origins and SpeculativeEvents, statistics add up.
 // Every engine sweeps the scheduler and block pool invariants after each step,
 // so every rollback (KvCacheManager::truncate) is checked.
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -271,4 +272,117 @@ GB_TEST(draft_model_with_another_vocabulary_is_refused) {
   QVERIFY(!deep.ok());
   QVERIFY2(deep.error().message.find("1..4") != std::string::npos, deep.error().message.c_str());
   QVERIFY(!engine->has_work());
+}
+
+namespace {
+
+// Wraps the target's backend and checks every block a forward pass or a block
+// copy writes: it must be a block of the engine's KV pool that someone holds
+// (ref_count > 0). A drafted position written anywhere else -- past the pool,
+// or into a block the pool thinks free -- is a block the invariant sweeps and
+// the KV map cannot see.
+class PoolWatchingBackend final : public gb::Backend {
+ public:
+  explicit PoolWatchingBackend(std::unique_ptr<gb::Backend> inner) : inner_(std::move(inner)) {}
+  const gb::KvCacheManager* kv = nullptr;  // set once the engine has started
+  std::vector<std::string> problems;
+  int num_checked = 0;
+  int num_layer_skipping_forwards = 0;  // self-draft forwards
+
+  gb::Status init_kv_pool(const gb::KvPoolSpec& spec) override { return inner_->init_kv_pool(spec); }
+  size_t kv_pool_bytes() const override { return inner_->kv_pool_bytes(); }
+  gb::Status forward(const gb::BatchLayout& b, std::span<float> logits) override {
+    if (b.num_layers >= 0) ++num_layer_skipping_forwards;
+    for (int32_t s = 0; s < b.num_seqs(); ++s)
+      for (int32_t t = b.seq_token_indptr[static_cast<size_t>(s)]; t < b.seq_token_indptr[static_cast<size_t>(s) + 1]; ++t) {
+        const int32_t slot = b.block_indptr[static_cast<size_t>(s)] + b.positions[static_cast<size_t>(t)] / b.block_size;
+        check(b.block_ids[static_cast<size_t>(slot)], b.num_layers >= 0 ? "a self-draft forward" : "a forward");
+      }
+    return inner_->forward(b, logits);
+  }
+  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
+    for (const auto& [src, dst] : src_dst) check(dst, "a block copy");
+    return inner_->copy_blocks(src_dst);
+  }
+  gb::Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
+                          std::span<float> v) const override {
+    return inner_->read_kv_slot(layer, block, slot, k, v);
+  }
+  gb::DeviceInfo device_info() const override { return inner_->device_info(); }
+
+ private:
+  void check(int32_t block, const char* what) {
+    if (kv == nullptr) return;
+    ++num_checked;
+    if (block < 0 || block >= kv->num_blocks())
+      problems.push_back(std::string(what) + " wrote block " + std::to_string(block) + ", outside the pool of " +
+                         std::to_string(kv->num_blocks()));
+    else if (kv->pool().block(gb::BlockId{block}).ref_count == 0)
+      problems.push_back(std::string(what) + " wrote block " + std::to_string(block) + ", which the pool calls unheld");
+  }
+  std::unique_ptr<gb::Backend> inner_;
+};
+
+}  // namespace
+
+// Self-draft writes its drafted positions into scratch blocks. They must come
+// from the engine's one block pool (lookahead blocks), so every block any
+// speculative step writes is held in the pool, shows in the KV snapshot with
+// its owner, and is swept by the invariants after every step; all of them come
+// back when the requests finish.
+GB_TEST(every_block_a_speculative_step_writes_is_held_in_the_pool) {
+  REQUIRE_FIXTURE(f);
+  gb::CpuBackendOptions cpu;
+  cpu.num_threads = 1;
+  auto watched = std::make_unique<PoolWatchingBackend>(gb::make_cpu_backend(f.model, cpu));
+  PoolWatchingBackend* watch = watched.get();
+  gb::EngineConfig config;
+  config.check_invariants = true;
+  config.num_scratch_blocks = 2 * gb::self_draft_scratch_blocks(3, config.block_size);  // two drafting at once
+  gb::Engine engine(f.model, f.tokenizer, std::move(watched), config);
+  QVERIFY(engine.start().ok());
+  const gb::KvCacheManager& kv = engine.scheduler().kv_cache();
+  watch->kv = &kv;
+  QCOMPARE(kv.num_lookahead_blocks(), config.num_scratch_blocks);
+  QCOMPARE(kv.num_blocks(), engine.num_blocks() + config.num_scratch_blocks);
+
+  std::vector<gb::RequestId> ids;
+  // The third starts drafting when one of the first two has finished (so it runs longer).
+  const std::pair<const char*, int> requests[] = {{"self:3:k=3", 30}, {"self:1:k=2", 30}, {"self:2:k=3", 90}};
+  for (const auto& [spec, max_tokens] : requests) {
+    gb::GenerationRequest r = greedy({1, 400, 300, 22}, max_tokens);
+    r.speculative = spec_of(spec);
+    auto id = engine.submit(r);
+    QVERIFY2(id.ok(), id.ok() ? "" : id.error().message.c_str());
+    ids.push_back(*id);
+  }
+  gb::GenerationRequest plain = greedy({1, 403, 407}, 30);
+  QVERIFY(engine.submit(plain).ok());
+
+  int max_lookahead_seen = 0;
+  while (engine.has_work()) {
+    auto stepped = engine.step();
+    QVERIFY2(stepped.ok(), stepped.ok() ? "" : stepped.error().message.c_str());
+    const gb::KvSnapshot snap = kv.snapshot();
+    int lookahead = 0;
+    for (const gb::KvBlockView& b : snap.blocks) {
+      if (!b.lookahead) continue;
+      ++lookahead;
+      QCOMPARE(b.state, gb::BlockState::Owned);
+      QCOMPARE(b.owners.size(), size_t{1});
+      QVERIFY(std::find(ids.begin(), ids.end(), b.owners[0]) != ids.end());
+    }
+    QCOMPARE(lookahead, kv.num_lookahead_held());
+    QVERIFY(lookahead <= kv.num_lookahead_blocks());
+    max_lookahead_seen = std::max(max_lookahead_seen, lookahead);
+  }
+  QVERIFY2(watch->problems.empty(), watch->problems.empty() ? "" : watch->problems.front().c_str());
+  QVERIFY(watch->num_layer_skipping_forwards > 0);
+  QVERIFY(watch->num_checked > watch->num_layer_skipping_forwards);
+  // The reserve lets two requests draft at once, never all three.
+  QCOMPARE(max_lookahead_seen, config.num_scratch_blocks);
+  for (gb::RequestId id : ids) QVERIFY(engine.speculative_stats(id)->drafted > 0);
+  QCOMPARE(kv.num_lookahead_held(), 0);
+  QCOMPARE(kv.num_owned(), 0);
+  QVERIFY(kv.check_invariants().ok());
 }

@@ -3,6 +3,7 @@
 // errors carry FILE:LINE and the problem; writes are atomic, so a failed write
 // (forced at every stage, or an unwritable directory) leaves the old file intact.
 #include <dirent.h>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 
 #include "gb_test.h"
 #include "trace/trace_json.h"
+#include "trace/trace_header_fields.h"
 #include "trace/trace_jsonl.h"
 #include "trace/trace_schema.h"
 #include "trace_test_events.h"
@@ -198,4 +200,101 @@ GB_TEST(unwritable_directory_keeps_the_old_file) {
   QVERIFY(!s.ok());
   QVERIFY2(s.error().message.find("cannot create temporary file") != std::string::npos, s.error().message.c_str());
   QCOMPARE(slurp(path), std::string("old\n"));
+}
+
+namespace {
+
+namespace hf = gb::trace_header_fields;
+
+// Gives every listed member a value unlike its default and unlike the others'
+// (text ones are not UTF-8, so their _hex twins are exercised too).
+template <class T, class List>
+void set_every_field(T& value, const List& list, int& counter) {
+  hf::for_each(list, [&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::member_type;
+    M& m = value.*f.ptr;
+    ++counter;
+    if constexpr (std::is_same_v<M, std::string>)
+      m = "v" + std::to_string(counter) + (f.form == gb::trace_fields::Form::Text ? "\xff" : "");
+    else if constexpr (std::is_same_v<M, float>) m = 0.25f + static_cast<float>(counter);
+    else if constexpr (std::is_same_v<M, bool>) m = !m;
+    else m = 1000 + counter;
+  });
+}
+
+// Names each listed member that differs (empty: none).
+template <class T, class List>
+std::string differing_fields(const T& a, const T& b, const List& list) {
+  std::string out;
+  hf::for_each(list, [&](const auto& f) {
+    if (!(a.*f.ptr == b.*f.ptr)) out += std::string(f.name) + " ";
+  });
+  return out;
+}
+
+// Every key of a written object, without the _hex twins.
+std::set<std::string> keys_of(const nlohmann::json& object) {
+  std::set<std::string> out;
+  for (auto it = object.begin(); it != object.end(); ++it)
+    if (!it.key().ends_with("_hex")) out.insert(it.key());
+  return out;
+}
+
+template <class List>
+void add_names(std::set<std::string>& names, const List& list) {
+  hf::for_each(list, [&](const auto& f) { names.insert(std::string(f.name)); });
+}
+
+// Changes one listed member at a time; same_recorded_header must notice each.
+template <class List, class Get>
+void check_each_field_counts(const gb::TraceHeader& h, const List& list, Get get) {
+  hf::for_each(list, [&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::member_type;
+    gb::TraceHeader changed = h;
+    M& m = get(changed).*f.ptr;
+    if constexpr (std::is_same_v<M, std::string>) m += "x";
+    else if constexpr (std::is_same_v<M, bool>) m = !m;
+    else m = m + 1;
+    QVERIFY2(!gb::same_recorded_header(changed, h), (std::string(f.name) + " is not compared").c_str());
+  });
+}
+
+}  // namespace
+
+// The header's model and tokenizer fields are listed once
+// (trace/trace_header_fields.h). Every listed field, set to a value unlike its
+// default, is written, read back and compared; the written objects hold exactly
+// the listed keys; the strict schema accepts the line. A field the writer,
+// reader, schema or equality skipped fails here by name.
+GB_TEST(header_round_trip_covers_every_listed_field) {
+  gb::TraceHeader h = sample_header();
+  int counter = 0;
+  set_every_field(h.model, hf::kModelInfoFields, counter);
+  set_every_field(h.model.config, hf::kModelConfigFields, counter);
+  set_every_field(h.tokenizer, hf::kTokenizerFields, counter);
+  h.kv_block_size = 32;
+  h.kv_num_blocks = 77;
+  const nlohmann::json j = gb::trace_header_to_json(h);
+  QVERIFY(gb::validate_trace_json_line(j).ok());
+
+  std::set<std::string> model_names, tokenizer_names;
+  add_names(model_names, hf::kModelInfoFields);
+  add_names(model_names, hf::kModelConfigFields);
+  add_names(tokenizer_names, hf::kTokenizerFields);
+  QVERIFY(keys_of(j["model"]) == model_names);
+  QVERIFY(keys_of(j["tokenizer"]) == tokenizer_names);
+  QVERIFY(j["model"].contains("path_hex") && j["tokenizer"].contains("path_hex"));
+
+  auto back = gb::trace_header_from_json(j);
+  QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+  const std::string diff = differing_fields(back->model, h.model, hf::kModelInfoFields) +
+                           differing_fields(back->model.config, h.model.config, hf::kModelConfigFields) +
+                           differing_fields(back->tokenizer, h.tokenizer, hf::kTokenizerFields);
+  QVERIFY2(diff.empty(), ("lost on the way back: " + diff).c_str());
+  QCOMPARE(back->model.config.architecture, h.model.architecture);
+  QVERIFY(gb::same_recorded_header(*back, h));
+
+  check_each_field_counts(h, hf::kModelInfoFields, [](gb::TraceHeader& x) -> gb::TraceModelInfo& { return x.model; });
+  check_each_field_counts(h, hf::kModelConfigFields, [](gb::TraceHeader& x) -> gb::ModelConfig& { return x.model.config; });
+  check_each_field_counts(h, hf::kTokenizerFields, [](gb::TraceHeader& x) -> gb::TraceTokenizerInfo& { return x.tokenizer; });
 }
