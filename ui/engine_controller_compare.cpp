@@ -6,6 +6,7 @@
 #include "engine_controller.h"
 #include "engine_controller_state.h"
 #include "runtime/comparison_json.h"
+#include "runtime/make_backend.h"
 #include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
 #include "server/remote_score_json.h"
@@ -128,8 +129,11 @@ void EngineController::scoreText(quint64 tag, const QString& text, const QString
     base = *model;
   }
   const std::vector<gb::TokenId> ids = state_->tokenizer->encode(text.toStdString(), true);
-  auto backend = gb::make_cpu_backend(state_->model);
-  std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_cpu_backend(base) : nullptr;
+  // Scoring runs on the host (the loaded engine keeps the device's memory); the
+  // CPU device never fails to make a backend.
+  const gb::BackendOptions host{gb::Device::Cpu, 0};
+  std::unique_ptr<gb::Backend> backend = gb::make_backend(state_->model, host).value();
+  std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_backend(base, host).value() : nullptr;
   auto score = gb::score_tokens(*state_->model, *backend, base.get(), baseBackend.get(), ids);
   if (!score) return emit scoreFailed(tag, QString::fromStdString(score.error().message));
   gb::TextScoreJsonOptions options;

@@ -7,6 +7,7 @@
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
 #include "cli/soak.h"
+#include "runtime/make_backend.h"
 
 namespace gb::cli {
 namespace {
@@ -24,10 +25,10 @@ int run_soak_command(const SoakArgs& a) {
   model.device = "cpu";  // replays must run the same kernels as the soaked engine
   auto session = open_model_session(model);
   if (!session) return fail(session.error().message);
-  CpuBackendOptions cpu;
-  cpu.num_threads = model.num_threads;
-  const auto make_backend = [&] { return make_cpu_backend(session->model, cpu); };
-  const SoakSummary s = run_soak(session->model, session->tokenizer, make_backend, a.soak);
+  const BackendOptions cpu{Device::Cpu, model.num_threads};
+  // The CPU device never fails to make a backend.
+  const auto new_backend = [&] { return make_backend(session->model, cpu).value(); };
+  const SoakSummary s = run_soak(session->model, session->tokenizer, new_backend, a.soak);
   for (const std::string& f : s.failures) std::fprintf(stderr, "soak: check failed: %s\n", f.c_str());
   if (s.num_failures > static_cast<int64_t>(s.failures.size()))
     std::fprintf(stderr, "soak: ... and %lld more failed checks\n",

@@ -6,11 +6,14 @@
 //   for each layer l: K[l] (num_blocks, block_size, num_kv_heads, head_dim) float
 //                     V[l] (num_blocks, block_size, num_kv_heads, head_dim) float
 // Which block belongs to whom is the engine's BlockPool's business, not the backend's.
+//
+// This header is the interface only. A backend for a model comes from
+// runtime/make_backend.h (the device policy); the concrete factories are
+// backend/cpu_backend.h and backend/cuda/cuda_backend.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -19,8 +22,6 @@
 #include "core/result.h"
 
 namespace gb {
-
-struct Model;
 
 struct KvPoolSpec {
   int32_t num_blocks = 0;
@@ -59,11 +60,5 @@ class Backend {
 
   virtual DeviceInfo device_info() const = 0;
 };
-
-struct CpuBackendOptions {
-  int32_t num_threads = 0;  // 0: every available core
-};
-
-std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuBackendOptions& options = {});
 
 }  // namespace gb

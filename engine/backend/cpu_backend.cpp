@@ -1,4 +1,4 @@
-#include "backend/cpu_backend.h"
+#include "backend/cpu_backend_impl.h"
 
 #include <algorithm>
 #include <cstring>

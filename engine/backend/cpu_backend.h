@@ -1,99 +1,27 @@
-// CpuBackend: the reference implementation of Backend on the host. It reads the
-// memory-mapped weights in place (float or quantized, any type of the weight-type
-// table in kernels/cpu/weight_type.h, decoded on the fly inside the matmul kernels) and keeps the KV pool in host memory. Matrix products and
-// attention heads are split across a ThreadPool owned by the backend.
+// The CPU reference backend's factory: the one header a caller includes when it
+// needs the host backend itself, not "a backend for this model" (for that, go
+// through runtime/make_backend.h, which applies the device policy). Those callers
+// are the backend's own tests, the comparisons that hold another backend up
+// against it (it is the oracle every other path must reproduce), and the draft
+// model, which sits below runtime (see engine/speculative/draft_model.cpp).
 //
-// The forward pass is the model's layer recipe (layer_recipe.h), run through this
-// backend's LayerOps: one call per step per layer, the loops inside.
-//
-// This backend is the oracle: every other path (CUDA, batching, paging, prefix
-// reuse, speculative decoding) must reproduce its tokens and logits.
-// Thread-safety: the engine thread is the only caller.
+// The class itself (CpuBackend) is private to engine/backend (cpu_backend_impl.h).
+// Threads: any thread; the returned backend belongs to its one caller thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "backend/backend.h"
-#include "backend/layer_recipe.h"
-#include "core/thread_pool.h"
-#include "model/model.h"
 
 namespace gb {
 
-class CpuBackend final : public Backend, private LayerOps {
- public:
-  CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options);
+struct Model;
 
-  Status init_kv_pool(const KvPoolSpec& spec) override;
-  size_t kv_pool_bytes() const override;
-  Status forward(const BatchLayout& batch, std::span<float> logits) override;
-  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
-  Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
-                      std::span<float> v) const override;
-  DeviceInfo device_info() const override;
-
- private:
-  // Row-parallel y = W x over several matrices that share the input x, in one
-  // dispatch (q/k/v, gate/up). outs[i] is (num_tokens, rows of mats[i]).
-  void matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
-                    int64_t num_tokens);
-
-  // LayerOps: the recipe's operations over the current step (batch_, logits_).
-  Status embed(const RecipeStep& s) override;
-  Status scale(const RecipeStep& s) override;
-  Status norm(const RecipeStep& s) override;
-  Status norm_logit_rows(const RecipeStep& s) override;
-  Status project_qkv(const RecipeStep& s) override;
-  Status add_bias(const RecipeStep& s) override;
-  Status head_norm(const RecipeStep& s) override;
-  Status rope(const RecipeStep& s) override;
-  Status kv_write(const RecipeStep& s) override;
-  Status attention(const RecipeStep& s) override;
-  Status project(const RecipeStep& s) override;
-  Status project_gate_up(const RecipeStep& s) override;
-  Status gated_activation(const RecipeStep& s) override;
-  Status residual_add(const RecipeStep& s) override;
-  Status softcap(const RecipeStep& s) override;
-
-  // A recipe buffer of the current step: its data, row width and row count.
-  float* buf(Buf b);
-  int64_t width(Buf b) const;
-  int64_t rows(Buf b) const;
-  const TensorView& tensor(WeightSlot w, int32_t layer) const;
-  // A norm vector as float32 (the converted copies of attn/ffn/output norms).
-  const float* norm_weight(WeightSlot w, int32_t layer) const;
-  Status validate(const BatchLayout& batch, std::span<float> logits) const;
-
-  std::shared_ptr<const Model> model_;
-  ModelRecipe recipe_;
-  ThreadPool pool_;
-  KvPoolSpec kv_spec_;
-  std::vector<std::vector<float>> k_cache_;  // (layers)(num_blocks, block_size, kv_heads, head_dim)
-  std::vector<std::vector<float>> v_cache_;  // same layout as k_cache_
-  std::vector<float> norm_weights_;          // all norm vectors as float32, see norm offsets below
-  std::vector<int64_t> attn_norm_offset_;    // (layers) into norm_weights_
-  std::vector<int64_t> ffn_norm_offset_;     // (layers)
-  int64_t output_norm_offset_ = 0;
-
-  // The step being run (set by forward for the recipe's operations).
-  const BatchLayout* batch_ = nullptr;
-  float* logits_ = nullptr;
-
-  // Step activations, grown on demand and reused (num_tokens rows each).
-  std::vector<float> x_;       // (num_tokens, dim) residual stream
-  std::vector<float> xb_;      // (num_tokens, dim) normed input
-  std::vector<float> q_;       // (num_tokens, num_heads * head_dim)
-  std::vector<float> k_;       // (num_tokens, kv_dim)
-  std::vector<float> v_;       // (num_tokens, kv_dim)
-  std::vector<float> att_;     // (num_tokens, num_heads * head_dim)
-  std::vector<float> proj_;    // (num_tokens, dim)
-  std::vector<float> gate_;    // (num_tokens, hidden_dim), or (num_tokens, 2 hidden_dim) with fused gate/up
-  std::vector<float> qkv_;     // (num_tokens, q_dim + 2 kv_dim) with a fused attn_qkv
-  std::vector<float> up_;      // (num_tokens, hidden_dim)
-  std::vector<float> scores_;  // (num_threads, max context) attention scratch
-  std::vector<float> final_;   // (num_logits, dim)
-  std::vector<kernels::ActBlockQ8> xq_;  // (num_tokens, cols / 32) activations of a quantized matmul
+struct CpuBackendOptions {
+  int32_t num_threads = 0;  // 0: every available core
 };
+
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuBackendOptions& options = {});
 
 }  // namespace gb

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/cpu_backend.h"
 #include "model/model.h"
 
 #if defined(GLASSBOX_HAVE_CUDA)

@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "core/sha256.h"
 #include "runtime/chat_request.h"
+#include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "server/openai_response.h"
 #include "template/chat_template.h"
@@ -309,7 +310,10 @@ std::variant<json, ApiError> OpenAiServer::Impl::echo_choice(const std::vector<T
   std::optional<TextScore> score;
   if (ids.size() >= 2) {
     std::lock_guard<std::mutex> lock(scorer_mutex);
-    if (!scorer) scorer = make_cpu_backend(model);
+    // Scoring runs on the host whatever device the engine has: echoes are rare,
+    // and a second copy of the weights on the GPU would take the engine's KV room.
+    // The CPU device never fails to make a backend.
+    if (!scorer) scorer = make_backend(model, {Device::Cpu, 0}).value();
     ScoreOptions options;
     options.top_n = std::max(1, top_n);
     auto scored = score_tokens(*model, *scorer, nullptr, nullptr, ids, options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu_backend.h"
 #include "speculative/draft_sampling.h"
 
 namespace gb {
@@ -43,6 +44,8 @@ Result<std::shared_ptr<DraftModel>> DraftModel::load(const std::string& path, co
                       " rows, the target's vocabulary " + std::to_string(target_tokenizer.vocab_size()));
   auto dm = std::shared_ptr<DraftModel>(new DraftModel());
   dm->model_ = *model;
+  // The CPU backend by name, not runtime's make_backend: speculative sits below
+  // runtime in the layering, and the draft model runs on the host by design.
   // One thread: draft forwards are single tokens of a small model, where
   // thread hand-offs cost more than they save (and the target keeps the cores).
   CpuBackendOptions cpu;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "model/model.h"
 #include "runtime/engine.h"

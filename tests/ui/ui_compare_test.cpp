@@ -26,6 +26,7 @@
 #include "distribution_bars.h"
 #include "backend/backend.h"
 #include "model/model.h"
+#include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "tokenizer/tokenizer.h"
 #include "score_view.h"
@@ -235,10 +236,9 @@ class UiCompareTest : public QObject {
     QVERIFY(model.ok());
     auto tok = gb::load_tokenizer(**model, "");
     QVERIFY(tok.ok());
-    gb::CpuBackendOptions cpu;
-    cpu.num_threads = 1;
-    auto backend = gb::make_cpu_backend(*model, cpu);
-    auto ref = gb::score_tokens(**model, *backend, nullptr, nullptr, (*tok)->encode(text.toStdString(), true));
+    auto backend = gb::make_backend(*model, {gb::Device::Cpu, 1});
+    QVERIFY(backend.ok());
+    auto ref = gb::score_tokens(**model, **backend, nullptr, nullptr, (*tok)->encode(text.toStdString(), true));
     QVERIFY(ref.ok());
     const QJsonObject root = QJsonDocument::fromJson(sv->resultJson().toUtf8()).object();
     const QJsonArray tokens = root.value("tokens").toArray();

@@ -23,6 +23,8 @@
 
 namespace gb {
 
+struct Model;
+
 struct CudaBackendOptions {
   int32_t device_index = 0;
   // F32 weights only: let cuBLAS use TF32 tensor cores (faster, ~1e-3 relative

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/quantize_model.h"
 #include "model/weight_report.h"
+#include "runtime/make_backend.h"
 #include "model_test_files.h"
 
 namespace {
@@ -87,14 +88,16 @@ GB_TEST(quantized_file_loads_and_runs) {
   auto m = gb::load_model(out, load);
   QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
   QCOMPARE(gb::weight_type_label(**m).substr(0, 8), std::string("Q4_K_M, "));
-  auto backend = gb::make_cpu_backend(*m);
-  QVERIFY(backend->init_kv_pool({4, 16}).ok());
+  auto made = gb::make_backend(*m, {gb::Device::Cpu, 0});
+  QVERIFY(made.ok());
+  gb::Backend& backend = **made;
+  QVERIFY(backend.init_kv_pool({4, 16}).ok());
   gb::BatchLayout batch;
   const std::vector<gb::TokenId> ids = {1, 9038, 2501, 263, 931};
   const std::vector<int32_t> table = {0, 1, 2, 3};
   batch.add_sequence(ids.data(), 5, 0, table.data(), 4, false);
   std::vector<float> logits(32000);
-  QVERIFY(backend->forward(batch, logits).ok());
+  QVERIFY(backend.forward(batch, logits).ok());
   for (float v : logits) QVERIFY(std::isfinite(v));
 }
 

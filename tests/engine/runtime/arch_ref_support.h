@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "model/model.h"
 #include "runtime/chat_request.h"

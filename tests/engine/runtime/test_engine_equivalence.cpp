@@ -6,6 +6,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "stories_fixture.h"
 #include "kv/scheduler.h"

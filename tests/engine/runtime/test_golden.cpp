@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "model/model.h"
 #include "runtime/engine.h"

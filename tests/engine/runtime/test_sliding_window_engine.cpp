@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "kv/scheduler.h"
 #include "model/model.h"

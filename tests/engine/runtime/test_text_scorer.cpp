@@ -4,6 +4,7 @@
 // stories260K is close but not identical, and mismatched vocabularies are refused.
 #include <cmath>
 
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "runtime/comparison.h"
 #include "runtime/text_scorer.h"

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "runtime/chat_request.h"
+#include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "server/openai_request.h"
 #include "server_test_support.h"
@@ -440,8 +441,9 @@ GB_TEST(echo_with_max_tokens_0_scores_the_prompt) {
   QCOMPARE(c["logprobs"]["tokens"].size(), ids.size());
   QVERIFY(c["logprobs"]["token_logprobs"][0].is_null());
   QVERIFY(c["logprobs"]["top_logprobs"][0].is_null());
-  auto backend = gb::make_cpu_backend(h.stories.model);
-  auto local = gb::score_tokens(*h.stories.model, *backend, nullptr, nullptr, ids, {});
+  auto backend = gb::make_backend(h.stories.model, {gb::Device::Cpu, 0});
+  QVERIFY(backend.ok());
+  auto local = gb::score_tokens(*h.stories.model, **backend, nullptr, nullptr, ids, {});
   QVERIFY(local.ok());
   for (size_t i = 1; i < ids.size(); ++i) {
     QVERIFY(std::abs(c["logprobs"]["token_logprobs"][i].get<double>() - local->tokens[i - 1].logprob) < 1e-4);

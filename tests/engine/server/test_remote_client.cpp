@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "server/remote_client.h"
 #include "server/remote_comparison_json.h"
@@ -124,10 +125,11 @@ GB_TEST(score_over_the_remote_equals_local_scoring) {
   auto remote = (*client)->score(text, 5);
   QVERIFY2(remote.ok(), remote.ok() ? "" : remote.error().message.c_str());
   const std::vector<gb::TokenId> ids = h.stories.tokenizer->encode(text, true);
-  auto backend = gb::make_cpu_backend(h.stories.model);
+  auto backend = gb::make_backend(h.stories.model, {gb::Device::Cpu, 0});
+  QVERIFY(backend.ok());
   gb::ScoreOptions options;
   options.top_n = 5;
-  auto local = gb::score_tokens(*h.stories.model, *backend, nullptr, nullptr, ids, options);
+  auto local = gb::score_tokens(*h.stories.model, **backend, nullptr, nullptr, ids, options);
   QVERIFY(local.ok());
   QCOMPARE(remote->size(), ids.size());
   QVERIFY(!(*remote)[0].logprob.has_value());  // the first token is context only

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "gb_test.h"
 #include "stories_fixture.h"
 #include "model/model.h"

@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "backend_harness.h"
+#include "backend/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "cuda_test_support.h"
 #include "gb_test.h"
