@@ -25,6 +25,16 @@ namespace gbui {
 ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildToolBar());
+  buildMessageArea(layout);
+  setObjectNames();
+  connectControls();
+  updateButtons();
+}
+
+// The row above the conversation: mode, format, colouring, token budget and the
+// branch switcher with its seed button.
+QHBoxLayout* ChatPanel::buildToolBar() {
   auto* bar = new QHBoxLayout;
   mode_ = new QComboBox;
   mode_->addItems({tr("Chat"), tr("Completion")});
@@ -59,8 +69,12 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   bar->addWidget(branchLabel_);
   bar->addWidget(nextBranch_);
   bar->addWidget(copySeed_);
-  layout->addLayout(bar);
+  return bar;
+}
 
+// Under the tool bar: the template warning, the system prompt, the token view,
+// the input and the status line above the buttons.
+void ChatPanel::buildMessageArea(QVBoxLayout* layout) {
   warning_ = new QLabel;
   warning_->setWordWrap(true);
   warning_->setStyleSheet(QStringLiteral("color: #b35c00;"));
@@ -101,6 +115,10 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   for (QPushButton* b : {cancelEdit_, edit_, regenerate_, stop_, send_}) buttons->addWidget(b);
   layout->addLayout(buttons);
   regenerate_->setToolTip(tr("Answer again with a new seed (unless the seed is pinned)"));
+}
+
+// Object names: what tests and --panel screenshots find the widgets by.
+void ChatPanel::setObjectNames() {
   const std::initializer_list<std::pair<QWidget*, const char*>> names = {
       {mode_, "chatMode"},       {format_, "chatFormat"},   {color_, "colourMode"},  {maxTokens_, "maxTokens"},
       {prevBranch_, "prevBranch"}, {nextBranch_, "nextBranch"}, {branchLabel_, "branchLabel"},
@@ -111,6 +129,10 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   showPrompt_->setObjectName(QStringLiteral("showPrompt"));
   showReasoning_->setObjectName(QStringLiteral("showReasoning"));
   warning_->setObjectName(QStringLiteral("chatTemplateWarning"));
+}
+
+// Buttons, shortcuts (Ctrl+Enter sends, Escape stops) and the session model.
+void ChatPanel::connectControls() {
   connect(copySeed_, &QToolButton::clicked, this, [this] {
     if (const qint64 seed = shownSeed(); seed >= 0) QApplication::clipboard()->setText(QString::number(seed));
   });
@@ -146,7 +168,6 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   connect(model_, &SessionModel::cleared, this, &ChatPanel::rerender);
   connect(model_, &SessionModel::restoredChanged, this, &ChatPanel::rerender);
   connect(model_, &SessionModel::tokenSelected, view_, &TokenView::setSelected);
-  updateButtons();
 }
 
 void ChatPanel::setConversation(const Conversation& conversation) {

@@ -32,12 +32,14 @@
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QToolButton;
+class QVBoxLayout;
 
 namespace gbui {
 
@@ -107,6 +109,10 @@ class ChatPanel : public QWidget {
   void tokenClicked(quint64 request, int index);
 
  private:
+  QHBoxLayout* buildToolBar();
+  void buildMessageArea(QVBoxLayout* layout);
+  void setObjectNames();
+  void connectControls();
   void onBatch();
   void updateButtons();
   void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {});

@@ -58,6 +58,19 @@ QString fmt(const QJsonValue& v, int digits = 3) {
 }  // namespace
 
 CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  createControls();
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(buildTopRow());
+  layout->addLayout(buildViewRow());
+  layout->addWidget(buildResults(), 1);
+  layout->addWidget(status_);
+  connectControls();
+  addLane(QStringLiteral("A"), presetJson(QStringLiteral("balanced")));
+  addLane(QStringLiteral("B"), presetJson(QStringLiteral("creative")));
+}
+
+// The run's settings, the lane presets and the run / release buttons.
+void CompareView::createControls() {
   prompt_ = new QLineEdit(QStringLiteral("Once upon a time"));
   useChat_ = new QCheckBox(tr("Current chat"));
   useChat_->setToolTip(tr("Use the chat (up to its last answer), rendered by the model's chat template, as the "
@@ -84,12 +97,6 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   for (const auto& p : presets()) preset_->addItem(p.first);
   run_ = new QPushButton(tr("Run"));
   release_ = new QPushButton(tr("Release KV"));
-  auto* exportJson = new QPushButton(tr("JSON..."));
-  auto* exportCsv = new QPushButton(tr("CSV..."));
-  auto* exportPng = new QPushButton(tr("PNG..."));
-  exportJson->setObjectName(QStringLiteral("compareExportJson"));
-  exportCsv->setObjectName(QStringLiteral("compareExportCsv"));
-  exportPng->setObjectName(QStringLiteral("compareExportPng"));
   status_ = new QLabel;
   // Names for tests and accessibility tools.
   prompt_->setObjectName(QStringLiteral("comparePrompt"));
@@ -102,7 +109,10 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   preset_->setObjectName(QStringLiteral("comparePreset"));
   run_->setObjectName(QStringLiteral("compareRun"));
   release_->setObjectName(QStringLiteral("compareRelease"));
+}
 
+// Prompt, samples, seed, max tokens, common random numbers, presets, run.
+QHBoxLayout* CompareView::buildTopRow() {
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Prompt")));
   top->addWidget(prompt_, 1);
@@ -116,7 +126,34 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   top->addWidget(preset_);
   top->addWidget(run_);
   top->addWidget(release_);
+  return top;
+}
 
+// Which sample and position to show, and the export buttons.
+QHBoxLayout* CompareView::buildViewRow() {
+  auto* exportJson = new QPushButton(tr("JSON..."));
+  auto* exportCsv = new QPushButton(tr("CSV..."));
+  auto* exportPng = new QPushButton(tr("PNG..."));
+  exportJson->setObjectName(QStringLiteral("compareExportJson"));
+  exportCsv->setObjectName(QStringLiteral("compareExportCsv"));
+  exportPng->setObjectName(QStringLiteral("compareExportPng"));
+  auto* view = new QHBoxLayout;
+  view->addWidget(new QLabel(tr("Show sample")));
+  view->addWidget(shownSample_);
+  view->addWidget(new QLabel(tr("Distribution at position")));
+  view->addWidget(position_);
+  view->addStretch(1);
+  view->addWidget(new QLabel(tr("Export")));
+  for (QPushButton* b : {exportJson, exportCsv, exportPng}) view->addWidget(b);
+
+  connect(exportJson, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("JSON (*.json)"), 0); });
+  connect(exportCsv, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("CSV (*.csv)"), 1); });
+  connect(exportPng, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("PNG (*.png)"), 2); });
+  return view;
+}
+
+// The lanes' columns (scrolling), the distribution bars and the summary table.
+QSplitter* CompareView::buildResults() {
   auto* lanesHost = new QWidget;
   lanesLayout_ = new QHBoxLayout(lanesHost);
   lanesLayout_->setContentsMargins(0, 0, 0, 0);
@@ -134,15 +171,6 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   bars_ = new DistributionBars;
 
-  auto* view = new QHBoxLayout;
-  view->addWidget(new QLabel(tr("Show sample")));
-  view->addWidget(shownSample_);
-  view->addWidget(new QLabel(tr("Distribution at position")));
-  view->addWidget(position_);
-  view->addStretch(1);
-  view->addWidget(new QLabel(tr("Export")));
-  for (QPushButton* b : {exportJson, exportCsv, exportPng}) view->addWidget(b);
-
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(scroll);
   split->addWidget(bars_);
@@ -150,12 +178,10 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setStretchFactor(2, 1);
-  auto* layout = new QVBoxLayout(this);
-  layout->addLayout(top);
-  layout->addLayout(view);
-  layout->addWidget(split, 1);
-  layout->addWidget(status_);
+  return split;
+}
 
+void CompareView::connectControls() {
   connect(run_, &QPushButton::clicked, this, &CompareView::run);
   connect(release_, &QPushButton::clicked, this, [this] {
     emit releaseRequested();
@@ -174,12 +200,6 @@ CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent)
     requests_.clear();
     running_ = false;
   });
-  connect(exportJson, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("JSON (*.json)"), 0); });
-  connect(exportCsv, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("CSV (*.csv)"), 1); });
-  connect(exportPng, &QPushButton::clicked, this, [this] { exportDialog(QStringLiteral("PNG (*.png)"), 2); });
-
-  addLane(QStringLiteral("A"), presetJson(QStringLiteral("balanced")));
-  addLane(QStringLiteral("B"), presetJson(QStringLiteral("creative")));
 }
 
 QStringList CompareView::presetNames() {

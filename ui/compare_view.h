@@ -31,6 +31,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 class QTextBrowser;
 
@@ -105,6 +106,11 @@ class CompareView : public QWidget {
     QPlainTextEdit* settings = nullptr;
     QTextBrowser* output = nullptr;
   };
+  void createControls();
+  QHBoxLayout* buildTopRow();
+  QHBoxLayout* buildViewRow();
+  QSplitter* buildResults();
+  void connectControls();
   void refresh();
   void renderColumns();
   void updateBars();

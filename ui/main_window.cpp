@@ -77,7 +77,31 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   score_ = panelAs<ScoreView>("score");
   serve_ = panelAs<ServePanel>("serve");
   connectCompareAndBranches(*this);  // compare_wiring.cpp
+  buildStatusBar();
+  connectEngineToUi();
+  connectServePanel();
+  connectUiToEngine();
 
+  autosave_ = new QTimer(this);
+  autosave_->setSingleShot(true);
+  autosave_->setInterval(500);
+  connect(autosave_, &QTimer::timeout, this, &MainWindow::saveSession);
+  connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
+  connect(sampling_->speculative(), &SpeculativeSettings::specChanged, autosave_, qOverload<>(&QTimer::start));
+
+  buildMenus();
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  if (!settings.contains("window/state")) {
+    resize(1400, 900);
+    defaultLayoutPending_ = true;  // sized from the window's size when it is first shown
+  }
+  restoreSession();
+}
+
+// The status bar: the model label, the engine-warning row and the load progress.
+void MainWindow::buildStatusBar() {
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("loadProgress"));
   progress_->setRange(0, 0);
@@ -113,8 +137,10 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancelLoad_);
   connect(cancelLoad_, &QPushButton::clicked, this, &MainWindow::cancelLoad);
+}
 
-  // Engine -> UI: queued signals (different threads).
+// Engine -> UI: queued signals (different threads).
+void MainWindow::connectEngineToUi() {
   connect(controller_, &EngineController::eventsReady, model_, &SessionModel::apply);
   connect(controller_, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
   connect(controller_, &EngineController::modelLoadFailed, this, &MainWindow::onLoadFailed);
@@ -147,40 +173,46 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     }
     emit exported(path, error);
   });
-  connect(controller_, &EngineController::traceOpened, this, [this](const UiModelInfo& info, const UiEventBatch& events) {
-    model_->setModelInfo(info);
-    model_->forgetRestored();
-    model_->setReplay(true);
-    Conversation replay;
-    replay.completionMode = true;
-    QSet<quint64> recorded;
-    for (const auto& e : *events)
-      if (const auto* s = std::get_if<UiSubmitted>(&e.body)) {
-        recorded.insert(s->request);
-        if (!s->parent) replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
-      }
-    model_->apply(events);
-    if (!info.branchTreeJson.isEmpty()) {
-      // A workbench export: its conversation and tree; nodes recorded in the
-      // trace are its replayed requests, the others (restored from an earlier
-      // session) come from the tree.
-      const RestoredTree tree =
-          branchTreeFromJson(QJsonDocument::fromJson(info.branchTreeJson.toUtf8()).object(),
-                             [&](quint64 id) { return recorded.contains(id) ? id : restoredKey(id); });
-      std::vector<RequestInfo> saved;
-      for (const RequestInfo& r : tree.requests)
-        if (isRestoredKey(r.key)) saved.push_back(r);
-      model_->restoreRequests(saved);
-      if (!tree.conversation.turns.isEmpty()) replay = tree.conversation;  // else every request, as before
-    }
-    chat_->setConversation(replay);
-    statusModel_->setText(tr("Replay: %1").arg(info.name));
-    emit traceReady();
-  });
+  connect(controller_, &EngineController::traceOpened, this, &MainWindow::onTraceOpened);
   connect(controller_, &EngineController::traceOpenFailed, this,
           [this](const QString& path, const QString& m) { showError(tr("Open trace"), tr("%1\n\n%2").arg(path, m)); });
+}
 
-  // The server: its requests are engine requests, listed in the Serve panel.
+// A trace opened for replay: its events, and the conversation and branch tree
+// of a workbench export.
+void MainWindow::onTraceOpened(const UiModelInfo& info, const UiEventBatch& events) {
+  model_->setModelInfo(info);
+  model_->forgetRestored();
+  model_->setReplay(true);
+  Conversation replay;
+  replay.completionMode = true;
+  QSet<quint64> recorded;
+  for (const auto& e : *events)
+    if (const auto* s = std::get_if<UiSubmitted>(&e.body)) {
+      recorded.insert(s->request);
+      if (!s->parent) replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
+    }
+  model_->apply(events);
+  if (!info.branchTreeJson.isEmpty()) {
+    // A workbench export: its conversation and tree; nodes recorded in the
+    // trace are its replayed requests, the others (restored from an earlier
+    // session) come from the tree.
+    const RestoredTree tree =
+        branchTreeFromJson(QJsonDocument::fromJson(info.branchTreeJson.toUtf8()).object(),
+                           [&](quint64 id) { return recorded.contains(id) ? id : restoredKey(id); });
+    std::vector<RequestInfo> saved;
+    for (const RequestInfo& r : tree.requests)
+      if (isRestoredKey(r.key)) saved.push_back(r);
+    model_->restoreRequests(saved);
+    if (!tree.conversation.turns.isEmpty()) replay = tree.conversation;  // else every request, as before
+  }
+  chat_->setConversation(replay);
+  statusModel_->setText(tr("Replay: %1").arg(info.name));
+  emit traceReady();
+}
+
+// The server: its requests are engine requests, listed in the Serve panel.
+void MainWindow::connectServePanel() {
   connect(controller_, &EngineController::eventsReady, serve_, &ServePanel::applyEvents);
   connect(controller_, &EngineController::servingStarted, serve_, &ServePanel::onServingStarted);
   connect(controller_, &EngineController::servingFailed, serve_, &ServePanel::onServingFailed);
@@ -192,8 +224,10 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   connect(serve_, &ServePanel::requestSelected, this, [this](quint64 request) { model_->selectToken(request, 0); });
   connect(serve_, &ServePanel::stopServing, this,
           [this] { QMetaObject::invokeMethod(controller_, [c = controller_] { c->stopServing(); }); });
+}
 
-  // UI -> engine: queued invocations only.
+// UI -> engine: queued invocations only.
+void MainWindow::connectUiToEngine() {
   connect(chat_, &ChatPanel::generate, this,
           [this](quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom) {
     // A turn that has an answer already is being regenerated: another sample,
@@ -237,23 +271,6 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     const int maxTokens = chat_->maxTokens();
     QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
   });
-
-  autosave_ = new QTimer(this);
-  autosave_->setSingleShot(true);
-  autosave_->setInterval(500);
-  connect(autosave_, &QTimer::timeout, this, &MainWindow::saveSession);
-  connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
-  connect(sampling_->speculative(), &SpeculativeSettings::specChanged, autosave_, qOverload<>(&QTimer::start));
-
-  buildMenus();
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  restoreState(settings.value("window/state").toByteArray());
-  if (!settings.contains("window/state")) {
-    resize(1400, 900);
-    defaultLayoutPending_ = true;  // sized from the window's size when it is first shown
-  }
-  restoreSession();
 }
 
 MainWindow::~MainWindow() {

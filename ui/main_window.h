@@ -91,6 +91,11 @@ class MainWindow : public QMainWindow {
  private:
   void buildMenus();
   void buildPanels();
+  void buildStatusBar();
+  void connectEngineToUi();
+  void connectServePanel();
+  void connectUiToEngine();
+  void onTraceOpened(const UiModelInfo& info, const UiEventBatch& events);
   template <class Panel>
   Panel* panelAs(const char* name) const;
   QDockWidget* addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);

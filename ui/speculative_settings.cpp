@@ -25,45 +25,8 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   mode_->setToolTip(tr("Speculative decoding for new requests: a drafter proposes K tokens, the model verifies "
                        "them in one forward pass (greedy output is unchanged)"));
   form->addRow(tr("Speculative"), mode_);
-
   // One page of drafter-specific controls per mode; K is shared.
-  pages_ = new QStackedWidget;
-  pages_->addWidget(new QWidget);
-  auto* ngramPage = new QWidget;
-  auto* ngramRow = new QHBoxLayout(ngramPage);
-  ngramRow->setContentsMargins(0, 0, 0, 0);
-  ngramN_ = new QSpinBox;
-  ngramN_->setRange(1, 8);
-  ngramN_->setValue(2);
-  ngramN_->setPrefix(tr("n = "));
-  ngramN_->setToolTip(tr("Longest suffix matched against the prompt and the text so far"));
-  ngramRow->addWidget(ngramN_);
-  ngramRow->addStretch();
-  pages_->addWidget(ngramPage);
-  auto* draftPage = new QWidget;
-  auto* draftRow = new QHBoxLayout(draftPage);
-  draftRow->setContentsMargins(0, 0, 0, 0);
-  draftPath_ = new QLineEdit;
-  draftPath_->setPlaceholderText(tr("draft model file (same vocabulary)"));
-  auto* browseButton = new QPushButton(tr("..."));
-  browseButton->setFixedWidth(30);
-  draftRow->addWidget(draftPath_, 1);
-  draftRow->addWidget(browseButton);
-  pages_->addWidget(draftPage);
-  auto* selfPage = new QWidget;
-  auto* selfRow = new QHBoxLayout(selfPage);
-  selfRow->setContentsMargins(0, 0, 0, 0);
-  selfLayers_ = new QSpinBox;
-  selfLayers_->setRange(1, 256);
-  selfLayers_->setValue(3);
-  selfLayers_->setPrefix(tr("layers "));
-  selfLayers_->setToolTip(tr("The draft runs the model's first L layers (fewer than the model has)"));
-  selfRow->addWidget(selfLayers_);
-  selfRow->addStretch();
-  pages_->addWidget(selfPage);
-  pages_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-  form->addRow(QString(), pages_);
-
+  form->addRow(QString(), buildDrafterPages());
   k_ = new QSpinBox;
   k_->setRange(1, 16);
   k_->setValue(4);
@@ -83,8 +46,8 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   form->addRow(QString(), error_);
 
   for (const auto& [widget, name] : std::initializer_list<std::pair<QWidget*, const char*>>{
-           {mode_, "specMode"}, {ngramN_, "specNgramN"}, {draftPath_, "specDraftPath"}, {browseButton, "specBrowse"},
-           {selfLayers_, "specSelfLayers"}, {k_, "specK"}, {fallback_, "specFallback"}})
+           {mode_, "specMode"}, {ngramN_, "specNgramN"}, {draftPath_, "specDraftPath"}, {selfLayers_, "specSelfLayers"},
+           {k_, "specK"}, {fallback_, "specFallback"}})
     widget->setObjectName(QLatin1String(name));
   // Long item texts must not widen the Sampling panel (no sideways scroll there).
   for (QComboBox* box : {mode_, fallback_}) {
@@ -97,12 +60,53 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
     fallback_->setEnabled(i != 0);
     onChanged();
   });
-  connect(browseButton, &QPushButton::clicked, this, &SpeculativeSettings::browse);
   connect(draftPath_, &QLineEdit::textChanged, this, &SpeculativeSettings::onChanged);
   for (QSpinBox* s : {ngramN_, selfLayers_, k_}) connect(s, &QSpinBox::valueChanged, this, &SpeculativeSettings::onChanged);
   connect(fallback_, &QComboBox::currentIndexChanged, this, &SpeculativeSettings::onChanged);
   k_->setEnabled(false);
   fallback_->setEnabled(false);
+}
+
+// The pages of drafter-specific controls, one per mode (Off: an empty page).
+QStackedWidget* SpeculativeSettings::buildDrafterPages() {
+  pages_ = new QStackedWidget;
+  pages_->addWidget(new QWidget);
+  auto* ngramPage = new QWidget;
+  auto* ngramRow = new QHBoxLayout(ngramPage);
+  ngramRow->setContentsMargins(0, 0, 0, 0);
+  ngramN_ = new QSpinBox;
+  ngramN_->setRange(1, 8);
+  ngramN_->setValue(2);
+  ngramN_->setPrefix(tr("n = "));
+  ngramN_->setToolTip(tr("Longest suffix matched against the prompt and the text so far"));
+  ngramRow->addWidget(ngramN_);
+  ngramRow->addStretch();
+  pages_->addWidget(ngramPage);
+  auto* draftPage = new QWidget;
+  auto* draftRow = new QHBoxLayout(draftPage);
+  draftRow->setContentsMargins(0, 0, 0, 0);
+  draftPath_ = new QLineEdit;
+  draftPath_->setPlaceholderText(tr("draft model file (same vocabulary)"));
+  auto* browseButton = new QPushButton(tr("..."));
+  browseButton->setObjectName(QStringLiteral("specBrowse"));
+  connect(browseButton, &QPushButton::clicked, this, &SpeculativeSettings::browse);
+  browseButton->setFixedWidth(30);
+  draftRow->addWidget(draftPath_, 1);
+  draftRow->addWidget(browseButton);
+  pages_->addWidget(draftPage);
+  auto* selfPage = new QWidget;
+  auto* selfRow = new QHBoxLayout(selfPage);
+  selfRow->setContentsMargins(0, 0, 0, 0);
+  selfLayers_ = new QSpinBox;
+  selfLayers_->setRange(1, 256);
+  selfLayers_->setValue(3);
+  selfLayers_->setPrefix(tr("layers "));
+  selfLayers_->setToolTip(tr("The draft runs the model's first L layers (fewer than the model has)"));
+  selfRow->addWidget(selfLayers_);
+  selfRow->addStretch();
+  pages_->addWidget(selfPage);
+  pages_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  return pages_;
 }
 
 SpeculativeSettings::Mode SpeculativeSettings::mode() const { return static_cast<Mode>(mode_->currentIndex()); }

@@ -38,6 +38,7 @@ class SpeculativeSettings : public QWidget {
   void specChanged(const QString& spec);
 
  private:
+  QStackedWidget* buildDrafterPages();
   void onChanged();
   void browse();
 

@@ -87,55 +87,64 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   if (!t) return;
   shown_ = std::make_pair(request, index);
   branch_->setEnabled(!t->remote);
-  if (t->remote) {
+  showHeader(*t, request, index);
+  plotCandidates(*t);
+  fillTable(*t);
+}
+
+// The header line: the token, its probabilities, entropy and the chain's stages
+// (for a remote engine, what the API reports and what it leaves out).
+void TokenInspectorPanel::showHeader(const UiToken& t, quint64 request, int index) {
+  if (t.remote) {
     header_->setText(tr("<b>%1</b> (request %2, token %3) &nbsp; p = %4 from the server's logprob, rank %5 of %6 "
                         "alternatives<br><small><i>Not available over the API: token id, logits, sampler stages, "
                         "the final distribution, the random draw, entropy.</i></small>")
-                         .arg(visible(t->piece).toHtmlEscaped())
+                         .arg(visible(t.piece).toHtmlEscaped())
                          .arg(request)
                          .arg(index)
-                         .arg(std::isnan(t->probBefore) ? tr("n/a") : QString::number(t->probBefore, 'f', 4))
-                         .arg(t->rank < t->top.size() ? QString::number(t->rank) : tr("≥%1").arg(t->top.size()))
-                         .arg(t->top.size()));
-  } else {
+                         .arg(std::isnan(t.probBefore) ? tr("n/a") : QString::number(t.probBefore, 'f', 4))
+                         .arg(t.rank < t.top.size() ? QString::number(t.rank) : tr("≥%1").arg(t.top.size()))
+                         .arg(t.top.size()));
+    return;
+  }
   QString stages;
-  for (int s = 0; s < t->stages.size(); ++s)
-    if (s < t->stageActive.size() && t->stageActive[s])
-      stages += QStringLiteral(" %1\u2192%2").arg(t->stages[s]).arg(s < t->numAfterStage.size() ? t->numAfterStage[s] : 0);
+  for (int s = 0; s < t.stages.size(); ++s)
+    if (s < t.stageActive.size() && t.stageActive[s])
+      stages += QStringLiteral(" %1\u2192%2").arg(t.stages[s]).arg(s < t.numAfterStage.size() ? t.numAfterStage[s] : 0);
   header_->setText(tr("<b>%1</b> (id %2, request %3, token %4) &nbsp; p = %5 (raw %6), rank %7<br>"
                       "entropy %8 \u2192 %9 nats, draw %10%11<br><small>candidates %12:%13</small>")
-                       .arg(visible(t->piece).toHtmlEscaped())
-                       .arg(t->tokenId)
+                       .arg(visible(t.piece).toHtmlEscaped())
+                       .arg(t.tokenId)
                        .arg(request)
                        .arg(index)
-                       .arg(t->prob, 0, 'f', 4)
-                       .arg(t->probBefore, 0, 'f', 4)
-                       .arg(t->rank)
-                       .arg(t->entropyBefore, 0, 'f', 3)
-                       .arg(t->entropyAfter, 0, 'f', 3)
-                       .arg(t->draw, 0, 'f', 4)
-                       .arg(t->xtcFired ? tr(", XTC fired") : QString())
-                       .arg(t->numCandidatesBefore)
+                       .arg(t.prob, 0, 'f', 4)
+                       .arg(t.probBefore, 0, 'f', 4)
+                       .arg(t.rank)
+                       .arg(t.entropyBefore, 0, 'f', 3)
+                       .arg(t.entropyAfter, 0, 'f', 3)
+                       .arg(t.draw, 0, 'f', 4)
+                       .arg(t.xtcFired ? tr(", XTC fired") : QString())
+                       .arg(t.numCandidatesBefore)
                        .arg(stages));
-    if (t->detailTrimmed)
-      header_->setText(header_->text() +
-                       tr("<br><small><i>This token's candidates were dropped from memory: the workbench keeps them for "
-                          "the last %1 tokens (setting session/detailedTokens). The session's trace file holds them.</i></small>")
-                           .arg(model_->detailWindow()));
-  }
+  if (t.detailTrimmed)
+    header_->setText(header_->text() +
+                     tr("<br><small><i>This token's candidates were dropped from memory: the workbench keeps them for "
+                        "the last %1 tokens (setting session/detailedTokens). The session's trace file holds them.</i></small>")
+                         .arg(model_->detailWindow()));
+}
 
-  // Bars: raw probability (grey), final probability (blue), chosen (orange).
-  const int n = static_cast<int>(t->top.size());
+void TokenInspectorPanel::plotCandidates(const UiToken& t) {
+  const int n = static_cast<int>(t.top.size());
   QVector<double> x, before, after, chosen, cumulative;
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   double cum = 0.0, maxP = 0.0;
   for (int i = 0; i < n; ++i) {
-    const UiCandidate& c = t->top[i];
+    const UiCandidate& c = t.top[i];
     const double final = c.probAfter.isEmpty() ? c.probBefore : c.probAfter.back();
     x << i;
     before << c.probBefore;
-    after << (c.id == t->tokenId ? 0.0 : final);
-    chosen << (c.id == t->tokenId ? final : 0.0);
+    after << (c.id == t.tokenId ? 0.0 : final);
+    chosen << (c.id == t.tokenId ? final : 0.0);
     cum += final;
     cumulative << cum;
     maxP = std::max({maxP, static_cast<double>(c.probBefore), final});
@@ -155,7 +164,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     bars->setBrush(color);
     bars->setName(name);
   };
-  if (t->remote) {  // the server's probabilities only: no chain to show
+  if (t.remote) {  // the server's probabilities only: no chain to show
     addBars(after, QColor(170, 170, 170), tr("alternatives (server's p)"), 0.0);
     addBars(chosen, QColor(240, 140, 30), tr("chosen token (server's p)"), 0.0);
   } else {
@@ -171,46 +180,54 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   auto* draw = new QCPItemStraightLine(plot_);
   draw->point1->setAxes(plot_->xAxis, plot_->yAxis2);
   draw->point2->setAxes(plot_->xAxis, plot_->yAxis2);
-  draw->point1->setCoords(0, t->draw);
-  draw->point2->setCoords(1, t->draw);
+  draw->point1->setCoords(0, t.draw);
+  draw->point2->setCoords(1, t.draw);
   draw->setPen(QPen(QColor(200, 40, 40), 1, Qt::DashLine));
-  draw->setVisible(!t->remote);  // no draw over the API
-  for (int i = 0; i < n; ++i) {
-    const UiCandidate& c = t->top[i];
-    if (c.removedByStage < 0 || c.removedByStage >= t->stages.size()) continue;
-    auto* label = new QCPItemText(plot_);
-    label->position->setCoords(i, c.probBefore + maxP * 0.04);
-    label->setText(QStringLiteral("\u00d7") + t->stages[c.removedByStage]);
-    label->setRotation(-90);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-    label->setFont(QFont(font().family(), 7));
-    label->setColor(QColor(180, 50, 50));
-  }
+  draw->setVisible(!t.remote);  // no draw over the API
+  addRemovedLabels(t, maxP);
   plot_->xAxis->setTicker(ticker);
   plot_->xAxis->setTickLabelRotation(90);
   plot_->xAxis->setRange(-0.7, std::max(1, n) - 0.3);
   plot_->yAxis->setRange(0, std::max(0.05, maxP * 1.35));
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
 
-  // Table: every stage column, exactly the record's numbers.
+// Over each candidate a sampler stage removed: "\u00d7" and the stage's name.
+void TokenInspectorPanel::addRemovedLabels(const UiToken& t, double maxP) {
+  const int n = static_cast<int>(t.top.size());
+  for (int i = 0; i < n; ++i) {
+    const UiCandidate& c = t.top[i];
+    if (c.removedByStage < 0 || c.removedByStage >= t.stages.size()) continue;
+    auto* label = new QCPItemText(plot_);
+    label->position->setCoords(i, c.probBefore + maxP * 0.04);
+    label->setText(QStringLiteral("\u00d7") + t.stages[c.removedByStage]);
+    label->setRotation(-90);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    label->setFont(QFont(font().family(), 7));
+    label->setColor(QColor(180, 50, 50));
+  }
+}
+
+void TokenInspectorPanel::fillTable(const UiToken& t) {
+  const int n = static_cast<int>(t.top.size());
   // Stage columns are headed by the stage's name (the probability after it):
   // compact headers keep more columns in view in a narrow dock.
-  QStringList headers = t->remote ? QStringList{tr("token"), tr("p (server)")}
+  QStringList headers = t.remote ? QStringList{tr("token"), tr("p (server)")}
                                   : QStringList{tr("token"), tr("id"), tr("logit"), tr("p raw")};
-  for (const QString& s : t->stages) headers << s;
-  if (!t->remote) headers << tr("removed by");
+  for (const QString& s : t.stages) headers << s;
+  if (!t.remote) headers << tr("removed by");
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
   table_->setRowCount(n);
   for (int i = 0; i < n; ++i) {
-    const UiCandidate& c = t->top[i];
+    const UiCandidate& c = t.top[i];
     int col = 0;
     auto set = [&](const QString& text) { table_->setItem(i, col++, new QTableWidgetItem(text)); };
     set(visible(c.text));
-    if (t->remote) {
+    if (t.remote) {
       set(QString::number(c.probBefore, 'g', 6));
-      if (c.id == t->tokenId)
+      if (c.id == t.tokenId)
         for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
       continue;
     }
@@ -218,12 +235,12 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
     set(QString::number(c.logit, 'f', 3));
     set(QString::number(c.probBefore, 'g', 6));
     for (float p : c.probAfter) set(QString::number(p, 'g', 6));
-    set(c.removedByStage >= 0 && c.removedByStage < t->stages.size() ? t->stages[c.removedByStage] : QString());
-    if (c.id == t->tokenId)
+    set(c.removedByStage >= 0 && c.removedByStage < t.stages.size() ? t.stages[c.removedByStage] : QString());
+    if (c.id == t.tokenId)
       for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
   }
-  for (int s = 0; s < t->stages.size() && !t->remote; ++s)
-    table_->horizontalHeaderItem(4 + s)->setToolTip(tr("probability after the %1 stage").arg(t->stages[s]));
+  for (int s = 0; s < t.stages.size() && !t.remote; ++s)
+    table_->horizontalHeaderItem(4 + s)->setToolTip(tr("probability after the %1 stage").arg(t.stages[s]));
   table_->resizeColumnsToContents();
 }
 

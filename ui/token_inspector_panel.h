@@ -39,6 +39,13 @@ class TokenInspectorPanel : public QWidget {
 
  private:
   void clearView();
+  void showHeader(const UiToken& t, quint64 request, int index);
+  // Bars: raw probability (grey), final probability (blue), chosen (orange),
+  // the cumulative curve and the random draw.
+  void plotCandidates(const UiToken& t);
+  void addRemovedLabels(const UiToken& t, double maxP);
+  // Table: every stage column, exactly the record's numbers.
+  void fillTable(const UiToken& t);
   SessionModel* model_;
   QLabel* header_;
   QCustomPlot* plot_;

@@ -103,15 +103,16 @@ void print_llama_bench_table(const nlohmann::json& j) {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-int run_bench(BenchArgs a) {
-  const int32_t needed = a.prompt_tokens + a.gen_tokens + 1;
-  a.model.context_length = std::max(a.model.context_length, needed);
-  auto session = open_model_session(a.model);
-  if (!session) return fail(session.error().message);
-  const ModelConfig& c = session->model->config;
-  Backend& backend = *session->backend;
+// Tokens per second of each timed run (run 0 warms up and is not kept).
+struct BenchRuns {
+  std::vector<double> prefill_tok_s, decode_tok_s;
+};
+
+// Prefills a fixed prompt and decodes greedily after it, repeats + 1 times, on
+// one sequence whose blocks are 0 .. num_blocks-1.
+Result<BenchRuns> time_runs(const BenchArgs& a, Backend& backend, const ModelConfig& c, int32_t needed) {
   const int32_t num_blocks = (needed + a.block_size - 1) / a.block_size;
-  if (auto st = backend.init_kv_pool({num_blocks, a.block_size}); !st) return fail(st.error().message);
+  GB_TRY(backend.init_kv_pool({num_blocks, a.block_size}));
   std::vector<int32_t> table(static_cast<size_t>(num_blocks));
   for (int32_t i = 0; i < num_blocks; ++i) table[static_cast<size_t>(i)] = i;
 
@@ -122,37 +123,44 @@ int run_bench(BenchArgs a) {
   for (auto& t : prompt) t = pick(rng);
   std::vector<float> logits(static_cast<size_t>(c.vocab_size));
 
-  const DeviceInfo device = backend.device_info();
-  std::vector<double> prefill_tok_s, decode_tok_s;
+  BenchRuns runs;
   BatchLayout batch;
   batch.block_size = a.block_size;
   for (int32_t r = 0; r < a.repeats + 1; ++r) {  // run 0 warms up
     batch.clear();
     batch.add_sequence(prompt.data(), a.prompt_tokens, 0, table.data(), num_blocks, false);
     auto t0 = Clock::now();
-    if (auto st = backend.forward(batch, logits); !st) return fail(st.error().message);
+    GB_TRY(backend.forward(batch, logits));
     const double prefill_s = seconds_since(t0);
     TokenId next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     t0 = Clock::now();
     for (int32_t i = 0; i < a.gen_tokens; ++i) {
       batch.clear();
       batch.add_sequence(&next, 1, a.prompt_tokens + i, table.data(), num_blocks, false);
-      if (auto st = backend.forward(batch, logits); !st) return fail(st.error().message);
+      GB_TRY(backend.forward(batch, logits));
       next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double decode_s = seconds_since(t0);
     if (r == 0) continue;
-    prefill_tok_s.push_back(a.prompt_tokens / prefill_s);
-    decode_tok_s.push_back(a.gen_tokens / decode_s);
-    if (!a.json && !a.llama_bench_table) std::fprintf(stderr, "run %d: prefill %.1f tok/s, decode %.2f tok/s\n", r, prefill_tok_s.back(), decode_tok_s.back());
+    runs.prefill_tok_s.push_back(a.prompt_tokens / prefill_s);
+    runs.decode_tok_s.push_back(a.gen_tokens / decode_s);
+    if (!a.json && !a.llama_bench_table)
+      std::fprintf(stderr, "run %d: prefill %.1f tok/s, decode %.2f tok/s\n", r, runs.prefill_tok_s.back(),
+                   runs.decode_tok_s.back());
   }
+  return runs;
+}
 
+// The result: speeds, the decode roofline (weight bytes per token against the
+// measured read bandwidth) and prefill against the FMA peak.
+nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceInfo& device, const BenchRuns& runs) {
+  const std::vector<double>& prefill_tok_s = runs.prefill_tok_s;
+  const std::vector<double>& decode_tok_s = runs.decode_tok_s;
   const double decode = median(decode_tok_s);
-  const double bytes_per_token = static_cast<double>(session->model->weight_bytes_per_token());
+  const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
   const double implied_bw = bytes_per_token * decode;
   double measured_bw = 0.0;
   if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
-  const Model& model = *session->model;
   // Prefill arithmetic against the FMA peak of the cores used: 2 flops per
   // parameter and token (the matmuls; attention is left out, so this slightly
   // understates the work done at long prompts).
@@ -162,7 +170,7 @@ int run_bench(BenchArgs a) {
   nlohmann::json j = {
       {"model", model.path},
       {"model_name", model.name},
-      {"architecture", c.architecture},
+      {"architecture", model.config.architecture},
       {"type_label", weight_type_label(model)},
       {"num_parameters", model.num_parameters()},
       {"weight_bytes", model.weight_bytes()},
@@ -190,27 +198,46 @@ int run_bench(BenchArgs a) {
       {"prefill_fraction_of_fma_peak", peak_all > 0 ? prefill_gflops / peak_all : 0.0},
   };
   j.update(kernel_fields(device, model));
+  return j;
+}
+
+// The plain-text report of bench_json's result.
+void print_bench_text(const nlohmann::json& j) {
+  const double decode = j["decode_tok_s"].get<double>();
+  const int threads = j["threads"].get<int>();
+  const double peak_gflops = j["fma_peak_gflops_per_thread"].get<double>();
+  const double peak_all = peak_gflops * threads;
+  const double prefill_gflops = j["prefill_gflops"].get<double>();
+  std::printf("%s, kernels %s on %s\n", j["type_label"].get<std::string>().c_str(),
+              j["instruction_sets"].get<std::string>().c_str(), j["processor"].get<std::string>().c_str());
+  std::printf("prefill %.1f tok/s, decode %.2f tok/s (%.2f ms/token), %d threads\n", j["prefill_tok_s"].get<double>(),
+              decode, j["decode_ms_per_token"].get<double>(), threads);
+  std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
+              j["weight_bytes_per_token"].get<double>() / 1e6, j["implied_bandwidth_gb_s"].get<double>(),
+              j["measured_read_bandwidth_gb_s"].get<double>(), j["roofline_ratio"].get<double>());
+  if (peak_all > 0)
+    std::printf("prefill %.1f GFLOP/s of an FMA peak of %.1f (%d x %.1f): %.0f%%\n", prefill_gflops, peak_all, threads,
+                peak_gflops, 100.0 * prefill_gflops / peak_all);
+}
+
+int run_bench(BenchArgs a) {
+  const int32_t needed = a.prompt_tokens + a.gen_tokens + 1;
+  a.model.context_length = std::max(a.model.context_length, needed);
+  auto session = open_model_session(a.model);
+  if (!session) return fail(session.error().message);
+  Backend& backend = *session->backend;
+  auto runs = time_runs(a, backend, session->model->config, needed);
+  if (!runs) return fail(runs.error().message);
+  const nlohmann::json j = bench_json(a, *session->model, backend.device_info(), *runs);
   const std::string text = j.dump(2);
   if (!a.out.empty()) {
     std::ofstream f(a.out);
     f << text << '\n';
     if (!f) return fail(a.out + ": cannot write the benchmark result");
   }
-  if (a.json) {
-    std::printf("%s\n", text.c_str());
-  } else if (a.llama_bench_table) {
-    print_llama_bench_table(j);
-  } else {
-    std::printf("%s, kernels %s on %s\n", j["type_label"].get<std::string>().c_str(),
-                j["instruction_sets"].get<std::string>().c_str(), j["processor"].get<std::string>().c_str());
-    std::printf("prefill %.1f tok/s, decode %.2f tok/s (%.2f ms/token), %d threads\n", median(prefill_tok_s), decode,
-                decode > 0 ? 1000.0 / decode : 0.0, device.num_threads);
-    std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
-                bytes_per_token / 1e6, implied_bw / 1e9, measured_bw / 1e9, measured_bw > 0 ? implied_bw / measured_bw : 0.0);
-    if (peak_all > 0)
-      std::printf("prefill %.1f GFLOP/s of an FMA peak of %.1f (%d x %.1f): %.0f%%\n", prefill_gflops, peak_all,
-                  device.num_threads, peak_gflops, 100.0 * prefill_gflops / peak_all);
-  }
+  if (a.json) std::printf("%s\n", text.c_str());
+  else if (a.llama_bench_table) print_llama_bench_table(j);
+  else print_bench_text(j);
   return 0;
 }
 

@@ -6,6 +6,10 @@
 #include <fstream>
 #include <iterator>
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/chat_runner.h"
@@ -66,6 +70,104 @@ Result<TraceHeader> trace_header(const GenerateArgs& a, const ModelSession& sess
   return header;
 }
 
+// The prompt as a request: a single user turn (after --system) in the model's
+// chat template with --chat, else the text as it is.
+Result<GenerationRequest> make_request(const GenerateArgs& a, const ModelSession& session,
+                                       const SamplerSettings& settings) {
+  GenerationRequest request;
+  if (a.chat) {
+    auto chat = render_chat_request(a.chat_options, session, {{"user", a.prompt, {}}}, settings);
+    if (!chat) return chat.error();
+    request = std::move(chat->request);
+  } else {
+    request.prompt_ids = session.tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
+    request.sampling = settings;
+  }
+  request.ignore_eos = a.ignore_eos;
+  return request;
+}
+
+// --speculative: the drafter for the request and the scratch blocks it drafts into.
+Status apply_speculative(const std::string& spec_text, GenerationRequest& request, EngineConfig& config) {
+  if (spec_text.empty()) return {};
+  auto spec = parse_speculative_spec(spec_text);
+  if (!spec) return spec.error();
+  request.speculative = *spec;
+  config.num_scratch_blocks = self_draft_scratch_blocks(spec->k_max, config.block_size);
+  return {};
+}
+
+// --trace is written as events happen (a crash loses at most the last second);
+// a Chrome trace (--chrome-trace) is one JSON document, built at the end.
+class TraceOutputs {
+ public:
+  Status open(const GenerateArgs& a, const ModelSession& session, const Engine& engine, const SamplerSettings& sampling) {
+    chrome_path_ = a.chrome_trace_path;
+    if (a.trace_path.empty() && a.chrome_trace_path.empty()) return {};
+    auto h = trace_header(a, session, engine, sampling);
+    if (!h) return h.error();
+    header_ = std::move(*h);
+    if (a.trace_path.empty()) return {};
+    auto w = TraceWriter::open(a.trace_path, *header_);
+    if (!w) return w.error();
+    writer_ = std::move(*w);
+    return {};
+  }
+
+  void record(const TraceEvent& e) {
+    if (writer_ && status_) status_ = writer_->append(e);
+    if (!chrome_path_.empty()) chrome_events_.push_back(e);
+  }
+
+  // Closes the --trace file and writes the Chrome trace; the first failure.
+  Status close() {
+    if (writer_ && status_) status_ = writer_->close();
+    if (!status_) return status_;
+    if (!chrome_path_.empty()) return write_chrome_trace(chrome_path_, *header_, chrome_events_);
+    return {};
+  }
+
+ private:
+  std::string chrome_path_;
+  std::optional<TraceHeader> header_;
+  std::unique_ptr<TraceWriter> writer_;
+  Status status_;  // the first failed append stops the writing
+  std::vector<TraceEvent> chrome_events_;
+};
+
+// --max-tokens 0: nothing to generate, an empty completion.
+void print_empty_completion(const GenerateArgs& a, const GenerationRequest& request) {
+  if (a.json) print_json({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
+                          {"num_generated", 0}, {"ttft_ms", 0.0}, {"tpot_ms", 0.0}, {"tokens_per_s", 0.0}, {"text", ""}});
+  else std::fputc('\n', stdout);
+}
+
+void print_summary(const GenerateArgs& a, const RequestFinishedEvent& finished,
+                   const std::optional<SpeculativeStats>& spec_stats) {
+  const double tokens_per_s = finished.tpot_ms > 0 ? 1000.0 / finished.tpot_ms : 0.0;
+  if (a.json) {
+    nlohmann::json done = {{"done", true},
+                {"reason", finished.reason},
+                {"num_prompt_tokens", finished.num_prompt_tokens},
+                {"num_generated", finished.num_generated},
+                {"ttft_ms", finished.ttft_ms},
+                {"tpot_ms", finished.tpot_ms},
+                {"tokens_per_s", tokens_per_s},
+                {"e2e_ms", finished.e2e_ms},
+                {"text", finished.text}};
+    if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
+    print_json(done);
+    return;
+  }
+  // The text ends its line and reaches the terminal before the statistics
+  // (stderr is unbuffered: without the flush they would land mid-line).
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished.num_generated,
+               finished.reason.c_str(), finished.ttft_ms, tokens_per_s);
+  if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
+}
+
 int run_generate(GenerateArgs& a) {
   auto settings = finish_sampler_options(a.sampler);
   if (!settings) return fail(settings.error().message);
@@ -78,51 +180,23 @@ int run_generate(GenerateArgs& a) {
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
 
-  GenerationRequest request;
-  if (a.chat) {
-    // The prompt as a single user turn (after --system) in the model's chat template.
-    auto chat = render_chat_request(a.chat_options, *session, {{"user", a.prompt, {}}}, *settings);
-    if (!chat) return fail(chat.error().message);
-    request = std::move(chat->request);
-  } else {
-    request.prompt_ids = session->tokenizer->encode(a.prompt, EncodeOptions{.parse_special = a.parse_special});
-    request.sampling = *settings;
-  }
-  request.ignore_eos = a.ignore_eos;
+  auto made = make_request(a, *session, *settings);
+  if (!made) return fail(made.error().message);
+  GenerationRequest request = std::move(*made);
   EngineConfig config;
-  if (!a.speculative.empty()) {
-    auto spec = parse_speculative_spec(a.speculative);
-    if (!spec) return fail(spec.error().message);
-    request.speculative = *spec;
-    config.num_scratch_blocks = self_draft_scratch_blocks(spec->k_max, config.block_size);
-  }
+  if (Status st = apply_speculative(a.speculative, request, config); !st) return fail(st.error().message);
   config.max_seqs = 1;
   config.max_context = session->context_length;
   config.record_tokens = true;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
   if (Status st = engine.start(); !st) return fail(st.error().message);
+  TraceOutputs traces;
+  if (Status st = traces.open(a, *session, engine, request.sampling); !st) return fail(st.error().message);
 
   std::optional<RequestFinishedEvent> finished;
   std::string error;
-  // --trace is written as events happen (a crash loses at most the last
-  // second); a Chrome trace is one JSON document, built at the end.
-  std::optional<TraceHeader> header;
-  if (!a.trace_path.empty() || !a.chrome_trace_path.empty()) {
-    auto h = trace_header(a, *session, engine, request.sampling);
-    if (!h) return fail(h.error().message);
-    header = std::move(*h);
-  }
-  std::unique_ptr<TraceWriter> trace_writer;
-  if (!a.trace_path.empty()) {
-    auto w = TraceWriter::open(a.trace_path, *header);
-    if (!w) return fail(w.error().message);
-    trace_writer = std::move(*w);
-  }
-  Status trace_status;
-  std::vector<TraceEvent> chrome_events;
   const auto on_event = [&](const TraceEvent& e) {
-    if (trace_writer && trace_status) trace_status = trace_writer->append(e);
-    if (!a.chrome_trace_path.empty()) chrome_events.push_back(e);
+    traces.record(e);
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
       if (a.json) print_json(token_json(*t));
       else print_text(t->text);
@@ -135,10 +209,8 @@ int run_generate(GenerateArgs& a) {
 
   if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
   else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
-  if (a.max_tokens == 0) {  // nothing to generate: report an empty completion
-    if (a.json) print_json({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
-                            {"num_generated", 0}, {"ttft_ms", 0.0}, {"tpot_ms", 0.0}, {"tokens_per_s", 0.0}, {"text", ""}});
-    else std::fputc('\n', stdout);
+  if (a.max_tokens == 0) {
+    print_empty_completion(a, request);
     return 0;
   }
   auto id = engine.submit(request);
@@ -150,33 +222,8 @@ int run_generate(GenerateArgs& a) {
   }
   if (!error.empty()) return fail(error);
   if (!finished) return fail("the request ended without a result");
-  const double tokens_per_s = finished->tpot_ms > 0 ? 1000.0 / finished->tpot_ms : 0.0;
-  const std::optional<SpeculativeStats> spec_stats = engine.speculative_stats(*id);
-  if (a.json) {
-    nlohmann::json done = {{"done", true},
-                {"reason", finished->reason},
-                {"num_prompt_tokens", finished->num_prompt_tokens},
-                {"num_generated", finished->num_generated},
-                {"ttft_ms", finished->ttft_ms},
-                {"tpot_ms", finished->tpot_ms},
-                {"tokens_per_s", tokens_per_s},
-                {"e2e_ms", finished->e2e_ms},
-                {"text", finished->text}};
-    if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
-    print_json(done);
-  } else {
-    // The text ends its line and reaches the terminal before the statistics
-    // (stderr is unbuffered: without the flush they would land mid-line).
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    std::fprintf(stderr, "[%d tokens, %s; ttft %.1f ms, %.1f tok/s]\n", finished->num_generated,
-                 finished->reason.c_str(), finished->ttft_ms, tokens_per_s);
-    if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
-  }
-  if (trace_writer && trace_status) trace_status = trace_writer->close();
-  if (!trace_status) return fail(trace_status.error().message);
-  if (!a.chrome_trace_path.empty())
-    if (Status st = write_chrome_trace(a.chrome_trace_path, *header, chrome_events); !st) return fail(st.error().message);
+  print_summary(a, *finished, engine.speculative_stats(*id));
+  if (Status st = traces.close(); !st) return fail(st.error().message);
   return 0;
 }
 

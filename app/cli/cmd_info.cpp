@@ -69,51 +69,51 @@ int print_comparison(const Model& m, const std::string& ref_path) {
   return 0;
 }
 
-int run_info(const InfoArgs& a) {
-  LoadOptions load;
-  load.context_length = a.context_length;
-  load.check_tensors = a.check_tensors;
-  auto loaded = load_model(a.path, load);
-  if (!loaded) return fail(loaded.error().message);
-  const Model& m = *loaded.value();
-  const ModelConfig& c = m.config;
+std::map<std::string, int> tensor_type_counts(const Model& m) {
   std::map<std::string, int> type_counts;  // dtype name -> number of tensors
   for (const TensorView* t : m.all_tensors()) ++type_counts[std::string(dtype_info(t->dtype).name)];
-  const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
-  const auto types = weight_type_table(m);
-  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
+  return type_counts;
+}
 
-  if (a.json) {
-    nlohmann::json j = {
-        {"path", m.path}, {"format", std::string(model_format_name(m.format))},
-        {"architecture", c.architecture}, {"name", m.name},
-        {"dim", c.dim}, {"hidden_dim", c.hidden_dim}, {"num_layers", c.num_layers},
-        {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
-        {"rope_dim", c.rope_dim}, {"vocab_size", c.vocab_size}, {"context_length", c.context_length},
-        {"rope_freq_base", c.rope_freq_base}, {"rms_eps", c.rms_eps}, {"tied_classifier", c.tied_classifier},
-        {"rope_style", c.rope_style == RopeStyle::NeoX ? "neox" : "adjacent"}, {"rope", describe_rope(c)},
-        {"rope_freq_base_swa", c.rope_freq_base_swa}, {"rope_freq_scale", c.rope_freq_scale},
-        {"rope_attn_factor", c.rope_attn_factor}, {"rope_long_factors", c.rope_long_factors},
-        {"sliding_window", c.sliding_window}, {"sliding_window_pattern", c.swa_pattern},
-        {"attn_softcap", c.attn_softcap}, {"final_softcap", c.final_softcap}, {"query_scale", c.query_scale()},
-        {"embed_scale", c.embed_scale}, {"block", describe_block(c)},
-        {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
-        {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
-        {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
-        {"has_vocabulary", m.vocabulary.has_value()}, {"bits_per_weight", bits_per_weight(m)},
-        {"type_label", weight_type_label(m)}, {"memory_estimate_bytes", memory},
-        {"tensors_checked", a.check_tensors}};
-    nlohmann::json rows = nlohmann::json::array();
-    for (const WeightTypeRow& r : types)
-      rows.push_back({{"type", std::string(dtype_info(r.type).name)}, {"tensors", r.num_tensors},
-                      {"values", r.num_values}, {"bytes", r.num_bytes}, {"bits_per_weight", r.bits_per_weight()}});
-    j["weight_types"] = rows;
-    nlohmann::json md = nlohmann::json::array();
-    for (const auto& [k, v] : m.metadata) md.push_back({k, v});
-    j["metadata"] = md;
-    std::puts(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return 0;
-  }
+// --json: the whole description as one object.
+void print_info_json(const Model& m, const InfoArgs& a) {
+  const ModelConfig& c = m.config;
+  const auto type_counts = tensor_type_counts(m);
+  const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
+  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
+  nlohmann::json j = {
+      {"path", m.path}, {"format", std::string(model_format_name(m.format))},
+      {"architecture", c.architecture}, {"name", m.name},
+      {"dim", c.dim}, {"hidden_dim", c.hidden_dim}, {"num_layers", c.num_layers},
+      {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+      {"rope_dim", c.rope_dim}, {"vocab_size", c.vocab_size}, {"context_length", c.context_length},
+      {"rope_freq_base", c.rope_freq_base}, {"rms_eps", c.rms_eps}, {"tied_classifier", c.tied_classifier},
+      {"rope_style", c.rope_style == RopeStyle::NeoX ? "neox" : "adjacent"}, {"rope", describe_rope(c)},
+      {"rope_freq_base_swa", c.rope_freq_base_swa}, {"rope_freq_scale", c.rope_freq_scale},
+      {"rope_attn_factor", c.rope_attn_factor}, {"rope_long_factors", c.rope_long_factors},
+      {"sliding_window", c.sliding_window}, {"sliding_window_pattern", c.swa_pattern},
+      {"attn_softcap", c.attn_softcap}, {"final_softcap", c.final_softcap}, {"query_scale", c.query_scale()},
+      {"embed_scale", c.embed_scale}, {"block", describe_block(c)},
+      {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
+      {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
+      {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
+      {"has_vocabulary", m.vocabulary.has_value()}, {"bits_per_weight", bits_per_weight(m)},
+      {"type_label", weight_type_label(m)}, {"memory_estimate_bytes", memory},
+      {"tensors_checked", a.check_tensors}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const WeightTypeRow& r : weight_type_table(m))
+    rows.push_back({{"type", std::string(dtype_info(r.type).name)}, {"tensors", r.num_tensors},
+                    {"values", r.num_values}, {"bytes", r.num_bytes}, {"bits_per_weight", r.bits_per_weight()}});
+  j["weight_types"] = rows;
+  nlohmann::json md = nlohmann::json::array();
+  for (const auto& [k, v] : m.metadata) md.push_back({k, v});
+  j["metadata"] = md;
+  std::puts(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+// The architecture: shapes, the decoder block, RoPE, windows, soft-caps.
+void print_architecture(const Model& m) {
+  const ModelConfig& c = m.config;
   std::printf("file           %s\n", m.path.c_str());
   std::printf("format         %s\n", std::string(model_format_name(m.format)).c_str());
   std::printf("architecture   %s\n", c.architecture.c_str());
@@ -132,13 +132,21 @@ int run_info(const InfoArgs& a) {
   std::printf("sliding window %s\n", describe_sliding_window(c).c_str());
   std::printf("soft-caps      %s\n", describe_softcaps(c).c_str());
   std::printf("rms eps        %g\n", static_cast<double>(c.rms_eps));
+}
+
+// Parameters, weight types, bytes, the KV cache and memory estimate, the vocabulary.
+void print_weights(const Model& m, const InfoArgs& a) {
+  const ModelConfig& c = m.config;
+  const auto type_counts = tensor_type_counts(m);
+  const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
+  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
   std::printf("parameters     %llu (%.2f M)\n", static_cast<unsigned long long>(m.num_parameters()),
               static_cast<double>(m.num_parameters()) / 1e6);
   std::printf("tensor types  ");
   for (const auto& [name, n] : type_counts) std::printf(" %s x %d", name.c_str(), n);
   std::printf("\n");
   std::printf("weight types   %-8s %8s %14s %14s %7s\n", "type", "tensors", "values", "bytes", "bpw");
-  for (const WeightTypeRow& r : types)
+  for (const WeightTypeRow& r : weight_type_table(m))
     std::printf("               %-8s %8d %14llu %14llu %7.3f\n", std::string(dtype_info(r.type).name).c_str(),
                 r.num_tensors, static_cast<unsigned long long>(r.num_values),
                 static_cast<unsigned long long>(r.num_bytes), r.bits_per_weight());
@@ -157,6 +165,21 @@ int run_info(const InfoArgs& a) {
   std::printf("vocabulary     %s\n", m.vocabulary ? (std::to_string(m.vocabulary->tokens.size()) + " tokens (" +
                                                      m.vocabulary->model + ")").c_str()
                                                   : "none embedded");
+}
+
+int run_info(const InfoArgs& a) {
+  LoadOptions load;
+  load.context_length = a.context_length;
+  load.check_tensors = a.check_tensors;
+  auto loaded = load_model(a.path, load);
+  if (!loaded) return fail(loaded.error().message);
+  const Model& m = *loaded.value();
+  if (a.json) {
+    print_info_json(m, a);
+    return 0;
+  }
+  print_architecture(m);
+  print_weights(m, a);
   if (a.all_metadata) {
     std::printf("metadata:\n");
     for (const auto& [k, v] : m.metadata) std::printf("  %-40s %s\n", k.c_str(), v.c_str());

@@ -22,6 +22,8 @@
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <utility>
 
 #include "chat_bench.h"
 #include "chat_panel.h"
@@ -89,6 +91,171 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   return 0;
 }
 
+// The workbench's command-line options.
+struct Options {
+  QCommandLineOption model{QStringList{"m", "model"}, "Model file (.gguf or llama2.c .bin).", "PATH"};
+  QCommandLineOption prompt{QStringList{"p", "prompt"}, "Prompt to generate from at start.", "TEXT"};
+  QCommandLineOption maxTokens{"max-tokens", "Tokens to generate.", "N", "128"};
+  QCommandLineOption screenshot{"screenshot", "Render to PNG after generating, then exit.", "FILE.png"};
+  QCommandLineOption panel{"panel", "Screenshot only this panel: " + gbui::panelNames().join(", ") + ".", "NAME"};
+  QCommandLineOption device{"device", "auto, cpu or cuda.", "DEVICE", "auto"};
+  QCommandLineOption session{"session", "Session autosave file.", "FILE"};
+  QCommandLineOption width{"width", "Window width for screenshots.", "PX", "1500"};
+  QCommandLineOption height{"height", "Window height for screenshots.", "PX", "950"};
+  QCommandLineOption speculative{"speculative", "Generate with this drafter spec, then plainly, to compare.", "SPEC"};
+  QCommandLineOption sampler{"sampler", "Sampler settings JSON for the run.", "JSON"};
+  QCommandLineOption connectTo{"connect", "Use an OpenAI-compatible server as the engine instead of --model.",
+                               "http://HOST:PORT/v1"};
+  QCommandLineOption apiKey{"api-key", "Bearer key for --connect.", "KEY"};
+  QCommandLineOption benchChat{"bench-chat", "Stream N synthetic tokens into the chat, print frame times as JSON.",
+                               "N"};
+  QCommandLineOption benchParagraph{"bench-paragraph-every", "With --bench-chat: a newline every K tokens (0: none).",
+                                    "K", "0"};
+
+  void addTo(QCommandLineParser& parser) const {
+    parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
+                       connectTo, apiKey, benchChat, benchParagraph});
+  }
+};
+
+// --bench-chat: streams synthetic tokens into a fresh window and prints the frame times.
+int runChatBenchCommand(const QCommandLineParser& parser, const Options& o) {
+  gbui::ChatBenchOptions options;
+  options.tokens = parser.value(o.benchChat).toInt();
+  options.paragraphEvery = parser.value(o.benchParagraph).toInt();
+  if (options.tokens <= 0 || options.paragraphEvery < 0) {
+    std::fprintf(stderr, "glassbox: --bench-chat needs a positive token count\n");
+    return 2;
+  }
+  QFile::remove(QDir::temp().filePath("glassbox-bench-session.json"));
+  gbui::MainWindow window(QDir::temp().filePath("glassbox-bench-session.json"));
+  window.resize(parser.value(o.width).toInt(), parser.value(o.height).toInt());
+  window.show();
+  QApplication::processEvents();
+  const QJsonObject result = gbui::runChatBench(window, options);
+  std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
+  return 0;
+}
+
+// --sampler and --speculative: 0, or 2 after printing what is wrong with them.
+int applySamplingOptions(gbui::MainWindow& window, const QCommandLineParser& parser, const Options& o) {
+  if (parser.isSet(o.sampler)) {
+    if (const QString problem = window.sampling()->setSettingsJson(parser.value(o.sampler)); !problem.isEmpty()) {
+      std::fprintf(stderr, "glassbox: --sampler: %s\n", qPrintable(problem));
+      return 2;
+    }
+  }
+  if (const QString spec = parser.value(o.speculative); !spec.isEmpty()) {
+    if (const QString problem = window.sampling()->speculative()->setSpec(spec); !problem.isEmpty()) {
+      std::fprintf(stderr, "glassbox: %s\n", qPrintable(problem));
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// --screenshot with a prompt: waits for the answer (with --speculative, for the
+// plain rerun too), prepares the panel asked for (a branch for "branches", a run
+// for "compare", a scoring for "score"), then captures it and finishes.
+class ScreenshotRun {
+ public:
+  ScreenshotRun(gbui::MainWindow& window, const QCommandLineParser& parser, const Options& o,
+                std::function<void(int)> finish)
+      : window_(window),
+        path_(parser.value(o.screenshot)),
+        panel_(parser.value(o.panel)),
+        prompt_(parser.value(o.prompt)),
+        spec_(parser.value(o.speculative)),
+        maxTokens_(parser.value(o.maxTokens).toInt()),
+        finish_(std::move(finish)),
+        speculated_(spec_.isEmpty()) {}
+
+  void onConversationChanged() {
+    if (window_.chat()->activeRequest() != 0 || window_.sessionModel()->requests().empty()) return;
+    if (!speculated_) {
+      // The speculative run finished: the same prompt again, plainly; then back
+      // to the speculative branch for the capture.
+      speculated_ = true;
+      window_.sampling()->speculative()->setSpec(QString());
+      window_.sampling()->setSeedPinned(true);  // the same sample, plainly: same seed
+      QTimer::singleShot(0, &window_, [this] { window_.chat()->regenerate(); });
+      return;
+    }
+    if (capturing_) return;  // showBranch() below reports a change too
+    capturing_ = true;
+    if (!spec_.isEmpty()) window_.chat()->showBranch(-1);
+    selectInterestingToken(window_);
+    if (panel_ == QLatin1String("branches") && !branched_) {
+      // The tree needs a branch: fork at the most uncertain token with its runner-up.
+      branched_ = true;
+      capturing_ = false;
+      window_.inspector()->branchFromRow(1);
+      return;
+    }
+    if (panel_ == QLatin1String("compare")) return runCompare();
+    if (panel_ == QLatin1String("score")) return runScore();
+    capture();
+  }
+
+ private:
+  void capture() {
+    QTimer::singleShot(300, &window_, [this] { finish_(saveScreenshot(window_, path_, panel_)); });
+  }
+
+  // The Compare view runs its default lanes plus a greedy one on the same prompt.
+  void runCompare() {
+    gbui::CompareView* cv = window_.compareView();  // the bars open at the first divergence
+    cv->setPrompt(prompt_);
+    cv->addLane(QStringLiteral("greedy"), gbui::CompareView::presetJson(QStringLiteral("greedy")));
+    cv->setSamples(4);
+    cv->setMaxTokens(std::min(48, maxTokens_));
+    if (auto* dock = qobject_cast<QDockWidget*>(cv->parentWidget())) {
+      dock->setFloating(true);  // room for the columns, the bars and the table
+      dock->resize(window_.width(), window_.height() * 9 / 10);
+    }
+    QObject::connect(cv, &gbui::CompareView::finished, &window_, [this] { capture(); });
+    cv->run();
+  }
+
+  // Re-scores what was just generated (prompt + answer) and shows the heatmap.
+  void runScore() {
+    gbui::ScoreView* sv = window_.scoreView();
+    const gbui::RequestInfo* r =
+        window_.sessionModel()->request(window_.chat()->conversation().turns.back().currentRequest());
+    sv->setText(prompt_ + (r ? r->finish.text : QString()));
+    QObject::connect(sv, &gbui::ScoreView::finished, &window_, [this, sv] {
+      sv->showDetails(sv->numTokens() / 2);
+      capture();
+    });
+    sv->score();
+  }
+
+  gbui::MainWindow& window_;
+  const QString path_, panel_, prompt_, spec_;
+  const int maxTokens_;
+  const std::function<void(int)> finish_;
+  bool speculated_;  // the speculative run (if any) and its plain rerun are done
+  bool capturing_ = false;
+  bool branched_ = false;
+};
+
+// --model / --connect: loads, then sends the prompt or (with nothing to send)
+// captures the screenshot; a failed load ends a screenshot run with 1.
+void startLoading(gbui::MainWindow& window, const QCommandLineParser& parser, const Options& o,
+                  const std::function<void(int)>& finish) {
+  const bool shot = parser.isSet(o.screenshot);
+  QObject::connect(&window, &gbui::MainWindow::modelReady, &window, [&window, &parser, &o, shot, finish] {
+    if (!parser.value(o.prompt).isEmpty()) window.chat()->send();
+    else if (shot) finish(saveScreenshot(window, parser.value(o.screenshot), parser.value(o.panel)));
+  });
+  QObject::connect(&window, &gbui::MainWindow::loadFailed, &window, [shot, finish](const QString& message) {
+    std::fprintf(stderr, "glassbox: %s\n", qPrintable(message));
+    if (shot) finish(1);
+  });
+  if (parser.isSet(o.connectTo)) window.connectToServer(parser.value(o.connectTo), parser.value(o.apiKey));
+  else window.openModel(parser.value(o.model));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,57 +268,23 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription("Glassbox: a workbench that shows what happens inside LLM inference.");
   parser.addHelpOption();
   parser.addVersionOption();
-  const QCommandLineOption model({"m", "model"}, "Model file (.gguf or llama2.c .bin).", "PATH");
-  const QCommandLineOption prompt({"p", "prompt"}, "Prompt to generate from at start.", "TEXT");
-  const QCommandLineOption maxTokens("max-tokens", "Tokens to generate.", "N", "128");
-  const QCommandLineOption screenshot("screenshot", "Render to PNG after generating, then exit.", "FILE.png");
-  const QCommandLineOption panel("panel", "Screenshot only this panel: " + gbui::panelNames().join(", ") + ".", "NAME");
-  const QCommandLineOption device("device", "auto, cpu or cuda.", "DEVICE", "auto");
-  const QCommandLineOption session("session", "Session autosave file.", "FILE");
-  const QCommandLineOption width("width", "Window width for screenshots.", "PX", "1500");
-  const QCommandLineOption height("height", "Window height for screenshots.", "PX", "950");
-  const QCommandLineOption speculative("speculative", "Generate with this drafter spec, then plainly, to compare.", "SPEC");
-  const QCommandLineOption sampler("sampler", "Sampler settings JSON for the run.", "JSON");
-  const QCommandLineOption connectTo("connect", "Use an OpenAI-compatible server as the engine instead of --model.",
-                                     "http://HOST:PORT/v1");
-  const QCommandLineOption apiKey("api-key", "Bearer key for --connect.", "KEY");
-  const QCommandLineOption benchChat("bench-chat", "Stream N synthetic tokens into the chat, print frame times as JSON.",
-                                     "N");
-  const QCommandLineOption benchParagraph("bench-paragraph-every", "With --bench-chat: a newline every K tokens (0: none).",
-                                          "K", "0");
-  parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
-                     connectTo, apiKey, benchChat, benchParagraph});
+  const Options o;
+  o.addTo(parser);
   parser.process(app);
-  if (parser.isSet(benchChat)) {
-    gbui::ChatBenchOptions options;
-    options.tokens = parser.value(benchChat).toInt();
-    options.paragraphEvery = parser.value(benchParagraph).toInt();
-    if (options.tokens <= 0 || options.paragraphEvery < 0) {
-      std::fprintf(stderr, "glassbox: --bench-chat needs a positive token count\n");
-      return 2;
-    }
-    QFile::remove(QDir::temp().filePath("glassbox-bench-session.json"));
-    gbui::MainWindow window(QDir::temp().filePath("glassbox-bench-session.json"));
-    window.resize(parser.value(width).toInt(), parser.value(height).toInt());
-    window.show();
-    QApplication::processEvents();
-    const QJsonObject result = gbui::runChatBench(window, options);
-    std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
-    return 0;
-  }
+  if (parser.isSet(o.benchChat)) return runChatBenchCommand(parser, o);
 
-  const bool shot = parser.isSet(screenshot);
+  const bool shot = parser.isSet(o.screenshot);
   // Screenshots start from a fresh session so they do not depend on autosave state.
-  const QString sessionPath = parser.isSet(session) ? parser.value(session)
+  const QString sessionPath = parser.isSet(o.session) ? parser.value(o.session)
                               : shot ? QDir::temp().filePath("glassbox-screenshot-session.json") : QString();
   if (shot) QFile::remove(sessionPath);
   gbui::MainWindow window(sessionPath);
-  window.setDevice(parser.value(device));
-  if (shot) window.resize(parser.value(width).toInt(), parser.value(height).toInt());
+  window.setDevice(parser.value(o.device));
+  if (shot) window.resize(parser.value(o.width).toInt(), parser.value(o.height).toInt());
   window.show();
 
-  const QString promptText = parser.value(prompt);
-  window.chat()->setMaxTokens(parser.value(maxTokens).toInt());
+  const QString promptText = parser.value(o.prompt);
+  window.chat()->setMaxTokens(parser.value(o.maxTokens).toInt());
   if (!promptText.isEmpty()) window.chat()->setInputText(promptText);
   if (shot) {
     // Completion mode: base models such as stories260K simply continue the text.
@@ -161,96 +294,19 @@ int main(int argc, char** argv) {
     window.chat()->setInputText(promptText);
   }
   int exitCode = 0;
-  auto finish = [&](int code) {
+  const std::function<void(int)> finish = [&](int code) {
     exitCode = code;
     QTimer::singleShot(0, &app, [&] { app.exit(exitCode); });
   };
-  if (parser.isSet(model) || parser.isSet(connectTo)) {
-    QObject::connect(&window, &gbui::MainWindow::modelReady, &window, [&] {
-      if (!promptText.isEmpty()) window.chat()->send();
-      else if (shot) finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel)));
-    });
-    QObject::connect(&window, &gbui::MainWindow::loadFailed, &window, [&](const QString& message) {
-      std::fprintf(stderr, "glassbox: %s\n", qPrintable(message));
-      if (shot) finish(1);
-    });
-    if (parser.isSet(connectTo)) window.connectToServer(parser.value(connectTo), parser.value(apiKey));
-    else window.openModel(parser.value(model));
+  if (parser.isSet(o.model) || parser.isSet(o.connectTo)) {
+    startLoading(window, parser, o, finish);
   } else if (shot) {
-    QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
+    QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(o.screenshot), parser.value(o.panel))); });
   }
-  if (parser.isSet(sampler)) {
-    if (const QString problem = window.sampling()->setSettingsJson(parser.value(sampler)); !problem.isEmpty()) {
-      std::fprintf(stderr, "glassbox: --sampler: %s\n", qPrintable(problem));
-      return 2;
-    }
-  }
-  const QString specText = parser.value(speculative);
-  if (!specText.isEmpty()) {
-    if (const QString problem = window.sampling()->speculative()->setSpec(specText); !problem.isEmpty()) {
-      std::fprintf(stderr, "glassbox: %s\n", qPrintable(problem));
-      return 2;
-    }
-  }
-  bool speculated = specText.isEmpty();
-  bool capturing = false;
-  bool branched = false;
+  if (const int rc = applySamplingOptions(window, parser, o); rc != 0) return rc;
+  ScreenshotRun run(window, parser, o, finish);
   if (shot && !promptText.isEmpty()) {
-    QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&] {
-      if (window.chat()->activeRequest() != 0 || window.sessionModel()->requests().empty()) return;
-      if (!speculated) {
-        // The speculative run finished: the same prompt again, plainly; then back
-        // to the speculative branch for the capture.
-        speculated = true;
-        window.sampling()->speculative()->setSpec(QString());
-        window.sampling()->setSeedPinned(true);  // the same sample, plainly: same seed
-        QTimer::singleShot(0, &window, [&] { window.chat()->regenerate(); });
-        return;
-      }
-      if (capturing) return;  // showBranch() below reports a change too
-      capturing = true;
-      if (!specText.isEmpty()) window.chat()->showBranch(-1);
-      selectInterestingToken(window);
-      const auto capture = [&] {
-        QTimer::singleShot(300, &window, [&] { finish(saveScreenshot(window, parser.value(screenshot), parser.value(panel))); });
-      };
-      if (parser.value(panel) == QLatin1String("branches") && !branched) {
-        // The tree needs a branch: fork at the most uncertain token with its runner-up.
-        branched = true;
-        capturing = false;
-        window.inspector()->branchFromRow(1);
-        return;
-      }
-      if (parser.value(panel) == QLatin1String("compare")) {
-        // The Compare view runs its default lanes plus a greedy one on the same prompt.
-        gbui::CompareView* cv = window.compareView();  // the bars open at the first divergence
-        cv->setPrompt(promptText);
-        cv->addLane(QStringLiteral("greedy"), gbui::CompareView::presetJson(QStringLiteral("greedy")));
-        cv->setSamples(4);
-        cv->setMaxTokens(std::min(48, parser.value(maxTokens).toInt()));
-        if (auto* dock = qobject_cast<QDockWidget*>(cv->parentWidget())) {
-          dock->setFloating(true);  // room for the columns, the bars and the table
-          dock->resize(window.width(), window.height() * 9 / 10);
-        }
-        QObject::connect(cv, &gbui::CompareView::finished, &window, [capture] { capture(); });
-        cv->run();
-        return;
-      }
-      if (parser.value(panel) == QLatin1String("score")) {
-        // Re-score what was just generated (prompt + answer) and show the heatmap.
-        gbui::ScoreView* sv = window.scoreView();
-        const gbui::RequestInfo* r =
-            window.sessionModel()->request(window.chat()->conversation().turns.back().currentRequest());
-        sv->setText(promptText + (r ? r->finish.text : QString()));
-        QObject::connect(sv, &gbui::ScoreView::finished, &window, [sv, capture] {
-          sv->showDetails(sv->numTokens() / 2);
-          capture();
-        });
-        sv->score();
-        return;
-      }
-      capture();
-    });
+    QObject::connect(window.chat(), &gbui::ChatPanel::conversationChanged, &window, [&run] { run.onConversationChanged(); });
     QTimer::singleShot(180000, &window, [&] {
       std::fprintf(stderr, "glassbox: generation did not finish in 180 s\n");
       finish(1);

@@ -248,6 +248,21 @@ class Engine {
   void publish_step_event(const StepPlan& plan, const StepTimes& t, double sampled_ms);
   Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                               const SamplerSettings* settings, int32_t max_tokens, bool retain_kv);
+  // What a fork inherits from its parent (live or finished).
+  struct ForkParent {
+    std::span<const TokenId> tokens;  // prompt + output; valid until the scheduler changes
+    const SamplerSettings* settings = nullptr;
+    int32_t num_prompt = 0;
+    bool ignore_eos = false;
+  };
+  std::optional<ForkParent> fork_parent(RequestId parent) const;
+  // Places the child in the scheduler: copy-on-write of the parent's blocks when
+  // it still holds them, else as a new request; returns the tokens shared (0: none).
+  Result<int32_t> schedule_fork(RequestId parent, RequestSpec spec, int32_t num_shared,
+                                std::optional<TokenId> forced_next);
+  // The child's submitted event and, with a forced token, its first token.
+  void publish_fork(RequestId id, RequestId parent, RequestState& rs, std::span<const TokenId> shared,
+                    int32_t max_tokens, std::optional<TokenId> forced_next);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;

@@ -22,30 +22,34 @@ Result<RequestId> Engine::fork_with_settings(RequestId parent, int32_t num_token
   return fork_impl(parent, num_tokens, std::nullopt, &settings, settings.max_tokens, retain_kv);
 }
 
+// The parent's tokens and settings: from its live state while it is queued or
+// running, else from its finished record; nullopt when it is unknown.
+std::optional<Engine::ForkParent> Engine::fork_parent(RequestId parent) const {
+  ForkParent p;
+  if (auto pit = states_.find(parent); pit != states_.end()) {
+    if (const Request* r = scheduler_->find(parent)) p.tokens = r->all_tokens();
+    p.settings = &pit->second->settings;
+    p.num_prompt = pit->second->num_prompt;
+    p.ignore_eos = pit->second->ignore_eos;
+    return p;
+  }
+  if (auto fit = finished_.find(parent); fit != finished_.end()) {
+    p.tokens = fit->second.tokens;
+    p.settings = &fit->second.settings;
+    p.num_prompt = fit->second.num_prompt;
+    p.ignore_eos = fit->second.ignore_eos;
+    return p;
+  }
+  return std::nullopt;
+}
+
 // settings: the child's own (completed here), or nullptr for the parent's.
 Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
                                     const SamplerSettings* settings, int32_t max_tokens, bool retain_kv) {
   GB_CHECK_MSG(scheduler_ != nullptr, "Engine::fork before start()");
-  // The parent's tokens and settings: from its live state while it is queued
-  // or running, else from its finished record.
-  std::span<const TokenId> tokens;  // valid until the scheduler changes below
-  const SamplerSettings* parent_settings = nullptr;
-  int32_t parent_prompt = 0;
-  bool ignore_eos = false;
-  if (auto pit = states_.find(parent); pit != states_.end()) {
-    if (const Request* r = scheduler_->find(parent)) tokens = r->all_tokens();
-    parent_settings = &pit->second->settings;
-    parent_prompt = pit->second->num_prompt;
-    ignore_eos = pit->second->ignore_eos;
-  } else if (auto fit = finished_.find(parent); fit != finished_.end()) {
-    tokens = fit->second.tokens;
-    parent_settings = &fit->second.settings;
-    parent_prompt = fit->second.num_prompt;
-    ignore_eos = fit->second.ignore_eos;
-  } else {
-    return make_error("fork: request " + std::to_string(parent.value) + " is unknown (or finished too long ago)");
-  }
-  if (num_tokens < 1 || num_tokens > static_cast<int32_t>(tokens.size()))
+  const std::optional<ForkParent> p = fork_parent(parent);
+  if (!p) return make_error("fork: request " + std::to_string(parent.value) + " is unknown (or finished too long ago)");
+  if (num_tokens < 1 || num_tokens > static_cast<int32_t>(p->tokens.size()))
     return make_error("fork: request " + std::to_string(parent.value) + " has no token " + std::to_string(num_tokens));
   if (forced_next && (*forced_next < 0 || *forced_next >= model_->config.vocab_size))
     return make_error("fork: token id " + std::to_string(*forced_next) + " is outside the vocabulary");
@@ -57,16 +61,16 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
 
   const RequestId id{next_request_id_++};
   auto rs = std::make_unique<RequestState>();
-  rs->settings = settings ? *settings : *parent_settings;
+  rs->settings = settings ? *settings : *p->settings;
   rs->settings.max_tokens = max_tokens;
   if (settings) complete_settings(rs->settings);
-  rs->ignore_eos = ignore_eos;
-  std::vector<TokenId> shared(tokens.begin(), tokens.begin() + num_tokens);
+  rs->ignore_eos = p->ignore_eos;
+  std::vector<TokenId> shared(p->tokens.begin(), p->tokens.begin() + num_tokens);
   make_helpers(*rs, shared);
   // The counter continues from the branch point, so a branch that changes
   // nothing (same seed) replays the parent's draws, and a fork at the end of
   // the prompt draws exactly what a request submitted alone would.
-  rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - parent_prompt)));
+  rs->rng = SamplerRng(rs->settings.seed, static_cast<uint64_t>(std::max(0, num_tokens - p->num_prompt)));
   rs->num_prompt = num_tokens;
   rs->submitted_ms = ms_now();
 
@@ -76,6 +80,16 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   spec.max_tokens = max_tokens;
   spec.isolation.model = model_->path;
   spec.retain_kv = retain_kv;
+  auto scheduled = schedule_fork(parent, std::move(spec), num_shared, forced_next);
+  if (!scheduled) return scheduled.error();
+  rs->num_shared = *scheduled;
+  publish_fork(id, parent, *rs, shared, max_tokens, forced_next);
+  states_.emplace(id, std::move(rs));
+  return id;
+}
+
+Result<int32_t> Engine::schedule_fork(RequestId parent, RequestSpec spec, int32_t num_shared,
+                                      std::optional<TokenId> forced_next) {
   std::vector<TokenId> initial_output;
   if (forced_next) initial_output.push_back(*forced_next);
   // Copy-on-write while the parent holds the K/V: its blocks are shared, only
@@ -83,39 +97,39 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   // block's copy while the pool is full of running requests) falls back, like
   // submit()'s branches, to the next path.
   if (scheduler_->num_tokens_held(parent) >= num_shared &&
-      scheduler_->fork(parent, spec, num_shared, initial_output).ok()) {
-    rs->num_shared = num_shared;
-  } else {
-    // The parent's blocks are gone (released, evicted, or it never ran that
-    // far): the same tokens as a new request, mostly prefix-cache hits.
-    spec.initial_output = std::move(initial_output);
-    if (Status st = scheduler_->submit(std::move(spec)); !st) return st.error();
-  }
+      scheduler_->fork(parent, spec, num_shared, initial_output).ok())
+    return num_shared;
+  // The parent's blocks are gone (released, evicted, or it never ran that
+  // far): the same tokens as a new request, mostly prefix-cache hits.
+  spec.initial_output = std::move(initial_output);
+  GB_TRY(scheduler_->submit(std::move(spec)));
+  return 0;
+}
 
+void Engine::publish_fork(RequestId id, RequestId parent, RequestState& rs, std::span<const TokenId> shared,
+                          int32_t max_tokens, std::optional<TokenId> forced_next) {
+  const int32_t num_tokens = static_cast<int32_t>(shared.size());
   RequestSubmittedEvent ev;
   ev.request = id;
-  ev.prompt_ids = shared;
+  ev.prompt_ids.assign(shared.begin(), shared.end());
   ev.max_tokens = max_tokens;
   ev.priority = "interactive";
-  ev.sampler_settings = sampler_settings_to_json(rs->settings);
+  ev.sampler_settings = sampler_settings_to_json(rs.settings);
   ev.parent = parent;
   ev.fork_position = num_tokens;
   publish(std::move(ev));
-  if (forced_next) {
-    // The chosen alternative is the child's first generated token.
-    TokenSampledEvent tok;
-    tok.request = id;
-    tok.step = step_index_;
-    tok.position = num_tokens;
-    tok.index = 0;
-    tok.token = *forced_next;
-    tok.origin = TokenOrigin::Forced;
-    tok.text = rs->output->accept_given(*forced_next, ms_now());
-    rs->rng.advance();
-    publish(std::move(tok));
-  }
-  states_.emplace(id, std::move(rs));
-  return id;
+  if (!forced_next) return;
+  // The chosen alternative is the child's first generated token.
+  TokenSampledEvent tok;
+  tok.request = id;
+  tok.step = step_index_;
+  tok.position = num_tokens;
+  tok.index = 0;
+  tok.token = *forced_next;
+  tok.origin = TokenOrigin::Forced;
+  tok.text = rs.output->accept_given(*forced_next, ms_now());
+  rs.rng.advance();
+  publish(std::move(tok));
 }
 
 std::span<const TokenId> Engine::known_tokens(RequestId id) const {

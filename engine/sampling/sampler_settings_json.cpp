@@ -101,6 +101,68 @@ class Reader {
   std::string error_;
 };
 
+// "logit_bias": [[token id, bias or "-inf"], ...].
+void read_logit_bias(Reader& r, const json& j, SamplerSettings& s) {
+  auto it = j.find("logit_bias");
+  if (it == j.end()) return;
+  if (!it->is_array()) return r.fail("logit_bias", "must be an array of [token id, bias] pairs");
+  for (const json& e : *it) {
+    if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() ||
+        !(e[1].is_number() || (e[1].is_string() && e[1].get<std::string>() == "-inf"))) {
+      r.fail("logit_bias", "entries must be [token id, number or \"-inf\"]");
+      break;
+    }
+    s.logit_bias.emplace_back(e[0].get<TokenId>(), e[1].is_string() ? -INFINITY : e[1].get<float>());
+  }
+}
+
+// The stage groups: "dry", "xtc", "reasoning" (objects of their own keys).
+void read_stage_groups(Reader& r, const json& j, SamplerSettings& s) {
+  if (const json* d = r.object(j, "dry", "dry")) {
+    r.only_keys(*d, "dry.", {"multiplier", "base", "allowed_length", "penalty_last_n", "sequence_breakers",
+                             "sequence_breaker_ids"});
+    r.number(*d, "multiplier", "dry.multiplier", s.dry.multiplier);
+    r.number(*d, "base", "dry.base", s.dry.base);
+    r.number(*d, "allowed_length", "dry.allowed_length", s.dry.allowed_length);
+    r.number(*d, "penalty_last_n", "dry.penalty_last_n", s.dry.penalty_last_n);
+    r.strings(*d, "sequence_breakers", "dry.sequence_breakers", s.dry.sequence_breakers);
+    r.ids(*d, "sequence_breaker_ids", "dry.sequence_breaker_ids", s.dry.sequence_breaker_ids);
+  }
+  if (const json* x = r.object(j, "xtc", "xtc")) {
+    r.only_keys(*x, "xtc.", {"threshold", "probability", "protected_ids"});
+    r.number(*x, "threshold", "xtc.threshold", s.xtc.threshold);
+    r.number(*x, "probability", "xtc.probability", s.xtc.probability);
+    r.ids(*x, "protected_ids", "xtc.protected_ids", s.xtc.protected_ids);
+  }
+  if (const json* rb = r.object(j, "reasoning", "reasoning")) {
+    r.only_keys(*rb, "reasoning.", {"max_tokens", "open_marker", "close_marker"});
+    r.number(*rb, "max_tokens", "reasoning.max_tokens", s.reasoning.max_tokens);
+    r.string(*rb, "open_marker", "reasoning.open_marker", s.reasoning.open_marker);
+    r.string(*rb, "close_marker", "reasoning.close_marker", s.reasoning.close_marker);
+  }
+}
+
+// "order": "a,b,c" or ["a", "b", "c"], stage names (sampler_order.h).
+Status read_order(const json& j, std::string_view source, SamplerSettings& s) {
+  auto it = j.find("order");
+  if (it == j.end()) return {};
+  std::string joined;
+  if (it->is_string()) {
+    joined = it->get<std::string>();
+  } else if (it->is_array()) {
+    for (const json& e : *it) {
+      if (!e.is_string()) return make_error(std::string(source) + ": \"order\" must hold stage names");
+      joined += (joined.empty() ? "" : ",") + e.get<std::string>();
+    }
+  } else {
+    return make_error(std::string(source) + ": \"order\" must be a string or an array of stage names");
+  }
+  auto parsed = parse_sampler_order(joined);
+  if (!parsed.ok()) return make_error(std::string(source) + ": " + parsed.error().message);
+  s.order = std::move(parsed.value());
+  return {};
+}
+
 }  // namespace
 
 std::string sampler_settings_to_json(const SamplerSettings& s, int indent) {
@@ -165,58 +227,11 @@ Result<SamplerSettings> sampler_settings_from_json(std::string_view text, std::s
   r.strings(j, "stop_strings", "stop_strings", s.stop_strings);
   r.ids(j, "stop_token_ids", "stop_token_ids", s.stop_token_ids);
 
-  if (auto it = j.find("logit_bias"); it != j.end()) {
-    if (!it->is_array()) r.fail("logit_bias", "must be an array of [token id, bias] pairs");
-    else
-      for (const json& e : *it) {
-        if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() ||
-            !(e[1].is_number() || (e[1].is_string() && e[1].get<std::string>() == "-inf"))) {
-          r.fail("logit_bias", "entries must be [token id, number or \"-inf\"]");
-          break;
-        }
-        s.logit_bias.emplace_back(e[0].get<TokenId>(), e[1].is_string() ? -INFINITY : e[1].get<float>());
-      }
-  }
-  if (const json* d = r.object(j, "dry", "dry")) {
-    r.only_keys(*d, "dry.", {"multiplier", "base", "allowed_length", "penalty_last_n", "sequence_breakers",
-                             "sequence_breaker_ids"});
-    r.number(*d, "multiplier", "dry.multiplier", s.dry.multiplier);
-    r.number(*d, "base", "dry.base", s.dry.base);
-    r.number(*d, "allowed_length", "dry.allowed_length", s.dry.allowed_length);
-    r.number(*d, "penalty_last_n", "dry.penalty_last_n", s.dry.penalty_last_n);
-    r.strings(*d, "sequence_breakers", "dry.sequence_breakers", s.dry.sequence_breakers);
-    r.ids(*d, "sequence_breaker_ids", "dry.sequence_breaker_ids", s.dry.sequence_breaker_ids);
-  }
-  if (const json* x = r.object(j, "xtc", "xtc")) {
-    r.only_keys(*x, "xtc.", {"threshold", "probability", "protected_ids"});
-    r.number(*x, "threshold", "xtc.threshold", s.xtc.threshold);
-    r.number(*x, "probability", "xtc.probability", s.xtc.probability);
-    r.ids(*x, "protected_ids", "xtc.protected_ids", s.xtc.protected_ids);
-  }
-  if (const json* rb = r.object(j, "reasoning", "reasoning")) {
-    r.only_keys(*rb, "reasoning.", {"max_tokens", "open_marker", "close_marker"});
-    r.number(*rb, "max_tokens", "reasoning.max_tokens", s.reasoning.max_tokens);
-    r.string(*rb, "open_marker", "reasoning.open_marker", s.reasoning.open_marker);
-    r.string(*rb, "close_marker", "reasoning.close_marker", s.reasoning.close_marker);
-  }
+  read_logit_bias(r, j, s);
+  read_stage_groups(r, j, s);
   if (!r.ok()) return make_error(r.error());
 
-  if (auto it = j.find("order"); it != j.end()) {
-    std::string joined;
-    if (it->is_string()) {
-      joined = it->get<std::string>();
-    } else if (it->is_array()) {
-      for (const json& e : *it) {
-        if (!e.is_string()) return make_error(std::string(source) + ": \"order\" must hold stage names");
-        joined += (joined.empty() ? "" : ",") + e.get<std::string>();
-      }
-    } else {
-      return make_error(std::string(source) + ": \"order\" must be a string or an array of stage names");
-    }
-    auto order = parse_sampler_order(joined);
-    if (!order.ok()) return make_error(std::string(source) + ": " + order.error().message);
-    s.order = std::move(order.value());
-  }
+  GB_TRY(read_order(j, source, s));
   Status valid = validate(s);
   if (!valid.ok()) return make_error(std::string(source) + ": " + valid.error().message);
   return s;

@@ -131,6 +131,65 @@ Status check_layer_shapes(const Model& model, const LayerWeights& l) {
   return {};
 }
 
+// The arena's size: every piece starts at a kAlign boundary, in the order
+// upload() takes them (embedding, classifier unless tied, output norm, RoPE
+// frequencies, then per layer: norms, qkv, wo, gate/up, down, optional vectors).
+size_t arena_bytes(const ModelWeights& w, bool tied, size_t norm_bytes) {
+  size_t total = align_up(w.token_embedding.num_bytes()) + (tied ? 0 : align_up(w.classifier.num_bytes())) + norm_bytes;
+  total += vector_bytes(w.rope_freqs);
+  for (const LayerWeights& l : w.layers) {
+    total += 2 * norm_bytes + align_up(fused_layout(qkv_parts(l))) + align_up(l.wo.num_bytes()) +
+             align_up(fused_layout(gate_up_parts(l))) + align_up(l.w_down.num_bytes());
+    for (const TensorView* v : optional_vectors(l)) total += vector_bytes(*v);
+  }
+  return total;
+}
+
+// Hands out kAlign-aligned pieces of the weight arena, in order.
+struct ArenaCursor {
+  std::byte* base = nullptr;
+  size_t at = 0;  // bytes handed out so far
+  std::byte* take(size_t bytes) {
+    std::byte* p = base + at;
+    at += align_up(bytes);
+    return p;
+  }
+};
+
+// One decoder layer: its norms, the fused qkv and gate/up projections, wo,
+// w_down and the optional vectors (biases, head norms, post-norms) it has.
+Result<DeviceLayer> upload_layer(const Model& model, const LayerWeights& l, ArenaCursor& arena, size_t norm_bytes) {
+  DeviceLayer d;
+  auto* attn_norm = reinterpret_cast<float*>(arena.take(norm_bytes));
+  auto* ffn_norm = reinterpret_cast<float*>(arena.take(norm_bytes));
+  GB_TRY(upload_norm(l.attn_norm, attn_norm));
+  GB_TRY(upload_norm(l.ffn_norm, ffn_norm));
+  d.attn_norm = attn_norm;
+  d.ffn_norm = ffn_norm;
+  Result<DeviceProjection> m = upload_rows(model, arena.take(fused_layout(qkv_parts(l))), qkv_parts(l));
+  if (!m) return m.error();
+  d.wqkv = *m;
+  m = upload_rows(model, arena.take(l.wo.num_bytes()), {&l.wo});
+  if (!m) return m.error();
+  d.wo = *m;
+  m = upload_rows(model, arena.take(fused_layout(gate_up_parts(l))), gate_up_parts(l));
+  if (!m) return m.error();
+  d.w_gate_up = *m;
+  m = upload_rows(model, arena.take(l.w_down.num_bytes()), {&l.w_down});
+  if (!m) return m.error();
+  d.w_down = *m;
+  const std::array<const float**, 7> vectors = {&d.bq, &d.bk, &d.bv, &d.q_norm, &d.k_norm, &d.post_attn_norm,
+                                                &d.post_ffn_norm};
+  const auto sources = optional_vectors(l);
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    if (sources[i]->data == nullptr) continue;
+    auto* dst = reinterpret_cast<float*>(arena.take(vector_bytes(*sources[i])));
+    GB_TRY(upload_norm(*sources[i], dst));
+    *vectors[i] = dst;
+  }
+  return d;
+}
+
 }  // namespace
 
 Status check_weight_types(const Model& model) {
@@ -157,75 +216,34 @@ Status DeviceWeights::upload(const Model& model) {
   const bool tied = w.classifier.data == w.token_embedding.data && w.classifier.dtype == w.token_embedding.dtype;
   const size_t norm_bytes = align_up(static_cast<size_t>(c.dim) * sizeof(float));
 
-  // Plan the arena: every piece starts at a kAlign boundary.
-  size_t total = align_up(w.token_embedding.num_bytes()) + (tied ? 0 : align_up(w.classifier.num_bytes())) + norm_bytes;
-  total += vector_bytes(w.rope_freqs);
-  for (const LayerWeights& l : w.layers) {
-    total += 2 * norm_bytes + align_up(fused_layout(qkv_parts(l))) + align_up(l.wo.num_bytes()) +
-             align_up(fused_layout(gate_up_parts(l))) + align_up(l.w_down.num_bytes());
-    for (const TensorView* v : optional_vectors(l)) total += vector_bytes(*v);
-  }
+  const size_t total = arena_bytes(w, tied, norm_bytes);
   GB_TRY(arena_.allocate(total, "model weights"));
-  auto* base = arena_.as<std::byte>();
-  size_t at = 0;
-  auto take = [&](size_t bytes) {
-    std::byte* p = base + at;
-    at += align_up(bytes);
-    return p;
-  };
+  ArenaCursor arena{arena_.as<std::byte>()};
 
-  std::byte* emb = take(w.token_embedding.num_bytes());
-  Result<DeviceProjection> m = upload_rows(model, emb, {&w.token_embedding});
+  Result<DeviceProjection> m = upload_rows(model, arena.take(w.token_embedding.num_bytes()), {&w.token_embedding});
   if (!m) return m.error();
   embedding_ = m->parts[0];
   if (tied) {
     classifier_ = *m;
   } else {
-    m = upload_rows(model, take(w.classifier.num_bytes()), {&w.classifier});
+    m = upload_rows(model, arena.take(w.classifier.num_bytes()), {&w.classifier});
     if (!m) return m.error();
     classifier_ = *m;
   }
-  auto* out_norm = reinterpret_cast<float*>(take(norm_bytes));
+  auto* out_norm = reinterpret_cast<float*>(arena.take(norm_bytes));
   GB_TRY(upload_norm(w.output_norm, out_norm));
   output_norm_ = out_norm;
   if (w.rope_freqs.data != nullptr) {
-    auto* freqs = reinterpret_cast<float*>(take(vector_bytes(w.rope_freqs)));
+    auto* freqs = reinterpret_cast<float*>(arena.take(vector_bytes(w.rope_freqs)));
     GB_TRY(upload_norm(w.rope_freqs, freqs));
     rope_freqs_ = freqs;
   }
-
   for (const LayerWeights& l : w.layers) {
-    DeviceLayer d;
-    auto* attn_norm = reinterpret_cast<float*>(take(norm_bytes));
-    auto* ffn_norm = reinterpret_cast<float*>(take(norm_bytes));
-    GB_TRY(upload_norm(l.attn_norm, attn_norm));
-    GB_TRY(upload_norm(l.ffn_norm, ffn_norm));
-    d.attn_norm = attn_norm;
-    d.ffn_norm = ffn_norm;
-    m = upload_rows(model, take(fused_layout(qkv_parts(l))), qkv_parts(l));
-    if (!m) return m.error();
-    d.wqkv = *m;
-    m = upload_rows(model, take(l.wo.num_bytes()), {&l.wo});
-    if (!m) return m.error();
-    d.wo = *m;
-    m = upload_rows(model, take(fused_layout(gate_up_parts(l))), gate_up_parts(l));
-    if (!m) return m.error();
-    d.w_gate_up = *m;
-    m = upload_rows(model, take(l.w_down.num_bytes()), {&l.w_down});
-    if (!m) return m.error();
-    d.w_down = *m;
-    const std::array<const float**, 7> vectors = {&d.bq, &d.bk, &d.bv, &d.q_norm, &d.k_norm, &d.post_attn_norm,
-                                                  &d.post_ffn_norm};
-    const auto sources = optional_vectors(l);
-    for (size_t i = 0; i < vectors.size(); ++i) {
-      if (sources[i]->data == nullptr) continue;
-      auto* dst = reinterpret_cast<float*>(take(vector_bytes(*sources[i])));
-      GB_TRY(upload_norm(*sources[i], dst));
-      *vectors[i] = dst;
-    }
-    layers_.push_back(d);
+    auto d = upload_layer(model, l, arena, norm_bytes);
+    if (!d) return d.error();
+    layers_.push_back(*d);
   }
-  GB_CHECK(at == total);
+  GB_CHECK(arena.at == total);
   return {};
 }
 

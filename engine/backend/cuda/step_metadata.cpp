@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace gb::cuda {
 namespace {
 
 Error bad_batch(const std::string& what) { return make_error("CUDA backend: invalid batch: " + what); }
 
-}  // namespace
-
-Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks,
-                          int32_t pool_block_size, int32_t release_window, cudaStream_t stream) {
+// Array sizes, and every token id, block id and logit row against the
+// vocabulary, the pool and the batch.
+Status check_arrays(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks, int32_t pool_block_size) {
   const int32_t num_tokens = b.num_tokens(), num_seqs = b.num_seqs();
   if (b.block_size != pool_block_size)
     return bad_batch("block size " + std::to_string(b.block_size) + " but the KV pool uses " +
@@ -28,17 +28,30 @@ Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_
   // -1 is a block released by the sliding window (kv/block_table.h). The
   // attention kernels read no key before a query's window, so a released block
   // is allowed only wholly before the window of the sequence's first new token
-  // (checked per sequence below); it is never indexed.
+  // (checked per sequence in plan_sequences); it is never indexed.
   for (int32_t blk : b.block_ids)
     if (blk != -1 && (blk < 0 || blk >= num_pool_blocks))
       return bad_batch("block id " + std::to_string(blk) + " outside the pool");
   for (int32_t row : b.logit_token_indices)
     if (row < 0 || row >= num_tokens) return bad_batch("logit row " + std::to_string(row) + " is not a token");
+  return {};
+}
 
-  std::vector<int32_t> slot_mapping(static_cast<size_t>(num_tokens));
-  std::vector<PrefillTile> tiles;
-  max_kv_len_ = 0;
-  decode_only_ = num_seqs > 0;
+// What the kernels need from the batch's sequences.
+struct SequencePlan {
+  std::vector<int32_t> slot_mapping;  // (num_tokens) block * block_size + slot of each new token
+  std::vector<PrefillTile> tiles;     // kPrefillTileTokens-sized runs of one sequence's new tokens
+  int32_t max_kv_len = 0;
+  bool decode_only = false;  // every sequence has exactly one new token
+};
+
+// Per sequence: its lengths and block table checked (no released block inside
+// the window its new tokens read), each new token's KV slot, its prefill tiles.
+Result<SequencePlan> plan_sequences(const BatchLayout& b, int32_t pool_block_size, int32_t release_window) {
+  const int32_t num_seqs = b.num_seqs();
+  SequencePlan p;
+  p.slot_mapping.resize(static_cast<size_t>(b.num_tokens()));
+  p.decode_only = num_seqs > 0;
   for (int32_t s = 0; s < num_seqs; ++s) {
     const int32_t first = b.seq_token_indptr[s], last = b.seq_token_indptr[s + 1];
     const int32_t num_new = last - first, kv_len = b.seq_kv_len[s];
@@ -51,18 +64,32 @@ Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_
       if (b.block_ids[b.block_indptr[s] + i] == -1)
         return bad_batch("sequence " + std::to_string(s) + " reads block " + std::to_string(i) +
                          " of its table, which the sliding window released");
-    decode_only_ = decode_only_ && num_new == 1;
-    max_kv_len_ = std::max(max_kv_len_, kv_len);
+    p.decode_only = p.decode_only && num_new == 1;
+    p.max_kv_len = std::max(p.max_kv_len, kv_len);
     for (int32_t t = first; t < last; ++t) {
       const int32_t pos = b.positions[t];
       if (pos != kv_len - num_new + (t - first))
         return bad_batch("sequence " + std::to_string(s) + ": new tokens must fill positions kv_len - n ... kv_len - 1");
       const int32_t blk = b.block_ids[b.block_indptr[s] + pos / pool_block_size];
-      slot_mapping[t] = blk * pool_block_size + pos % pool_block_size;
+      p.slot_mapping[t] = blk * pool_block_size + pos % pool_block_size;
     }
     for (int32_t t = first; t < last; t += kPrefillTileTokens)
-      tiles.push_back({s, t, std::min(kPrefillTileTokens, last - t)});
+      p.tiles.push_back({s, t, std::min(kPrefillTileTokens, last - t)});
   }
+  return p;
+}
+
+}  // namespace
+
+Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks,
+                          int32_t pool_block_size, int32_t release_window, cudaStream_t stream) {
+  GB_TRY(check_arrays(b, vocab_size, num_pool_blocks, pool_block_size));
+  auto planned = plan_sequences(b, pool_block_size, release_window);
+  if (!planned) return planned.error();
+  const std::vector<int32_t>& slot_mapping = planned->slot_mapping;
+  const std::vector<PrefillTile>& tiles = planned->tiles;
+  max_kv_len_ = planned->max_kv_len;
+  decode_only_ = planned->decode_only;
   num_tiles_ = static_cast<int32_t>(tiles.size());
 
   packed_.clear();
