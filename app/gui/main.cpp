@@ -2,6 +2,7 @@
 //   glassbox [--model PATH | --connect URL [--api-key KEY]] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
 //            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
 //   glassbox --bench-chat N [--bench-paragraph-every K]
+//   glassbox --bench-chat-turns N
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
 // QT_QPA_PLATFORM=offscreen. With --speculative (e.g. "ngram:n=2,k=4") the prompt
@@ -10,7 +11,9 @@
 // warm-up costs, if anything, count against it. The chat then shows the
 // speculative branch. --bench-chat streams N synthetic tokens through the live
 // event path into the window and prints frame times and memory as JSON
-// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen).
+// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen). --bench-chat-turns
+// sends N messages with synthetic answers to a chat panel and prints the time
+// per submit as JSON.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -119,9 +122,21 @@ int main(int argc, char** argv) {
                                      "N");
   const QCommandLineOption benchParagraph("bench-paragraph-every", "With --bench-chat: a newline every K tokens (0: none).",
                                           "K", "0");
+  const QCommandLineOption benchTurns("bench-chat-turns",
+                                      "Send N messages with synthetic answers, print the time per submit as JSON.", "N");
   parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
-                     connectTo, apiKey, benchChat, benchParagraph});
+                     connectTo, apiKey, benchChat, benchParagraph, benchTurns});
   parser.process(app);
+  if (parser.isSet(benchTurns)) {
+    const int turns = parser.value(benchTurns).toInt();
+    if (turns <= 0) {
+      std::fprintf(stderr, "glassbox: --bench-chat-turns needs a positive count\n");
+      return 2;
+    }
+    const QJsonObject result = gbui::runChatTurnsBench(turns, 120);
+    std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
+    return 0;
+  }
   if (parser.isSet(benchChat)) {
     gbui::ChatBenchOptions options;
     options.tokens = parser.value(benchChat).toInt();
