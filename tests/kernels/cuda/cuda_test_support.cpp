@@ -47,4 +47,11 @@ std::string device_error() {
   return e == cudaSuccess ? std::string() : std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
 
+std::string cuda_failure(const char* expr, cudaError_t error) {
+  std::string text = expr;
+  text += ": ";
+  text += cudaGetErrorString(error);
+  return text;
+}
+
 }  // namespace gbtest::cuda
