@@ -92,6 +92,18 @@ int saveScreenshot(gbui::MainWindow& window, const QString& path, const QString&
   return 0;
 }
 
+// --bench-chat-turns N: the exit code.
+int benchChatTurns(const QString& value) {
+  const int turns = value.toInt();
+  if (turns <= 0) {
+    std::fprintf(stderr, "glassbox: --bench-chat-turns needs a positive count\n");
+    return 2;
+  }
+  const QJsonObject result = gbui::runChatTurnsBench(turns, 120);
+  std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,16 +139,7 @@ int main(int argc, char** argv) {
   parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
                      connectTo, apiKey, benchChat, benchParagraph, benchTurns});
   parser.process(app);
-  if (parser.isSet(benchTurns)) {
-    const int turns = parser.value(benchTurns).toInt();
-    if (turns <= 0) {
-      std::fprintf(stderr, "glassbox: --bench-chat-turns needs a positive count\n");
-      return 2;
-    }
-    const QJsonObject result = gbui::runChatTurnsBench(turns, 120);
-    std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
-    return 0;
-  }
+  if (parser.isSet(benchTurns)) return benchChatTurns(parser.value(benchTurns));
   if (parser.isSet(benchChat)) {
     gbui::ChatBenchOptions options;
     options.tokens = parser.value(benchChat).toInt();

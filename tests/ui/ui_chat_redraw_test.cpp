@@ -12,6 +12,7 @@
 // longer than the view's block limit (so they hold soft breaks), code blocks
 // and <think> reasoning, in chat mode (a label starts each turn) and completion
 // mode (an answer continues its prompt's paragraph).
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTest>
@@ -334,6 +335,22 @@ class UiChatRedrawTest : public QObject {
       checkEqualsAFullRedraw();
       if (QTest::currentTestFailed()) return;
     }
+  }
+
+  void aNewSystemPromptRedrawsEverything() {
+    // The turns before are drawn under the old system prompt: a submit after
+    // it changed must draw them again (the prompt is shown above them).
+    newPanel(false, QStringLiteral("You are a sailor."));
+    threeExchanges();
+    auto* system = chat_->findChild<QLineEdit*>(QStringLiteral("systemPrompt"));
+    QVERIFY(system);
+    system->setText(QStringLiteral("You are a pirate."));
+    startWatching();
+    send(QStringLiteral("Where is the treasure?"), 6);
+    disconnect(watch_);
+    QCOMPARE(firstChange_, 0);
+    QVERIFY(view()->transcriptText().startsWith(QStringLiteral("System\nYou are a pirate.\n")));
+    checkEqualsAFullRedraw();
   }
 
   void branchSwitchRedrawsOnlyTheLastTurn() {
