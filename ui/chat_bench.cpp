@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
+#include <QTextDocument>
 #include <algorithm>
 #include <ctime>
 
@@ -167,6 +168,106 @@ QJsonObject runChatBench(MainWindow& window, const ChatBenchOptions& options) {
     charts.append(c);
   }
   out[QStringLiteral("charts")] = charts;
+  return out;
+}
+
+namespace {
+
+// One exchange's answer: the request id back, then the tokens a frame at a time.
+struct TurnsBench {
+  SessionModel model;
+  ChatPanel chat{&model};
+  quint64 seq = 1, tag = 0;
+  RequestKey nextKey = 1;
+
+  void apply(std::vector<UiEvent> events) {
+    for (UiEvent& e : events) e.seq = seq++;
+    model.apply(std::make_shared<const std::vector<UiEvent>>(std::move(events)));
+  }
+  void submitted() {
+    const RequestKey key = nextKey++;
+    chat.onRequestSubmitted(tag, key);
+    UiSubmitted sub;
+    sub.request = key;
+    sub.promptIds = {1, 2, 3};
+    apply({{0, 0, sub}});
+  }
+  void stream(int from, int to, int perFrame) {
+    const RequestKey key = nextKey - 1;
+    for (int i = from; i < to; i += perFrame) {
+      std::vector<UiEvent> batch;
+      for (int k = i; k < std::min(to, i + perFrame); ++k) batch.push_back({0, 0, syntheticToken(key, k, 0.0, 30)});
+      apply(std::move(batch));
+    }
+  }
+  void finish(int numTokens) {
+    UiFinished done;
+    done.request = nextKey - 1;
+    done.reason = QStringLiteral("stop");
+    done.numGenerated = numTokens;
+    apply({{0, 0, done}});
+  }
+};
+
+double elapsedMs(const QElapsedTimer& t) { return static_cast<double>(t.nsecsElapsed()) / 1e6; }
+
+}  // namespace
+
+QJsonObject runChatTurnsBench(int turns, int answerTokens) {
+  constexpr int kPerFrame = 34;
+  TurnsBench b;
+  QObject::connect(&b.chat, &ChatPanel::generateChat, &b.chat, [&b](quint64 tag) { b.tag = tag; });
+  b.chat.resize(700, 850);
+  b.chat.show();
+  QApplication::processEvents();
+  const std::vector<int> checkpoints = {std::max(10, turns / 10), std::max(10, turns / 2), turns};
+  std::vector<double> submitMs, turnMs;
+  QJsonArray points;
+  for (int t = 1; t <= turns; ++t) {
+    QElapsedTimer turn, submit;
+    turn.start();
+    submit.start();
+    b.chat.setInputText(QStringLiteral("Question %1: and what about the waves?").arg(t));
+    b.chat.send();
+    b.submitted();
+    b.stream(0, std::min(kPerFrame, answerTokens), kPerFrame);  // the first batch redraws the answer once
+    submitMs.push_back(elapsedMs(submit));
+    b.stream(kPerFrame, answerTokens, kPerFrame);
+    b.finish(answerTokens);
+    QApplication::processEvents();
+    turnMs.push_back(elapsedMs(turn));
+    if (std::find(checkpoints.begin(), checkpoints.end(), t) == checkpoints.end()) continue;
+    const auto last10 = [](const std::vector<double>& v) {
+      return std::vector<double>(v.end() - std::min<std::ptrdiff_t>(10, static_cast<std::ptrdiff_t>(v.size())), v.end());
+    };
+    QJsonObject point;
+    point[QStringLiteral("turns")] = 2 * t;
+    point[QStringLiteral("tokens_shown")] = b.chat.view()->numTokenSpans();
+    point[QStringLiteral("submit_ms_p50")] = percentile(last10(submitMs), 0.5);
+    point[QStringLiteral("exchange_ms_p50")] = percentile(last10(turnMs), 0.5);
+    point[QStringLiteral("rss_mib")] = residentMiB();
+    points.append(point);
+  }
+  QJsonObject out;
+  out[QStringLiteral("benchmark")] = QStringLiteral("chat_turns");
+  out[QStringLiteral("exchanges")] = turns;
+  out[QStringLiteral("answer_tokens")] = answerTokens;
+  out[QStringLiteral("checkpoints")] = points;
+  // A second answer to the last message, then back to the first one.
+  b.chat.regenerate();
+  b.submitted();
+  b.stream(0, answerTokens, kPerFrame);
+  b.finish(answerTokens);
+  QElapsedTimer sw;
+  sw.start();
+  b.chat.showBranch(-1);
+  out[QStringLiteral("branch_switch_ms")] = elapsedMs(sw);
+  QElapsedTimer full;
+  full.start();
+  b.chat.rerender();
+  out[QStringLiteral("full_redraw_ms")] = elapsedMs(full);
+  out[QStringLiteral("soft_breaks")] = b.chat.view()->numSoftBreaks();
+  out[QStringLiteral("blocks")] = b.chat.view()->document()->blockCount();
   return out;
 }
 

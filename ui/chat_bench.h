@@ -29,4 +29,13 @@ struct ChatBenchOptions {
 
 QJsonObject runChatBench(MainWindow& window, const ChatBenchOptions& options);
 
+// The long-conversation benchmark (`glassbox --bench-chat-turns N`, code
+// review U4): a chat panel (its own window, no engine) gets N exchanges, each
+// a sent message and a synthetic answer of `answerTokens` tokens (a paragraph
+// every 30) streamed in frame-sized batches. Reported as JSON: the time of a
+// submit (send, the request id arriving, the first batch: what redraws the
+// chat) and of a whole exchange, median of the 10 exchanges before 10%, 50%
+// and 100% of N; at the end, one branch switch and one full redraw.
+QJsonObject runChatTurnsBench(int turns, int answerTokens);
+
 }  // namespace gbui

@@ -292,42 +292,73 @@ QString ChatPanel::turnText(RequestKey request) const {
   return text;
 }
 
-void ChatPanel::rerender() {
-  view_->clearAll();
-  rendered_ = 0;
-  renderedTokens_ = 0;
-  renderedOwn_ = 0;
-  renderedKnown_ = false;
-  renderedReasoning_ = false;
+void ChatPanel::rerender() { rerenderFrom(0); }
+
+QString ChatPanel::shownSystemPrompt() const {
+  return conversation_.completionMode ? QString() : conversation_.systemPrompt;
+}
+
+void ChatPanel::rerenderFrom(int from) {
+  // The turns before `from` stay as drawn only if a full redraw would draw
+  // them the same way: same mode and system prompt above them, and a recorded
+  // start (the view holds at least that much) for turn `from`.
+  const int numDrawn = static_cast<int>(turnStarts_.size());
+  const bool keepBefore = from > 0 && from <= numDrawn && from <= conversation_.turns.size() &&
+                          drawnCompletionMode_ == conversation_.completionMode &&
+                          drawnSystemPrompt_ == shownSystemPrompt() &&
+                          (from == numDrawn || turnStarts_[static_cast<size_t>(from)] <= view_->transcriptLength());
+  if (!keepBefore) {
+    from = 0;
+    view_->clearAll();
+    drawnCompletionMode_ = conversation_.completionMode;
+    drawnSystemPrompt_ = shownSystemPrompt();
+  } else if (from < numDrawn) {
+    view_->truncateTo(turnStarts_[static_cast<size_t>(from)]);
+  }
+  turnStarts_.resize(static_cast<size_t>(from));
+  if (renderedTurn_ >= from) {
+    rendered_ = 0;
+    renderedTokens_ = 0;
+    renderedOwn_ = 0;
+    renderedKnown_ = false;
+    renderedReasoning_ = false;
+    renderedTurn_ = -1;
+  }
   view_->beginAppend();  // laid out once, not once per token
-  if (!conversation_.completionMode && !conversation_.systemPrompt.isEmpty()) {
+  if (from == 0 && !drawnSystemPrompt_.isEmpty()) {
     view_->appendLabel(tr("System"));
     view_->appendMessage(conversation_.systemPrompt, -1);
   }
-  for (int i = 0; i < conversation_.turns.size(); ++i) {
-    const Turn& turn = conversation_.turns[i];
-    const bool assistant = turn.role == QLatin1String("assistant");
-    if (!conversation_.completionMode) view_->appendLabel(assistant ? tr("Assistant") : tr("User"));
-    if (!assistant) {
-      view_->appendMessage(turn.text, i);
-      continue;
-    }
-    const RequestKey key = turn.currentRequest();
-    const std::vector<UiToken> tokens = displayedTokens(key);
-    // A restored session knows an answer's text, not its tokens; a request
-    // that is starting shows nothing yet (never the previous branch's text).
-    if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
-    appendAnswer(tokens);
-    rendered_ = key;
-    renderedTokens_ = static_cast<int>(tokens.size());
-    const RequestInfo* r = model_->request(key);
-    renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
-    renderedKnown_ = r != nullptr;
-    renderedReasoning_ = findReasoning(tokens).size() > 0;
+  for (int i = from; i < conversation_.turns.size(); ++i) {
+    turnStarts_.push_back(view_->transcriptLength());
+    drawTurn(i);
   }
   view_->endAppend();
   if (auto sel = model_->selectedToken()) view_->setSelected(sel->first, sel->second);
   updateButtons();
+}
+
+void ChatPanel::drawTurn(int i) {
+  const Turn& turn = conversation_.turns[i];
+  const bool assistant = turn.role == QLatin1String("assistant");
+  if (!conversation_.completionMode) view_->appendLabel(assistant ? tr("Assistant") : tr("User"));
+  if (!assistant) {
+    view_->appendMessage(turn.text, i);
+    return;
+  }
+  const RequestKey key = turn.currentRequest();
+  const std::vector<UiToken> tokens = displayedTokens(key);
+  // A restored session knows an answer's text, not its tokens; a request
+  // that is starting shows nothing yet (never the previous branch's text).
+  if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
+  appendAnswer(tokens);
+  rendered_ = key;
+  renderedTokens_ = static_cast<int>(tokens.size());
+  const RequestInfo* r = model_->request(key);
+  renderedOwn_ = r ? static_cast<int>(r->tokens.size()) : 0;
+  renderedKnown_ = r != nullptr;
+  renderedReasoning_ = findReasoning(tokens).size() > 0;
+  renderedTurn_ = i;
 }
 
 bool ChatPanel::mayHaveReasoning(const RequestInfo& r) const {
@@ -358,7 +389,7 @@ void ChatPanel::onBatch() {
     // text: draw it once properly (with a branch's ancestry), then append.
     // Reasoning is folded (or restyled) as a whole: redraw while an answer has it.
     if (r && (!renderedKnown_ || mayHaveReasoning(*r))) {
-      rerender();
+      rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);
     } else if (r && own >= renderedOwn_) {
       view_->beginAppend();  // the batch's tokens are laid out once
       for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
@@ -367,7 +398,7 @@ void ChatPanel::onBatch() {
       renderedOwn_ = own;
       view_->ensureCursorVisible();
     } else {
-      rerender();
+      rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);  // the tokens at the end changed
     }
   } else if (!conversation_.turns.isEmpty() && conversation_.turns.back().currentRequest() != 0) {
     rerender();
@@ -462,7 +493,7 @@ void ChatPanel::send() {
     input_->clear();
     system_->setText(conversation_.systemPrompt);
     prompts_.clear();  // tags (turn indices) of the old path
-    rerender();
+    rerenderFrom(edited < 0 ? 0 : edited);
     submitTurn(assistant, from);
     emit conversationChanged();
     return;
@@ -471,7 +502,7 @@ void ChatPanel::send() {
   conversation_.turns.push_back({QStringLiteral("user"), text, {}, 0});
   conversation_.turns.push_back({QStringLiteral("assistant"), QString(), {}, 0});
   input_->clear();
-  rerender();
+  rerenderFrom(static_cast<int>(conversation_.turns.size()) - 2);
   submitTurn(static_cast<int>(conversation_.turns.size()) - 1);
   emit conversationChanged();
 }
@@ -542,7 +573,7 @@ void ChatPanel::onRequestSubmitted(quint64 tag, quint64 request) {
   turn.branches.push_back(request);
   turn.current = static_cast<int>(turn.branches.size()) - 1;
   active_ = request;
-  rerender();
+  rerenderFrom(static_cast<int>(tag));
   emit conversationChanged();
 }
 
@@ -560,7 +591,7 @@ void ChatPanel::showBranch(int delta) {
   if (turn.branches.isEmpty()) return;
   turn.current = std::clamp(turn.current + delta, 0, static_cast<int>(turn.branches.size()) - 1);
   turn.text = turnText(turn.currentRequest());
-  rerender();
+  rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);
   emit conversationChanged();
 }
 

@@ -96,6 +96,13 @@ class ChatPanel : public QWidget {
   void showPrompt();
   void showBranch(int delta);
   void rerender();
+  // Redraws the turns from `turn` on and keeps the ones before it as drawn
+  // (code review U4: a submit, a branch switch, an edit or a redraw of a
+  // reasoning answer costs the turns that changed, not the whole
+  // conversation); the result is what rerender() draws. Falls back to
+  // rerender() when the turns before would be drawn differently now (another
+  // mode or system prompt) or no start is recorded for `turn`.
+  void rerenderFrom(int turn);
 
  signals:
   // tag: the assistant turn index the request answers.
@@ -153,6 +160,12 @@ class ChatPanel : public QWidget {
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
   bool renderedKnown_ = false;   // the model knew that request when it was rendered
   bool renderedReasoning_ = false;  // the rendered answer has a <think> block
+  int renderedTurn_ = -1;           // the turn that set the rendered* fields above
+  std::vector<int> turnStarts_;     // (drawn turns) transcript position where each begins
+  bool drawnCompletionMode_ = false;  // the mode and system prompt the drawn turns are under
+  QString drawnSystemPrompt_;
+  QString shownSystemPrompt() const;  // the system prompt a redraw shows ("" in completion mode)
+  void drawTurn(int turn);            // appends one turn; an answer sets the rendered* fields
   bool mayHaveReasoning(const RequestInfo& r) const;  // rendered or in the new tokens
 };
 

@@ -36,6 +36,76 @@ void TokenView::clearAll() {
   breaks_.clear();
 }
 
+void TokenView::truncateTo(int pos) {
+  pos = std::clamp(pos, 0, transcriptEnd());
+  if (pos == transcriptEnd()) return;
+  // Soft breaks at or after `pos` go with the text they split (one at `pos`
+  // sits just before it: the cut starts at that break).
+  const auto firstGone = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
+  const int cut = pos + static_cast<int>(firstGone - breaks_.begin());
+  // The paragraph holding `pos` goes on past it unless a real paragraph
+  // separator (a chat turn's label starts one) sits there.
+  const bool paragraphGoesOn = document()->characterAt(toDocument(pos)) != QChar::ParagraphSeparator;
+  // Removing the rest merges the cut block with the document's last one:
+  // it keeps its own formats, as appending its text left them.
+  const QTextBlock kept = document()->findBlock(cut);
+  const QTextBlockFormat blockFormat = kept.blockFormat();
+  const QTextCharFormat charFormat = kept.charFormat();
+  QTextCursor c(document());
+  c.setPosition(cut);
+  c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  c.removeSelectedText();
+  if (c.blockFormat() != blockFormat) c.setBlockFormat(blockFormat);
+  if (c.blockCharFormat() != charFormat) c.setBlockCharFormat(charFormat);
+  breaks_.erase(firstGone, breaks_.end());
+  spans_.erase(std::lower_bound(spans_.begin(), spans_.end(), pos, [](const Span& s, int p) { return s.begin < p; }),
+               spans_.end());
+  std::erase_if(messages_, [pos](const MessageSpan& m) { return m.begin >= pos; });
+  reasoning_ = false;
+  // The paragraph before the cut is the open one now: its soft breaks must be
+  // those the open paragraph gets (splitOffset).
+  QTextBlock last = document()->lastBlock();
+  if (!paragraphGoesOn) {
+    // Closed, it may have had its last line split off, which an open one
+    // keeps (text appended could still move that line's start): the only
+    // split that differs, as every earlier one has a line start past its limit.
+    document()->documentLayout()->blockBoundingRect(last);  // lays the block out
+    if (softBreakAt(last.position() - 1) && last.layout() && last.layout()->lineCount() <= 1) {
+      breaks_.pop_back();
+      joinBlocks(last);
+      boundBlock(document()->lastBlock());
+    }
+    return;
+  }
+  // Its wrap points near the cut were chosen with the text that is gone after
+  // it (a word that went on past the cut): it is joined again and bounded anew.
+  for (; softBreakAt(last.position() - 1); last = document()->lastBlock()) {
+    breaks_.pop_back();
+    joinBlocks(last);
+  }
+  boundBlock(last);
+}
+
+bool TokenView::softBreakAt(int documentPos) const {
+  if (documentPos < 0 || breaks_.empty()) return false;
+  const int pos = toTranscript(documentPos);  // the break's transcript position if there is one
+  const auto it = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
+  return it != breaks_.end() && *it == pos && *it + static_cast<int>(it - breaks_.begin()) == documentPos;
+}
+
+void TokenView::joinBlocks(const QTextBlock& second) {
+  // A split gave the second piece the first one's block format; the joined
+  // block keeps the first piece's formats whichever ones the deletion keeps.
+  const QTextBlock first = second.previous();
+  const QTextBlockFormat blockFormat = first.blockFormat();
+  const QTextCharFormat charFormat = first.charFormat();
+  QTextCursor c(document());
+  c.setPosition(second.position() - 1);
+  c.deleteChar();
+  if (c.blockFormat() != blockFormat) c.setBlockFormat(blockFormat);
+  if (c.blockCharFormat() != charFormat) c.setBlockCharFormat(charFormat);
+}
+
 int TokenView::toDocument(int pos) const {
   // Breaks before character `pos` (a break at `pos` sits before it).
   return pos + static_cast<int>(std::upper_bound(breaks_.begin(), breaks_.end(), pos) - breaks_.begin());
@@ -65,29 +135,41 @@ int TokenView::splitOffset(const QTextBlock& block) const {
   // The start of the last wrapped line that leaves at most maxBlockChars_
   // before it: the lines then look exactly as they did in one block.
   document()->documentLayout()->blockBoundingRect(block);  // lays the block out
-  int best = 0;
-  if (const QTextLayout* layout = block.layout())
-    for (int i = 1; i < layout->lineCount(); ++i) {
+  const QTextLayout* layout = block.layout();
+  const int numLines = layout ? layout->lineCount() : 0;
+  if (numLines >= 2) {
+    // Text appended to a paragraph can still move its last wrap points (a
+    // word that grows moves to the next line): in the paragraph that goes on
+    // (the document's last block, or a piece a soft break continues) those up
+    // to the limit are final only once a line begins past it.
+    const bool closed = block.next().isValid() && !softBreakAt(block.position() + block.length() - 1);
+    int best = 0;
+    bool pastLimit = false;
+    for (int i = 1; i < numLines && !pastLimit; ++i) {
       const int start = layout->lineAt(i).textStart();
-      if (start > maxBlockChars_) break;
-      best = start;
+      pastLimit = start > maxBlockChars_;
+      if (!pastLimit) best = start;
     }
-  if (best > 0) return best;
-  // No wrap point (no width yet, or one unbroken line): after the last space,
-  // else at the limit (never inside a surrogate pair). reflow() corrects it later.
+    if (!pastLimit && !closed) return 0;
+    if (best > 0) return best;
+  }
+  // No wrap point within the limit (no width yet, or one unbroken line): after
+  // the last space, else at the limit (never inside a surrogate pair).
   const QString text = block.text();
   const int space = static_cast<int>(text.lastIndexOf(QLatin1Char(' '), maxBlockChars_ - 1));
   if (space > 0) return space + 1;
   return text.at(maxBlockChars_ - 1).isHighSurrogate() ? maxBlockChars_ - 1 : maxBlockChars_;
 }
 
-void TokenView::boundBlock(QTextBlock block) {
+QTextBlock TokenView::boundBlock(QTextBlock block) {
   // The width changes without a resize of this widget when the vertical scroll
   // bar appears: the breaks placed so far need moving then.
   if (!breaks_.empty() && static_cast<int>(document()->textWidth()) != reflowWidth_ && !reflowTimer_->isActive())
     reflowTimer_->start();
   while (block.isValid() && block.length() - 1 > maxBlockChars_) {
-    const int at = block.position() + splitOffset(block);
+    const int offset = splitOffset(block);
+    if (offset <= 0) break;
+    const int at = block.position() + offset;
     const int pos = toTranscript(at);
     breaks_.insert(std::upper_bound(breaks_.begin(), breaks_.end(), pos), pos);
     QTextCursor c(document());
@@ -96,10 +178,20 @@ void TokenView::boundBlock(QTextBlock block) {
     block = block.next();
     reflowWidth_ = static_cast<int>(document()->textWidth());
   }
+  return block;
+}
+
+void TokenView::boundFrom(int first) {
+  // Every block an append touched, closed paragraphs included: a paragraph
+  // gets the same soft breaks whether it streamed in or was redrawn whole.
+  for (QTextBlock b = document()->findBlockByNumber(std::min(first, document()->blockCount() - 1)); b.isValid();
+       b = boundBlock(b).next()) {
+  }
 }
 
 void TokenView::beginAppend() {
   if (appendDepth_++ > 0) return;
+  appendFrom_ = document()->blockCount() - 1;
   appendBatch_ = QTextCursor(document());
   appendBatch_.beginEditBlock();
 }
@@ -107,19 +199,16 @@ void TokenView::beginAppend() {
 void TokenView::endAppend() {
   if (appendDepth_ == 0 || --appendDepth_ > 0) return;
   appendBatch_.endEditBlock();  // one layout of what the batch changed
-  boundBlock(document()->lastBlock());
+  boundFrom(appendFrom_);
 }
 
 void TokenView::afterAppend() {
-  if (appendDepth_ == 0) {
-    boundBlock(document()->lastBlock());
-    return;
-  }
   // A long batch (a whole answer redrawn) is bounded as it goes: splitting one
   // huge block would lay it out again for every split.
-  if (document()->lastBlock().length() > 4 * maxBlockChars_) {
+  if (appendDepth_ == 1 && document()->lastBlock().length() > 4 * maxBlockChars_) {
     appendBatch_.endEditBlock();
-    boundBlock(document()->lastBlock());
+    boundFrom(appendFrom_);
+    appendFrom_ = document()->blockCount() - 1;
     appendBatch_.beginEditBlock();
   }
 }
@@ -128,16 +217,18 @@ void TokenView::reflow() {
   reflowTimer_->stop();
   if (breaks_.empty()) return;
   // Each old break is removed (joining its two blocks) and the joined block is
-  // split again at the new width's wrap points. Left to right: the breaks
-  // placed so far all lie before the old break being removed.
-  std::vector<int> old;
-  old.swap(breaks_);
-  QTextCursor c(document());
+  // split again at the new width's wrap points. Left to right: breaks_ holds
+  // the breaks placed so far (all before the old break being removed), then
+  // the old ones not yet removed (so a joined block is known to go on).
+  const std::vector<int> old = breaks_;
+  size_t numPlaced = 0;
   for (const int pos : old) {
-    const int at = pos + static_cast<int>(breaks_.size());
-    c.setPosition(at);
-    c.deleteChar();
+    const int at = pos + static_cast<int>(numPlaced);  // the old break's separator
+    breaks_.erase(breaks_.begin() + static_cast<std::ptrdiff_t>(numPlaced));
+    joinBlocks(document()->findBlock(at + 1));
+    const size_t before = breaks_.size();
     boundBlock(document()->findBlock(at));
+    numPlaced += breaks_.size() - before;
   }
   reflowWidth_ = static_cast<int>(document()->textWidth());
 }
@@ -185,6 +276,7 @@ QMimeData* TokenView::createMimeDataFromSelection() const {
 }
 
 void TokenView::appendLabel(const QString& text) {
+  beginAppend();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   if (!document()->isEmpty()) c.insertBlock();
@@ -193,22 +285,27 @@ void TokenView::appendLabel(const QString& text) {
   f.setForeground(palette().color(QPalette::Highlight));
   c.insertText(text, f);
   c.insertBlock();
+  endAppend();
 }
 
 void TokenView::appendPlain(const QString& text) {
+  beginAppend();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   c.insertText(text, QTextCharFormat());
   afterAppend();
+  endAppend();
 }
 
 void TokenView::appendMessage(const QString& text, int turn) {
+  beginAppend();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   const int begin = transcriptEnd();
   c.insertText(text, QTextCharFormat());
   messages_.push_back({begin, transcriptEnd(), turn});
   afterAppend();
+  endAppend();
 }
 
 std::optional<int> TokenView::messageAt(int documentPos) const {
@@ -225,6 +322,7 @@ std::optional<std::pair<int, int>> TokenView::messageRange(int turn) const {
 }
 
 void TokenView::appendNote(const QString& text) {
+  beginAppend();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   QTextCharFormat f;
@@ -232,9 +330,11 @@ void TokenView::appendNote(const QString& text) {
   f.setForeground(QColor(0x70, 0x70, 0x70));
   c.insertText(text, f);
   afterAppend();
+  endAppend();
 }
 
 void TokenView::appendToken(const UiToken& token) {
+  beginAppend();  // one token alone is a batch of its own
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   const int begin = transcriptEnd();
@@ -255,6 +355,7 @@ void TokenView::appendToken(const UiToken& token) {
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
   spans_.push_back({begin, transcriptEnd(), slimCopy(token)});
   afterAppend();
+  endAppend();
 }
 
 // What a span needs for its colour, tooltip and click: the token without its

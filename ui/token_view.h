@@ -17,6 +17,13 @@
 // and selection ranges are kept in transcript positions (document positions
 // without the soft breaks), copying leaves them out (createMimeDataFromSelection),
 // and when the width changes they are moved to the new wrap points (reflow).
+// Where a block is split depends only on its text and the width, never on how
+// the text arrived (a token at a time, a frame's batch, a whole redraw): a
+// closed paragraph is split at the last wrap point within maxBlockChars() of
+// each piece's start, and the paragraph still being appended to only once a
+// later line begins past that limit (before that, appended text may still move
+// the wrap points). So a redraw of the last turns after truncateTo() gives the
+// same blocks as a redraw of everything.
 // Per-token data (spans_) lives beside the document, not in its formats.
 // Threads: UI thread.
 #pragma once
@@ -47,6 +54,17 @@ class TokenView : public QTextEdit {
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
   void clearAll();
+  // Removes everything from transcript position `pos` on: text, token spans,
+  // messages and the soft breaks there, leaving the document as appending the
+  // text before `pos` builds it (the same blocks, block formats and soft
+  // breaks), so a chat turn that changed is redrawn from its start without
+  // touching the turns before it (code review U4). Only the paragraph holding
+  // `pos` is touched before it: when it goes on past `pos` (completion mode)
+  // its soft breaks are placed again, else at most its last one is undone.
+  // Not between beginAppend() and endAppend().
+  void truncateTo(int pos);
+  // Characters of the transcript (the document without soft breaks).
+  int transcriptLength() const { return transcriptEnd(); }
   void appendLabel(const QString& text);  // bold role label on its own line
   void appendPlain(const QString& text);
   // A user's message (turn index) or the system prompt (-1), editable by double-click.
@@ -78,7 +96,9 @@ class TokenView : public QTextEdit {
   void setSelected(RequestKey request, int index);
   // The transcript as plain text, without soft breaks (what a full copy gives).
   QString transcriptText() const;
-  // Blocks longer than this (characters) are split at a wrap point; tests lower it.
+  // Blocks longer than this (characters) are split at a wrap point; tests lower
+  // it. The paragraph still being appended to may exceed it by the line that
+  // crosses it until a later line begins (see above).
   int maxBlockChars() const { return maxBlockChars_; }
   void setMaxBlockChars(int chars) { maxBlockChars_ = std::max(chars, 16); }
   int numSoftBreaks() const { return static_cast<int>(breaks_.size()); }
@@ -110,10 +130,18 @@ class TokenView : public QTextEdit {
   // Document range [begin, end) of transcript range [begin, end).
   std::pair<int, int> documentRange(int begin, int end) const;
   int transcriptEnd() const;
-  // Splits `block` (and the blocks split off it) until none exceeds maxBlockChars_.
-  void boundBlock(QTextBlock block);
+  // Splits `block` (and the blocks split off it) while a final split point
+  // exists; returns the last piece.
+  QTextBlock boundBlock(QTextBlock block);
+  // Bounds every block from block number `first` to the end.
+  void boundFrom(int first);
+  // Where to split `block` (an offset in it), 0 when it is not to be split (yet).
   int splitOffset(const QTextBlock& block) const;
-  void afterAppend();  // bounds the last block (now, or at endAppend)
+  bool softBreakAt(int documentPos) const;  // a soft break is the separator at documentPos
+  // Deletes the separator before `second` (a soft break the caller has taken
+  // out of breaks_); the joined block keeps the first piece's formats.
+  void joinBlocks(const QTextBlock& second);
+  void afterAppend();  // bounds a batch's long last block before the batch ends
 
   static constexpr int kTooltipAlternatives = 3;  // candidates a tooltip lists besides the token
   static UiToken slimCopy(const UiToken& token);
@@ -134,6 +162,7 @@ class TokenView : public QTextEdit {
   std::vector<int> breaks_;
   int maxBlockChars_ = 512;
   int appendDepth_ = 0;
+  int appendFrom_ = 0;       // the first block the current batch may have changed
   QTextCursor appendBatch_;  // holds the document's edit block while appending
   int reflowWidth_ = -1;  // the text width the soft breaks were placed for
   QTimer* reflowTimer_ = nullptr;

@@ -2,6 +2,7 @@
 //   glassbox [--model PATH | --connect URL [--api-key KEY]] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
 //            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
 //   glassbox --bench-chat N [--bench-paragraph-every K]
+//   glassbox --bench-chat-turns N
 // With --screenshot: load the model, generate for the prompt, select the most
 // uncertain token, render the window (or one panel) to PNG and exit. Works with
 // QT_QPA_PLATFORM=offscreen. With --speculative (e.g. "ngram:n=2,k=4") the prompt
@@ -10,7 +11,9 @@
 // warm-up costs, if anything, count against it. The chat then shows the
 // speculative branch. --bench-chat streams N synthetic tokens through the live
 // event path into the window and prints frame times and memory as JSON
-// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen).
+// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen). --bench-chat-turns
+// sends N messages with synthetic answers to a chat panel and prints the time
+// per submit as JSON.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -111,10 +114,12 @@ struct Options {
                                "N"};
   QCommandLineOption benchParagraph{"bench-paragraph-every", "With --bench-chat: a newline every K tokens (0: none).",
                                     "K", "0"};
+  QCommandLineOption benchTurns{"bench-chat-turns",
+                                "Send N messages with synthetic answers, print the time per submit as JSON.", "N"};
 
   void addTo(QCommandLineParser& parser) const {
     parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
-                       connectTo, apiKey, benchChat, benchParagraph});
+                       connectTo, apiKey, benchChat, benchParagraph, benchTurns});
   }
 };
 
@@ -133,6 +138,18 @@ int runChatBenchCommand(const QCommandLineParser& parser, const Options& o) {
   window.show();
   QApplication::processEvents();
   const QJsonObject result = gbui::runChatBench(window, options);
+  std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
+  return 0;
+}
+
+// --bench-chat-turns N: the exit code.
+int benchChatTurns(const QString& value) {
+  const int turns = value.toInt();
+  if (turns <= 0) {
+    std::fprintf(stderr, "glassbox: --bench-chat-turns needs a positive count\n");
+    return 2;
+  }
+  const QJsonObject result = gbui::runChatTurnsBench(turns, 120);
   std::printf("%s\n", QJsonDocument(result).toJson(QJsonDocument::Indented).constData());
   return 0;
 }
@@ -271,6 +288,7 @@ int main(int argc, char** argv) {
   const Options o;
   o.addTo(parser);
   parser.process(app);
+  if (parser.isSet(o.benchTurns)) return benchChatTurns(parser.value(o.benchTurns));
   if (parser.isSet(o.benchChat)) return runChatBenchCommand(parser, o);
 
   const bool shot = parser.isSet(o.screenshot);

@@ -13,7 +13,6 @@
 #include <QCheckBox>
 #include <QFile>
 #include <QJsonArray>
-#include <QMetaObject>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -21,7 +20,10 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTextDocument>
 #include <QTreeWidget>
+
+#include <tuple>
 
 #include "branches_panel.h"
 #include "compare_view.h"
@@ -109,6 +111,29 @@ class UiChatBranchTest : public QObject {
     QVERIFY(item && item->parent());
     QCOMPARE(item->parent(), panel->itemOf(*r.parent));
     QVERIFY2(item->text(0).startsWith(QStringLiteral("edit at token %1").arg(common)), qPrintable(item->text(0)));
+  }
+
+  // Code review U4: a submit or a branch switch redraws only the turn that
+  // changed. Checked two ways: the document is changed only from that turn's
+  // start on, and the result equals a full redraw (text, token spans, colours).
+  struct Drawn {
+    QString text;
+    std::vector<std::tuple<quint64, int, QColor>> spans;
+    bool operator==(const Drawn&) const = default;
+  };
+  Drawn drawn() const {
+    gbui::TokenView* view = chat()->view();
+    Drawn d{view->transcriptText(), {}};
+    for (int i = 0; i < view->numTokenSpans(); ++i)
+      d.spans.emplace_back(view->spanToken(i).request, view->spanToken(i).index, view->spanFormat(i).background().color());
+    return d;
+  }
+  void checkEqualsAFullRedraw() {
+    const Drawn partial = drawn();
+    chat()->setConversation(chat()->conversation());  // redraws every turn
+    const Drawn full = drawn();
+    QCOMPARE(partial.text, full.text);
+    QVERIFY2(partial == full, "token spans differ from a full redraw");
   }
 
  private slots:
@@ -351,6 +376,43 @@ class UiChatBranchTest : public QObject {
     QCOMPARE(replay->chat()->conversation().otherPaths.size(), conv().otherPaths.size());
     QCOMPARE(replay->chat()->conversation().turns[1].currentRequest(), conv().turns[1].currentRequest());
     QCOMPARE(treeShape(*replay), before);
+  }
+
+  // Code review U4 (see drawn() above).
+  void aSubmitOrABranchSwitchRedrawsOneTurn() {
+    // The tests before end on a re-opened trace: load the model for a live chat.
+    QSignalSpy ready(window_.get(), &gbui::MainWindow::modelReady);
+    window_->openModel(qwenPath());
+    QVERIFY(ready.wait(60000));
+    window_->sampling()->setSettingsJson(kGreedyJson);
+    chat()->clearConversation();
+    window_->activateWindow();  // the send shortcut needs the window active (a re-opened one was)
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    typeAndSend("Tell me something about the sea.");
+    QVERIFY2(conv().turns.size() == 2, qPrintable(QStringLiteral("%1 turns; status: %2").arg(conv().turns.size()).arg(find<QLabel>("chatStatus")->text())));
+    QTextDocument* doc = chat()->view()->document();
+    int firstChange = -1;
+    const QMetaObject::Connection watch = connect(doc, &QTextDocument::contentsChange, this, [&](int from, int, int) {
+      firstChange = firstChange < 0 ? from : std::min(firstChange, from);
+    });
+    // Send: the turns before stay untouched.
+    const int endBefore = doc->characterCount() - 1;
+    firstChange = -1;
+    typeAndSend("One more question about waves.");
+    QVERIFY2(firstChange >= endBefore - 1, qPrintable(QStringLiteral("changed from %1, the old end was %2").arg(firstChange).arg(endBefore)));
+    checkEqualsAFullRedraw();
+    // Regenerate, then switch back to the first answer: only the last turn is redrawn.
+    click(button("regenerate"));
+    waitIdle();
+    checkEqualsAFullRedraw();
+    const QString text = doc->toPlainText();
+    const int lastTurn = static_cast<int>(text.lastIndexOf(QStringLiteral("Assistant")));
+    QVERIFY(lastTurn > 0);
+    firstChange = -1;
+    click(button("prevBranch"));
+    QVERIFY2(firstChange >= lastTurn - 1, qPrintable(QStringLiteral("changed from %1, the last turn starts at %2").arg(firstChange).arg(lastTurn)));
+    checkEqualsAFullRedraw();
+    disconnect(watch);
   }
 
   void cleanupTestCase() { window_.reset(); }
