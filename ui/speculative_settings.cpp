@@ -67,21 +67,33 @@ SpeculativeSettings::SpeculativeSettings(QWidget* parent) : QWidget(parent) {
   fallback_->setEnabled(false);
 }
 
+namespace {
+struct SpinRange {
+  int min, max, value;
+};
+
+// A drafter page holding one spin box, left-aligned.
+QWidget* spinBoxPage(QSpinBox* spin, SpinRange range, const QString& prefix, const QString& toolTip) {
+  auto* page = new QWidget;
+  auto* row = new QHBoxLayout(page);
+  row->setContentsMargins(0, 0, 0, 0);
+  spin->setRange(range.min, range.max);
+  spin->setValue(range.value);
+  spin->setPrefix(prefix);
+  spin->setToolTip(toolTip);
+  row->addWidget(spin);
+  row->addStretch();
+  return page;
+}
+}  // namespace
+
 // The pages of drafter-specific controls, one per mode (Off: an empty page).
 QStackedWidget* SpeculativeSettings::buildDrafterPages() {
   pages_ = new QStackedWidget;
   pages_->addWidget(new QWidget);
-  auto* ngramPage = new QWidget;
-  auto* ngramRow = new QHBoxLayout(ngramPage);
-  ngramRow->setContentsMargins(0, 0, 0, 0);
   ngramN_ = new QSpinBox;
-  ngramN_->setRange(1, 8);
-  ngramN_->setValue(2);
-  ngramN_->setPrefix(tr("n = "));
-  ngramN_->setToolTip(tr("Longest suffix matched against the prompt and the text so far"));
-  ngramRow->addWidget(ngramN_);
-  ngramRow->addStretch();
-  pages_->addWidget(ngramPage);
+  pages_->addWidget(spinBoxPage(ngramN_, {1, 8, 2}, tr("n = "),
+                                tr("Longest suffix matched against the prompt and the text so far")));
   auto* draftPage = new QWidget;
   auto* draftRow = new QHBoxLayout(draftPage);
   draftRow->setContentsMargins(0, 0, 0, 0);
@@ -94,17 +106,9 @@ QStackedWidget* SpeculativeSettings::buildDrafterPages() {
   draftRow->addWidget(draftPath_, 1);
   draftRow->addWidget(browseButton);
   pages_->addWidget(draftPage);
-  auto* selfPage = new QWidget;
-  auto* selfRow = new QHBoxLayout(selfPage);
-  selfRow->setContentsMargins(0, 0, 0, 0);
   selfLayers_ = new QSpinBox;
-  selfLayers_->setRange(1, 256);
-  selfLayers_->setValue(3);
-  selfLayers_->setPrefix(tr("layers "));
-  selfLayers_->setToolTip(tr("The draft runs the model's first L layers (fewer than the model has)"));
-  selfRow->addWidget(selfLayers_);
-  selfRow->addStretch();
-  pages_->addWidget(selfPage);
+  pages_->addWidget(spinBoxPage(selfLayers_, {1, 256, 3}, tr("layers "),
+                                tr("The draft runs the model's first L layers (fewer than the model has)")));
   pages_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   return pages_;
 }
