@@ -241,7 +241,7 @@ int run_bench(BenchArgs a) {
   return 0;
 }
 
-const CommandRegistrar registrar("bench", "Measure prefill/decode speed and the decode bandwidth roofline",
+const CommandRegistrar bench_command("bench", "Measure prefill/decode speed and the decode bandwidth roofline",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<BenchArgs>();
   add_model_options(sub, a->model);

@@ -63,7 +63,7 @@ int run_chat(ChatArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("chat", "Interactive chat with a model's own chat template", [](CLI::App& sub) -> CommandRunner {
+const CommandRegistrar chat_command("chat", "Interactive chat with a model's own chat template", [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ChatArgs>();
   add_model_options(sub, a->model);
   add_chat_options(sub, a->chat);

@@ -140,7 +140,7 @@ int run_compare(const CompareArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("compare", "Compare sampler settings side by side on one prompt",
+const CommandRegistrar compare_command("compare", "Compare sampler settings side by side on one prompt",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<CompareArgs>();
   add_model_options(sub, a->model, false);

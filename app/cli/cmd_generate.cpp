@@ -49,13 +49,6 @@ struct GenerateArgs {
   std::string remote_model; // for --remote; "" -> the server's first model
 };
 
-void print_json(const nlohmann::json& j) {
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
 void print_text(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -137,7 +130,7 @@ class TraceOutputs {
 
 // --max-tokens 0: nothing to generate, an empty completion.
 void print_empty_completion(const GenerateArgs& a, const GenerationRequest& request) {
-  if (a.json) print_json({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
+  if (a.json) print_json_line({{"done", true}, {"reason", "max_tokens"}, {"num_prompt_tokens", request.prompt_ids.size()},
                           {"num_generated", 0}, {"ttft_ms", 0.0}, {"tpot_ms", 0.0}, {"tokens_per_s", 0.0}, {"text", ""}});
   else std::fputc('\n', stdout);
 }
@@ -156,7 +149,7 @@ void print_summary(const GenerateArgs& a, const RequestFinishedEvent& finished,
                 {"e2e_ms", finished.e2e_ms},
                 {"text", finished.text}};
     if (spec_stats) done["speculative"] = nlohmann::json::parse(speculative_stats_json(*spec_stats));
-    print_json(done);
+    print_json_line(done);
     return;
   }
   // The text ends its line and reaches the terminal before the statistics
@@ -198,7 +191,7 @@ int run_generate(GenerateArgs& a) {
   const auto on_event = [&](const TraceEvent& e) {
     traces.record(e);
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
-      if (a.json) print_json(token_json(*t));
+      if (a.json) print_json_line(token_json(*t));
       else print_text(t->text);
     } else if (const auto* f = std::get_if<RequestFinishedEvent>(&e.body)) {
       finished = *f;
@@ -207,7 +200,7 @@ int run_generate(GenerateArgs& a) {
     }
   };
 
-  if (a.json) print_json({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
+  if (a.json) print_json_line({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
   else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
   if (a.max_tokens == 0) {
     print_empty_completion(a, request);
@@ -227,7 +220,7 @@ int run_generate(GenerateArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("generate", "Generate text from a prompt", [](CLI::App& sub) -> CommandRunner {
+const CommandRegistrar generate_command("generate", "Generate text from a prompt", [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<GenerateArgs>();
   add_model_options(sub, a->model, false);
   sub.add_option("--remote", a->remote, "Generate on an OpenAI-compatible server (http://HOST:PORT[/v1]) instead of --model");

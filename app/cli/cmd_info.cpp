@@ -188,7 +188,7 @@ int run_info(const InfoArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("info", "Describe a model file (GGUF or llama2.c)",
+const CommandRegistrar info_command("info", "Describe a model file (GGUF or llama2.c)",
                                   [](CLI::App& sub) -> CommandRunner {
                                     auto args = std::make_shared<InfoArgs>();
                                     sub.add_option("path", args->path, "Model file")->required();

@@ -45,7 +45,7 @@ int run_probe(const ProbeArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("probe", "Measure this machine's FMA peak and memory read bandwidth (no model)",
+const CommandRegistrar probe_command("probe", "Measure this machine's FMA peak and memory read bandwidth (no model)",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ProbeArgs>();
   sub.add_option("-t,--threads", a->threads, "Threads for the bandwidth and the total peak (default: all)")

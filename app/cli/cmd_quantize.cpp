@@ -58,7 +58,7 @@ int run_quantize(const QuantizeArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("quantize", "Write a copy of a GGUF with quantized weights",
+const CommandRegistrar quantize_command("quantize", "Write a copy of a GGUF with quantized weights",
                                   [](CLI::App& sub) -> CommandRunner {
                                     auto args = std::make_shared<QuantizeArgs>();
                                     std::string names;

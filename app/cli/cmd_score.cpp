@@ -94,7 +94,7 @@ int run_score(const ScoreArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("score", "Score a text by teacher forcing (log-probabilities, perplexity, KL to a base)",
+const CommandRegistrar score_command("score", "Score a text by teacher forcing (log-probabilities, perplexity, KL to a base)",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ScoreArgs>();
   add_model_options(sub, a->model, false);

@@ -76,7 +76,7 @@ int run_serve(ServeArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("serve", "Serve the model over an OpenAI-compatible HTTP API", [](CLI::App& sub) -> CommandRunner {
+const CommandRegistrar serve_command("serve", "Serve the model over an OpenAI-compatible HTTP API", [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ServeArgs>();
   add_model_options(sub, a->model);
   server::ServerConfig& s = a->server;

@@ -262,7 +262,7 @@ int run_serve_bench(const ServeBenchArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("serve-bench", "Replay a request workload through continuous batching",
+const CommandRegistrar serve_bench_command("serve-bench", "Replay a request workload through continuous batching",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<ServeBenchArgs>();
   add_model_options(sub, a->model);

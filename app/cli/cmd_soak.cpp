@@ -37,7 +37,7 @@ int run_soak_command(const SoakArgs& a) {
   return s.ok() ? 0 : 1;
 }
 
-const CommandRegistrar reg("soak", "Random mixed workload with invariant checks and replays (reliability)",
+const CommandRegistrar soak_command("soak", "Random mixed workload with invariant checks and replays (reliability)",
                            [](CLI::App& sub) -> CommandRunner {
                              auto a = std::make_shared<SoakArgs>();
                              sub.add_option("--model,-m", a->model.model_path, "Model file (GGUF or llama2.c .bin)")

@@ -68,7 +68,7 @@ int run_synth(const SynthArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("synth", "Write a synthetic GGUF: a llama with a known shape, or a small model of an architecture",
+const CommandRegistrar synth_command("synth", "Write a synthetic GGUF: a llama with a known shape, or a small model of an architecture",
                                   [](CLI::App& sub) -> CommandRunner {
                                     auto args = std::make_shared<SynthArgs>();
                                     sub.add_option("--shape", args->shape,

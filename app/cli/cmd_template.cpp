@@ -72,7 +72,7 @@ int run_show(const TemplateArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("template", "Render a chat template, or show a model's own", [](CLI::App& sub) -> CommandRunner {
+const CommandRegistrar template_command("template", "Render a chat template, or show a model's own", [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<TemplateArgs>();
   sub.require_subcommand(1);
   CLI::App* render = sub.add_subcommand("render", "Render TEMPLATE.jinja with the variables of CONTEXT.json");

@@ -124,7 +124,7 @@ int run_tokenize(TokenizeArgs& a) {
   return 0;
 }
 
-const CommandRegistrar registrar("tokenize", "Encode text or llama.cpp tokenizer test vectors",
+const CommandRegistrar tokenize_command("tokenize", "Encode text or llama.cpp tokenizer test vectors",
                                  [](CLI::App& sub) -> CommandRunner {
   auto a = std::make_shared<TokenizeArgs>();
   sub.add_option("--model,-m", a->model_path, "Model file, or a vocabulary-only GGUF")->required();

@@ -88,7 +88,7 @@ int run_validate(const TraceArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar(
+const CommandRegistrar trace_command(
     "trace", "Summarize, convert or validate a recorded JSON Lines trace", [](CLI::App& sub) -> CommandRunner {
       auto a = std::make_shared<TraceArgs>();
       sub.require_subcommand(1);

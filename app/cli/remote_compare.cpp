@@ -7,6 +7,7 @@
 
 #include "cli/command_registry.h"
 #include "sampling/sampler_settings_json.h"
+#include "cli/token_json.h"
 #include "server/remote_client.h"
 #include "server/remote_score_json.h"
 
@@ -15,12 +16,6 @@ namespace gb::cli {
 namespace {
 
 using nlohmann::json;
-
-void print_line(const json& j) {
-  const std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-}
 
 Result<std::unique_ptr<server::RemoteClient>> connect(const RemoteTarget& t, int top_logprobs) {
   server::RemoteOptions o;
@@ -121,7 +116,7 @@ int run_remote_score(const RemoteTarget& target, const std::string& text, const 
   }
   const double mean = n > 0 ? sum / n : 0.0;
   if (json_out) {
-    print_line({{"remote", target.url}, {"model", (*client)->model()}, {"text_file", text_file}, {"tokens", tokens},
+    print_json_line({{"remote", target.url}, {"model", (*client)->model()}, {"text_file", text_file}, {"tokens", tokens},
                 {"num_tokens", n}, {"mean_logprob", mean}, {"perplexity", std::exp(-mean)},
                 {"not_available", {"token ids", "entropy", "KL to a base model"}}});
   } else {
@@ -169,7 +164,7 @@ int run_remote_compare(const RemoteTarget& target, const std::string& prompt, co
                          {"samples", samples}});
   }
   if (json_out)
-    print_line({{"remote", target.url}, {"model", (*client)->model()}, {"prompt", prompt}, {"seed", spec.seed},
+    print_json_line({{"remote", target.url}, {"model", (*client)->model()}, {"prompt", prompt}, {"seed", spec.seed},
                 {"crn", spec.crn}, {"max_tokens", spec.max_tokens}, {"lanes", out_lanes},
                 {"not_available", {"token ids", "entropy", "sampler stages", "shared prompt blocks"}}});
   else

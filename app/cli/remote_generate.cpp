@@ -5,18 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/token_json.h"
 #include "server/remote_client.h"
 
 namespace gb::cli {
 
 namespace {
-void print_line(const nlohmann::json& j) {
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
 nlohmann::json token_line(const server::RemoteToken& t) {
   nlohmann::json top = nlohmann::json::array();
   for (const auto& [token, logprob] : t.top) top.push_back({{"token", token}, {"logprob", logprob}});
@@ -33,10 +27,10 @@ int run_remote_generate(const RemoteGenerateArgs& a, const SamplerSettings& sett
   options.model = a.model;
   auto client = server::RemoteClient::connect(options);
   if (!client) return fail(client.error().message);
-  if (a.json) print_line({{"prompt", a.prompt}, {"remote", a.url}, {"model", (*client)->model()}});
+  if (a.json) print_json_line({{"prompt", a.prompt}, {"remote", a.url}, {"model", (*client)->model()}});
   else if (!a.no_echo) std::fputs(a.prompt.c_str(), stdout);
   auto result = (*client)->complete(a.prompt, settings, a.max_tokens, [&](const server::RemoteToken& t) {
-    if (a.json) print_line(token_line(t));
+    if (a.json) print_json_line(token_line(t));
     else {
       std::fwrite(t.text.data(), 1, t.text.size(), stdout);
       std::fflush(stdout);
@@ -46,7 +40,7 @@ int run_remote_generate(const RemoteGenerateArgs& a, const SamplerSettings& sett
   if (!result) return fail(result.error().message);
   const double tokens_per_s = result->tpot_ms > 0 ? 1000.0 / result->tpot_ms : 0.0;
   if (a.json) {
-    print_line({{"done", true}, {"reason", result->finish_reason}, {"num_prompt_tokens", result->num_prompt_tokens},
+    print_json_line({{"done", true}, {"reason", result->finish_reason}, {"num_prompt_tokens", result->num_prompt_tokens},
                 {"num_generated", result->num_generated}, {"num_cached_tokens", result->num_cached_tokens},
                 {"ttft_ms", result->ttft_ms}, {"tpot_ms", result->tpot_ms}, {"tokens_per_s", tokens_per_s},
                 {"text", result->text}});

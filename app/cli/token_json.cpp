@@ -1,6 +1,8 @@
 #include "cli/token_json.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "sampling/sampler_stage.h"
 
@@ -40,6 +42,13 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
   j["forward_ms"] = r.forward_ms;
   j["sample_ms"] = r.sample_ms;
   return j;
+}
+
+void print_json_line(const nlohmann::json& j) {
+  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace gb::cli

@@ -11,4 +11,8 @@ namespace gb::cli {
 
 nlohmann::json token_json(const TokenSampledEvent& token);
 
+// Writes `j` as one line of compact JSON to stdout (invalid UTF-8 replaced) and
+// flushes, so a reader of a pipe sees each line as it is made.
+void print_json_line(const nlohmann::json& j);
+
 }  // namespace gb::cli

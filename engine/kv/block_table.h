@@ -48,6 +48,9 @@ struct PrefixLink {
   uint64_t serial = 0;  // PrefixSerial
 };
 
+// Blocks needed for a (>= 0) tokens of b per block, and the like.
+inline int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
+
 struct BlockTable {
   std::vector<BlockId> blocks;       // (ceil(num_tokens / block_size)), kReleasedBlock for released ones
   int32_t num_tokens = 0;            // slots holding this request's tokens

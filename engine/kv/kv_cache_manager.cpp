@@ -6,10 +6,6 @@
 #include "core/check.h"
 
 namespace gb {
-namespace {
-int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
-}  // namespace
-
 KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks,
                                int32_t sliding_window)
     : pool_(num_blocks + std::max(0, num_lookahead_blocks), block_size),

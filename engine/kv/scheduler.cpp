@@ -7,10 +7,6 @@
 #include "core/check.h"
 
 namespace gb {
-namespace {
-int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
-}  // namespace
-
 const char* request_state_name(RequestState state) {
   switch (state) {
     case RequestState::Waiting: return "waiting";

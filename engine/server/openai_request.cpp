@@ -307,7 +307,7 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       return bad_param(where + ".role", where + " must be an object with a string role");
-    ChatMessage msg{m["role"].get<std::string>(), ""};
+    ApiMessage msg{m["role"].get<std::string>(), ""};
     if (msg.role == "developer") msg.role = "system";
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       return bad_param(where + ".role", where + ".role '" + msg.role + "' is not one of system, developer, user, assistant, tool");

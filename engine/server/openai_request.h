@@ -31,7 +31,7 @@ namespace gb::server {
 
 enum class ApiEndpoint { Completions, ChatCompletions };
 
-struct ChatMessage {
+struct ApiMessage {  // a message as the request carries it (the engine's is gb::ChatMessage)
   std::string role;     // "system" | "user" | "assistant" | "tool" ("developer" is read as "system")
   std::string content;  // text parts joined
 };
@@ -47,7 +47,7 @@ struct ApiRequest {
   ApiEndpoint endpoint = ApiEndpoint::Completions;
   std::string model;                  // "" when the client did not name one
   std::vector<PromptInput> prompts;   // completions: one or more (a batch)
-  std::vector<ChatMessage> messages;  // chat
+  std::vector<ApiMessage> messages;  // chat
   int n = 1;                          // choices per prompt
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage

@@ -199,7 +199,7 @@ std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::pr
     // The model's own chat template (built-in formats as the fallback), with
     // control tokens recognised only where the template wrote them.
     std::vector<gb::ChatMessage> messages;
-    for (const ChatMessage& m : r.messages) messages.push_back({m.role, m.content, {}});
+    for (const ApiMessage& m : r.messages) messages.push_back({m.role, m.content, {}});
     ChatRenderOptions options;  // chat_template_kwargs and tools: variables of the template
     if (!r.template_vars_json.empty()) {
       auto vars = json_to_value(r.template_vars_json);

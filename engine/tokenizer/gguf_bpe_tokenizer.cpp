@@ -8,7 +8,6 @@
 namespace gb {
 namespace {
 
-bool valid_id(int32_t id, size_t num_tokens) { return id >= 0 && static_cast<size_t>(id) < num_tokens; }
 
 std::string utf8_encode(uint32_t cp) {
   std::string s;

@@ -8,10 +8,6 @@
 namespace gb {
 namespace {
 
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
-
-bool valid_id(int32_t id, size_t num_tokens) { return id >= 0 && static_cast<size_t>(id) < num_tokens; }
-
 }  // namespace
 
 Result<std::shared_ptr<const GgufSpmTokenizer>> GgufSpmTokenizer::create(Vocabulary vocabulary,

@@ -13,6 +13,9 @@
 
 namespace gb {
 
+// SentencePiece's word-boundary mark, U+2581 LOWER ONE EIGHTH BLOCK.
+inline constexpr std::string_view kSpaceMark = "\xE2\x96\x81";
+
 struct PieceHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }

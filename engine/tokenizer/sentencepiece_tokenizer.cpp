@@ -13,8 +13,6 @@
 namespace gb {
 namespace {
 
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581
-
 // ModelProto field numbers (sentencepiece_model.proto).
 constexpr uint64_t kModelNormalizerSpec = 3;
 constexpr uint64_t kModelSelfTestData = 4;

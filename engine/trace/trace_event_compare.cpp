@@ -10,10 +10,6 @@
 namespace gb {
 namespace {
 
-template <class T>
-inline constexpr bool is_vector = false;
-template <class T>
-inline constexpr bool is_vector<std::vector<T>> = true;
 
 template <class T>
 bool same_fields(const T& a, const T& b);

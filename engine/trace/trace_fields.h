@@ -37,6 +37,24 @@
 
 #include "trace/trace_event.h"
 
+namespace gb {
+
+// Member-type traits the generated writers, readers and schema dispatch on.
+template <class T>
+inline constexpr bool is_vector = false;
+template <class T>
+inline constexpr bool is_vector<std::vector<T>> = true;
+template <class T>
+inline constexpr bool is_optional = false;
+template <class T>
+inline constexpr bool is_optional<std::optional<T>> = true;
+template <class T>
+inline constexpr bool is_enum_vector = false;
+template <class T>
+inline constexpr bool is_enum_vector<std::vector<T>> = std::is_enum_v<T>;
+
+}  // namespace gb
+
 namespace gb::trace_fields {
 
 // How a member appears in JSON when its C++ type alone does not say.

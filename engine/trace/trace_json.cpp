@@ -18,14 +18,6 @@ using trace_fields::Form;
 using trace_json::put_text;
 using trace_json::real;
 
-template <class T>
-inline constexpr bool is_optional = false;
-template <class T>
-inline constexpr bool is_optional<std::optional<T>> = true;
-template <class T>
-inline constexpr bool is_vector = false;
-template <class T>
-inline constexpr bool is_vector<std::vector<T>> = true;
 
 std::string hash_hex(uint64_t hash) {
   char buf[17];

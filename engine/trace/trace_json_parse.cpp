@@ -19,10 +19,6 @@ using trace_json::FieldReader;
 constexpr int64_t kI32Min = INT32_MIN;
 constexpr int64_t kI32Max = INT32_MAX;
 
-template <class T>
-inline constexpr bool is_vector = false;
-template <class T>
-inline constexpr bool is_vector<std::vector<T>> = true;
 
 uint64_t parse_hash(FieldReader& r, const char* key) {
   const std::string s = r.str(key);

@@ -76,14 +76,6 @@ struct LineSpec {
 
 // ---- event lines, generated from the field lists (trace_fields.h) ----------
 
-template <class T>
-inline constexpr bool is_vector = false;
-template <class T>
-inline constexpr bool is_vector<std::vector<T>> = true;
-template <class T>
-inline constexpr bool is_enum_vector = false;
-template <class T>
-inline constexpr bool is_enum_vector<std::vector<T>> = std::is_enum_v<T>;
 
 template <class T>
 const std::vector<FieldSpec>& spec_of();
