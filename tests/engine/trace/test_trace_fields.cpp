@@ -22,15 +22,6 @@ namespace {
 using namespace gb;
 using trace_fields::Form;
 
-template <class T>
-inline constexpr bool is_vector = false;
-template <class T>
-inline constexpr bool is_vector<std::vector<T>> = true;
-template <class T>
-inline constexpr bool is_optional = false;
-template <class T>
-inline constexpr bool is_optional<std::optional<T>> = true;
-
 // Fills members with values that differ from the defaults and from each other.
 struct Filler {
   int k = 1;
