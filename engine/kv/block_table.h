@@ -48,7 +48,7 @@ struct PrefixLink {
   uint64_t serial = 0;  // PrefixSerial
 };
 
-// Blocks needed for a (>= 0) tokens of b per block, and the like.
+// ceil(a / b) for a >= 0, b > 0: the blocks that a tokens fill at b tokens a block.
 inline int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
 struct BlockTable {

@@ -12,7 +12,7 @@
 namespace gb {
 
 // Whether `id` indexes a table of num_tokens entries.
-inline bool valid_id(int32_t id, size_t num_tokens) { return id >= 0 && static_cast<size_t>(id) < num_tokens; }
+inline bool valid_token_id(int32_t id, size_t num_tokens) { return id >= 0 && static_cast<size_t>(id) < num_tokens; }
 
 // Texts of end-of-turn / end-of-message tokens across the chat formats we know.
 inline constexpr std::string_view kEndOfTurnTexts[] = {

@@ -60,7 +60,7 @@ Result<std::shared_ptr<const GgufBpeTokenizer>> GgufBpeTokenizer::create(Vocabul
   for (const auto& [name, id] : {std::pair{"bos", vocabulary.bos_id}, std::pair{"eos", vocabulary.eos_id},
                                  std::pair{"eot", vocabulary.eot_id}, std::pair{"eom", vocabulary.eom_id},
                                  std::pair{"unknown", vocabulary.unk_id}, std::pair{"padding", vocabulary.pad_id}})
-    if (id != -1 && !valid_id(id, n))
+    if (id != -1 && !valid_token_id(id, n))
       return make_error(source_name + ": " + name + " token id " + std::to_string(id) + " is outside the vocabulary of " +
                         std::to_string(n));
   if (vocabulary.token_types.empty()) vocabulary.token_types.assign(n, static_cast<int32_t>(BpeTokenType::Normal));
@@ -112,7 +112,7 @@ Status GgufBpeTokenizer::build_merge_ranks(const std::string& source_name) {
 }
 
 BpeTokenType GgufBpeTokenizer::token_type(TokenId id) const {
-  GB_CHECK(valid_id(id, vocab_.tokens.size()));
+  GB_CHECK(valid_token_id(id, vocab_.tokens.size()));
   return static_cast<BpeTokenType>(vocab_.token_types[static_cast<size_t>(id)]);
 }
 
@@ -122,7 +122,7 @@ bool GgufBpeTokenizer::is_control(TokenId id) const {
 }
 
 bool GgufBpeTokenizer::is_end_of_generation(TokenId id) const {
-  return valid_id(id, end_of_generation_.size()) && end_of_generation_[static_cast<size_t>(id)];
+  return valid_token_id(id, end_of_generation_.size()) && end_of_generation_[static_cast<size_t>(id)];
 }
 
 SpecialKind GgufBpeTokenizer::special_kind(TokenId id) const {
@@ -197,7 +197,7 @@ std::string GgufBpeTokenizer::token_bytes(TokenId id) const {
 }
 
 std::string GgufBpeTokenizer::token_piece(TokenId id) const {
-  GB_CHECK(valid_id(id, vocab_.tokens.size()));
+  GB_CHECK(valid_token_id(id, vocab_.tokens.size()));
   return vocab_.tokens[static_cast<size_t>(id)];
 }
 

@@ -26,7 +26,7 @@ Result<std::shared_ptr<const GgufSpmTokenizer>> GgufSpmTokenizer::create(Vocabul
                       std::to_string(vocabulary.token_types.size()) + " entries for " + std::to_string(n) + " tokens");
   for (const auto& [name, id] : {std::pair{"bos", vocabulary.bos_id}, std::pair{"eos", vocabulary.eos_id},
                                  std::pair{"unknown", vocabulary.unk_id}, std::pair{"padding", vocabulary.pad_id}})
-    if (id != -1 && !valid_id(id, n))
+    if (id != -1 && !valid_token_id(id, n))
       return make_error(source_name + ": " + name + " token id " + std::to_string(id) + " is outside the vocabulary of " +
                         std::to_string(n));
   // Without token types, treat <0xAB> pieces as bytes and the special ids as
@@ -62,7 +62,7 @@ Result<std::shared_ptr<const GgufSpmTokenizer>> GgufSpmTokenizer::create(Vocabul
 }
 
 SpmTokenType GgufSpmTokenizer::token_type(TokenId id) const {
-  GB_CHECK(valid_id(id, vocab_.tokens.size()));
+  GB_CHECK(valid_token_id(id, vocab_.tokens.size()));
   return static_cast<SpmTokenType>(vocab_.token_types[static_cast<size_t>(id)]);
 }
 
@@ -74,7 +74,7 @@ bool GgufSpmTokenizer::is_control(TokenId id) const {
 bool GgufSpmTokenizer::is_byte(TokenId id) const { return token_type(id) == SpmTokenType::Byte; }
 
 bool GgufSpmTokenizer::is_end_of_generation(TokenId id) const {
-  return valid_id(id, end_of_generation_.size()) && end_of_generation_[static_cast<size_t>(id)];
+  return valid_token_id(id, end_of_generation_.size()) && end_of_generation_[static_cast<size_t>(id)];
 }
 
 SpecialKind GgufSpmTokenizer::special_kind(TokenId id) const {
@@ -147,7 +147,7 @@ std::string GgufSpmTokenizer::token_bytes(TokenId id) const {
 }
 
 std::string GgufSpmTokenizer::token_piece(TokenId id) const {
-  GB_CHECK(valid_id(id, vocab_.tokens.size()));
+  GB_CHECK(valid_token_id(id, vocab_.tokens.size()));
   return vocab_.tokens[static_cast<size_t>(id)];
 }
 
