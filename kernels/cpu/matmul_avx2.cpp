@@ -11,10 +11,8 @@
 // per FMA fall to 7/12.
 #include <immintrin.h>
 
-#include <cmath>
 #include <cstdint>
 
-#include "cpu/attention_query.h"
 #include "cpu/elem_type.h"
 #include "cpu/simd_exp_avx2.h"
 #include "cpu/simd_load_elem.h"
@@ -188,71 +186,6 @@ float read_sum(const float* p, int64_t n) {
     a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
   }
   return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-}
-
-}  // namespace gb::kernels::avx2
-
-namespace gb::kernels::avx2 {
-
-// Attention of several queries over one KV head of paged K/V (see
-// paged_attention.h: paged_attention_group), for head_dim a multiple of 8. Each
-// K and V row is read once for every query that sees it; per query the
-// operations and their order are those of a single query (the dot product of q
-// and k in 8 lanes, scale and cap, max, e^(s - max) summed in position order, V
-// rows accumulated in position order), so a query's result does not depend on
-// the others in the call. Same arithmetic as the scalar reference up to the
-// summation order of the dot products.
-void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const float* k_cache,
-                           const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
-                           int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
-                           int64_t score_stride) {
-  const auto offset = [&](int32_t pos) {
-    const int64_t slot = static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size;
-    return (slot * num_kv_heads + kv_head) * head_dim;
-  };
-  int32_t lo = queries[0].first, hi = queries[0].num_ctx;
-  for (int32_t j = 1; j < num_queries; ++j) {
-    lo = queries[j].first < lo ? queries[j].first : lo;
-    hi = queries[j].num_ctx > hi ? queries[j].num_ctx : hi;
-  }
-  constexpr int kMaxGroup = 256;  // kMaxAttentionGroup: the dispatcher passes at most this many
-  float max_score[kMaxGroup], inv[kMaxGroup];
-  for (int32_t j = 0; j < num_queries; ++j) max_score[j] = -3.402823466e+38f;
-  for (int32_t t = lo; t < hi; ++t) {
-    const float* k = k_cache + offset(t);
-    for (int32_t j = 0; j < num_queries; ++j) {
-      const AttentionQuery& qj = queries[j];
-      if (t < qj.first || t >= qj.num_ctx) continue;
-      __m256 acc = _mm256_setzero_ps();
-      for (int32_t i = 0; i < head_dim; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qj.q + i), _mm256_loadu_ps(k + i), acc);
-      float s = hsum(acc) * scale;
-      if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
-      scores[j * score_stride + (t - qj.first)] = s;
-      max_score[j] = s > max_score[j] ? s : max_score[j];
-    }
-  }
-  for (int32_t j = 0; j < num_queries; ++j) {
-    float* sc = scores + j * score_stride;
-    float sum = 0.0f;
-    for (int32_t t = 0; t < queries[j].num_ctx - queries[j].first; ++t) {
-      sc[t] = __builtin_expf(sc[t] - max_score[j]);
-      sum += sc[t];
-    }
-    inv[j] = 1.0f / sum;
-    for (int32_t i = 0; i < head_dim; i += 8) _mm256_storeu_ps(queries[j].out + i, _mm256_setzero_ps());
-  }
-  for (int32_t t = lo; t < hi; ++t) {
-    const float* v = v_cache + offset(t);
-    for (int32_t i = 0; i < head_dim; i += 8) {
-      const __m256 vi = _mm256_loadu_ps(v + i);
-      for (int32_t j = 0; j < num_queries; ++j) {
-        const AttentionQuery& qj = queries[j];
-        if (t < qj.first || t >= qj.num_ctx) continue;
-        const __m256 a = _mm256_set1_ps(scores[j * score_stride + (t - qj.first)] * inv[j]);
-        _mm256_storeu_ps(qj.out + i, _mm256_fmadd_ps(a, vi, _mm256_loadu_ps(qj.out + i)));
-      }
-    }
-  }
 }
 
 }  // namespace gb::kernels::avx2
