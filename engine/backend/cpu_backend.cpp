@@ -56,7 +56,10 @@ void grow(std::vector<T>& v, size_t n) {
 }  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options)
-    : model_(std::move(model)), recipe_(model_recipe(model_->config)), pool_(options.num_threads) {
+    : model_(std::move(model)),
+      recipe_(model_recipe(model_->config)),
+      pool_(options.num_threads),
+      cpu_weights_(cpu_weights(model_, options.repack_weights, pool_)) {
   const ModelConfig& c = model_->config;
   const auto append_norm = [this](const TensorView& t) {
     const int64_t offset = static_cast<int64_t>(norm_weights_.size());
@@ -286,7 +289,7 @@ int64_t CpuBackend::rows(Buf b) const {
 }
 
 const TensorView& CpuBackend::tensor(WeightSlot w, int32_t layer) const {
-  const ModelWeights& mw = model_->weights;
+  const ModelWeights& mw = weights();
   if (w == WeightSlot::TokenEmbedding) return mw.token_embedding;
   if (w == WeightSlot::OutputNorm) return mw.output_norm;
   if (w == WeightSlot::Classifier) return mw.classifier;
@@ -361,7 +364,7 @@ Status CpuBackend::norm_logit_rows(const RecipeStep& s) {
 // (Phi-3) whose rows are q, then k, then v, copied apart.
 Status CpuBackend::project_qkv(const RecipeStep& s) {
   const ModelConfig& c = model_->config;
-  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(s.layer)];
+  const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
   const int64_t n = batch_->num_tokens(), kv_dim = c.kv_dim(), q_dim = int64_t{c.num_heads} * c.head_dim;
   if (!s.fused) {
     matmul_group({{&lw.wq, q_.data()}, {&lw.wk, k_.data()}, {&lw.wv, v_.data()}}, buf(s.in), n);
@@ -398,7 +401,7 @@ Status CpuBackend::rope(const RecipeStep& s) {
   const int32_t head_dim = model_->config.head_dim;
   const int64_t w = width(s.out);
   for (int64_t i = 0; i < batch_->num_tokens(); ++i)
-    apply_rope(s.rope, head_dim, model_->weights.rope_freqs, buf(s.out) + i * w, s.heads,
+    apply_rope(s.rope, head_dim, weights().rope_freqs, buf(s.out) + i * w, s.heads,
                batch_->positions[static_cast<size_t>(i)]);
   return {};
 }
@@ -437,7 +440,7 @@ Status CpuBackend::project(const RecipeStep& s) {
 // gate_ holds (n, hidden) and up_ (n, hidden); fused (Phi-3): gate_ holds
 // (n, 2 hidden), each row's gate half then its up half.
 Status CpuBackend::project_gate_up(const RecipeStep& s) {
-  const LayerWeights& lw = model_->weights.layers[static_cast<size_t>(s.layer)];
+  const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
   const int64_t n = batch_->num_tokens();
   if (s.fused) matmul_group({{&tensor(s.weight, s.layer), gate_.data()}}, buf(s.in), n);
   else matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, buf(s.in), n);

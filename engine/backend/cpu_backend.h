@@ -20,6 +20,9 @@ struct Model;
 
 struct CpuBackendOptions {
   int32_t num_threads = 0;  // 0: every available core
+  // Repack matrices whose type has a CPU layout (Q4_K -> Q4_K_R) at load, once
+  // per model: the same results, faster decode (backend/cpu_weights.h).
+  bool repack_weights = true;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuBackendOptions& options = {});

@@ -1,6 +1,7 @@
 // CpuBackend: the reference implementation of Backend on the host. It reads the
 // memory-mapped weights in place (float or quantized, any type of the weight-type
-// table in kernels/cpu/weight_type.h, decoded on the fly inside the matmul kernels)
+// table in kernels/cpu/weight_type.h, decoded on the fly inside the matmul kernels;
+// types with a CPU layout are repacked once at load, backend/cpu_weights.h)
 // and keeps the KV pool in host memory. Matrix products and
 // attention heads are split across a ThreadPool owned by the backend.
 //
@@ -19,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_backend.h"
+#include "backend/cpu_weights.h"
 #include "backend/layer_recipe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
@@ -72,6 +74,8 @@ class CpuBackend final : public Backend, private LayerOps {
   std::shared_ptr<const Model> model_;
   ModelRecipe recipe_;
   ThreadPool pool_;
+  std::shared_ptr<const CpuWeights> cpu_weights_;  // model_'s weights as the kernels read them
+  const ModelWeights& weights() const { return cpu_weights_->weights; }
   KvPoolSpec kv_spec_;
   std::vector<std::vector<float>> k_cache_;  // (layers)(num_blocks, block_size, kv_heads, head_dim)
   std::vector<std::vector<float>> v_cache_;  // same layout as k_cache_

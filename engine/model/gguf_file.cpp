@@ -36,8 +36,10 @@ std::string ggml_type_label(uint32_t code) {
 
 std::string supported_type_list() {
   std::string s;
-  for (int i = 0; i < kernels::kNumWeightTypes; ++i)
-    s += (i ? ", " : "") + std::string(kernels::weight_traits(static_cast<kernels::WeightType>(i)).name);
+  for (int i = 0; i < kernels::kNumWeightTypes; ++i) {
+    const auto t = static_cast<kernels::WeightType>(i);
+    if (kernels::is_file_type(t)) s += (s.empty() ? "" : ", ") + std::string(kernels::weight_traits(t).name);
+  }
   return s;
 }
 

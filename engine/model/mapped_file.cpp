@@ -3,6 +3,7 @@
 #include "model/mapped_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -54,6 +55,15 @@ Result<uint32_t> MappedFile::magic() const {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_bytes_);
+}
+
+void MappedFile::release_pages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  const auto map_begin = reinterpret_cast<uintptr_t>(data_), map_end = map_begin + size_bytes_;
+  if (p == nullptr || begin < map_begin || end > map_end) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace gb

@@ -28,6 +28,11 @@ class MappedFile {
   const std::byte* data() const { return data_; }
   size_t size_bytes() const { return size_bytes_; }
   std::span<const std::byte> bytes() const { return {data_, size_bytes_}; }
+  // Hands the whole pages inside [p, p + n) back to the kernel (madvise
+  // MADV_DONTNEED): for bytes a caller has copied elsewhere and will not read
+  // again soon. Their content stays valid (a later read faults them in from the
+  // file again); ranges outside the mapping are ignored. Any thread.
+  void release_pages(const void* p, size_t n) const;
   // The first four bytes as a little-endian u32 (a model file's magic), or an
   // error naming the file when it is shorter than that.
   Result<uint32_t> magic() const;

@@ -133,6 +133,19 @@ void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+// The same formula as Q4_K (dl = d * scale, ml = dmin * min, x = dl * q - ml), so
+// the values are Q4_K's bit for bit.
+void dequantize_row_q4_k_r(const void* src, float* dst, int64_t n) {
+  for (const uint8_t* b = bytes(src); n > 0; n -= 256, b += 148) {
+    const float d = half(b), dmin = half(b + 2);
+    for (int g = 0; g < 8; ++g) {
+      const float dl = d * static_cast<float>(b[4 + g]), ml = dmin * static_cast<float>(b[12 + g]);
+      for (int l = 0; l < 32; ++l)
+        *dst++ = dl * static_cast<float>((b[20 + q4kr_code_byte(g, l)] >> q4kr_code_shift(l)) & 0xF) - ml;
+    }
+  }
+}
+
 void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
   for (const uint8_t* b = bytes(src); n > 0; n -= 256, b += 176) {
     const float d = half(b), dmin = half(b + 2);

@@ -15,6 +15,13 @@
 //   Q5_K  (256, 176 B): f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]
 //   Q6_K  (256, 210 B): u8 ql[128] | u8 qh[64] | i8 scales[16] | f16 d
 //   IQ4_XS (256, 136 B): f16 d | u16 scales_h | u8 scales_l[4] | u8 qs[128]
+//   Q4_K_R (256, 148 B, a CPU layout, never in a file): f16 d | f16 dmin |
+//          u8 scale[8] | u8 min[8] | u8 codes[128]: Q4_K with the 6-bit scales
+//          and mins unpacked and the codes transposed, byte 32k + 4g + j
+//          (k, j = 0..3, g = 0..7) holding value 4k + j of group g in its low
+//          nibble and value 16 + 4k + j in its high one (so vector k of a unit
+//          has group g's codes in lane g: one accumulator per unit gathers the 8
+//          group sums with no horizontal adds; kernels/cpu/repack.h)
 //
 // K-type value order inside a 256-value super-block, as "groups" of 32 values
 // (g = 0..7; the scalar and SIMD code both walk this order):
@@ -30,6 +37,7 @@
 //              low nibble for k < 2 and the high one otherwise; high 2 bits
 //              (qh[32h + l] >> 2k) & 3; value - 32; sub-scales scales[2g], [2g+1].
 //   IQ4_XS:    group g: qs[16g..16g+15] as an IQ4_NL block, 6-bit scale minus 32.
+//   Q4_K_R:    Q4_K's groups and values, at the places given above.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +67,10 @@ inline void k4_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) 
     min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
   }
 }
+
+// Q4_K_R: the byte of codes[] holding value l (0..31) of group g, and its shift.
+inline int q4kr_code_byte(int g, int l) { return 32 * ((l % 16) / 4) + 4 * g + l % 4; }
+inline int q4kr_code_shift(int l) { return l < 16 ? 0 : 4; }
 
 // Q3_K: the 6-bit scale of sub-block j (0..15), still offset by 32. Low 4 bits
 // from scales[j] (j < 8) or scales[j-8] >> 4; high 2 bits from byte 8 + j%4.

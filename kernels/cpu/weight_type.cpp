@@ -5,6 +5,7 @@
 
 #include "cpu/dequantize.h"
 #include "cpu/quantize.h"
+#include "cpu/repack.h"
 
 namespace gb::kernels {
 
@@ -45,10 +46,11 @@ float vec_dot_q8_ref(int64_t n, const void* w_row, const void* act_row) {
 }
 
 template <WeightType T, DequantizeRowFn D, QuantizeRowFn Q, int BE, int BB, ActivationType A>
-constexpr WeightTypeTraits row(std::string_view name, uint32_t code, int16_t scale_offset, int16_t min_offset) {
+constexpr WeightTypeTraits row(std::string_view name, uint32_t code, int16_t scale_offset, int16_t min_offset,
+                               WeightType cpu_layout = T, RepackRowFn repack = nullptr, WeightType file_type = T) {
   return {T, name, code, BE, BB, A, D,
           A == ActivationType::F32 ? &vec_dot_f32_ref<D, BE, BB> : &vec_dot_q8_ref<D, BE, BB>, Q, scale_offset,
-          min_offset};
+          min_offset, cpu_layout, repack, file_type};
 }
 
 constexpr auto F = ActivationType::F32;
@@ -67,11 +69,14 @@ constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
     row<WeightType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, 32, 34, Q>("Q8_0", 8, 0, -1),
     row<WeightType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, 256, 84, Q>("Q2_K", 10, 80, 82),
     row<WeightType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, 256, 110, Q>("Q3_K", 11, 108, -1),
-    row<WeightType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, 256, 144, Q>("Q4_K", 12, 0, 2),
+    row<WeightType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, 256, 144, Q>("Q4_K", 12, 0, 2, WeightType::Q4_K_R,
+                                                                               repack_row_q4_k_r),
     row<WeightType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, 256, 176, Q>("Q5_K", 13, 0, 2),
     row<WeightType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, 256, 210, Q>("Q6_K", 14, 208, -1),
     row<WeightType::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl, 32, 18, Q>("IQ4_NL", 20, 0, -1),
     row<WeightType::IQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs, 256, 136, Q>("IQ4_XS", 23, 0, -1),
+    row<WeightType::Q4_K_R, dequantize_row_q4_k_r, quantize_row_q4_k_r, 256, 148, Q>(
+        "Q4_K_R", kNoGgufCode, 0, 2, WeightType::Q4_K_R, nullptr, WeightType::Q4_K),
 };
 
 constexpr bool table_in_enum_order() {
@@ -95,6 +100,7 @@ constexpr std::array<std::string_view, 40> kGgmlNames = {
 const WeightTypeTraits& weight_traits(WeightType t) { return kTraits[static_cast<size_t>(t)]; }
 
 std::optional<WeightType> weight_type_from_gguf(uint32_t code) {
+  if (code == kNoGgufCode) return std::nullopt;
   for (const auto& r : kTraits)
     if (r.gguf_code == code) return r.type;
   return std::nullopt;
@@ -102,7 +108,7 @@ std::optional<WeightType> weight_type_from_gguf(uint32_t code) {
 
 std::optional<WeightType> weight_type_from_name(std::string_view name) {
   for (const auto& r : kTraits) {
-    if (r.name.size() != name.size()) continue;
+    if (r.name.size() != name.size() || r.gguf_code == kNoGgufCode) continue;
     bool same = true;
     for (size_t i = 0; i < name.size() && same; ++i)
       same = std::toupper(static_cast<unsigned char>(name[i])) == static_cast<unsigned char>(r.name[i]);

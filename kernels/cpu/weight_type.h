@@ -1,5 +1,5 @@
-// Weight types: one row per storage type of a weight tensor (float or a GGML/GGUF
-// quantized block format), the single table the model loader, the CPU backend
+// Weight types: one row per storage type of a weight tensor (float, a GGML/GGUF
+// quantized block format, or a CPU layout repacked from one at load), the single table the model loader, the CPU backend
 // and the CUDA backend read. Matmul code never names a type: it looks up the row
 // and calls its functions. Adding a type = an enumerator, one row in
 // weight_type.cpp, its dequantize-row (dequantize.cpp) and, for speed, its
@@ -20,8 +20,13 @@ enum class WeightType : uint8_t {
   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
   IQ4_NL, IQ4_XS,
+  // CPU layouts: never in a file; the CPU backend repacks a file type into one
+  // at load (WeightTypeTraits::cpu_layout) where its kernels are measured faster.
+  Q4_K_R,
 };
-inline constexpr int kNumWeightTypes = 15;
+inline constexpr int kNumWeightTypes = 16;
+// gguf_code of the CPU layouts, which no file holds.
+inline constexpr uint32_t kNoGgufCode = 0xFFFFFFFFu;
 
 // What the dot product of a type multiplies its weights with. Float types take
 // float32 activations as they are; quantized types take activations quantized
@@ -45,6 +50,8 @@ using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
 // Quantizes n float32 values (a whole number of blocks) into blocks of the type.
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+// Rewrites n values (a whole number of blocks) of a file type into its CPU layout.
+using RepackRowFn = void (*)(const void* src, void* dst, int64_t n);
 
 struct WeightTypeTraits {
   WeightType type;
@@ -60,10 +67,17 @@ struct WeightTypeTraits {
   // inside a block, for the NaN/Inf scan; -1 where the type has none.
   int16_t scale_offset;
   int16_t min_offset;
+  // The layout the CPU backend keeps this type in (the type itself, or a CPU
+  // layout it repacks into at load with repack_row; same values, same results
+  // bit for bit, faster kernels), and for a CPU layout the file type it comes from.
+  WeightType cpu_layout;
+  RepackRowFn repack_row;  // nullptr when cpu_layout is the type itself
+  WeightType file_type;
 };
 
 const WeightTypeTraits& weight_traits(WeightType t);
 std::optional<WeightType> weight_type_from_gguf(uint32_t code);
+// File types only (a CPU layout's name is not a type a file or `quantize` can name).
 std::optional<WeightType> weight_type_from_name(std::string_view name);  // case-insensitive
 
 // Name of any ggml_type code, supported or not ("IQ2_XXS", "MXFP4"), or "" if unknown.
@@ -78,5 +92,7 @@ inline std::optional<size_t> weight_bytes(WeightType t, uint64_t elements) {
 }
 
 inline bool is_quantized(WeightType t) { return weight_traits(t).activation != ActivationType::F32; }
+// False for the CPU layouts.
+inline bool is_file_type(WeightType t) { return weight_traits(t).gguf_code != kNoGgufCode; }
 
 }  // namespace gb::kernels

@@ -24,7 +24,8 @@ namespace {
 
 const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
                                   WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
-                                  WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS};
+                                  WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS,
+                                  WeightType::Q4_K_R};
 
 
 
@@ -195,5 +196,53 @@ GB_TEST(fast_quant_kernels_match_oracle_many_threads) {
     if (QTest::currentTestFailed()) return;
     check_fast_vs_oracle(t, 67, 512, 41, 3);
     if (QTest::currentTestFailed()) return;
+  }
+}
+
+// A CPU layout holds the same values as its file type and its kernels give the
+// same bits: Q4_K rows repacked to Q4_K_R (what the CPU backend does at load)
+// dequantize to the same floats, and decode, the few-token tiles and the packed
+// prefill give the same results as Q4_K's at every kernel level this CPU runs.
+GB_TEST(cpu_layouts_equal_their_file_type_bit_for_bit) {
+  for (int t = 0; t < kNumWeightTypes; ++t) {
+    const WeightTypeTraits& file = weight_traits(static_cast<WeightType>(t));
+    if (file.repack_row == nullptr) continue;
+    const WeightTypeTraits& cpu = weight_traits(file.cpu_layout);
+    QVERIFY(!is_file_type(cpu.type) && cpu.file_type == file.type && cpu.block_elements == file.block_elements);
+    const int64_t rows = 9, cols = 3 * 256;
+    // Valid blocks (6-bit scales), as a file holds them, from the file type's quantizer.
+    const auto wf = gbtest::random_normals(static_cast<size_t>(rows * cols), 77);
+    std::vector<uint8_t> wfile(static_cast<size_t>(rows) * *weight_bytes(file.type, cols));
+    std::vector<uint8_t> wcpu(static_cast<size_t>(rows) * *weight_bytes(cpu.type, cols));
+    const int64_t sf = cols / file.block_elements * file.block_bytes, sc = cols / cpu.block_elements * cpu.block_bytes;
+    for (int64_t r = 0; r < rows; ++r) {
+      file.quantize_row(wf.data() + r * cols, wfile.data() + r * sf, cols);
+      file.repack_row(wfile.data() + r * sf, wcpu.data() + r * sc, cols);
+      std::vector<uint8_t> direct(static_cast<size_t>(sc));
+      cpu.quantize_row(wf.data() + r * cols, direct.data(), cols);
+      QVERIFY2(std::memcmp(direct.data(), wcpu.data() + r * sc, static_cast<size_t>(sc)) == 0,
+               "the CPU layout's quantize_row differs from quantize then repack");
+      std::vector<float> a(static_cast<size_t>(cols)), b(static_cast<size_t>(cols));
+      file.dequantize_row(wfile.data() + r * sf, a.data(), cols);
+      cpu.dequantize_row(wcpu.data() + r * sc, b.data(), cols);
+      QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, cpu.name.data());
+    }
+    for (int64_t tokens : {int64_t{1}, int64_t{3}, int64_t{37}}) {
+      const auto x = gbtest::random_normals(static_cast<size_t>(tokens * cols), 78 + static_cast<uint32_t>(tokens));
+      std::vector<ActBlockQ8> xq(static_cast<size_t>(tokens * cols / kActBlock));
+      quantize_activations(x.data(), cols, 0, tokens, xq.data());
+      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (!isa_supported(isa)) continue;
+        std::vector<float> yf(static_cast<size_t>(tokens * rows)), yc(yf.size(), -1.0f);
+        matmul_weights_with(isa, yf.data(), rows, {nullptr, xq.data()}, wfile.data(), sf, file, tokens, cols, 0, rows);
+        matmul_weights_with(isa, yc.data(), rows, {nullptr, xq.data()}, wcpu.data(), sc, cpu, tokens, cols, 0, rows);
+        if (isa == Isa::Scalar) {  // the oracles: the same values, summed in double
+          for (size_t i = 0; i < yf.size(); ++i) QCOMPARE(yc[i], yf[i]);
+          continue;
+        }
+        QVERIFY2(std::memcmp(yf.data(), yc.data(), yf.size() * sizeof(float)) == 0,
+                 (std::string(cpu.name) + " " + isa_name(isa) + " tokens " + std::to_string(tokens)).c_str());
+      }
+    }
   }
 }

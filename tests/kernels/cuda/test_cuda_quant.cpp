@@ -39,7 +39,7 @@ std::vector<WeightType> quantized_types() {
   std::vector<WeightType> out;
   for (int i = 0; i < gb::kernels::kNumWeightTypes; ++i) {
     const auto t = static_cast<WeightType>(i);
-    if (gb::kernels::is_quantized(t)) out.push_back(t);
+    if (gb::kernels::is_quantized(t) && gb::kernels::is_file_type(t)) out.push_back(t);  // not the CPU layouts
   }
   return out;
 }
