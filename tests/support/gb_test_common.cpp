@@ -20,6 +20,51 @@ std::vector<Suite>& suites() {
   return all;
 }
 
+namespace {
+std::vector<SourceFile>& source_files() {
+  static std::vector<SourceFile> files;
+  return files;
+}
+const char* g_current_test = "";
+
+// Sets the group of every case and suite from the file table; false (after
+// naming them) if some file is in no test.
+bool assign_groups() {
+  bool ok = true;
+  auto assign = [&ok](const char* file, const char*& group) {
+    group = test_of_file(file);
+    if (!group) {
+      std::fprintf(stderr, "%s: this file's cases belong to no test of this executable (list it in a "
+                           "glassbox_add_test of its folder, tests/glassbox_tests.cmake)\n", file);
+      ok = false;
+    }
+  };
+  for (Case& c : registry()) assign(c.file, c.group);
+  for (Suite& s : suites()) assign(s.file, s.group);
+  return ok;
+}
+}  // namespace
+
+SourceFilesRegistrar::SourceFilesRegistrar(const SourceFile* files, int count) {
+  source_files().insert(source_files().end(), files, files + count);
+}
+
+const char* test_of_file(const char* file) {
+  // __FILE__ is the path the compiler was given (absolute with CMake, relative
+  // under a ccache base_dir) or, in a unity batch, the one it was included by.
+  const std::string path = std::filesystem::path(file).lexically_normal().generic_string();
+  const SourceFile* best = nullptr;
+  for (const SourceFile& f : source_files()) {
+    const size_t n = std::strlen(f.path);
+    if (path.size() < n || path.compare(path.size() - n, n, f.path) != 0) continue;
+    if (path.size() > n && path[path.size() - n - 1] != '/') continue;
+    if (!best || n > std::strlen(best->path)) best = &f;
+  }
+  return best ? best->test : nullptr;
+}
+
+const char* current_test() { return g_current_test; }
+
 std::vector<std::string> test_names() {
   std::vector<std::string> names;
   for (const Case& c : registry()) names.emplace_back(c.group);
@@ -30,6 +75,7 @@ std::vector<std::string> test_names() {
 }
 
 int dispatch(int argc, char** argv, int (*run_cases)(const char* group, int argc, char** argv)) {
+  if (!assign_groups()) return 2;
   const std::vector<std::string> names = test_names();
   if (argc > 1 && std::strcmp(argv[1], "--list") == 0) {
     for (const std::string& n : names) std::printf("%s\n", n.c_str());
@@ -47,6 +93,7 @@ int dispatch(int argc, char** argv, int (*run_cases)(const char* group, int argc
   args.insert(args.end(), argv + 2, argv + argc);
   args.push_back(nullptr);
   const int num_args = argc - 1;
+  g_current_test = group;
   for (const Suite& s : suites())
     if (std::strcmp(s.group, group) == 0) return s.main(num_args, args.data());
   return run_cases(group, num_args, args.data());

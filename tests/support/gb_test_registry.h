@@ -8,27 +8,49 @@
 
 namespace gbtest {
 
+// A test is named after its source files, not by a compile definition, so that
+// the files of a folder can be compiled together (unity batches, several files in
+// one translation unit): a case or suite registers the __FILE__ it was defined
+// in, and dispatch() looks its test up in the executable's file table, which
+// CMake generates from the glassbox_add_test / glassbox_add_ui_test calls of the
+// folder (tests/glassbox_tests.cmake).
 struct Case {
-  const char* group;  // the test (CTest name) the case belongs to: GB_TEST_GROUP of its file
+  const char* file;          // __FILE__ of the GB_TEST
   const char* name;
   void (*fn)();
+  const char* group = nullptr;  // the test (CTest name) the case belongs to, set by dispatch()
 };
 // Every GB_TEST case of the executable, in registration order, all tests mixed.
 std::vector<Case>& registry();
 struct Registrar {
-  Registrar(const char* group, const char* name, void (*fn)()) { registry().push_back({group, name, fn}); }
+  Registrar(const char* file, const char* name, void (*fn)()) { registry().push_back({file, name, fn}); }
 };
+
+// The file table: each test source of the executable (its path relative to the
+// project's root) and the test it belongs to. Registered by the generated
+// <executable>_files.cpp.
+struct SourceFile {
+  const char* path;
+  const char* test;
+};
+struct SourceFilesRegistrar {
+  SourceFilesRegistrar(const SourceFile* files, int count);
+};
+// The test that the source file `file` (a __FILE__: absolute, or relative to
+// wherever the compiler ran) belongs to; nullptr if it is in no test.
+const char* test_of_file(const char* file);
 
 // A test with a main of its own (a Qt Test class, GB_QTEST_MAIN): called with the
 // command line minus the test name.
 using SuiteMain = int (*)(int argc, char** argv);
 struct Suite {
-  const char* group;
+  const char* file;  // __FILE__ of the GB_QTEST_MAIN
   SuiteMain main;
+  const char* group = nullptr;  // set by dispatch()
 };
 std::vector<Suite>& suites();
 struct SuiteRegistrar {
-  SuiteRegistrar(const char* group, SuiteMain main) { suites().push_back({group, main}); }
+  SuiteRegistrar(const char* file, SuiteMain main) { suites().push_back({file, main}); }
 };
 
 // The tests this executable holds (GB_TEST groups and suites), sorted, no duplicates.
@@ -36,7 +58,11 @@ std::vector<std::string> test_names();
 // Runs the test named by argv[1] with the remaining arguments (the shared part of
 // both runners' main): prints the list for --list, usage for a missing or unknown
 // name (exit 2). `run_cases` runs the selected GB_TEST group.
+// Every case and suite must belong to a test of the executable: one from a file
+// that is not in the table is an error (exit 2, naming the file).
 int dispatch(int argc, char** argv, int (*run_cases)(const char* group, int argc, char** argv));
+// The test dispatch() is running (its CTest name).
+const char* current_test();
 
 // Root of the shared models/testdata folder: $GLASSBOX_SHARED_DIR if set, else the
 // CMake cache value compiled in.
