@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string_view>
 
 #include "core/thread_pool.h"
 #include "cpu/weight_type.h"
@@ -68,6 +69,8 @@ std::shared_ptr<const CpuWeights> make_repacked(const std::shared_ptr<const Mode
 }  // namespace
 
 std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>& model, bool repack, ThreadPool& pool) {
+  // GLASSBOX_CPU_REPACK=0: read every type in place (to compare speed and memory).
+  if (const char* env = std::getenv("GLASSBOX_CPU_REPACK"); env != nullptr && std::string_view(env) == "0") repack = false;
   if (!repack) {
     auto cw = std::make_shared<CpuWeights>();
     cw->model = model;

@@ -30,7 +30,8 @@ struct CpuWeights {
 };
 
 // The CPU weights of `model`: repacked (shared with other backends of the same
-// model) when `repack`, else the model's views as they are. Repacking splits
+// model) when `repack` and the environment does not say GLASSBOX_CPU_REPACK=0,
+// else the model's views as they are. Repacking splits
 // the rows of each matrix over `pool`.
 std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>& model, bool repack, ThreadPool& pool);
 
