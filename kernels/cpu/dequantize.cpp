@@ -184,6 +184,20 @@ void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+// The same formula as Q6_K, so the values are Q6_K's bit for bit.
+void dequantize_row_q6_k_r(const void* src, float* dst, int64_t n) {
+  for (const uint8_t* b = bytes(src); n > 0; n -= 256, b += 210) {
+    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = half(b + 208);
+    for (int g = 0; g < 8; ++g)
+      for (int l = 0; l < 32; ++l) {
+        const int low = (b[q4kr_code_byte(g, l)] >> q4kr_code_shift(l)) & 0xF;
+        const int q = (low | (((b[128 + q6kr_high_byte(g, l)] >> q6kr_high_shift(l)) & 3) << 4)) - 32;
+        *dst++ = d * static_cast<float>(scales[2 * g + l / 16]) * static_cast<float>(q);
+      }
+  }
+}
+
 void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n) {
   for (const uint8_t* b = bytes(src); n > 0; n -= 32, b += 18, dst += 32) {
     const float d = half(b);

@@ -22,6 +22,12 @@
 //          nibble and value 16 + 4k + j in its high one (so vector k of a unit
 //          has group g's codes in lane g: one accumulator per unit gathers the 8
 //          group sums with no horizontal adds; kernels/cpu/repack.h)
+//   Q6_K_R (256, 210 B, a CPU layout): u8 lo[128] | u8 hi[64] | i8 scales[16] |
+//          f16 d: Q6_K transposed the same way. lo: byte 32k + 4g + j holds the
+//          low 4 bits of value 4k + j of group g (low nibble) and of value
+//          16 + 4k + j (high nibble); hi: byte 32m + 4g + j holds the high 2
+//          bits of value 16m + 4k + j of group g at bits 2k, 2k+1 (k = 0..3).
+//          Scales and d as in Q6_K.
 //
 // K-type value order inside a 256-value super-block, as "groups" of 32 values
 // (g = 0..7; the scalar and SIMD code both walk this order):
@@ -37,7 +43,7 @@
 //              low nibble for k < 2 and the high one otherwise; high 2 bits
 //              (qh[32h + l] >> 2k) & 3; value - 32; sub-scales scales[2g], [2g+1].
 //   IQ4_XS:    group g: qs[16g..16g+15] as an IQ4_NL block, 6-bit scale minus 32.
-//   Q4_K_R:    Q4_K's groups and values, at the places given above.
+//   Q4_K_R, Q6_K_R: their file type's groups and values, at the places given above.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +77,15 @@ inline void k4_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) 
 // Q4_K_R: the byte of codes[] holding value l (0..31) of group g, and its shift.
 inline int q4kr_code_byte(int g, int l) { return 32 * ((l % 16) / 4) + 4 * g + l % 4; }
 inline int q4kr_code_shift(int l) { return l < 16 ? 0 : 4; }
+// Q6_K_R: the byte of hi[] (after lo's 128) holding the top 2 bits of value l of group g, and their shift.
+inline int q6kr_high_byte(int g, int l) { return 32 * (l / 16) + 4 * g + l % 4; }
+inline int q6kr_high_shift(int l) { return 2 * ((l % 16) / 4); }
+// Q6_K: the 6-bit code (0..63, value + 32) of value l of group g.
+inline int q6k_code(const uint8_t* b, int g, int l) {
+  const int h = g / 4, k = g % 4;
+  const uint8_t lo = b[64 * h + 32 * (k & 1) + l];
+  return (k < 2 ? (lo & 0xF) : (lo >> 4)) | (((b[128 + 32 * h + l] >> (2 * k)) & 3) << 4);
+}
 
 // Q3_K: the 6-bit scale of sub-block j (0..15), still offset by 32. Low 4 bits
 // from scales[j] (j < 8) or scales[j-8] >> 4; high 2 bits from byte 8 + j%4.

@@ -23,4 +23,19 @@ void repack_row_q4_k_r(const void* src, void* dst, int64_t n) {
   }
 }
 
+void repack_row_q6_k_r(const void* src, void* dst, int64_t n) {
+  const auto* b = static_cast<const uint8_t*>(src);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (; n > 0; n -= 256, b += 210, o += 210) {
+    std::memset(o, 0, 192);
+    for (int g = 0; g < 8; ++g)
+      for (int l = 0; l < 32; ++l) {
+        const int q = quant::q6k_code(b, g, l);
+        o[quant::q4kr_code_byte(g, l)] |= static_cast<uint8_t>((q & 0xF) << quant::q4kr_code_shift(l));
+        o[128 + quant::q6kr_high_byte(g, l)] |= static_cast<uint8_t>((q >> 4) << quant::q6kr_high_shift(l));
+      }
+    std::memcpy(o + 192, b + 192, 18);  // scales, d
+  }
+}
+
 }  // namespace gb::kernels

@@ -51,8 +51,9 @@ struct Run {
 
 }  // namespace
 
-// Every Q4_K matrix, and nothing else, is held as Q4_K_R with the same shape;
-// the model's own views still say Q4_K and point into the file; a second call
+// Every matrix whose type has a CPU layout (Q4_K -> Q4_K_R, Q6_K -> Q6_K_R), and
+// nothing else, is held in that layout with the same shape; the model's own
+// views still have the file types and point into the file; a second call
 // for the same model returns the same copy, and without repacking the views are
 // the model's.
 GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
@@ -61,7 +62,8 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
   gb::ThreadPool pool(2);
   const auto cw = gb::cpu_weights(model, true, pool);
   QCOMPARE(gb::cpu_weights(model, true, pool).get(), cw.get());
-  int q4k = 0;
+  int repacked = 0;
+  const auto layout = [](const gb::TensorView& t) { return gb::kernels::weight_traits(t.dtype).cpu_layout; };
   for (size_t l = 0; l < model->weights.layers.size(); ++l) {
     const gb::LayerWeights& file = model->weights.layers[l];
     const gb::LayerWeights& cpu = cw->weights.layers[l];
@@ -71,9 +73,9 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
     for (const auto& [f, c] : pairs) {
       QCOMPARE(c->rows, f->rows);
       QCOMPARE(c->cols, f->cols);
-      if (f->dtype == WeightType::Q4_K) {
-        ++q4k;
-        QCOMPARE(c->dtype, WeightType::Q4_K_R);
+      if (layout(*f) != f->dtype) {
+        ++repacked;
+        QCOMPARE(c->dtype, layout(*f));
         QVERIFY(c->data != f->data);
       } else {
         QCOMPARE(c->dtype, f->dtype);
@@ -81,8 +83,9 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
       }
     }
   }
-  QVERIFY2(q4k > 0, "the Q4_K_M fixture has Q4_K matrices");
-  QCOMPARE(cw->repacked_tensors, q4k + (model->weights.classifier.dtype == WeightType::Q4_K ? 1 : 0));
+  QVERIFY2(repacked > 0, "the Q4_K_M fixture has Q4_K matrices");
+  QCOMPARE(cw->repacked_tensors, repacked + (layout(model->weights.classifier) != model->weights.classifier.dtype ? 1 : 0));
+  QCOMPARE(cw->weights.classifier.dtype, layout(model->weights.classifier));
   QCOMPARE(model->weights.layers[0].wq.dtype, WeightType::Q4_K);
   const auto plain = gb::cpu_weights(model, false, pool);
   QVERIFY(plain.get() != cw.get());
