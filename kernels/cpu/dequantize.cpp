@@ -184,6 +184,21 @@ void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+// The same formula as Q5_K, so the values are Q5_K's bit for bit.
+void dequantize_row_q5_k_r(const void* src, float* dst, int64_t n) {
+  for (const uint8_t* b = bytes(src); n > 0; n -= 256, b += 180) {
+    const float d = half(b), dmin = half(b + 2);
+    for (int g = 0; g < 8; ++g) {
+      const float dl = d * static_cast<float>(b[4 + g]), ml = dmin * static_cast<float>(b[12 + g]);
+      for (int l = 0; l < 32; ++l) {
+        const int low = (b[52 + q4kr_code_byte(g, l)] >> q4kr_code_shift(l)) & 0xF;
+        const int high = (b[20 + 4 * g + l % 4] >> q5kr_high_bit(l)) & 1;
+        *dst++ = dl * static_cast<float>(low | (high << 4)) - ml;
+      }
+    }
+  }
+}
+
 // The same formula as Q6_K, so the values are Q6_K's bit for bit.
 void dequantize_row_q6_k_r(const void* src, float* dst, int64_t n) {
   for (const uint8_t* b = bytes(src); n > 0; n -= 256, b += 210) {

@@ -28,6 +28,10 @@
 //          16 + 4k + j (high nibble); hi: byte 32m + 4g + j holds the high 2
 //          bits of value 16m + 4k + j of group g at bits 2k, 2k+1 (k = 0..3).
 //          Scales and d as in Q6_K.
+//   Q5_K_R (256, 180 B, a CPU layout): Q4_K_R's 20 bytes of d, dmin, scales and
+//          mins | u8 hi[32] | u8 codes[128] as Q4_K_R's: bit k of hi byte
+//          4g + j is the fifth bit of value 4k + j (k < 4) or 16 + 4(k-4) + j
+//          (k >= 4) of group g, i.e. of lane g, byte j of transposed vector k.
 //
 // K-type value order inside a 256-value super-block, as "groups" of 32 values
 // (g = 0..7; the scalar and SIMD code both walk this order):
@@ -43,7 +47,7 @@
 //              low nibble for k < 2 and the high one otherwise; high 2 bits
 //              (qh[32h + l] >> 2k) & 3; value - 32; sub-scales scales[2g], [2g+1].
 //   IQ4_XS:    group g: qs[16g..16g+15] as an IQ4_NL block, 6-bit scale minus 32.
-//   Q4_K_R, Q6_K_R: their file type's groups and values, at the places given above.
+//   Q4_K_R, Q5_K_R, Q6_K_R: their file type's groups and values, at the places given above.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +81,8 @@ inline void k4_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) 
 // Q4_K_R: the byte of codes[] holding value l (0..31) of group g, and its shift.
 inline int q4kr_code_byte(int g, int l) { return 32 * ((l % 16) / 4) + 4 * g + l % 4; }
 inline int q4kr_code_shift(int l) { return l < 16 ? 0 : 4; }
+// Q5_K_R: the bit of hi byte 4g + l % 4 holding the fifth bit of value l of group g.
+inline int q5kr_high_bit(int l) { return l < 16 ? l / 4 : 4 + (l - 16) / 4; }
 // Q6_K_R: the byte of hi[] (after lo's 128) holding the top 2 bits of value l of group g, and their shift.
 inline int q6kr_high_byte(int g, int l) { return 32 * (l / 16) + 4 * g + l % 4; }
 inline int q6kr_high_shift(int l) { return 2 * ((l % 16) / 4); }

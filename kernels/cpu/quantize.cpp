@@ -320,6 +320,13 @@ void quantize_row_q4_k_r(const float* x, void* dst, int64_t n) {
     repack_row_q4_k_r(block, static_cast<uint8_t*>(dst) + i / 256 * 148, 256);
   }
 }
+void quantize_row_q5_k_r(const float* x, void* dst, int64_t n) {
+  uint8_t block[176];
+  for (int64_t i = 0; i < n; i += 256) {
+    quantize_row_q5_k(x + i, block, 256);
+    repack_row_q5_k_r(block, static_cast<uint8_t*>(dst) + i / 256 * 180, 256);
+  }
+}
 void quantize_row_q6_k_r(const float* x, void* dst, int64_t n) {
   uint8_t block[210];
   for (int64_t i = 0; i < n; i += 256) {

@@ -25,6 +25,7 @@ void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
 void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
 // A CPU layout: the file type's quantization, repacked (repack.h).
 void quantize_row_q4_k_r(const float* src, void* dst, int64_t n);
+void quantize_row_q5_k_r(const float* src, void* dst, int64_t n);
 void quantize_row_q6_k_r(const float* src, void* dst, int64_t n);
 // Float types, so every row of the table has a quantize_row.
 void quantize_row_f32(const float* src, void* dst, int64_t n);

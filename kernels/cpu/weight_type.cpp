@@ -71,13 +71,16 @@ constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
     row<WeightType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, 256, 110, Q>("Q3_K", 11, 108, -1),
     row<WeightType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, 256, 144, Q>("Q4_K", 12, 0, 2, WeightType::Q4_K_R,
                                                                                repack_row_q4_k_r),
-    row<WeightType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, 256, 176, Q>("Q5_K", 13, 0, 2),
+    row<WeightType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, 256, 176, Q>("Q5_K", 13, 0, 2, WeightType::Q5_K_R,
+                                                                               repack_row_q5_k_r),
     row<WeightType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, 256, 210, Q>("Q6_K", 14, 208, -1, WeightType::Q6_K_R,
                                                                                repack_row_q6_k_r),
     row<WeightType::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl, 32, 18, Q>("IQ4_NL", 20, 0, -1),
     row<WeightType::IQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs, 256, 136, Q>("IQ4_XS", 23, 0, -1),
     row<WeightType::Q4_K_R, dequantize_row_q4_k_r, quantize_row_q4_k_r, 256, 148, Q>(
         "Q4_K_R", kNoGgufCode, 0, 2, WeightType::Q4_K_R, nullptr, WeightType::Q4_K),
+    row<WeightType::Q5_K_R, dequantize_row_q5_k_r, quantize_row_q5_k_r, 256, 180, Q>(
+        "Q5_K_R", kNoGgufCode, 0, 2, WeightType::Q5_K_R, nullptr, WeightType::Q5_K),
     row<WeightType::Q6_K_R, dequantize_row_q6_k_r, quantize_row_q6_k_r, 256, 210, Q>(
         "Q6_K_R", kNoGgufCode, 208, -1, WeightType::Q6_K_R, nullptr, WeightType::Q6_K),
 };

@@ -22,9 +22,9 @@ enum class WeightType : uint8_t {
   IQ4_NL, IQ4_XS,
   // CPU layouts: never in a file; the CPU backend repacks a file type into one
   // at load (WeightTypeTraits::cpu_layout) where its kernels are measured faster.
-  Q4_K_R, Q6_K_R,
+  Q4_K_R, Q5_K_R, Q6_K_R,
 };
-inline constexpr int kNumWeightTypes = 17;
+inline constexpr int kNumWeightTypes = 18;
 // gguf_code of the CPU layouts, which no file holds.
 inline constexpr uint32_t kNoGgufCode = 0xFFFFFFFFu;
 

@@ -160,9 +160,9 @@ const QuantKernels kQuantKernels[kernels::kNumWeightTypes] = {
     kernels_of<WeightType::Q5_1>(), kernels_of<WeightType::Q8_0>(), kernels_of<WeightType::Q2_K>(),
     kernels_of<WeightType::Q3_K>(), kernels_of<WeightType::Q4_K>(), kernels_of<WeightType::Q5_K>(),
     kernels_of<WeightType::Q6_K>(), kernels_of<WeightType::IQ4_NL>(), kernels_of<WeightType::IQ4_XS>(),
-    {}, {},  // Q4_K_R, Q6_K_R: CPU layouts, never uploaded (the CUDA backend reads the file types)
+    {}, {}, {},  // Q4_K_R, Q5_K_R, Q6_K_R: CPU layouts, never uploaded (the CUDA backend reads the file types)
 };
-static_assert(kernels::kNumWeightTypes == 17, "a new weight type needs its row in kQuantKernels");
+static_assert(kernels::kNumWeightTypes == 18, "a new weight type needs its row in kQuantKernels");
 
 const QuantKernels* kernels_for(DType t) {
   const auto i = static_cast<size_t>(t);
