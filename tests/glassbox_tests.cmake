@@ -12,8 +12,10 @@
 #   generated) that these files make up test NAME: a GB_TEST case or a
 #   GB_QTEST_MAIN class registers the __FILE__ it is in, and the runner finds its
 #   test from that (tests/support/gb_test_registry.h). No compile definition names
-#   the test, so the files of a folder can share one translation unit (unity
-#   batches). NAME is an INTERFACE library holding what the test
+#   the test, so with GLASSBOX_UNITY the files of a folder compile in unity
+#   batches, several to a translation unit; a file-local name (a helper in an
+#   anonymous namespace, a static function, a GB_TEST case) must therefore be
+#   unique within its folder. NAME is an INTERFACE library holding what the test
 #   needs -- its LIBS, and whatever target_compile_definitions(NAME INTERFACE ...),
 #   target_include_directories(NAME INTERFACE ...) or add_dependencies(NAME ...)
 #   add -- and the executable links it, so these apply to the whole folder
@@ -34,6 +36,9 @@
 # Sources that several tests of a folder share (a gb_test_setup() hook, helpers)
 # belong to the executable, once: glassbox_test_executable(exe) gives its name,
 # then target_sources(${exe} PRIVATE ...).
+
+# Files per unity batch of a test executable (GLASSBOX_UNITY).
+set(GLASSBOX_TEST_UNITY_BATCH_SIZE 8 CACHE STRING "Test files per unity batch (GLASSBOX_UNITY)")
 
 # glassbox_test_executable(OUT_VAR): the current folder's test executable,
 # created on first use.
@@ -63,6 +68,10 @@ const ::gbtest::SourceFilesRegistrar kRegistrar(kFiles, sizeof(kFiles) / sizeof(
     target_sources(${exe} PRIVATE ${table})
     set_source_files_properties(${table} PROPERTIES GENERATED ON SKIP_UNITY_BUILD_INCLUSION ON
                                                     SKIP_PRECOMPILE_HEADERS ON)
+    if(GLASSBOX_UNITY)
+      set_target_properties(${exe} PROPERTIES UNITY_BUILD ON
+                                              UNITY_BUILD_BATCH_SIZE ${GLASSBOX_TEST_UNITY_BATCH_SIZE})
+    endif()
   endif()
   set(${out} ${exe} PARENT_SCOPE)
 endfunction()

@@ -12,27 +12,6 @@
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Run run_split(const std::string& args, const std::string& stdin_text = "") {
-  const std::string dir = gbtest::temp_dir();
-  const std::string in = dir + "/stdin", out = dir + "/stdout", err = dir + "/stderr";
-  std::ofstream(in, std::ios::binary) << stdin_text;
-  const std::string command =
-      std::string("'") + GLASSBOX_CLI_PATH + "' " + args + " <'" + in + "' >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(command.c_str());
-  return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, gbtest::read_text(out), gbtest::read_text(err)};
-}
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = gbtest::temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
 nlohmann::json first_line_json(const std::string& out) {
   return nlohmann::json::parse(out.substr(0, out.find('\n')));
 }
@@ -41,9 +20,10 @@ nlohmann::json first_line_json(const std::string& out) {
 
 GB_TEST(generate_chat_renders_one_user_turn_with_the_given_template) {
   GB_REQUIRE_SHARED(model, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
-  const std::string tpl = write_file("t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}");
-  const Run r = run_split("generate --model '" + model + "' --chat --chat-template '" + tpl +
-                          "' --system 'Be brief.' --prompt 'Hi <s> there' -n 3 --json --threads 1");
+  const std::string tpl = gbtest::write_temp_file(
+      "t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}");
+  const auto r = gbtest::run_cli_split("generate --model '" + model + "' --chat --chat-template '" + tpl +
+                                       "' --system 'Be brief.' --prompt 'Hi <s> there' -n 3 --json --threads 1");
   QVERIFY2(r.exit_code == 0, r.err.c_str());
   const auto ids = first_line_json(r.out)["prompt_ids"].get<std::vector<int>>();
   // Reference: the same text through `tokenize` (BOS + SentencePiece encoding).
@@ -57,9 +37,10 @@ GB_TEST(generate_chat_renders_one_user_turn_with_the_given_template) {
 
 GB_TEST(generate_chat_falls_back_with_a_warning_when_the_template_raises) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const std::string tpl = write_file("t.jinja", "<|im_start|>{{ raise_exception('no system role') if messages|length > 1 }}");
-  const Run r = run_split("generate --model '" + model + "' --chat --chat-template '" + tpl +
-                          "' --system S --prompt 'Once upon a time' -n 4 --threads 1");
+  const std::string tpl =
+      gbtest::write_temp_file("t.jinja", "<|im_start|>{{ raise_exception('no system role') if messages|length > 1 }}");
+  const auto r = gbtest::run_cli_split("generate --model '" + model + "' --chat --chat-template '" + tpl +
+                                       "' --system S --prompt 'Once upon a time' -n 4 --threads 1");
   QVERIFY2(r.exit_code == 0, r.err.c_str());
   QVERIFY2(r.err.find("warning: the model's chat template failed: no system role; using the built-in chatml") !=
                std::string::npos, r.err.c_str());
@@ -67,8 +48,10 @@ GB_TEST(generate_chat_falls_back_with_a_warning_when_the_template_raises) {
 
 GB_TEST(generate_chat_without_a_template_uses_the_plain_format) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const Run chat = run_split("generate --model '" + model + "' --chat --prompt 'Once upon a time' -n 8 --json --threads 1");
-  const Run plain = run_split("generate --model '" + model + "' --prompt 'Once upon a time' -n 8 --json --threads 1");
+  const auto chat = gbtest::run_cli_split("generate --model '" + model +
+                                          "' --chat --prompt 'Once upon a time' -n 8 --json --threads 1");
+  const auto plain =
+      gbtest::run_cli_split("generate --model '" + model + "' --prompt 'Once upon a time' -n 8 --json --threads 1");
   QVERIFY2(chat.exit_code == 0 && plain.exit_code == 0, chat.err.c_str());
   // stories260K has no template: plain = BOS + the text, so the same ids as plain generate.
   QCOMPARE(first_line_json(chat.out)["prompt_ids"], first_line_json(plain.out)["prompt_ids"]);
@@ -76,8 +59,8 @@ GB_TEST(generate_chat_without_a_template_uses_the_plain_format) {
 
 GB_TEST(chat_runs_turns_and_reuses_the_kv_prefix) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const Run r = run_split("chat --model '" + model + "' --chat-format chatml -n 6 --stats --threads 1",
-                          "Once upon a time\n/prompt\nThe end\n");
+  const auto r = gbtest::run_cli_split("chat --model '" + model + "' --chat-format chatml -n 6 --stats --threads 1",
+                                       "Once upon a time\n/prompt\nThe end\n");
   QVERIFY2(r.exit_code == 0, r.err.c_str());
   QVERIFY2(r.err.find("chat format: chatml") != std::string::npos, r.err.c_str());
   QVERIFY2(r.err.find("[turn 1: 45 prompt tokens, 0 cached") != std::string::npos, r.err.c_str());

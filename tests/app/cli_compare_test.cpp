@@ -7,18 +7,15 @@
 #include "cli_runner.h"
 #include "gb_test.h"
 
-namespace {
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-}  // namespace
-
 GB_TEST(compare_json_has_lanes_samples_divergence_and_statistics) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   const std::string lane = R"({"temperature": 1.0, "top_p": 0.9, "top_k": 0, "min_p": 0})";
   const std::string other = R"({"temperature": 0.0})";
-  const auto r = gbtest::run_cli("compare --model " + quote(model) + " --prompt 'Once upon a time' --lane " +
-                                     quote("A=" + lane) + " --lane " + quote("B=" + lane) + " --lane " +
-                                     quote("greedy=" + other) + " --samples 2 --seed 3 --crn --max-tokens 12 --json",
-                                 false);
+  const auto r =
+      gbtest::run_cli("compare --model " + gbtest::quote(model) + " --prompt 'Once upon a time' --lane " +
+                          gbtest::quote("A=" + lane) + " --lane " + gbtest::quote("B=" + lane) + " --lane " +
+                          gbtest::quote("greedy=" + other) + " --samples 2 --seed 3 --crn --max-tokens 12 --json",
+                      false);
   QCOMPARE(r.exit_code, 0);
   const nlohmann::json j = nlohmann::json::parse(r.output);
   QCOMPARE(j["lanes"].size(), size_t{3});
@@ -59,10 +56,11 @@ void check_chat_compare(const std::string& name) {
   const std::filesystem::path messages = std::filesystem::temp_directory_path() / ("gb_compare_chat_" + name + ".json");
   std::ofstream(messages) << R"([{"role": "system", "content": "You are a helpful assistant."},
                                  {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]}])";
-  const auto r = gbtest::run_cli("compare --model " + quote(model) + " --chat " + quote(messages.string()) +
-                                     " --lane 'greedy={\"temperature\": 0}' --lane 'hot={\"temperature\": 1.5}'"
-                                     " --samples 2 --seed 5 --max-tokens 6 --json --no-records",
-                                 false);
+  const auto r =
+      gbtest::run_cli("compare --model " + gbtest::quote(model) + " --chat " + gbtest::quote(messages.string()) +
+                          " --lane 'greedy={\"temperature\": 0}' --lane 'hot={\"temperature\": 1.5}'"
+                          " --samples 2 --seed 5 --max-tokens 6 --json --no-records",
+                      false);
   std::filesystem::remove(messages);
   QCOMPARE(r.exit_code, 0);
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -78,25 +76,29 @@ GB_TEST(compare_chat_prompt_is_the_template_rendering_tiny_llama3) { check_chat_
 
 GB_TEST(compare_needs_one_prompt) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  auto r = gbtest::run_cli("compare --model " + quote(model) + " --lane 'A={}' --lane 'B={}'");
+  auto r = gbtest::run_cli("compare --model " + gbtest::quote(model) + " --lane 'A={}' --lane 'B={}'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("give --prompt TEXT or --chat MESSAGES.json") != std::string::npos);
-  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
+  r = gbtest::run_cli("compare --model " + gbtest::quote(model) +
+                      " --prompt hi --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
   QVERIFY(r.exit_code != 0);
-  r = gbtest::run_cli("compare --model " + quote(model) + " --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
+  r = gbtest::run_cli("compare --model " + gbtest::quote(model) +
+                      " --chat /nonexistent.json --lane 'A={}' --lane 'B={}'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("/nonexistent.json: cannot open") != std::string::npos);
 }
 
 GB_TEST(compare_refuses_bad_lanes_clearly) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  auto r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --json");
+  auto r = gbtest::run_cli("compare --model " + gbtest::quote(model) + " --prompt hi --lane 'A={}' --json");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("1 lanes; give 2 to 6") != std::string::npos);
-  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --lane B=/nonexistent.json");
+  r = gbtest::run_cli("compare --model " + gbtest::quote(model) +
+                      " --prompt hi --lane 'A={}' --lane B=/nonexistent.json");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("cannot open /nonexistent.json") != std::string::npos);
-  r = gbtest::run_cli("compare --model " + quote(model) + " --prompt hi --lane 'A={}' --lane 'B={\"top_q\": 1}'");
+  r = gbtest::run_cli("compare --model " + gbtest::quote(model) +
+                      " --prompt hi --lane 'A={}' --lane 'B={\"top_q\": 1}'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("top_q") != std::string::npos);
 }
@@ -111,8 +113,8 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     std::fputs("Tom had a red ball. He liked to play with it every day.", t);
     std::fclose(t);
   }
-  auto r = gbtest::run_cli("score --model " + quote(f16) + " --ctx 512 --text " + text_path + " --base " + quote(model) +
-                               " --json",
+  auto r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 512 --text " + text_path + " --base " +
+                               gbtest::quote(model) + " --json",
                            false);
   QCOMPARE(r.exit_code, 0);
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -127,15 +129,16 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     QVERIFY2(j["kl_percentiles"].contains(key), key);
   QVERIFY(j["window"].is_null());
   // llama-perplexity's windows: 8-token windows, tokens 5..7 of each counted.
-  r = gbtest::run_cli("score --model " + quote(f16) + " --ctx 512 --text " + text_path + " --base " + quote(model) +
-                          " --window 8 --json",
+  r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 512 --text " + text_path + " --base " +
+                          gbtest::quote(model) + " --window 8 --json",
                       false);
   QCOMPARE(r.exit_code, 0);
   const nlohmann::json w = nlohmann::json::parse(r.output);
   QCOMPARE(w["window"].get<int>(), 8);
   QCOMPARE(w["tokens"].size(), (w["num_tokens"].get<size_t>() / 8) * 3);
   for (const auto& t : w["tokens"]) QVERIFY(t["position"].get<int>() % 8 >= 5);
-  r = gbtest::run_cli("score --model " + quote(model) + " --text " + text_path + " --base " + quote(other));
+  r = gbtest::run_cli("score --model " + gbtest::quote(model) + " --text " + text_path + " --base " +
+                      gbtest::quote(other));
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("cannot compare") != std::string::npos);
   std::remove(text_path.c_str());

@@ -18,8 +18,6 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
   return lines;
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
 }  // namespace
 
 GB_TEST(generate_json_reproduces_golden_ids_and_fields) {
@@ -29,8 +27,9 @@ GB_TEST(generate_json_reproduces_golden_ids_and_fields) {
   const nlohmann::json g = nlohmann::json::parse(gf);
   const auto prompt_ids = g["prompt_tokens"].get<std::vector<int>>();
   const int max_tokens = g["steps"].get<int>() - static_cast<int>(prompt_ids.size()) + 1;
-  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt " + quote(g["prompt"].get<std::string>()) +
-                                     " --max-tokens " + std::to_string(max_tokens) + " --json",
+  const auto r = gbtest::run_cli("generate --model " + gbtest::quote(model) + " --prompt " +
+                                     gbtest::quote(g["prompt"].get<std::string>()) + " --max-tokens " +
+                                     std::to_string(max_tokens) + " --json",
                                  false);
   QCOMPARE(r.exit_code, 0);
   const auto lines = json_lines(r.output);
@@ -64,12 +63,14 @@ GB_TEST(generate_text_mode_prints_prompt_and_continuation) {
   std::ifstream gf(golden_path);
   std::stringstream expected;
   expected << gf.rdbuf();
-  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once upon a time' --max-tokens 60", false);
+  const auto r = gbtest::run_cli(
+      "generate --model " + gbtest::quote(model) + " --prompt 'Once upon a time' --max-tokens 60", false);
   QCOMPARE(r.exit_code, 0);
   QCOMPARE(r.output, expected.str() + "\n");
   // Statistics (stderr) go on their own line after the text, also when both
   // streams share one pipe, as in a terminal.
-  const auto merged = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once upon a time' --max-tokens 60");
+  const auto merged =
+      gbtest::run_cli("generate --model " + gbtest::quote(model) + " --prompt 'Once upon a time' --max-tokens 60");
   QCOMPARE(merged.exit_code, 0);
   const size_t stats = merged.output.find("[60 tokens, max_tokens");
   QVERIFY2(stats != std::string::npos, merged.output.c_str());
@@ -79,8 +80,9 @@ GB_TEST(generate_text_mode_prints_prompt_and_continuation) {
 GB_TEST(generate_writes_jsonl_and_chrome_traces) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.gguf");
   const std::string jsonl = gbtest::temp_dir() + "/gen.jsonl", chrome = gbtest::temp_dir() + "/gen.json";
-  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --ctx 512 --prompt 'Lily' --max-tokens 8 --temperature 0.8 --seed 7 --trace " +
-                                 quote(jsonl) + " --chrome-trace " + quote(chrome));
+  const auto r = gbtest::run_cli("generate --model " + gbtest::quote(model) +
+                                 " --ctx 512 --prompt 'Lily' --max-tokens 8 --temperature 0.8 --seed 7 --trace " +
+                                 gbtest::quote(jsonl) + " --chrome-trace " + gbtest::quote(chrome));
   QVERIFY2(r.exit_code == 0, r.output.c_str());
   std::ifstream jf(jsonl);
   std::string first;
@@ -97,8 +99,9 @@ GB_TEST(generate_writes_jsonl_and_chrome_traces) {
 
 GB_TEST(generate_same_seed_same_tokens) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const std::string args = "generate --model " + quote(model) +
-                           " --prompt 'The dog' --max-tokens 40 --temperature 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 42 --no-echo";
+  const std::string args =
+      "generate --model " + gbtest::quote(model) +
+      " --prompt 'The dog' --max-tokens 40 --temperature 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 42 --no-echo";
   const auto a = gbtest::run_cli(args, false), b = gbtest::run_cli(args, false);
   QCOMPARE(a.exit_code, 0);
   QCOMPARE(a.output, b.output);
@@ -108,7 +111,8 @@ GB_TEST(generate_same_seed_same_tokens) {
 
 GB_TEST(generate_prompt_longer_than_context_fails_clearly) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --ctx 4 --prompt 'Once upon a time there was a dog'");
+  const auto r = gbtest::run_cli("generate --model " + gbtest::quote(model) +
+                                 " --ctx 4 --prompt 'Once upon a time there was a dog'");
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find("glassbox-cli: error:") != std::string::npos, r.output.c_str());
   QVERIFY2(r.output.find("context") != std::string::npos, r.output.c_str());
@@ -117,7 +121,7 @@ GB_TEST(generate_prompt_longer_than_context_fails_clearly) {
 GB_TEST(generate_bad_sampler_settings_fail_clearly) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   for (const char* bad : {"--top-p 0", "--temperature -1", "--top-k -3", "--logit-bias 5=abc", "--samplers top_k,bogus"}) {
-    const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt x " + bad);
+    const auto r = gbtest::run_cli("generate --model " + gbtest::quote(model) + " --prompt x " + bad);
     QVERIFY2(r.exit_code != 0, bad);
     QVERIFY2(r.output.find("glassbox-cli: error:") != std::string::npos, (std::string(bad) + ": " + r.output).c_str());
   }
@@ -128,7 +132,7 @@ GB_TEST(generate_missing_model_and_vocab_mismatch_fail_clearly) {
   GB_REQUIRE_SHARED(tok, "models/stories260K/tok512.bin");
   auto r = gbtest::run_cli("generate --model /nonexistent/model.gguf --prompt x");
   QVERIFY(r.exit_code != 0 && r.output.find("/nonexistent/model.gguf") != std::string::npos);
-  r = gbtest::run_cli("generate --model " + quote(tiny) + " --tokenizer " + quote(tok) + " --prompt x");
+  r = gbtest::run_cli("generate --model " + gbtest::quote(tiny) + " --tokenizer " + gbtest::quote(tok) + " --prompt x");
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find("does not match model vocab size") != std::string::npos, r.output.c_str());
 }
@@ -136,10 +140,11 @@ GB_TEST(generate_missing_model_and_vocab_mismatch_fail_clearly) {
 GB_TEST(generate_speculative_greedy_equals_plain_and_reports_stats) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   GB_REQUIRE_SHARED(draft, "models/stories260K/stories260K_L4_draft.bin");
-  const std::string base = "generate --model " + quote(model) + " --prompt 'Lily wanted to bake a cake' --max-tokens 80 --json";
+  const std::string base =
+      "generate --model " + gbtest::quote(model) + " --prompt 'Lily wanted to bake a cake' --max-tokens 80 --json";
   const auto plain = json_lines(gbtest::run_cli(base, false).output);
   for (const std::string& spec : std::vector<std::string>{"ngram:n=2,k=4", "draft:" + draft + ":k=3", "self:3:k=2"}) {
-    const auto r = gbtest::run_cli(base + " --speculative " + quote(spec), false);
+    const auto r = gbtest::run_cli(base + " --speculative " + gbtest::quote(spec), false);
     QVERIFY2(r.exit_code == 0, spec.c_str());
     const auto lines = json_lines(r.output);
     QCOMPARE(lines.size(), plain.size());
@@ -163,7 +168,8 @@ GB_TEST(generate_speculative_greedy_equals_plain_and_reports_stats) {
 
 GB_TEST(generate_zero_tokens_is_an_empty_completion) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const auto r = gbtest::run_cli("generate --model " + quote(model) + " --prompt 'Once' --max-tokens 0 --json", false);
+  const auto r =
+      gbtest::run_cli("generate --model " + gbtest::quote(model) + " --prompt 'Once' --max-tokens 0 --json", false);
   QCOMPARE(r.exit_code, 0);
   const auto lines = json_lines(r.output);
   QCOMPARE(lines.size(), size_t{2});

@@ -13,12 +13,6 @@ namespace {
 using RunResult = gbtest::CliResult;
 using gbtest::run_cli;
 
-std::string write_file(const std::string& name, const std::string& bytes) {
-  const std::string path = gbtest::temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
 void expect_failure(const std::string& args, const std::string& file, const std::string& problem) {
   const RunResult r = run_cli(args);
   QVERIFY2(r.exit_code != 0, ("exit code 0 for: " + args).c_str());
@@ -34,12 +28,12 @@ GB_TEST(info_on_unknown_gguf_version_fails_with_message) {
   // inside std::string's operator+ here (GCC bug 105651).
   std::string header("GGUF\x09\0\0\0", 8);
   header.append(16, '\0');
-  const std::string path = write_file("v9.gguf", header);
+  const std::string path = gbtest::write_temp_file("v9.gguf", header);
   expect_failure("info '" + path + "'", path, "unsupported GGUF version 9");
 }
 
 GB_TEST(info_on_truncated_gguf_fails_with_message) {
-  const std::string path = write_file("short.gguf", std::string("GGUF\x03\0\0\0\x01\0", 10));
+  const std::string path = gbtest::write_temp_file("short.gguf", std::string("GGUF\x03\0\0\0\x01\0", 10));
   expect_failure("info '" + path + "'", path, "truncated file");
 }
 

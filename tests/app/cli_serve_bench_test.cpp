@@ -11,8 +11,6 @@
 
 namespace {
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
 std::string write_workload(const std::string& name, const std::vector<nlohmann::json>& lines) {
   const std::string path = gbtest::temp_dir() + "/" + name;
   std::ofstream out(path);
@@ -38,7 +36,7 @@ GB_TEST(small_pool_completes_10x_workload_with_alone_tokens) {
     lines.push_back({{"prompt", kPrompts[i % 5]}, {"max_tokens", 100 + i}, {"ignore_eos", true},
                      {"priority", i % 3 == 0 ? "batch" : "interactive"}});
   const std::string wl = write_workload("pressure.jsonl", lines);  // ~1,100 tokens = 70 blocks of 16
-  const auto out = run_json("serve-bench --model " + quote(model) + " --workload " + quote(wl) +
+  const auto out = run_json("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(wl) +
                             " --kv-blocks 8 --block-size 16 --json --emit-tokens");
   QVERIFY2(out.is_object(), "serve-bench failed or printed invalid JSON");
   const auto& s = out["summary"];
@@ -54,7 +52,8 @@ GB_TEST(small_pool_completes_10x_workload_with_alone_tokens) {
     QCOMPARE(r["finish_reason"].get<std::string>(), std::string("max_tokens"));
     // Alone, with a roomy pool.
     const std::string single = write_workload("single" + std::to_string(i) + ".jsonl", {lines[i]});
-    const auto alone = run_json("serve-bench --model " + quote(model) + " --workload " + quote(single) + " --json --emit-tokens");
+    const auto alone = run_json("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(single) +
+                                " --json --emit-tokens");
     QVERIFY(alone.is_object());
     QVERIFY2(r["generated_ids"] == alone["requests"][0]["generated_ids"],
              ("request " + std::to_string(i) + " differs from its run alone").c_str());
@@ -69,7 +68,8 @@ GB_TEST(shared_prefix_hits_and_isolation_keys_do_not_share) {
       "prefix.jsonl", {{{"prompt", prompt}, {"max_tokens", 4}, {"isolation_key", "alice"}},
                        {{"prompt", prompt}, {"max_tokens", 4}, {"isolation_key", "alice"}, {"arrival_ms", 300}},
                        {{"prompt", prompt}, {"max_tokens", 4}, {"isolation_key", "bob"}, {"arrival_ms", 600}}});
-  const auto out = run_json("serve-bench --model " + quote(model) + " --workload " + quote(wl) + " --json");
+  const auto out =
+      run_json("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(wl) + " --json");
   QVERIFY(out.is_object());
   QCOMPARE(out["requests"][0]["num_cached_tokens"].get<int>(), 0);
   QVERIFY2(out["requests"][1]["num_cached_tokens"].get<int>() >= 16, "same tenant: the prefix must be reused");
@@ -83,7 +83,8 @@ GB_TEST(impossible_prompt_is_rejected_alone) {
   huge[0] = 1;
   const std::string wl = write_workload("reject.jsonl", {{{"prompt", "Once"}, {"max_tokens", 5}},
                                                          {{"prompt_ids", huge}, {"max_tokens", 5}}});
-  const auto out = run_json("serve-bench --model " + quote(model) + " --workload " + quote(wl) + " --json");
+  const auto out =
+      run_json("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(wl) + " --json");
   QVERIFY(out.is_object());
   QCOMPARE(out["requests"][0]["finish_reason"].get<std::string>(), std::string("max_tokens"));
   QCOMPARE(out["requests"][1]["finish_reason"].get<std::string>(), std::string("rejected"));
@@ -94,7 +95,7 @@ GB_TEST(malformed_workload_names_file_and_line) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   const std::string path = gbtest::temp_dir() + "/bad.jsonl";
   std::ofstream(path) << "{\"prompt\": \"ok\", \"max_tokens\": 3}\n{\"prompt\": 5}\n";
-  const auto r = gbtest::run_cli("serve-bench --model " + quote(model) + " --workload " + quote(path));
+  const auto r = gbtest::run_cli("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(path));
   QVERIFY(r.exit_code != 0);
   QVERIFY2(r.output.find(path + ":2") != std::string::npos, r.output.c_str());
 }
@@ -116,7 +117,8 @@ GB_TEST(mistyped_workload_fields_are_errors_not_crashes) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = gbtest::temp_dir() + "/mistyped" + std::to_string(i) + ".jsonl";
     std::ofstream(path) << "{\"prompt\": \"ok\", \"max_tokens\": 3}\n" << cases[i].first << "\n";
-    const auto r = gbtest::run_cli("serve-bench --model " + quote(model) + " --workload " + quote(path));
+    const auto r =
+        gbtest::run_cli("serve-bench --model " + gbtest::quote(model) + " --workload " + gbtest::quote(path));
     QVERIFY2(r.exit_code == 1, (cases[i].first + " -> exit " + std::to_string(r.exit_code) + ": " + r.output).c_str());
     QVERIFY2(r.output.find(path + ":2: " + cases[i].second) != std::string::npos, r.output.c_str());
   }

@@ -10,8 +10,6 @@
 
 namespace {
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
 long long field(const std::string& text, const std::string& name) {
   const std::regex re(name + " (\\d+)");
   std::smatch m;
@@ -23,7 +21,7 @@ long long field(const std::string& text, const std::string& name) {
 
 GB_TEST(short_soak_passes_every_check) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const auto r = gbtest::run_cli("soak --model " + quote(model) + " --requests 250 --seed 11", false);
+  const auto r = gbtest::run_cli("soak --model " + gbtest::quote(model) + " --requests 250 --seed 11", false);
   QVERIFY2(r.exit_code == 0, r.output.c_str());
   QVERIFY2(r.output.rfind("soak: ok;", 0) == 0, r.output.c_str());
   QCOMPARE(field(r.output, "requests"), 250LL);
@@ -39,7 +37,7 @@ GB_TEST(short_soak_passes_every_check) {
 
 GB_TEST(a_wrong_token_fails_the_soak_and_names_the_request) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const auto r = gbtest::run_cli("soak --model " + quote(model) + " --requests 20 --seed 3 --inject-mismatch");
+  const auto r = gbtest::run_cli("soak --model " + gbtest::quote(model) + " --requests 20 --seed 3 --inject-mismatch");
   QCOMPARE(r.exit_code, 1);
   QVERIFY2(r.output.find("tokens differ from its replay alone") != std::string::npos, r.output.c_str());
   QVERIFY2(r.output.find("soak: FAILED;") != std::string::npos, r.output.c_str());
@@ -48,7 +46,7 @@ GB_TEST(a_wrong_token_fails_the_soak_and_names_the_request) {
 
 GB_TEST(bad_soak_options_are_refused_clearly) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  auto r = gbtest::run_cli("soak --model " + quote(model) + " --requests 0");
+  auto r = gbtest::run_cli("soak --model " + gbtest::quote(model) + " --requests 0");
   QCOMPARE(r.exit_code, 1);
   QVERIFY2(r.output.find("--requests must be at least 1") != std::string::npos, r.output.c_str());
   r = gbtest::run_cli("soak --model /nonexistent/model.bin --requests 5");

@@ -14,26 +14,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs glassbox-cli with stdout and stderr captured apart.
-Run run_split(const std::string& args) {
-  const std::string dir = gbtest::temp_dir();
-  const std::string out = dir + "/stdout", err = dir + "/stderr";
-  const std::string command = std::string("'") + GLASSBOX_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(command.c_str());
-  return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, gbtest::read_text(out), gbtest::read_text(err)};
-}
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = gbtest::temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
 std::string context_of(const json& c) {
   json ctx = json::object();
   ctx["messages"] = c.contains("template_messages") ? c["template_messages"] : c["messages"];
@@ -57,9 +37,9 @@ GB_TEST(render_prints_every_fixture_case_exactly) {
   while (std::getline(in, line)) {
     const json c = json::parse(line);
     ++num_cases;
-    const std::string ctx = write_file("ctx.json", context_of(c));
-    const Run r = run_split("template render '" + dir + "/" + c["template_file"].get<std::string>() + "' --context '" +
-                            ctx + "' --now " + c["now"].get<std::string>());
+    const std::string ctx = gbtest::write_temp_file("ctx.json", context_of(c));
+    const auto r = gbtest::run_cli_split("template render '" + dir + "/" + c["template_file"].get<std::string>() +
+                                         "' --context '" + ctx + "' --now " + c["now"].get<std::string>());
     bool ok;
     if (c.contains("expected")) {
       ok = r.exit_code == 0 && r.out == c["expected"].get<std::string>() && r.err.empty();
@@ -78,39 +58,44 @@ GB_TEST(render_prints_every_fixture_case_exactly) {
 
 GB_TEST(render_accepts_a_fixture_case_line_as_context) {
   // template_messages replaces messages, kwargs merge in, null bos/eos = not passed.
-  const std::string tpl = write_file("t.jinja", "{{ messages[0].content }}|{{ flag }}|{{ bos_token is defined }}");
-  const std::string ctx = write_file(
-      "c.json", R"({"messages": [{"content": "a"}], "template_messages": [{"content": "b"}], "kwargs": {"flag": 7}, "bos_token": null})");
-  const Run r = run_split("template render '" + tpl + "' --context '" + ctx + "'");
+  const std::string tpl =
+      gbtest::write_temp_file("t.jinja", "{{ messages[0].content }}|{{ flag }}|{{ bos_token is defined }}");
+  const std::string ctx = gbtest::write_temp_file(
+      "c.json",
+      R"({"messages": [{"content": "a"}], "template_messages": [{"content": "b"}], "kwargs": {"flag": 7}, "bos_token": null})");
+  const auto r = gbtest::run_cli_split("template render '" + tpl + "' --context '" + ctx + "'");
   QCOMPARE(r.exit_code, 0);
   QCOMPARE(r.out, std::string("b|7|False"));
 }
 
 GB_TEST(render_uses_the_fixed_clock) {
-  const std::string tpl = write_file("t.jinja", "{{ strftime_now('%d %B %Y, %H:%M') }}");
-  const std::string ctx = write_file("c.json", "{}");
-  const Run r = run_split("template render '" + tpl + "' --context '" + ctx + "' --now 2024-07-26T08:05:00");
+  const std::string tpl = gbtest::write_temp_file("t.jinja", "{{ strftime_now('%d %B %Y, %H:%M') }}");
+  const std::string ctx = gbtest::write_temp_file("c.json", "{}");
+  const auto r =
+      gbtest::run_cli_split("template render '" + tpl + "' --context '" + ctx + "' --now 2024-07-26T08:05:00");
   QCOMPARE(r.exit_code, 0);
   QCOMPARE(r.out, std::string("26 July 2024, 08:05"));
-  QVERIFY(run_split("template render '" + tpl + "' --context '" + ctx + "' --now yesterday").exit_code != 0);
+  QVERIFY(gbtest::run_cli_split("template render '" + tpl + "' --context '" + ctx + "' --now yesterday").exit_code !=
+          0);
 }
 
 GB_TEST(render_errors_name_line_and_column) {
-  const std::string tpl = write_file("t.jinja", "ok\n{% for m in messages %}{{ m.content + 1 }}{% endfor %}");
-  const std::string ctx = write_file("c.json", R"({"messages": [{"role": "user", "content": "hi"}]})");
-  const Run r = run_split("template render '" + tpl + "' --context '" + ctx + "'");
+  const std::string tpl =
+      gbtest::write_temp_file("t.jinja", "ok\n{% for m in messages %}{{ m.content + 1 }}{% endfor %}");
+  const std::string ctx = gbtest::write_temp_file("c.json", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  const auto r = gbtest::run_cli_split("template render '" + tpl + "' --context '" + ctx + "'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.out.empty());
   QVERIFY2(r.err.find("line 2, column 37") != std::string::npos, r.err.c_str());
   QVERIFY2(r.err.find("can only concatenate str") != std::string::npos, r.err.c_str());
-  const std::string bad_json = write_file("bad.json", "{not json");
-  QVERIFY(run_split("template render '" + tpl + "' --context '" + bad_json + "'").exit_code != 0);
-  QVERIFY(run_split("template render /nonexistent.jinja --context '" + ctx + "'").exit_code != 0);
+  const std::string bad_json = gbtest::write_temp_file("bad.json", "{not json");
+  QVERIFY(gbtest::run_cli_split("template render '" + tpl + "' --context '" + bad_json + "'").exit_code != 0);
+  QVERIFY(gbtest::run_cli_split("template render /nonexistent.jinja --context '" + ctx + "'").exit_code != 0);
 }
 
 GB_TEST(show_prints_the_models_own_template) {
   GB_REQUIRE_SHARED(model, "models/tiny-qwen2/tiny-qwen2-F16.gguf");
-  const Run r = run_split("template show --model '" + model + "'");
+  const auto r = gbtest::run_cli_split("template show --model '" + model + "'");
   QCOMPARE(r.exit_code, 0);
   // The GGUF string value is stored verbatim (little-endian u64 length, bytes):
   // the printed text must be exactly that value, found in the file right after its length.
@@ -125,7 +110,7 @@ GB_TEST(show_prints_the_models_own_template) {
 
 GB_TEST(show_fails_for_a_file_without_a_template) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
-  const Run r = run_split("template show --model '" + model + "'");
+  const auto r = gbtest::run_cli_split("template show --model '" + model + "'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.out.empty());
   QVERIFY(r.err.find("no chat template") != std::string::npos);

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -108,6 +110,13 @@ std::string shared_file(const std::string& relative) {
   std::filesystem::path p = std::filesystem::path(shared_dir()) / relative;
   std::error_code ec;
   return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 std::string temp_dir() {

@@ -71,6 +71,8 @@ std::string shared_dir();
 std::string shared_file(const std::string& relative);
 // A fresh empty temporary directory for this test process.
 std::string temp_dir();
+// The whole file as bytes ("" if unreadable).
+std::string read_text(const std::string& path);
 
 // Exit code meaning "every case skipped" (registered as CTest SKIP_RETURN_CODE).
 constexpr int kSkipExitCode = 77;

@@ -49,3 +49,9 @@ inline std::unique_ptr<gb::Engine> make_test_engine(const StoriesFixture& f, gb:
 }
 
 }  // namespace gbtest
+
+// Binds `f` to the loaded stories260K fixture, failing the test (never passing
+// silently) when it cannot be loaded.
+#define REQUIRE_FIXTURE(f)                                     \
+  const ::gbtest::StoriesFixture f = ::gbtest::load_stories(); \
+  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")

@@ -22,16 +22,18 @@
 
 using namespace gbuitest;
 
-namespace {
-
-struct Golden {
+// Not in the anonymous namespace: the test class has a member of this type (GCC's
+// -Wsubobject-linkage when this file is compiled in a unity batch).
+struct SpeculativeGolden {
   QString prompt;
   std::vector<int> ids;
 };
 
-Golden loadGolden() {
+namespace {
+
+SpeculativeGolden loadGolden() {
   QFile f(sharedFile("testdata/golden/once_upon_a_time_n256.json"));
-  Golden g;
+  SpeculativeGolden g;
   if (!f.open(QIODevice::ReadOnly)) return g;
   const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
   g.prompt = o.value("prompt").toString();
@@ -266,7 +268,7 @@ class UiSpeculativeTest : public QObject {
   }
 
   QTemporaryDir dir_;
-  Golden golden_;
+  SpeculativeGolden golden_;
 };
 
 GB_QTEST_MAIN(UiSpeculativeTest);

@@ -21,6 +21,9 @@
 #include "kv/scheduler.h"
 #include "runtime/step_layout.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace sliding_window_test {
+
 namespace {
 
 using gb::BlockId;
@@ -403,3 +406,5 @@ GB_TEST(no_window_or_a_global_layer_releases_nothing) {
   c.sliding_window = 40;
   QCOMPARE(gb::Scheduler(c).max_tokens_per_request(), 32);
 }
+
+}  // namespace sliding_window_test

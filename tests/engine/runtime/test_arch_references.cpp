@@ -16,6 +16,9 @@
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_arch_references {
+
 namespace {
 
 using nlohmann::json;
@@ -63,3 +66,5 @@ void check_reference(const std::string& name) {
 
 GB_TEST(tiny_llama3_matches_transformers) { check_reference("tiny-llama3"); }
 GB_TEST(tiny_qwen2_matches_transformers) { check_reference("tiny-qwen2"); }
+
+}  // namespace test_arch_references

@@ -17,6 +17,9 @@
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_arch_synth_refs {
+
 namespace {
 
 using nlohmann::json;
@@ -193,3 +196,5 @@ GB_TEST(phi3_short_factors_within_original_context) {
   const auto want = gb::synthetic_rope_factors(m.config.rope_dim / 2, false);
   for (size_t i = 0; i < want.size(); ++i) QCOMPARE(f[i], want[i]);
 }
+
+}  // namespace test_arch_synth_refs

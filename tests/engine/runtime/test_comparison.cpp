@@ -15,13 +15,12 @@
 #include "sampling/sampler_rng.h"
 #include "stories_fixture.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_comparison {
+
 namespace {
 
 using Fixture = gbtest::StoriesFixture;
-
-#define REQUIRE_FIXTURE(f)                  \
-  const Fixture f = gbtest::load_stories(); \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
 
 std::vector<gb::TokenId> story_prompt(const Fixture& f) {
   return f.tokenizer->encode("Once upon a time, there was a little girl named Lily. She loved to", true);
@@ -278,3 +277,5 @@ GB_TEST(comparison_specs_are_checked) {
   spec.num_samples = 33;
   QVERIFY(!gb::validate_comparison(spec).ok());
 }
+
+}  // namespace test_comparison

@@ -17,6 +17,9 @@
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_engine_branch {
+
 namespace {
 
 struct Fixture {
@@ -215,3 +218,5 @@ GB_TEST(a_prompt_with_nothing_in_common_is_not_a_branch) {
   QVERIFY(!s.parent.has_value());
   QCOMPARE(s.num_cached, 0);
 }
+
+}  // namespace test_engine_branch

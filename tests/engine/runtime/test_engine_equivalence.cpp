@@ -14,6 +14,9 @@
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_engine_equivalence {
+
 namespace {
 
 struct Output {
@@ -25,10 +28,6 @@ struct Output {
 
 using Fixture = gbtest::StoriesFixture;
 using gbtest::load_stories;
-
-#define REQUIRE_FIXTURE(f)                                                               \
-  const Fixture f = load_stories();                                                      \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
 
 std::unique_ptr<gb::Engine> make_engine(const Fixture& f, gb::EngineConfig config) {
   return gbtest::make_test_engine(f, config);
@@ -298,3 +297,5 @@ GB_TEST(seeded_sampling_same_tokens_alone_and_in_a_batch) {
   subject.sampling.seed = 1235;
   QVERIFY(run_alone(f, subject).tokens != alone.tokens);
 }
+
+}  // namespace test_engine_equivalence

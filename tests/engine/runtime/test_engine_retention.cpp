@@ -15,13 +15,12 @@
 #include "runtime/engine.h"
 #include "stories_fixture.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_engine_retention {
+
 namespace {
 
 using Fixture = gbtest::StoriesFixture;
-
-#define REQUIRE_FIXTURE(f)                                                               \
-  const Fixture f = gbtest::load_stories();                                             \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
 
 struct Output {
   std::vector<gb::TokenId> tokens;
@@ -348,3 +347,5 @@ GB_TEST(kv_usage_counts_the_blocks_and_empty_slots_a_kept_request_holds) {
   QCOMPARE(u.num_empty_owned_slots, int64_t{15});
   QCOMPARE(u.num_owned + u.num_free + u.num_cached, u.num_blocks);
 }
+
+}  // namespace test_engine_retention

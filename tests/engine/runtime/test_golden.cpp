@@ -14,6 +14,9 @@
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_golden {
+
 namespace {
 
 using nlohmann::json;
@@ -251,3 +254,5 @@ GB_TEST(prompt_longer_than_context_is_an_error) {
   QVERIFY2(id.error().message.find("prompt of 9 tokens leaves no room to generate in a 8-token context") !=
                std::string::npos, id.error().message.c_str());
 }
+
+}  // namespace test_golden

@@ -14,6 +14,9 @@
 #include "model/synthetic_model.h"
 #include "runtime/make_backend.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_make_backend {
+
 namespace {
 
 // stories260K-shaped, F32 or (quantized from that) Q8_0.
@@ -92,3 +95,5 @@ void check_auto_and_cuda_agree(gb::DType dtype) {
 GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) { check_auto_and_cuda_agree(gb::DType::F32); }
 
 GB_TEST(quantized_weights_follow_the_same_policy) { check_auto_and_cuda_agree(gb::DType::Q8_0); }
+
+}  // namespace test_make_backend

@@ -9,6 +9,9 @@
 #include "runtime/output_processor.h"
 #include "stories_fixture.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_output_processor {
+
 namespace {
 
 #define REQUIRE_TOKENIZER(f)                                                             \
@@ -141,3 +144,5 @@ GB_TEST(step_outputs_keep_emitted_tokens_and_report_failures_in_order) {
   QCOMPARE(step.sampled.size(), size_t{1});
   QVERIFY(step.sampled[0].stop && step.sampled[0].token == f.tokenizer->eos_id());
 }
+
+}  // namespace test_output_processor

@@ -24,6 +24,9 @@
 #include "gb_test.h"
 #include "model/model.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_quant_llama {
+
 namespace {
 
 using nlohmann::json;
@@ -212,3 +215,5 @@ GB_TEST(quant_decode_token_by_token_equals_batched_prefill) {
     QVERIFY2(worst <= 1e-3, (std::string(key) + ": decode vs prefill " + std::to_string(worst)).c_str());
   }
 }
+
+}  // namespace test_quant_llama

@@ -18,6 +18,9 @@
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_sliding_window_engine {
+
 namespace {
 
 struct Output {
@@ -198,3 +201,5 @@ GB_TEST(models_with_global_layers_keep_every_block) {
     QCOMPARE(r.num_window_released, 0);
   }
 }
+
+}  // namespace test_sliding_window_engine

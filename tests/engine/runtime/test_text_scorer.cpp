@@ -10,13 +10,12 @@
 #include "runtime/text_scorer.h"
 #include "stories_fixture.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_text_scorer {
+
 namespace {
 
 using Fixture = gbtest::StoriesFixture;
-
-#define REQUIRE_FIXTURE(f)                  \
-  const Fixture f = gbtest::load_stories(); \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
 
 std::unique_ptr<gb::Backend> cpu(const std::shared_ptr<const gb::Model>& m) {
   gb::CpuBackendOptions o;
@@ -171,3 +170,5 @@ GB_TEST(percentiles_interpolate_between_ranks) {
   QCOMPARE(gb::percentile({0.0, 10.0}, 0.9), 9.0);
   QCOMPARE(gb::percentile({0.0, 10.0}, 1.0), 10.0);
 }
+
+}  // namespace test_text_scorer

@@ -108,10 +108,6 @@ void check_drafter(const Fixture& f, const std::string& name, const gb::Speculat
         static_cast<long long>(accepted), static_cast<long long>(drafted), total_variation(joint, counts));
 }
 
-#define REQUIRE_FIXTURE(f)  \
-  const Fixture f = load_stories(); \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
-
 }  // namespace
 
 GB_TEST(sampled_ngram_matches_target) {

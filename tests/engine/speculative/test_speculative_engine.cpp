@@ -22,10 +22,6 @@ namespace {
 using namespace spectest;
 using nlohmann::json;
 
-#define REQUIRE_FIXTURE(f)  \
-  const Fixture f = load_stories(); \
-  if (!f.ok()) QFAIL("cannot load models/stories260K/stories260K.bin from the shared dir")
-
 struct Golden {
   std::vector<gb::TokenId> prompt;
   std::vector<gb::TokenId> generated;

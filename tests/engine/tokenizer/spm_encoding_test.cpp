@@ -14,7 +14,7 @@ namespace {
 
 using gbtest::kFirstHandPiece;
 using gb::SpmTokenType;
-const std::string kSp = "\xE2\x96\x81";  // U+2581
+using gbtest::kSp;
 
 std::shared_ptr<const gb::GgufSpmTokenizer> make(const std::vector<gbtest::HandPiece>& pieces) {
   auto t = gb::GgufSpmTokenizer::create(gbtest::hand_vocabulary(pieces), "hand");

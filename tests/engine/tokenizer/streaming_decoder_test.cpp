@@ -11,7 +11,7 @@
 namespace {
 
 using gbtest::kFirstHandPiece;
-const std::string kSp = "\xE2\x96\x81";
+using gbtest::kSp;
 const std::string kFffd = "\xEF\xBF\xBD";
 constexpr gb::TokenId byte_token(int b) { return 3 + b; }
 

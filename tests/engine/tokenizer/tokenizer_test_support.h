@@ -16,6 +16,9 @@
 
 namespace gbtest {
 
+// SentencePiece's space marker, U+2581, as text.
+inline const std::string kSp = "\xE2\x96\x81";
+
 inline std::string ids_text(std::span<const gb::TokenId> ids) {
   std::string s = "[";
   for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);

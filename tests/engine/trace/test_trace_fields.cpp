@@ -119,13 +119,6 @@ void check_round_trip() {
   QVERIFY2(missed.empty(), missed.c_str());
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 GB_TEST(every_listed_field_is_written_read_validated_and_compared) {
@@ -166,7 +159,7 @@ GB_TEST(enum_names_are_distinct_and_parse_back) {
 
 GB_TEST(trace_written_before_the_field_lists_still_reads_and_reexports_byte_identical) {
   const std::string path = std::string(GLASSBOX_TRACE_DATA_DIR) + "/every_event_v1.jsonl";
-  const std::string text = slurp(path);
+  const std::string text = gbtest::read_text(path);
   QVERIFY2(!text.empty(), path.c_str());
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {

@@ -37,13 +37,6 @@ gb::TraceHeader sample_header() {
   return h;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -71,7 +64,7 @@ GB_TEST(export_import_export_is_byte_identical) {
   const auto events = gbtest::every_event_type();
   const std::string path = gbtest::temp_dir() + "/trace.jsonl";
   QVERIFY(gb::write_trace_jsonl(path, sample_header(), events).ok());
-  const std::string first = slurp(path);
+  const std::string first = gbtest::read_text(path);
   auto file = gb::read_trace_jsonl(path);
   QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
   QCOMPARE(file.value().events.size(), events.size());
@@ -81,7 +74,7 @@ GB_TEST(export_import_export_is_byte_identical) {
   QCOMPARE(file.value().header.model.config.rms_eps, 1e-5f);
   const std::string path2 = gbtest::temp_dir() + "/trace2.jsonl";
   QVERIFY(gb::write_trace_jsonl(path2, file.value().header, file.value().events).ok());
-  QVERIFY(first == slurp(path2));
+  QVERIFY(first == gbtest::read_text(path2));
 }
 
 GB_TEST(lines_lead_with_type_and_pass_the_validator) {
@@ -180,11 +173,11 @@ GB_TEST(failed_write_at_any_stage_keeps_the_old_file) {
                                                [stage](gb::AtomicWriteStage at) { return at != stage; });
     QVERIFY(!s.ok());
     QVERIFY2(s.error().message.rfind(path + ": ", 0) == 0, s.error().message.c_str());
-    QCOMPARE(slurp(path), std::string("old contents\n"));
+    QCOMPARE(gbtest::read_text(path), std::string("old contents\n"));
     QCOMPARE(count_files(dir), size_t{1});  // the temporary file was removed
   }
   QVERIFY(gb::write_trace_jsonl(path, sample_header(), {}).ok());
-  QVERIFY(slurp(path).rfind("{\"type\":\"header\"", 0) == 0);
+  QVERIFY(gbtest::read_text(path).rfind("{\"type\":\"header\"", 0) == 0);
   QCOMPARE(count_files(dir), size_t{1});
 }
 
@@ -199,7 +192,7 @@ GB_TEST(unwritable_directory_keeps_the_old_file) {
   ::chmod(dir.c_str(), 0755);
   QVERIFY(!s.ok());
   QVERIFY2(s.error().message.find("cannot create temporary file") != std::string::npos, s.error().message.c_str());
-  QCOMPARE(slurp(path), std::string("old\n"));
+  QCOMPARE(gbtest::read_text(path), std::string("old\n"));
 }
 
 namespace {

@@ -33,13 +33,6 @@ gb::TraceHeader header() {
   return h;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 off_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
@@ -55,20 +48,20 @@ GB_TEST(streamed_trace_equals_the_whole_file_writer_and_flushes_by_the_clock) {
   auto w = gb::TraceWriter::open(path, header(), options);
   QVERIFY2(w.ok(), w.ok() ? "" : w.error().message.c_str());
   const std::string header_line = gb::trace_header_line(header()) + "\n";
-  QCOMPARE(slurp(path), header_line);  // the header at once
+  QCOMPARE(gbtest::read_text(path), header_line);  // the header at once
   const auto events = gbtest::every_event_type();
   QVERIFY(events.size() >= 4);
   QVERIFY((*w)->append(events[0]).ok());
   QVERIFY((*w)->append(events[1]).ok());
   clock += 0.999;
   QVERIFY((*w)->append(events[2]).ok());
-  QCOMPARE(slurp(path), header_line);  // under a second: still buffered
+  QCOMPARE(gbtest::read_text(path), header_line);  // under a second: still buffered
   clock += 0.001;
   QVERIFY((*w)->append(events[3]).ok());  // a second since the last write: out
-  QCOMPARE(slurp(path), gb::format_trace_jsonl(header(), {events.begin(), events.begin() + 4}));
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), {events.begin(), events.begin() + 4}));
   for (size_t i = 4; i < events.size(); ++i) QVERIFY((*w)->append(events[i]).ok());
   QVERIFY((*w)->close().ok());
-  QCOMPARE(slurp(path), gb::format_trace_jsonl(header(), events));
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), events));
   QCOMPARE((*w)->num_events(), static_cast<int64_t>(events.size()));
   QVERIFY(!(*w)->append(events[0]).ok());  // closed
 }
@@ -82,7 +75,7 @@ GB_TEST(a_full_buffer_is_written_without_waiting_for_the_clock) {
   QVERIFY(w.ok());
   const auto events = gbtest::every_event_type();
   QVERIFY((*w)->append(events[0]).ok());
-  QCOMPARE(slurp(path), gb::format_trace_jsonl(header(), {events[0]}));
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), {events[0]}));
 }
 
 GB_TEST(a_cut_last_line_is_skipped_and_reported) {

@@ -18,6 +18,9 @@
 #include "cuda_test_support.h"
 #include "gb_test.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_cuda_golden {
+
 using namespace gbtest::cuda;
 
 namespace {
@@ -177,3 +180,5 @@ GB_TEST(no_device_memory_leak_across_model_loads_and_requests) {
   // up as tens of MiB over 200 requests and 5 loads.
   QVERIFY2(leaked_mib <= 2.0, ("device memory lost: " + std::to_string(leaked_mib) + " MiB").c_str());
 }
+
+}  // namespace test_cuda_golden

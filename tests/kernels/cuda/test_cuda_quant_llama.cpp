@@ -30,6 +30,9 @@
 #include "gb_test.h"
 #include "model/model.h"
 
+// A namespace of its own: the folder's test files may share a unity batch.
+namespace test_cuda_quant_llama {
+
 namespace {
 
 using nlohmann::json;
@@ -168,3 +171,5 @@ GB_TEST(quant_q6_k_on_cuda_matches_reference) { check_file("Q6_K", "quant-llama"
 GB_TEST(quant_iq4_nl_on_cuda_matches_reference) { check_file("IQ4_NL", "quant-llama"); }
 GB_TEST(quant_iq4_xs_on_cuda_matches_reference) { check_file("IQ4_XS", "quant-llama"); }
 GB_TEST(quant_untied_q4_k_m_with_q6_k_output_on_cuda) { check_file("untied-Q4_K_M", "quant-llama-untied"); }
+
+}  // namespace test_cuda_quant_llama
