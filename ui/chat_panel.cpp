@@ -84,6 +84,8 @@ void ChatPanel::buildMessageArea(QVBoxLayout* layout) {
   system_->setPlaceholderText(tr("System prompt (chat mode)"));
   layout->addWidget(system_);
   view_ = new TokenView;
+  // Every token the chat shows is a record of the model (the view keeps keys only).
+  view_->setTokenLookup([model = model_](RequestKey request, int index) { return model->token(request, index); });
   layout->addWidget(view_, 1);
   input_ = new QPlainTextEdit;
   input_->setPlaceholderText(tr("Type a message, Ctrl+Enter to send"));

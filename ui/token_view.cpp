@@ -32,6 +32,7 @@ void TokenView::clearAll() {
   appendDepth_ = 0;
   clear();
   spans_.clear();
+  own_.clear();
   messages_.clear();
   breaks_.clear();
 }
@@ -353,15 +354,26 @@ void TokenView::appendToken(const UiToken& token) {
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
-  spans_.push_back({begin, transcriptEnd(), slimCopy(token)});
+  spans_.push_back({begin, transcriptEnd(), token.index, token.request});
+  if (!lookup_) own_.insert_or_assign({token.request, token.index}, slimCopy(token));
   afterAppend();
   endAppend();
 }
 
-// What a span needs for its colour, tooltip and click: the token without its
-// stage lists and with only the candidates a tooltip names (the chosen one and
-// three alternatives, without per-stage probabilities). The full record stays
-// in SessionModel (and the trace), so a long transcript costs little per token.
+void TokenView::setTokenLookup(TokenLookup lookup) {
+  lookup_ = std::move(lookup);
+  own_.clear();
+}
+
+const UiToken* TokenView::record(const Span& s) const {
+  if (lookup_) return lookup_(s.request, s.index);
+  const auto it = own_.find({s.request, s.index});
+  return it == own_.end() ? nullptr : &it->second;
+}
+
+// A view without a lookup keeps what a tooltip and a click need: the token
+// without its stage lists and with only the candidates a tooltip names (the
+// chosen one and three alternatives, without per-stage probabilities).
 UiToken TokenView::slimCopy(const UiToken& token) {
   UiToken t = token;
   t.stages = QStringList();
@@ -409,7 +421,8 @@ QTextCharFormat TokenView::spanFormat(int i) const {
 
 QString TokenView::tokenText() const {
   QString out;
-  for (const Span& s : spans_) out += s.token.text;
+  for (const Span& s : spans_)
+    if (const UiToken* t = record(s)) out += t->text;
   return out;
 }
 
@@ -463,6 +476,8 @@ QString TokenView::tooltipFor(const UiToken& t) const {
     tip += QStringLiteral("<br>&nbsp;&nbsp;%1 (%2): %3").arg(c.text.toHtmlEscaped()).arg(c.id).arg(c.probBefore, 0, 'f', 3);
     if (++shown == kTooltipAlternatives) break;
   }
+  if (t.detailTrimmed)
+    tip += tr("<br><i>alternatives dropped from memory (an older token); the trace file holds them</i>");
   switch (static_cast<UiTokenOrigin>(t.origin)) {
     case UiTokenOrigin::Accepted:
       tip += QStringLiteral("<br><span style='color:#008c3c'>drafted by %1 at position %2 of %3 (q=%4, p=%5), accepted</span>")
@@ -500,13 +515,13 @@ const UiToken* TokenView::tokenAt(int documentPos) const {
   auto it = std::upper_bound(spans_.begin(), spans_.end(), pos, [](int p, const Span& s) { return p < s.begin; });
   if (it == spans_.begin()) return nullptr;
   --it;
-  return pos < it->end ? &it->token : nullptr;
+  return pos < it->end ? record(*it) : nullptr;
 }
 
 void TokenView::setSelected(RequestKey request, int index) {
   QList<QTextEdit::ExtraSelection> sel;
   for (const Span& s : spans_) {
-    if (s.token.request != request || s.token.index != index) continue;
+    if (s.request != request || s.index != index) continue;
     QTextEdit::ExtraSelection e;
     e.cursor = QTextCursor(document());
     const auto [begin, end] = documentRange(s.begin, s.end);

@@ -24,7 +24,11 @@
 // later line begins past that limit (before that, appended text may still move
 // the wrap points). So a redraw of the last turns after truncateTo() gives the
 // same blocks as a redraw of everything.
-// Per-token data (spans_) lives beside the document, not in its formats.
+// Per-token data (spans_) lives beside the document, not in its formats, and
+// is only a key: the record itself (text, probabilities, candidates) is looked
+// up where it is kept (setTokenLookup: the chat's SessionModel), so a long
+// transcript costs the view 24 bytes per token (docs/performance.md, "Long
+// chats"). A view without a lookup keeps slim copies of its tokens itself.
 // Threads: UI thread.
 #pragma once
 
@@ -33,6 +37,8 @@
 #include <QTextCursor>
 #include <QTextEdit>
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -51,6 +57,11 @@ class TokenView : public QTextEdit {
  public:
   explicit TokenView(QWidget* parent = nullptr);
 
+  // Where the record of a span's token is (tooltips, clicks, tokenText):
+  // nullptr when it is gone (e.g. the model was cleared). Unset (the default),
+  // the view keeps a slim copy of every token appended (slimCopy).
+  using TokenLookup = std::function<const UiToken*(RequestKey request, int index)>;
+  void setTokenLookup(TokenLookup lookup);
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
   void clearAll();
@@ -88,7 +99,8 @@ class TokenView : public QTextEdit {
   static QColor originColor(int origin);
   // The character format the document holds for token span `i` (tests read the markers back).
   QTextCharFormat spanFormat(int i) const;
-  const UiToken& spanToken(int i) const { return spans_[static_cast<size_t>(i)].token; }
+  // The record of token span `i` (nullptr when the lookup no longer has it).
+  const UiToken* spanToken(int i) const { return record(spans_[static_cast<size_t>(i)]); }
   // The document position of the character drawn under a viewport point, -1 none.
   int characterAt(const QPoint& viewportPoint) const;
   // The token under a document position, or nullptr.
@@ -148,9 +160,13 @@ class TokenView : public QTextEdit {
 
   struct Span {
     int begin = 0, end = 0;  // transcript positions
-    UiToken token;
+    int index = 0;           // UiToken::index
+    RequestKey request = 0;  // UiToken::request
   };
+  const UiToken* record(const Span& s) const;
   ColorMode mode_ = ColorMode::Probability;
+  TokenLookup lookup_;
+  std::map<std::pair<RequestKey, int>, UiToken> own_;  // without a lookup: slim copies
   bool reasoning_ = false;
   std::vector<Span> spans_;  // ascending, non-overlapping document ranges
   struct MessageSpan {

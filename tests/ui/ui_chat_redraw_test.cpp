@@ -131,8 +131,12 @@ Drawn drawn(const gbui::TokenView& view, int numTurns) {
     d.blocks.push_back(block);
   }
   for (int i = 0; i < view.numTokenSpans(); ++i) {
-    const gbui::UiToken& t = view.spanToken(i);
-    d.spans.push_back({t.request, t.index, t.text, view.spanFormat(i), view.tooltipFor(t)});
+    const gbui::UiToken* t = view.spanToken(i);
+    if (t == nullptr) {
+      d.spans.push_back({0, -1, QStringLiteral("<no record>"), view.spanFormat(i), QString()});
+      continue;
+    }
+    d.spans.push_back({t->request, t->index, t->text, view.spanFormat(i), view.tooltipFor(*t)});
   }
   for (int pos = 0; pos < view.document()->characterCount(); pos += 5) {
     const gbui::UiToken* t = view.tokenAt(pos);
@@ -321,6 +325,27 @@ class UiChatRedrawTest : public QObject {
   }
 
  private slots:
+  // The chat's view keeps keys, not copies: every span resolves to the model's
+  // own record (so a long chat costs the view 24 bytes per token), and a record
+  // the model has trimmed shows as trimmed in the hover.
+  void spansAreTheModelsRecords() {
+    newPanel(false, QString());
+    threeExchanges();
+    QVERIFY(view()->numTokenSpans() > 100);
+    for (int i = 0; i < view()->numTokenSpans(); ++i) {
+      const gbui::UiToken* t = view()->spanToken(i);
+      QVERIFY(t);
+      QCOMPARE(t, model_->token(t->request, t->index));
+    }
+    const gbui::UiToken* last = view()->spanToken(view()->numTokenSpans() - 1);
+    QVERIFY(!view()->tooltipFor(*last).contains(QStringLiteral("dropped")));
+    const QString text = view()->tokenText();
+    model_->setDetailWindow(0);
+    QVERIFY(last->detailTrimmed);
+    QVERIFY2(view()->tooltipFor(*last).contains(QStringLiteral("dropped from memory")), qPrintable(view()->tooltipFor(*last)));
+    QCOMPARE(view()->tokenText(), text);
+  }
+
   void submitRedrawsOnlyTheNewTurns() {
     for (const bool completion : {false, true}) {
       newPanel(completion, completion ? QString() : QStringLiteral("You are a sailor."));

@@ -246,7 +246,8 @@ class UiSpeculativeTest : public QObject {
       const int i = static_cast<int>(tokens.size());
       tokens.push_back(t);
       QVERIFY(i < view->numTokenSpans());
-      QCOMPARE(view->spanToken(i).tokenId, t->token);
+      QVERIFY(view->spanToken(i));
+      QCOMPARE(view->spanToken(i)->tokenId, t->token);
       const QTextCharFormat f = view->spanFormat(i);
       // A token whose text starts with a line break opens a new paragraph: the
       // character after its start is the next block's, so there is no span
@@ -257,7 +258,7 @@ class UiSpeculativeTest : public QObject {
         ++numResampled;
         // The hover names the drafted token the target rejected, from the verification before it.
         QVERIFY(verification && verification->rejected);
-        const QString tip = view->tooltipFor(view->spanToken(i));
+        const QString tip = view->tooltipFor(*view->spanToken(i));
         QVERIFY2(tip.contains(QStringLiteral("id %1").arg(*verification->rejected)), qPrintable(tip));
         QVERIFY2(tip.contains("rejected") && tip.contains("resampled"), qPrintable(tip));
       }

@@ -130,7 +130,8 @@ class TokenViewTest : public QObject {
     QCOMPARE(t, expected_.size());
     // Each span's stored format is its token's colour.
     for (int i = 0; i < kTokens; i += 7) {
-      QCOMPARE(split_->spanToken(i).index, i);
+      QVERIFY(split_->spanToken(i));
+      QCOMPARE(split_->spanToken(i)->index, i);
       QCOMPARE(split_->spanFormat(i).background().color(), split_->colorFor(makeToken(i)));
     }
   }

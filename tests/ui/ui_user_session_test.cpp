@@ -342,7 +342,7 @@ class UiUserSessionTest : public QObject {
     QCOMPARE(*inspector->shownToken(), std::make_pair(parent->key, index));
     QVERIFY(find<QLabel>("inspectorHeader")->text().contains(QStringLiteral("token %1").arg(index)));
     auto* table = find<QTableWidget>("inspectorTable");
-    // The view keeps a slim copy (TokenView::slimCopy); the model has every candidate.
+    // The tooltip names three alternatives; the model (and the inspector) has every candidate.
     const gbui::UiToken* full = window_->sessionModel()->token(parent->key, index);
     QVERIFY(full);
     QCOMPARE(table->rowCount(), static_cast<int>(full->top.size()));
