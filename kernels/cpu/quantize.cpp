@@ -313,26 +313,24 @@ void quantize_row_q45_k(const float* x, uint8_t* b, int64_t n) {
   }
 }
 void quantize_row_q4_k(const float* x, void* dst, int64_t n) { quantize_row_q45_k<false>(x, static_cast<uint8_t*>(dst), n); }
-void quantize_row_q4_k_r(const float* x, void* dst, int64_t n) {
-  uint8_t block[144];
+// A CPU layout: its file type's codes, one 256-value unit at a time, repacked.
+template <void (*kQuantize)(const float*, void*, int64_t), void (*kRepack)(const void*, void*, int64_t),
+          int kFileBytes, int kLayoutBytes>
+void quantize_row_layout(const float* x, void* dst, int64_t n) {
+  uint8_t block[kFileBytes];
   for (int64_t i = 0; i < n; i += 256) {
-    quantize_row_q4_k(x + i, block, 256);
-    repack_row_q4_k_r(block, static_cast<uint8_t*>(dst) + i / 256 * 148, 256);
+    kQuantize(x + i, block, 256);
+    kRepack(block, static_cast<uint8_t*>(dst) + i / 256 * kLayoutBytes, 256);
   }
+}
+void quantize_row_q4_k_r(const float* x, void* dst, int64_t n) {
+  quantize_row_layout<quantize_row_q4_k, repack_row_q4_k_r, 144, 148>(x, dst, n);
 }
 void quantize_row_q5_k_r(const float* x, void* dst, int64_t n) {
-  uint8_t block[176];
-  for (int64_t i = 0; i < n; i += 256) {
-    quantize_row_q5_k(x + i, block, 256);
-    repack_row_q5_k_r(block, static_cast<uint8_t*>(dst) + i / 256 * 180, 256);
-  }
+  quantize_row_layout<quantize_row_q5_k, repack_row_q5_k_r, 176, 180>(x, dst, n);
 }
 void quantize_row_q6_k_r(const float* x, void* dst, int64_t n) {
-  uint8_t block[210];
-  for (int64_t i = 0; i < n; i += 256) {
-    quantize_row_q6_k(x + i, block, 256);
-    repack_row_q6_k_r(block, static_cast<uint8_t*>(dst) + i / 256 * 210, 256);
-  }
+  quantize_row_layout<quantize_row_q6_k, repack_row_q6_k_r, 210, 210>(x, dst, n);
 }
 void quantize_row_q5_k(const float* x, void* dst, int64_t n) { quantize_row_q45_k<true>(x, static_cast<uint8_t*>(dst), n); }
 
