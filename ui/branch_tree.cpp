@@ -5,6 +5,8 @@
 #include <QSet>
 #include <algorithm>
 
+#include "json_number.h"
+
 namespace gbui {
 namespace {
 
@@ -89,15 +91,17 @@ QJsonObject branchTreeToJson(const Conversation& conversation, const SessionMode
 
 RestoredTree branchTreeFromJson(const QJsonObject& tree, const std::function<RequestKey(quint64)>& keyFor) {
   RestoredTree out;
-  const auto key = [&](const QJsonValue& v) { return keyFor(static_cast<quint64>(v.toDouble())); };
+  // Request ids are whole numbers >= 0; anything else in the file names no request.
+  const auto id = [](const QJsonValue& v) { return jsonWholeNumber(v, 0, kJsonMaxExactInteger); };
   out.conversation = withKeys(Conversation::fromJson(tree.value("conversation").toObject()),
                               [&](RequestKey k) { return keyFor(k); });
   for (const QJsonValue& v : tree.value("nodes").toArray()) {
     const QJsonObject n = v.toObject();
-    if (!n.value("request").isDouble()) continue;
+    const std::optional<qint64> request = id(n.value("request"));
+    if (!request) continue;
     RequestInfo r;
-    r.key = key(n.value("request"));
-    if (n.value("parent").isDouble()) r.parent = key(n.value("parent"));
+    r.key = keyFor(static_cast<quint64>(*request));
+    if (const std::optional<qint64> parent = id(n.value("parent"))) r.parent = keyFor(static_cast<quint64>(*parent));
     r.forkPosition = n.value("fork_position").toInt();
     if (n.value("fork_prob").isDouble()) r.savedForkProb = n.value("fork_prob").toDouble();
     for (const QJsonValue& p : n.value("prompt_ids").toArray()) r.promptIds.push_back(p.toInt());
@@ -113,7 +117,7 @@ RestoredTree branchTreeFromJson(const QJsonObject& tree, const std::function<Req
       t.prob = t.probBefore = static_cast<float>(probs.at(i).toDouble());
       r.tokens.push_back(t);
     }
-    r.seed = static_cast<qint64>(n.value("seed").toDouble(-1));
+    r.seed = jsonWholeNumber(n.value("seed"), 0, kJsonMaxExactInteger).value_or(-1);
     r.finished = true;
     r.finish.request = r.key;
     r.finish.reason = n.value("reason").toString();

@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "engine_controller.h"
+#include "json_number.h"
 #include "speculative_settings.h"
 
 namespace gbui {
@@ -207,7 +208,7 @@ QString SamplingPanel::setSettingsJson(const QString& json) {
   const QJsonObject o = QJsonDocument::fromJson(canonical.toUtf8()).object();
   updating_ = true;
   for (const Field& f : fields_) f.spin->setValue(getPath(o, f.key));
-  seed_->setValue(static_cast<int>(o.value("seed").toDouble()));
+  seed_->setValue(static_cast<int>(jsonWholeNumber(o.value("seed"), seed_->minimum(), seed_->maximum()).value_or(seed_->value())));
   order_->clear();
   const QStringList active = o.value("order").toString().split(',', Qt::SkipEmptyParts);
   const QStringList all = {"penalties", "dry",   "logit_bias", "top_k",      "typical_p",

@@ -5,6 +5,8 @@
 #include <QSettings>
 #include <algorithm>
 
+#include "json_number.h"
+
 namespace gbui {
 
 QVector<int> RequestInfo::allTokenIds() const {
@@ -126,7 +128,7 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.promptIds = b.promptIds;
           r.samplerJson = b.samplerJson;
           const QJsonValue seed = QJsonDocument::fromJson(b.samplerJson.toUtf8()).object().value("seed");
-          r.seed = seed.isDouble() ? static_cast<qint64>(seed.toDouble()) : -1;
+          r.seed = jsonWholeNumber(seed, 0, kJsonMaxExactInteger).value_or(-1);
           r.submittedMs = tMs;
         } else if constexpr (std::is_same_v<B, UiAdmitted>) {
           requests_[b.request].admittedMs = tMs;

@@ -80,9 +80,9 @@ Result<TraceFile> parse_trace_jsonl(std::string_view text, const std::string& so
     if (line.empty()) return make_error(at(source, line_number) + "empty line (every line must be one JSON object)");
 
     json j;
-    try {  // nlohmann reports syntax errors by exception; it stops here
+    try {  // nlohmann reports syntax errors (parse_error) and numbers out of range (out_of_range) by exception
       j = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       if (unterminated && have_header) {
         file.warnings.push_back(at(source, line_number) + "the last line is incomplete (" + std::to_string(line.size()) +
                                 " bytes without a newline: the writer was interrupted); skipped");

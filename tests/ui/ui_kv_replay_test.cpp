@@ -4,10 +4,13 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QStandardPaths>
 
 #include <QLabel>
 
+#include "branch_tree.h"
 #include "chat_bench.h"
 #include "gb_qtest_main.h"
 #include "engine_controller.h"
@@ -25,6 +28,24 @@ using namespace gbuitest;
 class UiKvReplayTest : public QObject {
   Q_OBJECT
  private slots:
+  // A saved branch tree (session file, trace header) names requests by whole
+  // numbers; a node whose id is negative, fractional, too large or not a number
+  // is skipped, and a bad parent or seed reads as none (found by fuzz_session:
+  // converting -2.0 to an unsigned id was undefined behaviour).
+  void restoredTreeSkipsNodesWithBadIds() {
+    QJsonArray nodes;
+    for (const QJsonValue id : {QJsonValue(-2), QJsonValue(1e300), QJsonValue(3.5), QJsonValue("4"), QJsonValue(7)})
+      nodes.append(QJsonObject{{"request", id}, {"parent", -1}, {"seed", 1e300}, {"token_ids", QJsonArray{5}},
+                               {"token_texts", QJsonArray{"a"}}, {"token_probs", QJsonArray{0.5}}});
+    const gbui::RestoredTree tree =
+        gbui::branchTreeFromJson(QJsonObject{{"nodes", nodes}}, [](quint64 id) { return gbui::RequestKey{id} + 100; });
+    QCOMPARE(tree.requests.size(), size_t{1});
+    QCOMPARE(tree.requests[0].key, gbui::RequestKey{107});
+    QVERIFY(!tree.requests[0].parent.has_value());
+    QCOMPARE(tree.requests[0].seed, qint64{-1});
+    QCOMPARE(tree.requests[0].tokens.size(), size_t{1});
+  }
+
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
     QApplication::setOrganizationName("GlassboxTest");

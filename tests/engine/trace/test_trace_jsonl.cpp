@@ -138,6 +138,9 @@ GB_TEST(importer_reports_file_line_and_problem) {
   expect_import_error(e0, "t.jsonl:1: expected the header line");
   expect_import_error(header + e0 + "{\"type\":\"step\",\n", "t.jsonl:3: not valid JSON");
   expect_import_error(header + e0 + "[1,2]\n", "t.jsonl:3: expected a JSON object");
+  // A number too large for a double is an error of its line, not an exception
+  // out of the reader (found by fuzz_trace_jsonl: nlohmann throws out_of_range).
+  expect_import_error(header + e0 + R"({"type":"step","seq":2,"t_us":1e999})" "\n", "t.jsonl:3: not valid JSON");
   expect_import_error(header + "\n" + e0, "t.jsonl:2: empty line");
   expect_import_error(header + R"({"type":"teleport","seq":1,"t_us":0})" "\n",
                       "t.jsonl:2: unknown event type \"teleport\"");
