@@ -44,7 +44,7 @@ std::string trace_header_line(const TraceHeader& header) {
   return line_with_leading_keys(trace_header_to_json(header), {"type", "format", "schema_version"});
 }
 
-std::string trace_event_line(const TraceEvent& event) {
+std::string trace_event_line_from_tree(const TraceEvent& event) {
   return line_with_leading_keys(to_json(event), {"type", "seq", "t_us"});
 }
 
@@ -52,7 +52,7 @@ std::string format_trace_jsonl(const TraceHeader& header, const std::vector<Trac
   std::string out = trace_header_line(header);
   out += '\n';
   for (const TraceEvent& e : events) {
-    out += trace_event_line(e);
+    append_trace_event_line(out, e);
     out += '\n';
   }
   return out;

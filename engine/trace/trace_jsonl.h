@@ -34,7 +34,14 @@ struct TraceFile {
 
 // One line without the trailing newline.
 std::string trace_header_line(const TraceHeader& header);
+// Event lines are written straight from the field lists (trace_json_line.cpp),
+// the same bytes as nlohmann's sorted dump of to_json(event) with the leading
+// keys first, about 30x faster (the engine thread writes one per token).
 std::string trace_event_line(const TraceEvent& event);
+void append_trace_event_line(std::string& out, const TraceEvent& event);
+// The reference form of trace_event_line: to_json(event) dumped by nlohmann
+// (tests compare the two).
+std::string trace_event_line_from_tree(const TraceEvent& event);
 
 // The whole file: header line, event lines, each ending in "\n".
 std::string format_trace_jsonl(const TraceHeader& header, const std::vector<TraceEvent>& events);

@@ -35,7 +35,7 @@ double TraceWriter::now() const {
 
 Status TraceWriter::append(const TraceEvent& event) {
   if (fd_ < 0) return make_error(path_ + ": the trace file is closed");
-  buffer_ += trace_event_line(event);
+  append_trace_event_line(buffer_, event);
   buffer_ += '\n';
   ++num_events_;
   if (buffer_.size() >= options_.max_buffer_bytes || now() - last_write_s_ >= options_.flush_interval_s) return flush();

@@ -3,6 +3,8 @@
 // errors carry FILE:LINE and the problem; writes are atomic, so a failed write
 // (forced at every stage, or an unwritable directory) leaves the old file intact.
 #include <dirent.h>
+#include <bit>
+#include <random>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -75,6 +77,74 @@ GB_TEST(export_import_export_is_byte_identical) {
   const std::string path2 = gbtest::temp_dir() + "/trace2.jsonl";
   QVERIFY(gb::write_trace_jsonl(path2, file.value().header, file.value().events).ok());
   QVERIFY(first == gbtest::read_text(path2));
+}
+
+// The direct writer (trace_json_line.cpp) against the tree it replaces: the same
+// bytes for every event type and for random token records -- random float bit
+// patterns (NaN, infinities, denormals, -0 included), every control character,
+// quotes and backslashes, text that is not UTF-8 (the _hex twin), empty lists.
+GB_TEST(direct_event_lines_equal_the_json_tree_dump) {
+  for (const gb::TraceEvent& e : gbtest::every_event_type())
+    QCOMPARE(gb::trace_event_line(e), gb::trace_event_line_from_tree(e));
+  std::mt19937_64 rng(20261202);
+  const auto any_float = [&] { return std::bit_cast<float>(static_cast<uint32_t>(rng())); };
+  const auto any_double = [&] { return rng() % 4 == 0 ? std::bit_cast<double>(rng()) : static_cast<double>(any_float()); };
+  const auto any_text = [&] {
+    std::string t;
+    const size_t n = rng() % 12;
+    for (size_t i = 0; i < n; ++i) {
+      switch (rng() % 4) {
+        case 0: t += static_cast<char>(rng() % 0x20); break;                      // control characters
+        case 1: t += "\\\"\x7f/"[rng() % 4]; break;                          // escapes and DEL
+        case 2: t += rng() % 2 ? "\xc3\xa9" : "\xe2\x82\xac"; break;          // UTF-8
+        default: t += static_cast<char>(rng() % 256); break;                      // maybe not UTF-8
+      }
+    }
+    return t;
+  };
+  for (int round = 0; round < 300; ++round) {
+    gb::TokenSampledEvent t;
+    t.request = gb::RequestId{rng()};
+    t.step = static_cast<int64_t>(rng());
+    t.position = static_cast<int32_t>(rng());
+    t.index = static_cast<int32_t>(rng() % 1000);
+    t.token = static_cast<int32_t>(rng() % 32000);
+    t.text = any_text();
+    t.origin = static_cast<gb::TokenOrigin>(rng() % 5);
+    gb::TokenRecord& r = t.record;
+    const size_t stages = rng() % 10, top = rng() % 21;
+    for (size_t s = 0; s < stages; ++s) {
+      r.stages.push_back(static_cast<gb::SamplerStage>(rng() % gb::kNumSamplerStages));
+      r.stage_active.push_back(static_cast<uint8_t>(rng() % 2));
+      r.num_candidates_after_stage.push_back(static_cast<int32_t>(rng() % 32000));
+    }
+    for (size_t c = 0; c < top; ++c) {
+      gb::CandidateRecord cr;
+      cr.id = static_cast<int32_t>(rng() % 32000);
+      cr.logit = any_float();
+      cr.prob_before = any_float();
+      for (size_t s = 0; s < stages; ++s) cr.prob_after_stage.push_back(any_float());
+      cr.removed_by_stage = static_cast<int>(rng() % 11) - 1;
+      r.top.push_back(cr);
+    }
+    r.num_candidates_before = static_cast<int32_t>(rng() % 32000);
+    r.entropy_before = any_float();
+    r.entropy_after = any_float();
+    r.chosen = static_cast<int32_t>(rng() % 32000);
+    r.chosen_logit = any_float();
+    r.chosen_prob_before = any_float();
+    r.chosen_prob = any_float();
+    r.chosen_rank = static_cast<int32_t>(rng() % 100) - 1;
+    r.rng_counter = rng();
+    r.draw = any_double();
+    r.xtc_draw = any_double();
+    r.xtc_fired = rng() % 2 == 0;
+    r.forward_ms = any_double();
+    r.sample_ms = any_double();
+    const gb::TraceEvent e{rng(), static_cast<int64_t>(rng()), t};
+    const std::string direct = gb::trace_event_line(e), tree = gb::trace_event_line_from_tree(e);
+    QVERIFY2(direct == tree, (direct + "\n" + tree).c_str());
+  }
 }
 
 GB_TEST(lines_lead_with_type_and_pass_the_validator) {
