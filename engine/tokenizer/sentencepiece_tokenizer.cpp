@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/exception_text.h"
 #include "tokenizer/piece_index.h"
 
 namespace gb {
@@ -99,7 +100,15 @@ Result<std::shared_ptr<const SentencePieceTokenizer>> SentencePieceTokenizer::lo
     if (!error.empty()) return make_error(path + ": not a SentencePiece model proto (" + error + ")");
   }
   std::shared_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
-  const auto status = t->processor_->LoadFromSerializedProto(proto);
+  // The library reports most problems by status, but a few by exception from
+  // code below it (an empty piece makes its trie builder throw, found by
+  // fuzz_spm_model): both are a bad file, never a crash.
+  sentencepiece::util::Status status;
+  try {
+    status = t->processor_->LoadFromSerializedProto(proto);
+  } catch (const std::exception& e) {
+    return make_error(path + ": SentencePiece could not load it: " + exception_sentence(e.what()));
+  }
   if (!status.ok()) return make_error(path + ": SentencePiece could not load it: " + status.ToString());
   const int n = t->processor_->GetPieceSize();
   if (n <= 0) return make_error(path + ": SentencePiece model has no pieces");

@@ -444,3 +444,31 @@ GB_TEST(no_vocabulary_and_no_tokenizer_file) {
            t.error().message.c_str());
   QVERIFY2(t.error().message.find("(pass a tokenizer path)") != std::string::npos, t.error().message.c_str());
 }
+
+// A SentencePiece model with a piece that starts with a NUL byte: Debian's
+// libsentencepiece builds its trie from C strings, so the piece is an empty key
+// and the trie builder (Darts) throws instead of returning a status. Found by
+// fuzz_spm_model; the loader turns it into an error naming the file.
+GB_TEST(sentencepiece_model_with_a_piece_starting_with_nul) {
+  // ModelProto.pieces (field 1) = SentencePiece{piece (1), score (2, float), type (3)}.
+  const auto piece = [](const std::string& text, uint8_t type) {
+    std::vector<uint8_t> p = {0x0A, static_cast<uint8_t>(text.size())};
+    p.insert(p.end(), text.begin(), text.end());
+    p.insert(p.end(), {0x15, 0, 0, 0, 0, 0x18, type});  // score 0.0f, type
+    std::vector<uint8_t> field = {0x0A, static_cast<uint8_t>(p.size())};
+    field.insert(field.end(), p.begin(), p.end());
+    return field;
+  };
+  std::vector<uint8_t> proto;
+  for (const auto& [text, type] :
+       std::vector<std::pair<std::string, uint8_t>>{{"<unk>", 2}, {"a", 1}, {std::string("\0b", 2), 1}, {"c", 1}}) {
+    const auto f = piece(text, type);
+    proto.insert(proto.end(), f.begin(), f.end());
+  }
+  proto.insert(proto.end(), {0x1A, 10, 0x0A, 8, 'i', 'd', 'e', 'n', 't', 'i', 't', 'y'});  // normalizer_spec.name
+  const std::string path = gbtest::write_bytes("nul-piece.model", proto);
+  const auto t = gb::load_tokenizer_file(path);
+  QVERIFY(!t.ok());
+  QVERIFY2(t.error().message.find(path + ": SentencePiece could not load it: ") == 0, t.error().message.c_str());
+  QVERIFY2(t.error().message.find("zero-length key") != std::string::npos, t.error().message.c_str());
+}
