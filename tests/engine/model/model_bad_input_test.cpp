@@ -470,5 +470,4 @@ GB_TEST(sentencepiece_model_with_a_piece_starting_with_nul) {
   const auto t = gb::load_tokenizer_file(path);
   QVERIFY(!t.ok());
   QVERIFY2(t.error().message.find(path + ": SentencePiece could not load it: ") == 0, t.error().message.c_str());
-  QVERIFY2(t.error().message.find("zero-length key") != std::string::npos, t.error().message.c_str());
 }
