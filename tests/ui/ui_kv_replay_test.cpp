@@ -34,7 +34,7 @@ class UiKvReplayTest : public QObject {
   // converting -2.0 to an unsigned id was undefined behaviour).
   void restoredTreeSkipsNodesWithBadIds() {
     QJsonArray nodes;
-    for (const QJsonValue id : {QJsonValue(-2), QJsonValue(1e300), QJsonValue(3.5), QJsonValue("4"), QJsonValue(7)})
+    for (const QJsonValue& id : {QJsonValue(-2), QJsonValue(1e300), QJsonValue(3.5), QJsonValue("4"), QJsonValue(7)})
       nodes.append(QJsonObject{{"request", id}, {"parent", -1}, {"seed", 1e300}, {"token_ids", QJsonArray{5}},
                                {"token_texts", QJsonArray{"a"}}, {"token_probs", QJsonArray{0.5}}});
     const gbui::RestoredTree tree =
