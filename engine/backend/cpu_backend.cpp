@@ -96,19 +96,28 @@ size_t CpuBackend::kv_pool_bytes() const {
 void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
                               int64_t num_tokens) {
   const int64_t cols = mats.begin()->first->cols;
-  // Quantized weights want 8-bit activations: quantize x once for the whole
-  // group, before the rows are split across threads.
-  kernels::MatmulInput in{x, nullptr};
-  bool wants_q8 = false;
-  for (const auto& m : mats) wants_q8 |= kernels::weight_traits(m.first->dtype).activation == kernels::ActivationType::Q8;
+  // Quantized weights want 8-bit activations, BF16 weights bf16 ones: convert
+  // x once for the whole group, before the rows are split across threads.
+  kernels::MatmulInput in{x, nullptr, nullptr};
+  bool wants_q8 = false, wants_bf16 = false;
+  for (const auto& m : mats) {
+    const kernels::ActivationType a = kernels::weight_traits(m.first->dtype).activation;
+    wants_q8 |= a == kernels::ActivationType::Q8;
+    wants_bf16 |= a == kernels::ActivationType::BF16;
+  }
+  const auto per_token = [&](auto&& convert) {
+    if (num_tokens * cols < kMinParallelMacs / 16) convert(0, num_tokens, 0);
+    else pool_.parallel_for(num_tokens, convert);
+  };
   if (wants_q8) {
     grow(xq_, static_cast<size_t>(num_tokens * cols / kernels::kActBlock));
-    const auto quantize = [&](int64_t begin, int64_t end, int) {
-      kernels::quantize_activations(x, cols, begin, end, xq_.data());
-    };
-    if (num_tokens * cols < kMinParallelMacs / 16) quantize(0, num_tokens, 0);
-    else pool_.parallel_for(num_tokens, quantize);
+    per_token([&](int64_t begin, int64_t end, int) { kernels::quantize_activations(x, cols, begin, end, xq_.data()); });
     in.q8 = xq_.data();
+  }
+  if (wants_bf16) {
+    grow(x_bf16_, static_cast<size_t>(num_tokens * cols));
+    per_token([&](int64_t begin, int64_t end, int) { kernels::round_activations_bf16(x, cols, begin, end, x_bf16_.data()); });
+    in.bf16 = x_bf16_.data();
   }
   // Concatenate the row ranges of all matrices and split the total across threads
   // in multiples of 4 rows (the float kernel's tile height).

@@ -102,6 +102,7 @@ class CpuBackend final : public Backend, private LayerOps {
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
   std::vector<float> final_;   // (num_logits, dim)
   std::vector<kernels::ActBlockQ8> xq_;  // (num_tokens, cols / 32) activations of a quantized matmul
+  std::vector<uint16_t> x_bf16_;          // (num_tokens, cols) bf16 activations of a BF16-weight matmul
 };
 
 }  // namespace gb

@@ -18,7 +18,7 @@ struct IsaRow {
   Isa isa;
   const char* name;
   const char* extensions;
-  const char* features[8];
+  const char* features[10];
 };
 constexpr IsaRow kIsaTable[kIsaCount] = {
     {Isa::Scalar, "scalar", "scalar", {}},
@@ -27,6 +27,8 @@ constexpr IsaRow kIsaTable[kIsaCount] = {
     // and later. Skylake-X (no VNNI) runs the AVX2 level.
     {Isa::Avx512, "avx512", "avx512f+bw+dq+vl+vnni", {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq",
                                                      "avx512vl", "avx512vnni"}},
+    {Isa::Avx512Bf16, "avx512bf16", "avx512f+bw+dq+vl+vnni+bf16",
+     {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512bf16"}},
 };
 
 bool has_feature(const char* f) {
@@ -46,6 +48,12 @@ bool has_feature(const char* f) {
   if (s == "avx512dq") return __builtin_cpu_supports("avx512dq");
   if (s == "avx512vl") return __builtin_cpu_supports("avx512vl");
   if (s == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
+  if (s == "avx512bf16") {
+    // cpuid leaf 7 sub-leaf 1, EAX bit 5 (clang 14 does not know the name in
+    // __builtin_cpu_supports). The OS saves the zmm state: avx512f is checked too.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 5)) != 0;
+  }
 #endif
   (void)f;
   return false;

@@ -12,6 +12,9 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype
 float read_sum(const float* p, int64_t n);
 double fma_probe(int64_t iterations);
 }  // namespace avx2
+namespace avx512bf16 {
+double dot_probe(int64_t iterations);
+}  // namespace avx512bf16
 namespace avx512 {
 void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
@@ -24,9 +27,9 @@ using MatmulFn = void (*)(float* y, int64_t ldy, const float* x, const void* w, 
 
 // The float matmul of each kernel level (index = Isa).
 #if defined(__x86_64__)
-constexpr MatmulFn kMatmul[kIsaCount] = {&matmul_reference, &avx2::matmul, &avx512::matmul};
+constexpr MatmulFn kMatmul[kIsaCount] = {&matmul_reference, &avx2::matmul, &avx512::matmul, &avx512::matmul};
 #else
-constexpr MatmulFn kMatmul[kIsaCount] = {&matmul_reference, &matmul_reference, &matmul_reference};
+constexpr MatmulFn kMatmul[kIsaCount] = {&matmul_reference, &matmul_reference, &matmul_reference, &matmul_reference};
 #endif
 }  // namespace
 
@@ -53,12 +56,9 @@ float read_sum(const float* p, int64_t n) {
   return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
 }
 
-double fma_peak_gflops() {
 #if defined(__x86_64__)
-  double (*probe)(int64_t) = nullptr;
-  if (active_isa() == Isa::Avx512) probe = &avx512::fma_probe;
-  else if (active_isa() == Isa::Avx2) probe = &avx2::fma_probe;
-  if (probe == nullptr) return 0.0;
+namespace {
+double probe_peak(double (*probe)(int64_t)) {
   // Best of a few short runs (about 20 ms each at 100 GFLOP/s): the peak, not the average.
   double best = 0.0;
   for (int run = 0; run < 5; ++run) {
@@ -68,9 +68,23 @@ double fma_peak_gflops() {
     if (s > 0 && flops / s > best) best = flops / s;
   }
   return best / 1e9;
-#else
-  return 0.0;
+}
+}  // namespace
 #endif
+
+double fma_peak_gflops() {
+#if defined(__x86_64__)
+  if (active_isa() >= Isa::Avx512) return probe_peak(&avx512::fma_probe);
+  if (active_isa() == Isa::Avx2) return probe_peak(&avx2::fma_probe);
+#endif
+  return 0.0;
+}
+
+double bf16_dot_peak_gflops() {
+#if defined(__x86_64__)
+  if (active_isa() >= Isa::Avx512Bf16) return probe_peak(&avx512bf16::dot_probe);
+#endif
+  return 0.0;
 }
 
 }  // namespace gb::kernels

@@ -41,6 +41,11 @@ float read_sum(const float* p, int64_t n);
 // peak a matmul reaches.
 double fma_peak_gflops();
 
+// Single-thread peak of the bf16 dot product (VDPBF16PS, two flops per product)
+// in GFLOP/s where the active level has it (Avx512Bf16), else 0: the denominator
+// for BF16-weight prefill.
+double bf16_dot_peak_gflops();
+
 // True when matmul() uses a SIMD level (AVX2 or better) on this machine.
 bool matmul_has_simd();
 

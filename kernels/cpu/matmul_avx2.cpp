@@ -228,3 +228,37 @@ double fma_probe(int64_t iterations) {
 }
 
 }  // namespace gb::kernels::avx2
+
+namespace gb::kernels::avx2 {
+
+// n float32 values to bfloat16, round to nearest even, NaN to a quiet NaN: the
+// same bits as f32_to_bf16 (convert.cpp), 8 lanes at a time.
+void round_to_bf16(const float* x, int64_t n, uint16_t* out) {
+  const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i r[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = _mm256_castps_si256(_mm256_loadu_ps(x + i + 8 * h));
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(v, 16), one);
+      const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(v, _mm256_add_epi32(half, lsb)), 16);
+      const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(v, abs_mask), inf);
+      const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(v, 16), quiet);
+      r[h] = _mm256_blendv_epi8(rounded, nan, is_nan);
+    }
+    // Values are 0..0xffff, so the unsigned saturating pack keeps them; it packs
+    // per 128-bit lane, so put the 64-bit quarters back in order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+  for (; i < n; ++i) {
+    uint32_t v;
+    __builtin_memcpy(&v, x + i, 4);
+    if ((v & 0x7fffffffu) > 0x7f800000u) out[i] = static_cast<uint16_t>((v >> 16) | 0x40u);
+    else out[i] = static_cast<uint16_t>((v + 0x7fffu + ((v >> 16) & 1u)) >> 16);
+  }
+}
+
+}  // namespace gb::kernels::avx2

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cpu/convert.h"
 #include "cpu/matmul.h"
 
 namespace gb::kernels {
@@ -37,6 +38,13 @@ void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int
 namespace avx512 {
 QuantMatmulFn quant_matmul_kernel(WeightType t);
 }  // namespace avx512
+namespace avx2 {
+void round_to_bf16(const float* x, int64_t n, uint16_t* out);
+}  // namespace avx2
+namespace avx512bf16 {
+void matmul_bf16(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t num_tokens, int64_t cols,
+                 int64_t row_begin, int64_t row_end);
+}  // namespace avx512bf16
 
 namespace {
 
@@ -84,14 +92,28 @@ void quantize_activations(const float* x, int64_t cols, int64_t token_begin, int
   quantize_activations_scalar(x, cols, token_begin, token_end, out);
 }
 
+void round_activations_bf16(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, uint16_t* out) {
+  const float* src = x + token_begin * cols;
+  uint16_t* dst = out + token_begin * cols;
+  const int64_t n = (token_end - token_begin) * cols;
+#if defined(__x86_64__)
+  if (matmul_has_simd()) {
+    avx2::round_to_bf16(src, n, dst);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
 void matmul_weights_reference(float* y, int64_t ldy, const MatmulInput& x, const void* w, int64_t row_stride_bytes,
                               const WeightTypeTraits& traits, int64_t num_tokens, int64_t cols, int64_t row_begin,
                               int64_t row_end) {
-  const bool q8 = traits.activation == ActivationType::Q8;
-  GB_KCHECK(q8 ? x.q8 != nullptr : x.f32 != nullptr);
+  const ActivationType a = traits.activation;
+  GB_KCHECK(a == ActivationType::Q8 ? x.q8 != nullptr : a == ActivationType::BF16 ? x.bf16 != nullptr : x.f32 != nullptr);
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const void* act = q8 ? static_cast<const void*>(x.q8 + t * (cols / kActBlock))
-                         : static_cast<const void*>(x.f32 + t * cols);
+    const void* act = a == ActivationType::Q8     ? static_cast<const void*>(x.q8 + t * (cols / kActBlock))
+                      : a == ActivationType::BF16 ? static_cast<const void*>(x.bf16 + t * cols)
+                                                  : static_cast<const void*>(x.f32 + t * cols);
     for (int64_t r = row_begin; r < row_end; ++r)
       y[t * ldy + r] = traits.vec_dot(cols, static_cast<const uint8_t*>(w) + r * row_stride_bytes, act);
   }
@@ -102,6 +124,7 @@ namespace {
 QuantMatmulFn quant_kernel(Isa isa, WeightType t) {
 #if defined(__x86_64__)
   switch (isa) {
+    case Isa::Avx512Bf16:  // the bf16 level adds nothing for quantized weights
     case Isa::Avx512: return avx512::quant_matmul_kernel(t);
     case Isa::Avx2: return avx2::quant_matmul_kernel(t);
     case Isa::Scalar: return nullptr;
@@ -121,6 +144,21 @@ void matmul_weights_with(Isa isa, float* y, int64_t ldy, const MatmulInput& x, c
     // Float weights: the float32 matmul (contiguous rows, stride = cols values).
     GB_KCHECK(row_stride_bytes == cols * traits.block_bytes);
     matmul_with(isa, y, ldy, x.f32, w, traits.type, num_tokens, cols, row_begin, row_end);
+    return;
+  }
+  if (traits.activation == ActivationType::BF16) {
+    GB_KCHECK(x.bf16 != nullptr && row_stride_bytes == cols * traits.block_bytes);
+#if defined(__x86_64__)
+    if (isa == Isa::Avx512Bf16) {
+      avx512bf16::matmul_bf16(y, ldy, x.bf16, static_cast<const uint16_t*>(w), num_tokens, cols, row_begin, row_end);
+      return;
+    }
+#endif
+    // Without bf16 dot products: the level's float32 kernel on the activations
+    // widened back to float32 (exact), so every level computes the same products.
+    auto* xf = static_cast<float*>(quant_scratch(num_tokens * cols * static_cast<int64_t>(sizeof(float))));
+    bf16_to_f32_row(x.bf16, xf, static_cast<size_t>(num_tokens * cols));
+    matmul_with(isa, y, ldy, xf, w, traits.type, num_tokens, cols, row_begin, row_end);
     return;
   }
   GB_KCHECK(x.q8 != nullptr && cols % traits.block_elements == 0);

@@ -3,8 +3,9 @@
 //
 //   W: (rows, cols) in traits.type; row r starts at w + r * row_stride_bytes
 //   x: (num_tokens, cols) activations in the form traits.activation asks for:
-//      float32 rows, or ActBlockQ8 rows of cols / 32 blocks made once per matmul
-//      by quantize_activations() before the rows are split across threads
+//      float32 rows, bf16 rows (round_activations_bf16), or ActBlockQ8 rows of
+//      cols / 32 blocks (quantize_activations), made once per matmul before the
+//      rows are split across threads
 //   y: (num_tokens, ldy) float32; rows [row_begin, row_end) of each token
 //
 // matmul_weights_reference runs the table's scalar vec_dot per (row, token): the
@@ -21,9 +22,14 @@
 namespace gb::kernels {
 
 struct MatmulInput {
-  const float* f32 = nullptr;       // (num_tokens, cols) for float weight types
-  const ActBlockQ8* q8 = nullptr;   // (num_tokens, cols / 32) for quantized types
+  const float* f32 = nullptr;       // (num_tokens, cols) for ActivationType::F32 (F32, F16 weights)
+  const ActBlockQ8* q8 = nullptr;   // (num_tokens, cols / 32) for ActivationType::Q8 (quantized types)
+  const uint16_t* bf16 = nullptr;   // (num_tokens, cols) for ActivationType::BF16 (BF16 weights)
 };
+
+// Rounds rows [token_begin, token_end) of x (num_tokens, cols) to bfloat16, to
+// nearest even (f32_to_bf16's bits), into out (num_tokens, cols).
+void round_activations_bf16(const float* x, int64_t cols, int64_t token_begin, int64_t token_end, uint16_t* out);
 
 // Quantizes rows [token_begin, token_end) of x (num_tokens, cols), cols a
 // multiple of 32, to 8-bit blocks: d = max|x| / 127 per block of 32, q = round(x / d).

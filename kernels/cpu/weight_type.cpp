@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 
+#include "cpu/convert.h"
 #include "cpu/dequantize.h"
 #include "cpu/quantize.h"
 #include "cpu/repack.h"
@@ -45,15 +46,32 @@ float vec_dot_q8_ref(int64_t n, const void* w_row, const void* act_row) {
   return static_cast<float>(acc);
 }
 
+// BF16 weights with bf16 activations: every product is exact in float32, summed
+// in float32 in index order.
+float vec_dot_bf16_ref(int64_t n, const void* w_row, const void* act_row) {
+  const auto* w = static_cast<const uint16_t*>(w_row);
+  const auto* x = static_cast<const uint16_t*>(act_row);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc += bf16_to_f32(w[i]) * bf16_to_f32(x[i]);
+  return acc;
+}
+
+template <DequantizeRowFn D, int BE, int BB, ActivationType A>
+constexpr VecDotFn reference_dot() {
+  if constexpr (A == ActivationType::F32) return &vec_dot_f32_ref<D, BE, BB>;
+  else if constexpr (A == ActivationType::BF16) return &vec_dot_bf16_ref;
+  else return &vec_dot_q8_ref<D, BE, BB>;
+}
+
 template <WeightType T, DequantizeRowFn D, QuantizeRowFn Q, int BE, int BB, ActivationType A>
 constexpr WeightTypeTraits row(std::string_view name, uint32_t code, int16_t scale_offset, int16_t min_offset,
                                WeightType cpu_layout = T, RepackRowFn repack = nullptr, WeightType file_type = T) {
-  return {T, name, code, BE, BB, A, D,
-          A == ActivationType::F32 ? &vec_dot_f32_ref<D, BE, BB> : &vec_dot_q8_ref<D, BE, BB>, Q, scale_offset,
-          min_offset, cpu_layout, repack, file_type};
+  return {T, name, code, BE, BB, A, D, reference_dot<D, BE, BB, A>(), Q, scale_offset, min_offset, cpu_layout, repack,
+          file_type};
 }
 
 constexpr auto F = ActivationType::F32;
+constexpr auto B = ActivationType::BF16;
 constexpr auto Q = ActivationType::Q8;
 
 // One row per type, in WeightType order. Scale offsets: where the f16 d (and
@@ -61,7 +79,7 @@ constexpr auto Q = ActivationType::Q8;
 constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
     row<WeightType::F32, dequantize_row_f32, quantize_row_f32, 1, 4, F>("F32", 0, -1, -1),
     row<WeightType::F16, dequantize_row_f16, quantize_row_f16, 1, 2, F>("F16", 1, -1, -1),
-    row<WeightType::BF16, dequantize_row_bf16, quantize_row_bf16, 1, 2, F>("BF16", 30, -1, -1),
+    row<WeightType::BF16, dequantize_row_bf16, quantize_row_bf16, 1, 2, B>("BF16", 30, -1, -1),
     row<WeightType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, 32, 18, Q>("Q4_0", 2, 0, -1),
     row<WeightType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, 32, 20, Q>("Q4_1", 3, 0, 2),
     row<WeightType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, 32, 22, Q>("Q5_0", 6, 0, -1),

@@ -28,11 +28,15 @@ inline constexpr int kNumWeightTypes = 18;
 // gguf_code of the CPU layouts, which no file holds.
 inline constexpr uint32_t kNoGgufCode = 0xFFFFFFFFu;
 
-// What the dot product of a type multiplies its weights with. Float types take
-// float32 activations as they are; quantized types take activations quantized
-// once per matmul to ActBlockQ8 blocks (8-bit, 32 values per block, a float32
-// scale and the per-16 sums the min terms of Q4_1/Q5_1/K-types need).
-enum class ActivationType : uint8_t { F32, Q8 };
+// What the dot product of a type multiplies its weights with. F32 and F16 take
+// float32 activations as they are; BF16 takes activations rounded once per
+// matmul to bfloat16 (to nearest even), so its products are exact in float32
+// and run as bf16 dot products where the processor has them (what the model
+// was trained with, and what the CUDA backend's GEMM does); quantized types
+// take activations quantized once per matmul to ActBlockQ8 blocks (8-bit, 32
+// values per block, a float32 scale and the per-16 sums the min terms of
+// Q4_1/Q5_1/K-types need).
+enum class ActivationType : uint8_t { F32, BF16, Q8 };
 
 inline constexpr int kActBlock = 32;
 struct ActBlockQ8 {
@@ -45,7 +49,8 @@ static_assert(sizeof(ActBlockQ8) == 40);
 // Dequantizes n values (a whole number of blocks) from src to float32.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 // Scalar reference dot product of one weight row (n values) with one activation
-// row: float32 values for ActivationType::F32, ActBlockQ8 blocks for Q8. This is
+// row: float32 values for ActivationType::F32, bf16 values (uint16_t) for BF16,
+// ActBlockQ8 blocks for Q8. This is
 // the oracle the fast kernels are tested against.
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
 // Quantizes n float32 values (a whole number of blocks) into blocks of the type.
@@ -91,7 +96,8 @@ inline std::optional<size_t> weight_bytes(WeightType t, uint64_t elements) {
                              static_cast<uint64_t>(w.block_bytes));
 }
 
-inline bool is_quantized(WeightType t) { return weight_traits(t).activation != ActivationType::F32; }
+// Block formats (Q4_0 ... IQ4_XS and their CPU layouts), not plain floats.
+inline bool is_quantized(WeightType t) { return weight_traits(t).block_elements > 1; }
 // False for the CPU layouts.
 inline bool is_file_type(WeightType t) { return weight_traits(t).gguf_code != kNoGgufCode; }
 

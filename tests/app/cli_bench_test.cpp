@@ -51,13 +51,19 @@ GB_TEST(bench_json_names_processor_kernels_and_model) {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512vnni");
+  // AVX512-BF16: cpuid leaf 7 sub-leaf 1, EAX bit 5.
+  const bool bf16 = avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 5)) != 0;
 #else
-  const bool avx2 = false, avx512 = false;
+  const bool avx2 = false, avx512 = false, bf16 = false;
 #endif
   // GLASSBOX_CPU_ISA caps the level (the suite can be run once per level).
   const std::string cap = std::getenv("GLASSBOX_CPU_ISA") != nullptr ? std::getenv("GLASSBOX_CPU_ISA") : "";
-  const bool use512 = avx512 && (cap.empty() || cap == "avx512"), use2 = avx2 && cap != "scalar";
-  const char* want = use512 ? "avx512f+bw+dq+vl+vnni" : use2 ? "avx2+fma+f16c" : "scalar";
+  const bool use_bf16 = bf16 && (cap.empty() || cap == "avx512bf16");
+  const bool use512 = avx512 && (cap.empty() || cap == "avx512" || cap == "avx512bf16"), use2 = avx2 && cap != "scalar";
+  const char* want = use_bf16 ? "avx512f+bw+dq+vl+vnni+bf16"
+                     : use512 ? "avx512f+bw+dq+vl+vnni"
+                     : use2   ? "avx2+fma+f16c"
+                              : "scalar";
   QCOMPARE(j["instruction_sets"].get<std::string>(), std::string(want));
   QVERIFY(j["scalar_weight_types"].is_array());
   // README config: 32000x256 tied embedding, 4 layers of q,o 256x256, k,v 128x256,
@@ -133,9 +139,14 @@ GB_TEST(probe_json_reports_peak_and_bandwidth_without_a_model) {
   const std::string cpu = cpuinfo_model_name();
   if (!cpu.empty()) QCOMPARE(j["processor"].get<std::string>(), cpu);
   QCOMPARE(j["threads"].get<int>(), 1);
-  QVERIFY(!j["instruction_sets"].get<std::string>().empty());
-  for (const char* key : {"fma_peak_gflops_per_thread", "read_bandwidth_gb_s_1_thread", "read_bandwidth_gb_s"})
+  const std::string isa = j["instruction_sets"].get<std::string>();
+  QVERIFY(!isa.empty());
+  for (const char* key : {"read_bandwidth_gb_s_1_thread", "read_bandwidth_gb_s"})
     QVERIFY2(j[key].is_number() && j[key].get<double>() > 0.0, key);
+  // The scalar level (GLASSBOX_CPU_ISA=scalar) has no FMA probe; the bf16 dot
+  // probe runs only at the level that has the instruction.
+  QCOMPARE(j["fma_peak_gflops_per_thread"].get<double>() > 0.0, isa != "scalar");
+  QCOMPARE(j["bf16_dot_peak_gflops_per_thread"].get<double>() > 0.0, isa.find("bf16") != std::string::npos);
   QCOMPARE(j["fma_peak_gflops"].get<double>(), j["fma_peak_gflops_per_thread"].get<double>());
   const auto bad = gbtest::run_cli("probe --threads -2", false);
   QVERIFY(bad.exit_code != 0);

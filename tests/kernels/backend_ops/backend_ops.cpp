@@ -72,6 +72,8 @@ CaseResult run_matmul(const OpCase& c, OpBackend& b) {
           for (int64_t i = blk * kActBlock; i < (blk + 1) * kActBlock; ++i)
             rounding += std::abs(static_cast<double>(wd[static_cast<size_t>(i)])) * amax / 127.0 * 0.5001;
         }
+      if (tr.activation == ActivationType::BF16)  // x rounded to bf16 (8 significant bits): |error| <= |x| 2^-8
+        rounding += abs_dot * 0.00391;
       const size_t o = static_cast<size_t>(t * c.rows + r);
       want[o] = dot;
       bound[o] = rounding + 1e-5 * std::sqrt(static_cast<double>(c.cols)) * (1.0 + abs_dot / std::sqrt(double(c.cols)));

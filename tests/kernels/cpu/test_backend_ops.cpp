@@ -32,8 +32,14 @@ class CpuOps final : public gbtest::ops::OpBackend {
   bool matmul(const OpCase& c, const void* w, const float* x, float* y) override {
     const WeightTypeTraits& tr = weight_traits(c.wtype);
     const int64_t row_bytes = static_cast<int64_t>(*weight_bytes(c.wtype, static_cast<uint64_t>(c.cols)));
-    MatmulInput in{x, nullptr};
+    MatmulInput in{x, nullptr, nullptr};
     std::vector<ActBlockQ8> xq;
+    std::vector<uint16_t> xb;
+    if (tr.activation == ActivationType::BF16) {
+      xb.resize(static_cast<size_t>(c.tokens * c.cols));
+      pool_.parallel_for(c.tokens, [&](int64_t b, int64_t e, int) { round_activations_bf16(x, c.cols, b, e, xb.data()); });
+      in.bf16 = xb.data();
+    }
     if (tr.activation == ActivationType::Q8) {
       xq.resize(static_cast<size_t>(c.tokens * c.cols / kActBlock));
       pool_.parallel_for(c.tokens, [&](int64_t b, int64_t e, int) { quantize_activations(x, c.cols, b, e, xq.data()); });
@@ -116,6 +122,7 @@ void run_kind(OpKind kind, bool oracle, std::optional<Isa> level = std::nullopt)
 GB_TEST(op_matmul_every_weight_type) { run_kind(OpKind::Matmul, false); }
 GB_TEST(op_matmul_every_weight_type_avx2_level) { run_kind(OpKind::Matmul, false, Isa::Avx2); }
 GB_TEST(op_matmul_every_weight_type_avx512_level) { run_kind(OpKind::Matmul, false, Isa::Avx512); }
+GB_TEST(op_matmul_every_weight_type_avx512bf16_level) { run_kind(OpKind::Matmul, false, Isa::Avx512Bf16); }
 GB_TEST(op_rmsnorm) { run_kind(OpKind::RmsNorm, false); }
 GB_TEST(op_rope_adjacent_and_neox_partial_and_scaled) { run_kind(OpKind::Rope, false); }
 GB_TEST(op_swiglu) { run_kind(OpKind::SwiGlu, false); }

@@ -162,7 +162,89 @@ void check_quant_level(Isa isa) {
   }
 }
 
+// BF16 weights with bf16 activations (ActivationType::BF16) at a level: close
+// to the table's reference dot product (exact products, float sums in index
+// order), and a token alone equals the same token at any place in a batch, with
+// rows split as threads get them. The activations are rounded by
+// round_activations_bf16, whose bits must equal f32_to_bf16's.
+void check_bf16_activation_level(Isa isa) {
+  const WeightTypeTraits& tr = weight_traits(WeightType::BF16);
+  for (int64_t cols : {1, 31, 32, 33, 100, 1040, 2100}) {
+    for (int64_t tokens : {1, 5, 6, 7, 13}) {
+      const int64_t rows = 37;
+      const FloatWeights w = float_weights(ElemType::BF16, rows * cols, static_cast<uint32_t>(cols * 3 + tokens));
+      const auto xf = gbtest::random_normals(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(cols + 5 * tokens));
+      std::vector<uint16_t> xb(xf.size());
+      round_activations_bf16(xf.data(), cols, 0, tokens, xb.data());
+      for (size_t i = 0; i < xf.size(); ++i) QCOMPARE(xb[i], f32_to_bf16(xf[i]));
+      MatmulInput in;
+      in.bf16 = xb.data();
+      const int64_t stride = cols * 2;
+      std::vector<float> got(static_cast<size_t>(tokens * rows)), ref(got.size());
+      for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 13}, {13, 14}, {14, rows}})
+        matmul_weights_with(isa, got.data(), rows, in, w.bytes.data(), stride, tr, tokens, cols, b, e);
+      matmul_weights_reference(ref.data(), rows, in, w.bytes.data(), stride, tr, tokens, cols, 0, rows);
+      const std::string what = std::string(isa_name(isa)) + " BF16 x bf16 cols " + std::to_string(cols) + " tokens " +
+                               std::to_string(tokens);
+      for (int64_t j = 0; j < tokens; ++j) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double mag = 0;
+          for (int64_t c = 0; c < cols; ++c)
+            mag += std::abs(static_cast<double>(w.values[static_cast<size_t>(r * cols + c)]) *
+                            bf16_to_f32(xb[static_cast<size_t>(j * cols + c)]));
+          const size_t i = static_cast<size_t>(j * rows + r);
+          QVERIFY2(std::abs(static_cast<double>(got[i]) - ref[i]) <= 4e-7 * std::sqrt(static_cast<double>(cols)) * mag + 1e-30,
+                   (what + " far from reference").c_str());
+        }
+        std::vector<float> alone(static_cast<size_t>(rows));
+        MatmulInput one;
+        one.bf16 = xb.data() + j * cols;
+        matmul_weights_with(isa, alone.data(), rows, one, w.bytes.data(), stride, tr, 1, cols, 0, rows);
+        QVERIFY2(std::memcmp(alone.data(), got.data() + j * rows, static_cast<size_t>(rows) * sizeof(float)) == 0,
+                 (what + ": a token alone differs from the same token in the batch").c_str());
+      }
+    }
+  }
+}
+
 }  // namespace
+
+GB_TEST(bf16_rounding_of_activations_matches_scalar_bits) {
+  // Ties to even both ways, the largest finite values, infinities, NaNs (quieted,
+  // sign kept), denormals, zeros: the SIMD rounding must give f32_to_bf16's bits.
+  std::vector<float> v;
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+                        0x7fc00001u, 0x7f800001u, 0xff800001u, 0x00000001u, 0x80007fffu, 0x00008000u, 0x0u, 0x80000000u}) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    v.push_back(f);
+  }
+  const auto more = gbtest::random_normals(77, 3u);
+  v.insert(v.end(), more.begin(), more.end());
+  for (int64_t cols : {static_cast<int64_t>(v.size()), int64_t{1}}) {
+    const int64_t tokens = static_cast<int64_t>(v.size()) / cols;
+    std::vector<uint16_t> out(v.size(), 0);
+    round_activations_bf16(v.data(), cols, 0, tokens, out.data());
+    for (size_t i = 0; i < v.size(); ++i) QCOMPARE(out[i], f32_to_bf16(v[i]));
+  }
+}
+
+GB_TEST(bf16_activations_scalar_level_matches_reference) { check_bf16_activation_level(Isa::Scalar); }
+
+GB_TEST(bf16_activations_avx2_level) {
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_bf16_activation_level(Isa::Avx2);
+}
+
+GB_TEST(bf16_activations_avx512_level) {
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_bf16_activation_level(Isa::Avx512);
+}
+
+GB_TEST(bf16_activations_avx512bf16_level) {
+  if (!isa_supported(Isa::Avx512Bf16)) QSKIP("this CPU has no AVX512-BF16");
+  check_bf16_activation_level(Isa::Avx512Bf16);
+}
 
 GB_TEST(isa_table_is_ordered_and_active_level_supported) {
   QVERIFY(isa_supported(Isa::Scalar));
