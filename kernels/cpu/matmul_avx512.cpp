@@ -11,11 +11,9 @@
 // this order, so a token computed alone equals the same token inside any batch
 // bit for bit (speculative verification and continuous batching rely on it).
 //
-// Prefill keeps a register tile of kR rows x kT tokens (24 of the 32
-// zmm registers) and blocks the columns so the tokens' activations stay in L1 while
-// a panel of weight rows (sized to L2) passes under them; the lane sums of a
-// tile are parked in a small buffer between column blocks, which keeps the
-// order above. Decode streams the rows one after another.
+// Prefill runs the register-tile driver of matmul_tiles_avx512.inc (shared
+// with the bf16 kernel), which keeps the order above. Decode streams the rows
+// one after another.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -87,105 +85,39 @@ void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_beg
 }
 
 // ---- prefill: register tiles over column blocks ---------------------------
+// The shared driver (matmul_tiles_avx512.inc) with float32 FMAs: 16 columns per
+// step. Tile shapes measured on Zen 4 (F32, 2048 x 2048 x 256, one thread):
+// 4 x 6 86 GFLOP/s, 4 x 5 81, 3 x 8 63, 3 x 7 60 (of a 115 GFLOP/s FMA peak).
 
-// Register tile: kR weight rows x kT tokens (24 accumulators + 4 weight
-// vectors + 1 activation vector of the 32 registers). Measured on Zen 4 (F32,
-// 2048 x 2048 x 256, one thread): 4 x 6 86 GFLOP/s, 4 x 5 81, 3 x 8 63, 3 x 7
-// 60 (of a 115 GFLOP/s FMA peak).
-constexpr int kR = 4;
-constexpr int kT = 6;
-constexpr int64_t kColBlock = 512;  // columns per block: 6 tokens x 512 x 4 B = 12 KB of activations in L1
-constexpr int64_t kPanelBytes = 384 * 1024;  // weight rows per panel: about this many bytes (L2)
-
-// One column block [c0, c1) (multiples of 16) of an R x T tile; acc holds the
-// lane sums so far and is updated in place.
-template <ElemType WT, int R, int T>
-inline void tile_block(__m512 (&acc)[R][T], const float* x, int64_t ldx, const void* w, int64_t cols, int64_t r0,
-                       int64_t c0, int64_t c1) {
-  for (int64_t c = c0; c < c1; c += 16) {
-    __m512 wv[R];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) wv[i] = load16<WT>(w, (r0 + i) * cols + c);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const __m512 xv = _mm512_loadu_ps(x + j * ldx + c);
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-    }
-  }
-}
-
-// Rows [p0, p1) of a panel times tokens t0..t0+T-1, all columns. `park` holds
-// the lane sums of every row tile of the panel between column blocks.
-template <ElemType WT, int T>
-void panel_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t p0, int64_t p1,
-                  int64_t t0, __m512* park) {
-  const int64_t cols16 = cols & ~int64_t{15};
-  const float* xt = x + t0 * cols;
-  for (int64_t c0 = 0; c0 < cols16; c0 += kColBlock) {
-    const int64_t c1 = c0 + kColBlock < cols16 ? c0 + kColBlock : cols16;
-    int64_t r = p0;
-    __m512* slot = park;
-    for (; r + kR <= p1; r += kR, slot += kR * T) {
-      __m512 acc[kR][T];
-#pragma GCC unroll 8
-      for (int i = 0; i < kR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) acc[i][j] = c0 == 0 ? _mm512_setzero_ps() : slot[i * T + j];
-      tile_block<WT, kR, T>(acc, xt, cols, w, cols, r, c0, c1);
-#pragma GCC unroll 8
-      for (int i = 0; i < kR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) slot[i * T + j] = acc[i][j];
-    }
-    for (; r < p1; ++r, slot += T) {
-      __m512 acc[1][T];
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[0][j] = c0 == 0 ? _mm512_setzero_ps() : slot[j];
-      tile_block<WT, 1, T>(acc, xt, cols, w, cols, r, c0, c1);
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) slot[j] = acc[0][j];
-    }
-  }
-  // Rows in the same order as above, so slot i*T+j of a tile is row r+i, token j.
-  int64_t r = p0;
-  const __m512* slot = park;
-  const auto emit = [&](int64_t row, const __m512* lanes) {
-    for (int j = 0; j < T; ++j) {
-      const __m512 acc = cols16 == 0 ? _mm512_setzero_ps() : lanes[j];
-      y[(t0 + j) * ldy + row] = finish<WT>(acc, w, xt + j * cols, row, cols, cols16);
-    }
-  };
-  for (; r + kR <= p1; r += kR, slot += kR * T)
-    for (int i = 0; i < kR; ++i) emit(r + i, slot + i * T);
-  for (; r < p1; ++r, slot += T) emit(r, slot);
-}
-
-// The last num_tokens % kT tokens of a panel, as one tile of that width.
-template <ElemType WT, int T>
-void panel_tail(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t p0, int64_t p1,
-                int64_t t0, int64_t remaining, __m512* park) {
-  if constexpr (T > 0) {
-    if (remaining == T) panel_tokens<WT, T>(y, ldy, x, w, cols, p0, p1, t0, park);
-    else panel_tail<WT, T - 1>(y, ldy, x, w, cols, p0, p1, t0, remaining, park);
-  }
-}
+#include "cpu/matmul_tiles_avx512.inc"
 
 template <ElemType WT>
-void gemm(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols, int64_t row_begin,
-          int64_t row_end) {
-  int64_t panel_rows = kPanelBytes / (cols * kElemBytes<WT> + 1);
-  panel_rows = panel_rows < kR ? kR : panel_rows - panel_rows % kR;
-  if (panel_rows > 256) panel_rows = 256 - 256 % kR;
-  // Lane sums of one panel x kT tokens: at most 256 x 6 x 64 B = 96 KB (stack).
-  __m512 park[256 * kT];
-  for (int64_t p = row_begin; p < row_end; p += panel_rows) {
-    const int64_t p_end = p + panel_rows < row_end ? p + panel_rows : row_end;
-    int64_t t = 0;
-    for (; t + kT <= num_tokens; t += kT) panel_tokens<WT, kT>(y, ldy, x, w, cols, p, p_end, t, park);
-    panel_tail<WT, kT - 1>(y, ldy, x, w, cols, p, p_end, t, num_tokens - t, park);
+struct FmaKernel {
+  using Act = float;
+  static constexpr int64_t kStep = 16;
+  static constexpr int64_t kColBlock = 512;  // 6 tokens x 512 x 4 B = 12 KB of activations in L1
+  static constexpr int64_t kWeightBytes = kElemBytes<WT>;
+
+  template <int R, int T>
+  static void tile_block(__m512 (&acc)[R][T], const float* x, int64_t ldx, const void* w, int64_t cols, int64_t r0,
+                         int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c += 16) {
+      __m512 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = load16<WT>(w, (r0 + i) * cols + c);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m512 xv = _mm512_loadu_ps(x + j * ldx + c);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
   }
-}
+
+  static float finish(__m512 lanes, const void* w, const float* x, int64_t row, int64_t cols, int64_t cols16) {
+    return avx512::finish<WT>(lanes, w, x, row, cols, cols16);
+  }
+};
 
 template <ElemType WT>
 void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols,
@@ -194,7 +126,7 @@ void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t 
     gemv<WT>(y, x, w, cols, row_begin, row_end);
     return;
   }
-  gemm<WT>(y, ldy, x, w, num_tokens, cols, row_begin, row_end);
+  tiled_gemm<FmaKernel<WT>>(y, ldy, x, w, num_tokens, cols, row_begin, row_end);
 }
 
 }  // namespace

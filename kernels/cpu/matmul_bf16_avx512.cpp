@@ -16,9 +16,8 @@
 // and outputs as zero (documented for the instruction; the reference differs
 // there only for values below 1e-38).
 //
-// Prefill keeps a register tile of kR rows x kT tokens (24 of the 32 zmm
-// registers) over column blocks whose activations stay in L1 while a panel of
-// weight rows sized to L2 passes under them, as the float32 kernel does.
+// Prefill runs the register-tile driver of matmul_tiles_avx512.inc, as the
+// float32 kernel does, with 32 columns per step.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -71,95 +70,37 @@ void gemv(float* y, const uint16_t* x, const uint16_t* w, int64_t cols, int64_t 
   }
 }
 
-// ---- prefill: register tiles over column blocks ---------------------------
-constexpr int kR = 4;
-constexpr int kT = 6;
-constexpr int64_t kColBlock = 1024;         // 6 tokens x 1024 x 2 B = 12 KB of activations in L1
-constexpr int64_t kPanelBytes = 384 * 1024;  // weight rows per panel: about this many bytes (L2)
+// ---- prefill: the shared register-tile driver, 32 columns per step ---------
 
-template <int R, int T>
-inline void tile_block(__m512 (&acc)[R][T], const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t cols,
-                       int64_t r0, int64_t c0, int64_t c1) {
-  for (int64_t c = c0; c < c1; c += 32) {
-    __m512bh wv[R];
+#include "cpu/matmul_tiles_avx512.inc"
+
+struct DotKernel {
+  using Act = uint16_t;
+  static constexpr int64_t kStep = 32;
+  static constexpr int64_t kColBlock = 1024;  // 6 tokens x 1024 x 2 B = 12 KB of activations in L1
+  static constexpr int64_t kWeightBytes = 2;
+
+  template <int R, int T>
+  static void tile_block(__m512 (&acc)[R][T], const uint16_t* x, int64_t ldx, const void* w, int64_t cols,
+                         int64_t r0, int64_t c0, int64_t c1) {
+    const auto* wb = static_cast<const uint16_t*>(w);
+    for (int64_t c = c0; c < c1; c += 32) {
+      __m512bh wv[R];
 #pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) wv[i] = load32(w + (r0 + i) * cols + c);
+      for (int i = 0; i < R; ++i) wv[i] = load32(wb + (r0 + i) * cols + c);
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const __m512bh xv = load32(x + j * ldx + c);
+      for (int j = 0; j < T; ++j) {
+        const __m512bh xv = load32(x + j * ldx + c);
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[i], xv);
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[i], xv);
+      }
     }
   }
-}
 
-// Rows [p0, p1) of a panel times tokens t0..t0+T-1, all columns; `park` holds
-// the lane sums of every row tile of the panel between column blocks.
-template <int T>
-void panel_tokens(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t cols, int64_t p0, int64_t p1,
-                  int64_t t0, __m512* park) {
-  const int64_t cols32 = cols & ~int64_t{31};
-  const uint16_t* xt = x + t0 * cols;
-  for (int64_t c0 = 0; c0 < cols32; c0 += kColBlock) {
-    const int64_t c1 = c0 + kColBlock < cols32 ? c0 + kColBlock : cols32;
-    int64_t r = p0;
-    __m512* slot = park;
-    for (; r + kR <= p1; r += kR, slot += kR * T) {
-      __m512 acc[kR][T];
-#pragma GCC unroll 8
-      for (int i = 0; i < kR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) acc[i][j] = c0 == 0 ? _mm512_setzero_ps() : slot[i * T + j];
-      tile_block<kR, T>(acc, xt, cols, w, cols, r, c0, c1);
-#pragma GCC unroll 8
-      for (int i = 0; i < kR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) slot[i * T + j] = acc[i][j];
-    }
-    for (; r < p1; ++r, slot += T) {
-      __m512 acc[1][T];
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[0][j] = c0 == 0 ? _mm512_setzero_ps() : slot[j];
-      tile_block<1, T>(acc, xt, cols, w, cols, r, c0, c1);
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) slot[j] = acc[0][j];
-    }
+  static float finish(__m512 lanes, const void* w, const uint16_t* x, int64_t row, int64_t cols, int64_t cols32) {
+    return avx512bf16::finish(lanes, static_cast<const uint16_t*>(w) + row * cols, x, cols, cols32);
   }
-  int64_t r = p0;
-  const __m512* slot = park;
-  const auto emit = [&](int64_t row, const __m512* lanes) {
-    for (int j = 0; j < T; ++j) {
-      const __m512 acc = cols32 == 0 ? _mm512_setzero_ps() : lanes[j];
-      y[(t0 + j) * ldy + row] = finish(acc, w + row * cols, xt + j * cols, cols, cols32);
-    }
-  };
-  for (; r + kR <= p1; r += kR, slot += kR * T)
-    for (int i = 0; i < kR; ++i) emit(r + i, slot + i * T);
-  for (; r < p1; ++r, slot += T) emit(r, slot);
-}
-
-template <int T>
-void panel_tail(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t cols, int64_t p0, int64_t p1,
-                int64_t t0, int64_t remaining, __m512* park) {
-  if constexpr (T > 0) {
-    if (remaining == T) panel_tokens<T>(y, ldy, x, w, cols, p0, p1, t0, park);
-    else panel_tail<T - 1>(y, ldy, x, w, cols, p0, p1, t0, remaining, park);
-  }
-}
-
-void gemm(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t num_tokens, int64_t cols,
-          int64_t row_begin, int64_t row_end) {
-  int64_t panel_rows = kPanelBytes / (cols * 2 + 1);
-  panel_rows = panel_rows < kR ? kR : panel_rows - panel_rows % kR;
-  if (panel_rows > 256) panel_rows = 256 - 256 % kR;
-  __m512 park[256 * kT];  // lane sums of one panel x kT tokens: at most 96 KB (stack)
-  for (int64_t p = row_begin; p < row_end; p += panel_rows) {
-    const int64_t p_end = p + panel_rows < row_end ? p + panel_rows : row_end;
-    int64_t t = 0;
-    for (; t + kT <= num_tokens; t += kT) panel_tokens<kT>(y, ldy, x, w, cols, p, p_end, t, park);
-    panel_tail<kT - 1>(y, ldy, x, w, cols, p, p_end, t, num_tokens - t, park);
-  }
-}
+};
 
 }  // namespace
 
@@ -168,7 +109,7 @@ void gemm(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t n
 void matmul_bf16(float* y, int64_t ldy, const uint16_t* x, const uint16_t* w, int64_t num_tokens, int64_t cols,
                  int64_t row_begin, int64_t row_end) {
   if (num_tokens == 1) gemv(y, x, w, cols, row_begin, row_end);
-  else gemm(y, ldy, x, w, num_tokens, cols, row_begin, row_end);
+  else tiled_gemm<DotKernel>(y, ldy, x, w, num_tokens, cols, row_begin, row_end);
 }
 
 // Peak of VDPBF16PS in GFLOP/s-equivalent (two flops per product), by the
