@@ -5,48 +5,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_string.h"
 #include "template/jinja_builtins.h"
 
 namespace gb::jinja {
 namespace {
-
-void append_escaped(std::string& out, std::string_view s, bool ensure_ascii) {
-  out += '"';
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    char buf[16];
-    if (c < 0x20) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else if (c < 0x80 || !ensure_ascii) {
-      out += static_cast<char>(c);
-    } else {
-      // Decode one code point; \uXXXX (a surrogate pair above U+FFFF).
-      const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-      uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
-      for (size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-      i += n - 1;
-      if (cp >= 0x10000) {
-        cp -= 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
-      } else {
-        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-      }
-      out += buf;
-    }
-  }
-  out += '"';
-}
 
 std::string float_json(double d) {
   if (std::isnan(d)) return "NaN";
@@ -90,7 +53,7 @@ void JsonWriter::write(const Value& v, int level) {
     case Kind::Bool: out += v.boolean ? "true" : "false"; return;
     case Kind::Int: out += std::to_string(v.integer); return;
     case Kind::Float: out += float_json(v.real); return;
-    case Kind::String: append_escaped(out, v.text, o_.ensure_ascii); return;
+    case Kind::String: append_json_string(out, v.text, o_.ensure_ascii); return;
     case Kind::List: {
       if (v.list->empty()) {
         out += "[]";
@@ -119,7 +82,7 @@ void JsonWriter::write(const Value& v, int level) {
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep_;
         newline(level + 1);
-        append_escaped(out, items[i].first, o_.ensure_ascii);
+        append_json_string(out, items[i].first, o_.ensure_ascii);
         out += o_.key_separator;
         write(*items[i].second, level + 1);
       }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_string.h"
 #include "core/utf8.h"
 #include "trace/json_fields.h"
 #include "trace/trace_fields.h"
@@ -37,30 +38,7 @@ void put_string(std::string& out, std::string_view s) {
     out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
     return;
   }
-  out += '"';
-  size_t run = 0;  // start of the bytes not yet copied
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s, run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      }
-    }
-  }
-  out.append(s, run, s.size() - run);
-  out += '"';
+  append_json_string(out, s);
 }
 
 template <class I>
