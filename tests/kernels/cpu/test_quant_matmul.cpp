@@ -163,9 +163,12 @@ GB_TEST(packed_prefill_equals_token_by_token_decode_bit_for_bit) {
     if (!isa_supported(isa)) continue;
     for (WeightType t : kQuantTypes) {
       const int64_t be = weight_traits(t).block_elements;
-      // Whole units only, a partial unit only, and whole units then a partial one.
-      for (int64_t cols : {int64_t{3 * 256}, 5 * be, 11 * be}) {
-        const int64_t rows = 7, tokens = 37;
+      // Whole units only, a partial unit only, whole units then a partial one,
+      // and rows long enough that prefill's token block is under its 128 most
+      // (prefill_packed: as many tokens as fit kActPanelBytes). 137 tokens
+      // cross a token block boundary in each case.
+      for (int64_t cols : {int64_t{3 * 256}, 5 * be, 11 * be, int64_t{16 * 256}}) {
+        const int64_t rows = 7, tokens = 137;
         Case c = make_case(t, rows, cols, tokens);
         std::vector<float> batch(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
         matmul_weights_with(isa, batch.data(), rows, {nullptr, c.xq.data()}, c.w.data(), c.stride(), *c.tr, tokens,
