@@ -154,4 +154,10 @@ function(glassbox_register_test name exe)
   if(T_SKIPPABLE)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
   endif()
+  # tools/test.sh runs the suite with `ctest -j` (one test per core). The
+  # workbench tests drive an event loop with QTRY waits and measure frames for
+  # their printed figures, so each runs alone.
+  if("gui" IN_LIST T_LABELS)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL ON)
+  endif()
 endfunction()

@@ -58,9 +58,9 @@ run_asan() {
   cmake --preset fuzz -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" -DGLASSBOX_UNITY=ON ${GLASSBOX_CMAKE_ARGS:-}
   cmake --build "$dir" -j "$jobs"
   section "ASan+UBSan tests"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error -LE "$ASAN_EXCLUDE_LABELS" -E "$ASAN_EXCLUDE" "$@"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -LE "$ASAN_EXCLUDE_LABELS" -E "$ASAN_EXCLUDE" "$@"
   section "fuzz regression (corpus + fixed mutations per harness)"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error -L fuzz "$@"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -L fuzz "$@"
 }
 
 run_tsan() {
@@ -71,7 +71,7 @@ run_tsan() {
   section "TSan tests"
   local regex
   regex="^($(IFS='|'; echo "${TSAN_TESTS[*]}"))\$"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error -R "$regex" "$@"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -R "$regex" "$@"
 }
 
 what="${1:-all}"
