@@ -5,8 +5,9 @@
 // Cost: begin_record is O(vocab): the maximum and the softmax sums in one
 // vectorised pass each (kernels/cpu/exp_sums.h, AVX2 when the CPU has it; about
 // 1 ulp of float per exp, sums in double), one heap-selection pass for the N
-// winners that skips 8 losers at a time. record_stage is O(num_alive) for an active stage (vectorised the same
-// way), then O(N) while the set is dense (id i at index i) or one pass through
+// winners that skips 8 losers at a time (CandidateSet::select_best).
+// record_stage is O(num_alive) for an active stage (vectorised the same way),
+// then O(N) while the set is dense (id i at index i) or one pass through
 // slot_of_id_ (vocab_size ints, a token id's row in record.top) otherwise; O(N)
 // for an inactive stage. A record reused from token to token allocates nothing.
 #include <algorithm>
@@ -35,33 +36,6 @@ std::pair<float, double> softmax_stats(const CandidateSet& set, double* weighted
   return {m, std::log(sums.z)};
 }
 
-// CandidateSet::select_best with the losers skipped 8 at a time: only a logit
-// >= the worst kept one can rank before it (ties go to the lower id), and
-// after the first few hundred candidates almost none does. Same result.
-void select_best_skipping(const CandidateSet& set, size_t k, std::vector<Candidate>& out) {
-  out.clear();
-  if (k == 0) return;
-  const std::vector<Candidate>& items = set.items;
-  const float* logits = &items.data()->logit;
-  const int64_t n = static_cast<int64_t>(items.size());
-  int64_t i = 0;
-  for (; i < n && out.size() < k; ++i) {
-    out.push_back(items[static_cast<size_t>(i)]);
-    std::push_heap(out.begin(), out.end(), RanksBefore{});
-  }
-  while (i < n) {
-    i = kernels::skip_below(logits, n, 2, i, out.front().logit);
-    for (const int64_t end = std::min(i + 8, n); i < end; ++i) {
-      const Candidate& c = items[static_cast<size_t>(i)];
-      if (!RanksBefore{}(c, out.front())) continue;
-      std::pop_heap(out.begin(), out.end(), RanksBefore{});
-      out.back() = c;
-      std::push_heap(out.begin(), out.end(), RanksBefore{});
-    }
-  }
-  std::sort_heap(out.begin(), out.end(), RanksBefore{});
-}
-
 }  // namespace
 
 void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& record) {
@@ -79,7 +53,7 @@ void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& reco
 
   // Top-N by raw logit: one heap pass, best first (no sort of the vocabulary).
   const size_t n = std::min(static_cast<size_t>(settings_.top_n_record), set_.size());
-  select_best_skipping(set_, n, scratch_);
+  CandidateSet::select_best(set_.items, n, scratch_);
 
   if (slot_of_id_.size() != logits.size()) slot_of_id_.assign(logits.size(), -1);
   record.top.resize(n);

@@ -152,7 +152,8 @@ Status read_order(const json& j, std::string_view source, SamplerSettings& s) {
   } else if (it->is_array()) {
     for (const json& e : *it) {
       if (!e.is_string()) return make_error(std::string(source) + ": \"order\" must hold stage names");
-      joined += (joined.empty() ? "" : ",") + e.get<std::string>();
+      if (!joined.empty()) joined += ',';
+      joined += e.get_ref<const std::string&>();
     }
   } else {
     return make_error(std::string(source) + ": \"order\" must be a string or an array of stage names");

@@ -2,9 +2,14 @@
 // distributions of awkward sizes (vocab 1, 2, 111, 32000), including ties.
 // Every expected set below is worked out by hand in the comments; none comes
 // from running our code. Tie rule under test (candidate_set.h): equal logits
-// rank by lower token id first.
+// rank by lower token id first. The last test checks the selection itself
+// against std::stable_sort on random sets.
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
+
+#include "sampling/candidate_set.h"
 
 #include "sampling_test_support.h"
 
@@ -187,4 +192,39 @@ GB_TEST(chain_order_changes_the_keep_set) {
   GB_EXPECT_KEEP(keep_set(s, logits), (std::vector<int>{0, 1}));
   s.order = {SamplerStage::TopP, SamplerStage::TopK};
   GB_EXPECT_KEEP(keep_set(s, logits), (std::vector<int>{0, 1, 2}));
+}
+
+// CandidateSet::select_best (top-k and the record's top-N) against a full sort
+// under the tie rule, order included, on random sets: logits from a few values
+// (long runs of ties), ids shuffled so that equal logits do not come in id
+// order, sizes around the 8-wide skip and k from 1 past n.
+GB_TEST(select_best_equals_sorted_prefix_on_random_sets) {
+  std::mt19937 rng(20261202);
+  int checked = 0;
+  for (size_t n : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{31}, size_t{1000}, size_t{32000}}) {
+    for (int levels : {1, 3, 50, 100000}) {
+      std::vector<Candidate> items(n);
+      std::vector<int> ids(n);
+      for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int>(i);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::uniform_int_distribution<int> level(0, levels - 1);
+      for (size_t i = 0; i < n; ++i) items[i] = {ids[i], static_cast<float>(level(rng)) * 0.25f - 3.0f};
+      std::vector<Candidate> sorted = items;
+      std::stable_sort(sorted.begin(), sorted.end(), RanksBefore{});
+      for (size_t k : {size_t{1}, size_t{2}, size_t{8}, size_t{40}, n - 1, n, n + 5}) {
+        if (k == 0) continue;
+        std::vector<Candidate> best;
+        CandidateSet::select_best(items, k, best);
+        const size_t want = std::min(k, n);
+        QCOMPARE(best.size(), want);
+        for (size_t i = 0; i < want; ++i) {
+          QVERIFY2(best[i].id == sorted[i].id && best[i].logit == sorted[i].logit,
+                   qPrintable(QStringLiteral("n %1 levels %2 k %3: rank %4 is id %5, the sort says %6")
+                                  .arg(n).arg(levels).arg(k).arg(i).arg(best[i].id).arg(sorted[i].id)));
+        }
+        ++checked;
+      }
+    }
+  }
+  QVERIFY(checked > 200);
 }
