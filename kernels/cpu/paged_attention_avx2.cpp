@@ -39,10 +39,12 @@ struct RowCursor {
   int32_t block_size;
   int64_t row_stride;  // floats between consecutive slots (num_kv_heads * head_dim)
   int64_t head_offset; // kv_head * head_dim
-  const float* at(int32_t pos) const {
+  // Floats from base to the row of `pos`; K and V of one head share it.
+  int64_t offset(int32_t pos) const {
     const int64_t slot = static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
-    return base + slot * row_stride + head_offset;
+    return slot * row_stride + head_offset;
   }
+  const float* at(int32_t pos) const { return base + offset(pos); }
 };
 
 // Lane k: the horizontal sum of a[k], by one fixed tree for every k.
@@ -124,9 +126,13 @@ void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCur
   for (int32_t t0 = lo; t0 < hi; t0 += 8) {
     for (int32_t t = t0 + kPrefetchAhead; t < hi && t < t0 + kPrefetchAhead + 8; ++t)
       prefetch_row<true>(keys.at(t), head_dim);
-    for (int32_t t = t0; t < hi && t < t0 + 8; ++t) prefetch_row<false>(values.at(t), head_dim);
+    // K and V rows of a position sit at the same offset from their caches.
     const float* k[8];
-    for (int kk = 0; kk < 8; ++kk) k[kk] = keys.at(t0 + kk < hi ? t0 + kk : hi - 1);
+    for (int kk = 0; kk < 8; ++kk) {
+      const int64_t off = keys.offset(t0 + kk < hi ? t0 + kk : hi - 1);
+      k[kk] = keys.base + off;
+      if (t0 + kk < hi) prefetch_row<false>(values.base + off, head_dim);
+    }
     if (packed)
       for (int kk = 0; kk < 8; ++kk)
         for (int32_t i = 0; i < head_dim; i += 8) _mm256_store_ps(kbuf + kk * kKeySlot + i, _mm256_loadu_ps(k[kk] + i));
@@ -253,7 +259,8 @@ void value_pass(const AttentionQuery* queries, int32_t num_queries, const float*
   for (int32_t j = 0; j < num_queries; ++j) {
     const __m256 scale = _mm256_set1_ps(inv[j]);
     int32_t c = 0;
-    for (; c + 8 <= head_dim; c += 8) _mm256_storeu_ps(queries[j].out + c, _mm256_mul_ps(_mm256_loadu_ps(queries[j].out + c), scale));
+    for (; c + 8 <= head_dim; c += 8)
+      _mm256_storeu_ps(queries[j].out + c, _mm256_mul_ps(_mm256_loadu_ps(queries[j].out + c), scale));
     for (; c < head_dim; ++c) queries[j].out[c] *= inv[j];
   }
 }

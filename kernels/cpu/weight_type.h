@@ -50,8 +50,8 @@ static_assert(sizeof(ActBlockQ8) == 40);
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 // Scalar reference dot product of one weight row (n values) with one activation
 // row: float32 values for ActivationType::F32, bf16 values (uint16_t) for BF16,
-// ActBlockQ8 blocks for Q8. This is
-// the oracle the fast kernels are tested against.
+// ActBlockQ8 blocks for Q8. This is the oracle the fast kernels are tested
+// against.
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
 // Quantizes n float32 values (a whole number of blocks) into blocks of the type.
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
