@@ -3,7 +3,10 @@
 // file gives a message, not an exception.
 #include "trace/json_fields.h"
 
+#include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 
 #include "core/utf8.h"
 
@@ -15,6 +18,86 @@ json real(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return value;
+}
+
+namespace {
+// The finite floats whose shortest digits name a double that narrows to a
+// different float (double rounding: 7.038531e-26 is nearest to a double that
+// lies exactly halfway between two floats). An exhaustive check of all 2^32
+// bit patterns (docs/trace-format.md) found only these two; the shortest digits
+// are fixed by the C++ standard (to_chars) and strtod rounds correctly, so the
+// list holds for any conforming library. They are written widened to double.
+bool shortest_digits_round_badly(float value) {
+  return (std::bit_cast<uint32_t>(value) & 0x7fffffffu) == 0x15ae43fdu;
+}
+}  // namespace
+
+char* write_float(char* out, float value) {
+  if (shortest_digits_round_badly(value))
+    return nlohmann::detail::to_chars(out, out + kMaxFloatChars, static_cast<double>(value));
+  char* p = out;
+  if (std::signbit(value)) {
+    *p++ = '-';
+    value = -value;
+  }
+  if (value == 0.0f) {
+    std::memcpy(p, "0.0", 3);
+    return p + 3;
+  }
+  // The shortest round-trip digits (std::to_chars: exact, not an approximation
+  // like Grisu2) in scientific form "d[.ddd]e[+-]xx", then nlohmann's layout
+  // of a double (detail::dtoa_impl::format_buffer with exponents -4..15).
+  char sci[32];
+  const auto r = std::to_chars(sci, sci + sizeof sci, value, std::chars_format::scientific);
+  char digits[12];
+  int k = 0;
+  const char* s = sci;
+  for (; s < r.ptr && *s != 'e'; ++s)
+    if (*s != '.') digits[k++] = *s;
+  int e10 = 0;
+  std::from_chars(s + (s[1] == '+' ? 2 : 1), r.ptr, e10);
+  const int n = e10 + 1;  // the decimal point's place after the first n digits
+  if (k <= n && n <= 15) {  // digits[000].0
+    std::memcpy(p, digits, static_cast<size_t>(k));
+    std::memset(p + k, '0', static_cast<size_t>(n - k));
+    std::memcpy(p + n, ".0", 2);
+    return p + n + 2;
+  }
+  if (0 < n && n <= 15) {  // dig.its
+    std::memcpy(p, digits, static_cast<size_t>(n));
+    p[n] = '.';
+    std::memcpy(p + n + 1, digits + n, static_cast<size_t>(k - n));
+    return p + k + 1;
+  }
+  if (-4 < n && n <= 0) {  // 0.[000]digits
+    std::memcpy(p, "0.", 2);
+    std::memset(p + 2, '0', static_cast<size_t>(-n));
+    std::memcpy(p + 2 - n, digits, static_cast<size_t>(k));
+    return p + 2 - n + k;
+  }
+  *p++ = digits[0];  // d[.igits]e+xx
+  if (k > 1) {
+    *p++ = '.';
+    std::memcpy(p, digits + 1, static_cast<size_t>(k - 1));
+    p += k - 1;
+  }
+  const int x = n - 1;
+  *p++ = 'e';
+  *p++ = x < 0 ? '-' : '+';
+  const int a = x < 0 ? -x : x;
+  if (a >= 100) *p++ = static_cast<char>('0' + a / 100);
+  *p++ = static_cast<char>('0' + a / 10 % 10);
+  *p++ = static_cast<char>('0' + a % 10);
+  return p;
+}
+
+json real(float value) {
+  if (!std::isfinite(value) || shortest_digits_round_badly(value)) return real(static_cast<double>(value));
+  char buf[kMaxFloatChars];
+  char* end = write_float(buf, value);
+  double d = 0.0;
+  std::from_chars(buf, end, d);
+  return d;
 }
 
 std::optional<double> real_from(const json& j) {
@@ -160,9 +243,15 @@ double FieldReader::f64(const char* key) {
   return *v;
 }
 
+namespace {
+// A finite number that narrows to an infinite float (3.4028235e+38, the
+// shortest form of FLT_MAX, is just above it and narrows back to it).
+bool beyond_float(double v) { return std::isfinite(v) && !std::isfinite(static_cast<float>(v)); }
+}  // namespace
+
 float FieldReader::f32(const char* key) {
   const double v = f64(key);
-  if (std::isfinite(v) && std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
+  if (beyond_float(v)) {
     fail(key, "number out of range for a 32-bit float");
     return 0.0f;
   }
@@ -245,7 +334,7 @@ std::vector<float> FieldReader::f32_array(const char* key) {
   out.reserve(a->size());
   for (size_t i = 0; i < a->size(); ++i) {
     const auto v = real_from((*a)[i]);
-    if (!v || (std::isfinite(*v) && std::fabs(*v) > static_cast<double>(std::numeric_limits<float>::max()))) {
+    if (!v || beyond_float(*v)) {
       fail(std::string(key) + "[" + std::to_string(i) + "]", "expected a number in 32-bit float range");
       return {};
     }

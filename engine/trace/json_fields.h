@@ -6,9 +6,11 @@
 //
 // Encoding rules (documented in docs/trace-format.md):
 //   * Real numbers are written as JSON numbers with enough digits to give back
-//     the same double; float fields are widened to double first (exact), so they
-//     come back bit-identical. Non-finite values are the strings "inf", "-inf",
-//     "nan" (JSON has no literal for them).
+//     the same value: a double with the shortest digits that parse back to it, a
+//     float with the shortest digits that parse back (as every reader parses: to
+//     double, then narrowed) to that float, so both come back bit-identical.
+//     Non-finite values are the strings "inf", "-inf", "nan" (JSON has no
+//     literal for them).
 //   * Text is valid UTF-8. If a string is not, the JSON carries the text with each
 //     invalid run replaced by U+FFFD (core/utf8.h, utf8_sanitize) in `key` and the exact bytes as lowercase hex in
 //     `key_hex`; readers prefer `key_hex`.
@@ -26,6 +28,16 @@
 namespace gb::trace_json {
 
 nlohmann::json real(double value);
+// A float's JSON number: the double nearest to write_float's digits, which
+// nlohmann's dump() then writes as exactly those digits.
+nlohmann::json real(float value);
+// A finite float as the shortest decimal that reads back as the same float, laid
+// out as nlohmann's dump() lays out a double ("0.1", "1.0", "1.5e-05", "1e+20"):
+// 0.1f is "0.1" instead of the widened double's "0.10000000149011612" (the two
+// floats whose shortest digits would read back wrong are written widened). Writes
+// at most kMaxFloatChars characters at `out` and returns the end.
+inline constexpr int kMaxFloatChars = 32;
+char* write_float(char* out, float value);
 bool is_valid_utf8(std::string_view text);
 // Sets object[key] (and object[key + "_hex"] when the text is not UTF-8).
 void put_text(nlohmann::json& object, const std::string& key, const std::string& text);

@@ -40,7 +40,7 @@ void write_list(json& j, const T& value, const List& list) {
       if (f.form == Form::Text) trace_json::put_text(j, key, m);  // paths come from the file system
       else j[key] = m;
     } else if constexpr (std::is_same_v<M, float>) {
-      j[key] = real(static_cast<double>(m));
+      j[key] = real(m);
     } else {
       j[key] = m;
     }

@@ -33,7 +33,7 @@ json value_json(const M& m, Form form) {
   if constexpr (std::is_same_v<M, double>) {
     return real(m);
   } else if constexpr (std::is_same_v<M, float>) {
-    return real(static_cast<double>(m));
+    return real(m);
   } else if constexpr (std::is_same_v<M, RequestId>) {
     return form == Form::NoRequestIsNull && m == kNoRequest ? json(nullptr) : json(m.value);
   } else if constexpr (std::is_same_v<M, BlockId>) {

@@ -67,8 +67,15 @@ void put_object(std::string& out, const T& value);
 // value_json of trace_json.cpp, written instead of built.
 template <class M>
 void put_value(std::string& out, const M& m, Form form) {
-  if constexpr (std::is_same_v<M, double> || std::is_same_v<M, float>) {
-    put_real(out, static_cast<double>(m));
+  if constexpr (std::is_same_v<M, double>) {
+    put_real(out, m);
+  } else if constexpr (std::is_same_v<M, float>) {
+    if (!std::isfinite(m)) {
+      put_real(out, static_cast<double>(m));
+    } else {
+      char buf[trace_json::kMaxFloatChars];
+      out.append(buf, static_cast<size_t>(trace_json::write_float(buf, m) - buf));
+    }
   } else if constexpr (std::is_same_v<M, RequestId>) {
     if (form == Form::NoRequestIsNull && m == kNoRequest) out += "null";
     else put_integer(out, m.value);

@@ -157,7 +157,7 @@ GB_TEST(enum_names_are_distinct_and_parse_back) {
   check(std::type_identity<SamplerStage>{});
 }
 
-GB_TEST(trace_written_before_the_field_lists_still_reads_and_reexports_byte_identical) {
+GB_TEST(trace_written_before_the_field_lists_still_reads_and_reexports_the_same) {
   const std::string path = std::string(GLASSBOX_TRACE_DATA_DIR) + "/every_event_v1.jsonl";
   const std::string text = gbtest::read_text(path);
   QVERIFY2(!text.empty(), path.c_str());
@@ -171,5 +171,16 @@ GB_TEST(trace_written_before_the_field_lists_still_reads_and_reexports_byte_iden
   const auto expected = gbtest::every_event_type();
   QCOMPARE(file.value().events.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) QVERIFY(trace_events_equal(expected[i], file.value().events[i]));
-  QVERIFY(format_trace_jsonl(file.value().header, file.value().events) == text);
+  // Re-exported, the lines are the same up to how floats are spelt: this file
+  // predates the shortest float form (0.1f was "0.10000000149011612", now "0.1").
+  std::istringstream old_lines(text), new_lines(format_trace_jsonl(file.value().header, file.value().events));
+  int count = 0;
+  for (std::string a, b; std::getline(old_lines, a);) {
+    QVERIFY(static_cast<bool>(std::getline(new_lines, b)));
+    QVERIFY2(gbtest::same_json_line(a, b), (a + "\n" + b).c_str());
+    ++count;
+  }
+  QCOMPARE(count, static_cast<int>(expected.size()) + 1);
+  std::string extra;
+  QVERIFY(!std::getline(new_lines, extra));
 }

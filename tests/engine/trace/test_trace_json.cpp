@@ -3,13 +3,16 @@
 // denormals, NaN, infinities) come back with the same bits; text that is not
 // UTF-8 comes back byte-exact; the strict validator accepts every line we write
 // and rejects missing, extra, mistyped and out-of-range fields; the reader's
-// errors name the field.
+// errors name the field. Floats are written in their shortest round-trip form.
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "gb_test.h"
+#include "trace/json_fields.h"
 #include "trace/trace_json.h"
 #include "trace/trace_schema.h"
 #include "trace_test_events.h"
@@ -79,6 +82,64 @@ GB_TEST(random_float_bit_patterns_round_trip) {
   odd_nan.forward_ms = -std::numeric_limits<double>::quiet_NaN();
   auto back = gb::trace_event_from_json(through_text(gb::to_json(gb::TraceEvent{0, 0, odd_nan})));
   QVERIFY(back.ok() && std::isnan(std::get<gb::StepEvent>(back.value().body).forward_ms));
+}
+
+// The significant digits of a JSON number ("0.00125" -> 3, "16777216.0" -> 8).
+int significant_digits(const std::string& number) {
+  std::string d;
+  for (char c : number) {
+    if (c == 'e') break;
+    if (c >= '0' && c <= '9') d += c;
+  }
+  const size_t first = d.find_first_not_of('0'), last = d.find_last_not_of('0');
+  return first == std::string::npos ? 1 : static_cast<int>(last - first + 1);
+}
+
+float read_back(const std::string& text) { return static_cast<float>(std::strtod(text.c_str(), nullptr)); }
+
+std::string written(float f) {
+  char buf[gb::trace_json::kMaxFloatChars];
+  return std::string(buf, gb::trace_json::write_float(buf, f));
+}
+
+// A float is written with the fewest digits that read back (through double,
+// as nlohmann and every JSON reader parse) as the same bits, laid out as
+// nlohmann lays out a double, and the JSON tree's number dumps as the same text.
+GB_TEST(floats_are_written_in_their_shortest_form) {
+  const std::pair<float, const char*> known[] = {
+      {0.1f, "0.1"}, {1.0f, "1.0"}, {-0.0f, "-0.0"}, {0.0f, "0.0"}, {0.5f, "0.5"}, {-2.75f, "-2.75"},
+      {1.5e-5f, "1.5e-05"}, {0.0001f, "0.0001"}, {0.00012345f, "0.00012345"}, {1e20f, "1e+20"},
+      {16777216.0f, "16777216.0"}, {123456792.0f, "123456790.0"}, {1e15f, "1e+15"}, {1e16f, "1e+16"},
+      {3.4028235e38f, "3.4028235e+38"}, {-1.17549435e-38f, "-1.1754944e-38"}, {1e-45f, "1e-45"},
+      {0.333333343f, "0.33333334"}, {100.0f, "100.0"}, {12.5f, "12.5"},
+      // Its shortest digits, 7.038531e-26, name a double halfway between two
+      // floats that narrows to the other one: written widened instead.
+      {std::bit_cast<float>(0x15ae43fdu), "7.038530691851209e-26"},
+      {std::bit_cast<float>(0x95ae43fdu), "-7.038530691851209e-26"}};
+  for (const auto& [f, text] : known) {
+    QCOMPARE(written(f), std::string(text));
+    QVERIFY2(std::bit_cast<uint32_t>(read_back(text)) == std::bit_cast<uint32_t>(f), text);
+    QCOMPARE(gb::trace_json::real(f).dump(), std::string(text));
+  }
+  std::mt19937 rng(20261202);
+  int checked = 0;
+  while (checked < 200000) {
+    const float f = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    if (!std::isfinite(f)) continue;
+    ++checked;
+    const std::string t = written(f);
+    QVERIFY2(std::bit_cast<uint32_t>(read_back(t)) == std::bit_cast<uint32_t>(f), t.c_str());
+    // One digit fewer, rounded to nearest by printf, does not read back as f.
+    const int k = significant_digits(t);
+    if (k > 1) {
+      char shorter[64];
+      std::snprintf(shorter, sizeof shorter, "%.*e", k - 2, static_cast<double>(f));
+      QVERIFY2(read_back(shorter) != f, (t + " could be " + shorter).c_str());
+    }
+    // The tree's number is the double those digits name (nlohmann's dump may
+    // print it with more digits: Grisu2 is not always shortest).
+    QCOMPARE(gb::trace_json::real(f).get<double>(), std::strtod(t.c_str(), nullptr));
+  }
 }
 
 GB_TEST(text_that_is_not_utf8_is_written_valid_and_read_back_exact) {

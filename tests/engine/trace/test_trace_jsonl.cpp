@@ -79,13 +79,21 @@ GB_TEST(export_import_export_is_byte_identical) {
   QVERIFY(first == gbtest::read_text(path2));
 }
 
-// The direct writer (trace_json_line.cpp) against the tree it replaces: the same
-// bytes for every event type and for random token records -- random float bit
-// patterns (NaN, infinities, denormals, -0 included), every control character,
-// quotes and backslashes, text that is not UTF-8 (the _hex twin), empty lists.
+// The direct writer (trace_json_line.cpp) against the tree it replaces, for
+// every event type and for random token records -- random float bit patterns
+// (NaN, infinities, denormals, -0 included), every control character, quotes
+// and backslashes, text that is not UTF-8 (the _hex twin), empty lists. The
+// same bytes except in how a number is spelt (the tree's dump prints a float's
+// double with Grisu2, which is not always the shortest form the direct writer
+// uses), and the same values: every number parses to the same double.
 GB_TEST(direct_event_lines_equal_the_json_tree_dump) {
-  for (const gb::TraceEvent& e : gbtest::every_event_type())
-    QCOMPARE(gb::trace_event_line(e), gb::trace_event_line_from_tree(e));
+  const auto same_line = [](const std::string& direct, const std::string& tree) {
+    return gbtest::same_json_line(direct, tree) && nlohmann::json::parse(direct) == nlohmann::json::parse(tree);
+  };
+  for (const gb::TraceEvent& e : gbtest::every_event_type()) {
+    const std::string direct = gb::trace_event_line(e), tree = gb::trace_event_line_from_tree(e);
+    QVERIFY2(same_line(direct, tree), (direct + "\n" + tree).c_str());
+  }
   std::mt19937_64 rng(20261202);
   const auto any_float = [&] { return std::bit_cast<float>(static_cast<uint32_t>(rng())); };
   const auto any_double = [&] { return rng() % 4 == 0 ? std::bit_cast<double>(rng()) : static_cast<double>(any_float()); };
@@ -143,7 +151,7 @@ GB_TEST(direct_event_lines_equal_the_json_tree_dump) {
     r.sample_ms = any_double();
     const gb::TraceEvent e{rng(), static_cast<int64_t>(rng()), t};
     const std::string direct = gb::trace_event_line(e), tree = gb::trace_event_line_from_tree(e);
-    QVERIFY2(direct == tree, (direct + "\n" + tree).c_str());
+    QVERIFY2(same_line(direct, tree), (direct + "\n" + tree).c_str());
   }
 }
 

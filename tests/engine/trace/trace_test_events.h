@@ -7,12 +7,47 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "trace/trace_event.h"
 
 namespace gbtest {
+
+// Equal JSON values, where two numbers are equal when they are the same double
+// or when one is a float (exactly) and the other narrows to it: a float field
+// written widened ("0.10000000149011612") or in its shortest form ("0.1").
+inline bool same_json_value(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    if (x == y) return true;
+    const auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
+    return static_cast<float>(x) == static_cast<float>(y) && (is_float(x) || is_float(y));
+  }
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !same_json_value(it.value(), b[it.key()])) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!same_json_value(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+// Two JSON lines that are the same bytes except in how numbers are spelt, with
+// the same values (same_json_value). Strings are the same in both lines, so
+// digits inside them are replaced alike.
+inline bool same_json_line(const std::string& a, const std::string& b) {
+  static const std::regex number(R"(-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
+  if (std::regex_replace(a, number, "0") != std::regex_replace(b, number, "0")) return false;
+  return same_json_value(nlohmann::json::parse(a), nlohmann::json::parse(b));
+}
 
 inline gb::TokenRecord awkward_record() {
   gb::TokenRecord r;
@@ -22,7 +57,7 @@ inline gb::TokenRecord awkward_record() {
   r.num_candidates_after_stage = {32000, 40, 7, 7};
   gb::CandidateRecord a;
   a.id = 29871;
-  a.logit = 0.1f;  // 0.1f is not 0.1: printing it short would lose bits
+  a.logit = 0.1f;  // not 0.1: written "0.1", which must narrow back to these bits
   a.prob_before = std::bit_cast<float>(0x3f7ffffeu);  // just below 1
   a.prob_after_stage = {1.0f / 3.0f, 2.0f / 3.0f, -0.0f, std::numeric_limits<float>::denorm_min()};
   a.removed_by_stage = -1;
