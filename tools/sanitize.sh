@@ -55,7 +55,7 @@ section() { printf '\n== sanitize: %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 run_asan() {
   local dir="$out/asan-fuzz"
   section "ASan+UBSan build in $dir"
-  cmake --preset fuzz -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" -DGLASSBOX_UNITY=ON ${GLASSBOX_CMAKE_ARGS:-}
+  cmake --preset fuzz -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" -DGLASSBOX_UNITY=ON -DGLASSBOX_QUICK_GLUE=ON ${GLASSBOX_CMAKE_ARGS:-}
   cmake --build "$dir" -j "$jobs"
   section "ASan+UBSan tests"
   ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -LE "$ASAN_EXCLUDE_LABELS" -E "$ASAN_EXCLUDE" "$@"
@@ -66,7 +66,7 @@ run_asan() {
 run_tsan() {
   local dir="$out/tsan"
   section "TSan build in $dir"
-  cmake --preset tsan -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" -DGLASSBOX_UNITY=ON ${GLASSBOX_CMAKE_ARGS:-}
+  cmake --preset tsan -B "$dir" -DGLASSBOX_SHARED_DIR="$shared" -DGLASSBOX_UNITY=ON -DGLASSBOX_QUICK_GLUE=ON ${GLASSBOX_CMAKE_ARGS:-}
   cmake --build "$dir" -j "$jobs" --target "${TSAN_TARGETS[@]}"
   section "TSan tests"
   local regex

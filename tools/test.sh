@@ -21,7 +21,7 @@ shared="${GLASSBOX_SHARED_DIR:-$root/../shared}"
 # the time it did (docs/testing.md, "How long a clean build takes").
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_UNITY=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-  -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
+  -DGLASSBOX_QUICK_GLUE=ON -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 # One test per core (most tests are single-threaded for much of their run); the
 # workbench tests (label gui) run alone (RUN_SERIAL, tests/glassbox_tests.cmake).
