@@ -32,16 +32,35 @@ ExpSums exp_sums(const float* x, int64_t n, int64_t stride, float shift) {
   const float* base = stride == 2 ? x - 1 : x;
   const __m256 vshift = _mm256_set1_ps(shift), floor = _mm256_set1_ps(-87.0f);
   __m256d z0 = _mm256_setzero_pd(), z1 = _mm256_setzero_pd(), w0 = _mm256_setzero_pd(), w1 = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 d = _mm256_sub_ps(load8(base, i, stride), vshift);
+  // e and e*d of 8 elements added to the float partial sums ze, we.
+  const auto terms = [&](int64_t at, __m256& ze, __m256& we) {
+    const __m256 d = _mm256_sub_ps(load8(base, at, stride), vshift);
     const __m256 keep = _mm256_cmp_ps(d, floor, _CMP_GE_OQ);  // false for -inf
     const __m256 e = _mm256_and_ps(exp8(d), keep);
-    const __m256 ed = _mm256_mul_ps(e, _mm256_max_ps(d, floor));
-    z0 = _mm256_add_pd(z0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    z1 = _mm256_add_pd(z1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    w0 = _mm256_add_pd(w0, _mm256_cvtps_pd(_mm256_castps256_ps128(ed)));
-    w1 = _mm256_add_pd(w1, _mm256_cvtps_pd(_mm256_extractf128_ps(ed, 1)));
+    ze = _mm256_add_ps(ze, e);
+    we = _mm256_fmadd_ps(e, _mm256_max_ps(d, floor), we);
+  };
+  // Partial sums of up to kChunk terms per lane are kept in float, then added
+  // to the double sums: 3 float roundings at most per partial sum (relative
+  // error < 1.8e-7 of the sum of |terms|), and the widening to double once per
+  // 32 elements instead of every 8 (a quarter fewer instructions per element).
+  constexpr int kChunk = 4;
+  const auto flush = [&](__m256 ze, __m256 we) {
+    z0 = _mm256_add_pd(z0, _mm256_cvtps_pd(_mm256_castps256_ps128(ze)));
+    z1 = _mm256_add_pd(z1, _mm256_cvtps_pd(_mm256_extractf128_ps(ze, 1)));
+    w0 = _mm256_add_pd(w0, _mm256_cvtps_pd(_mm256_castps256_ps128(we)));
+    w1 = _mm256_add_pd(w1, _mm256_cvtps_pd(_mm256_extractf128_ps(we, 1)));
+  };
+  int64_t i = 0;
+  for (; i + 8 * kChunk <= n; i += 8 * kChunk) {
+    __m256 ze = _mm256_setzero_ps(), we = _mm256_setzero_ps();
+    for (int j = 0; j < kChunk; ++j) terms(i + 8 * j, ze, we);
+    flush(ze, we);
+  }
+  for (; i + 8 <= n; i += 8) {
+    __m256 ze = _mm256_setzero_ps(), we = _mm256_setzero_ps();
+    terms(i, ze, we);
+    flush(ze, we);
   }
   ExpSums s{sum4(_mm256_add_pd(z0, z1)), sum4(_mm256_add_pd(w0, w1))};
   // The tail, one at a time through the same exp (lane 0 of a vector).
