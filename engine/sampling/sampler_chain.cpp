@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "cpu/exp_sums.h"
 #include "sampling/sampler_stages.h"
 
 namespace gb {
@@ -39,12 +40,11 @@ SamplerChain::SamplerChain(SamplerSettings settings) : settings_(std::move(setti
 Status SamplerChain::check_inputs(std::span<const float> logits, std::span<const TokenId> history) const {
   if (logits.empty()) return make_error("sampler: empty vocabulary (0 logits)");
   const auto vocab = static_cast<TokenId>(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    // One branch-light test for both: NaN and +inf are the values not < +inf.
-    if (!(logits[i] < INFINITY))
-      return make_error("sampler: raw logit of token " + std::to_string(i) + " is " + describe(logits[i]) +
-                        " (the forward pass produced a broken value)");
-  }
+  // NaN and +inf are the values not < +inf: one vectorised scan for both.
+  const auto n = static_cast<int64_t>(logits.size());
+  if (const int64_t i = kernels::find_not_below(logits.data(), n, INFINITY); i < n)
+    return make_error("sampler: raw logit of token " + std::to_string(i) + " is " + describe(logits[static_cast<size_t>(i)]) +
+                      " (the forward pass produced a broken value)");
   for (size_t i = 0; i < history.size(); ++i)
     if (history[i] < 0 || history[i] >= vocab)
       return make_error("sampler: history token " + std::to_string(history[i]) + " at position " +

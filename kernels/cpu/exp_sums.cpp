@@ -10,6 +10,7 @@ namespace avx2 {
 ExpSums exp_sums(const float* x, int64_t n, int64_t stride, float shift);
 float max_strided(const float* x, int64_t n, int64_t stride);
 int64_t skip_below(const float* x, int64_t n, int64_t stride, int64_t from, float threshold);
+int64_t find_not_below(const float* x, int64_t n, float limit);
 }  // namespace avx2
 
 // Below this, e^(x - shift) < 1.7e-38: the AVX2 path drops it, and so does the oracle.
@@ -53,6 +54,17 @@ int64_t skip_below_reference(const float* x, int64_t n, int64_t stride, int64_t 
 int64_t skip_below(const float* x, int64_t n, int64_t stride, int64_t from, float threshold) {
   if (exp_sums_has_simd(stride)) return avx2::skip_below(x, n, stride, from, threshold);
   return skip_below_reference(x, n, stride, from, threshold);
+}
+
+int64_t find_not_below_reference(const float* x, int64_t n, float limit) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!(x[i] < limit)) return i;
+  return n;
+}
+
+int64_t find_not_below(const float* x, int64_t n, float limit) {
+  if (exp_sums_has_simd(1)) return avx2::find_not_below(x, n, limit);
+  return find_not_below_reference(x, n, limit);
 }
 
 }  // namespace gb::kernels

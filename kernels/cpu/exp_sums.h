@@ -35,6 +35,12 @@ float max_strided_reference(const float* x, int64_t n, int64_t stride);
 int64_t skip_below(const float* x, int64_t n, int64_t stride, int64_t from, float threshold);
 int64_t skip_below_reference(const float* x, int64_t n, int64_t stride, int64_t from, float threshold);
 
+// The first index i in [0, n) with !(x[i] < limit) -- NaN counts, being not
+// below anything -- or n when there is none. The sampler's input check (NaN and
+// +inf logits) over a whole vocabulary every token.
+int64_t find_not_below(const float* x, int64_t n, float limit);
+int64_t find_not_below_reference(const float* x, int64_t n, float limit);
+
 // True when exp_sums / max_strided take the AVX2 path for this stride.
 bool exp_sums_has_simd(int64_t stride);
 

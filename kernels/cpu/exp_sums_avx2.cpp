@@ -95,4 +95,23 @@ int64_t skip_below(const float* x, int64_t n, int64_t stride, int64_t from, floa
   return from;
 }
 
+int64_t find_not_below(const float* x, int64_t n, float limit) {
+  const __m256 l = _mm256_set1_ps(limit);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // four vectors per test: the scan is one branch per 32 logits
+    const __m256 a = _mm256_cmp_ps(_mm256_loadu_ps(x + i), l, _CMP_NLT_UQ);  // true for NaN
+    const __m256 b = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), l, _CMP_NLT_UQ);
+    const __m256 c = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 16), l, _CMP_NLT_UQ);
+    const __m256 d = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 24), l, _CMP_NLT_UQ);
+    if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(a, b), _mm256_or_ps(c, d))) != 0) break;
+  }
+  for (; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), l, _CMP_NLT_UQ));
+    if (mask != 0) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+  for (; i < n; ++i)
+    if (!(x[i] < limit)) return i;
+  return n;
+}
+
 }  // namespace gb::kernels::avx2

@@ -4,6 +4,7 @@
 // attention against direct formulas.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -302,6 +303,29 @@ GB_TEST(swiglu_simd_matches_reference) {
 // The sampler record's softmax sums (exp_sums.h): the AVX2 path against the
 // double-exp oracle on awkward lengths, both strides ({id, logit} pairs), -inf
 // entries and terms far below the maximum; max_strided and skip_below exactly.
+// The sampler's input check: the first NaN or +inf (not below +inf), at every
+// position of the vector loops and their tails, with -inf (which is below)
+// around it; and limits other than +inf.
+GB_TEST(find_not_below_matches_reference) {
+  if (!exp_sums_has_simd(1)) QSKIP("SIMD off (no AVX2/FMA, or GLASSBOX_CPU_ISA=scalar): only the reference runs");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {0, 1, 7, 8, 31, 32, 33, 100, 32000}) {
+    auto x = gbtest::random_normals(static_cast<size_t>(n), 7u + static_cast<uint32_t>(n), 4.0f);
+    for (int64_t i = 0; i < n; i += 5) x[static_cast<size_t>(i)] = -INFINITY;
+    QCOMPARE(find_not_below(x.data(), n, INFINITY), n);
+    QCOMPARE(find_not_below(x.data(), n, 1.0f), find_not_below_reference(x.data(), n, 1.0f));
+    for (int64_t at = 0; at < n; at += n > 100 ? 997 : 1) {
+      for (float bad : {nan, INFINITY}) {
+        auto y = x;
+        y[static_cast<size_t>(at)] = bad;
+        if (at + 3 < n) y[static_cast<size_t>(at + 3)] = nan;  // a later one does not matter
+        QCOMPARE(find_not_below(y.data(), n, INFINITY), at);
+        QCOMPARE(find_not_below_reference(y.data(), n, INFINITY), at);
+      }
+    }
+  }
+}
+
 GB_TEST(exp_sums_simd_matches_reference) {
   if (!exp_sums_has_simd(1) || !exp_sums_has_simd(2))
     QSKIP("SIMD off (no AVX2/FMA, or GLASSBOX_CPU_ISA=scalar): exp_sums runs the reference");
