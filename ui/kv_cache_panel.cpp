@@ -114,7 +114,7 @@ QString KvCachePanel::remoteStatsText() const {
   return tr("Remote engine (%1 /metrics, %2 samples): %3; running %4, waiting %5; %6; preemptions %7.\n"
             "The block map is not available over the API.")
       .arg(m.flavour)
-      .arg(samples.size())
+      .arg(model_->remoteMetricsHistory().total())
       .arg(kv)
       .arg(known(m.numRunning) ? QString::number(m.numRunning) : tr("n/a"))
       .arg(known(m.numWaiting) ? QString::number(m.numWaiting) : tr("n/a"))
@@ -127,9 +127,10 @@ QString KvCachePanel::remoteStatsText() const {
 // prefix-cache queries and hits (Glassbox, vLLM), the hit rate since its start
 // is a fourth line on the right axis.
 void KvCachePanel::plotRemote() {
-  const auto& samples = model_->remoteMetrics();
-  for (; plottedMetrics_ < samples.size(); ++plottedMetrics_) {
-    const UiRemoteMetrics& m = samples[plottedMetrics_];
+  const RecentHistory<UiRemoteMetrics>& history = model_->remoteMetricsHistory();
+  const auto& samples = history.items;
+  for (plottedMetrics_ = std::max(plottedMetrics_, history.dropped); plottedMetrics_ < history.total(); ++plottedMetrics_) {
+    const UiRemoteMetrics& m = samples[static_cast<size_t>(plottedMetrics_ - history.dropped)];
     const double x = double(plottedMetrics_);
     if (!std::isnan(m.prefixQueries) && !std::isnan(m.prefixHits) && m.prefixQueries > 0) {
       if (plot_->graphCount() == 3) {
@@ -155,7 +156,9 @@ void KvCachePanel::plotRemote() {
   plot_->xAxis->setLabel(tr("/metrics sample"));
   plot_->yAxis->setLabel(blocks ? tr("blocks (server)") : tr("% of the server's KV cache"));
   if (!samples.empty()) {
-    plot_->xAxis->setRange(0, std::max(1.0, double(samples.size() - 1)));
+    const double last = double(history.total() - 1), first = std::max(0.0, last - kStepWindow);
+    for (int g = 0; g < plot_->graphCount(); ++g) plot_->graph(g)->data()->removeBefore(first);
+    plot_->xAxis->setRange(first, std::max(first + 1.0, last));
     plot_->yAxis->setRange(0, (blocks ? std::max(1.0, samples.back().kvBlocksTotal) : 100.0) * kLegendHeadroom);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -226,9 +229,10 @@ void KvCachePanel::rebuildPlot() {
   if (model_->isRemote()) return plotRemote();
   plot_->xAxis->setLabel(tr("step"));
   plot_->yAxis->setLabel(tr("blocks"));
-  const std::vector<UiStep>& steps = model_->steps();
-  for (; plottedSteps_ < steps.size(); ++plottedSteps_) {
-    const UiStep& s = steps[plottedSteps_];
+  const RecentHistory<UiStep>& history = model_->stepHistory();
+  const std::deque<UiStep>& steps = history.items;
+  for (plottedSteps_ = std::max(plottedSteps_, history.dropped); plottedSteps_ < history.total(); ++plottedSteps_) {
+    const UiStep& s = steps[static_cast<size_t>(plottedSteps_ - history.dropped)];
     plot_->graph(0)->addData(double(s.step), s.owned);
     plot_->graph(1)->addData(double(s.step), s.cached);
     plot_->graph(2)->addData(double(s.step), s.free);

@@ -46,8 +46,8 @@ class KvCachePanel : public QWidget {
   QCustomPlot* plot_;
   QLabel* stats_;
   QPushButton* release_;
-  size_t plottedSteps_ = 0;
-  size_t plottedMetrics_ = 0;
+  qint64 plottedSteps_ = 0;    // of stepHistory().total()
+  qint64 plottedMetrics_ = 0;  // of remoteMetricsHistory().total()
 };
 
 }  // namespace gbui

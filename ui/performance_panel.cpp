@@ -225,8 +225,7 @@ QString PerformancePanel::csv() const {
   for (auto it = latency_->graph(0)->data()->constBegin(); it != latency_->graph(0)->data()->constEnd(); ++it)
     out += QStringLiteral("%1,%2\n").arg(it->key).arg(it->value, 0, 'f', 4);
   out += QStringLiteral("\nstep,schedule_ms,forward_ms,sample_ms,waiting\n");
-  const std::vector<UiStep>& steps = model_->steps();
-  for (const UiStep& s : steps)
+  for (const UiStep& s : model_->steps())  // the last SessionModel::kStepHistory steps (the trace has them all)
     out += QStringLiteral("%1,%2,%3,%4,%5\n").arg(s.step).arg(s.scheduleMs).arg(s.forwardMs).arg(s.sampleMs).arg(s.numWaiting);
   return out;
 }

@@ -139,6 +139,9 @@ void SessionModel::applyOne(const UiEvent& e) {
           // Every token of a chain names the same stages: share one list.
           if (t.stages == lastStages_) t.stages = lastStages_;
           else lastStages_ = t.stages;
+          // And nearly every one the same active stages (a small allocation per token otherwise).
+          if (t.stageActive == lastStageActive_) t.stageActive = lastStageActive_;
+          else lastStageActive_ = t.stageActive;
           annotateDraft(r, t);
           if (!b.top.isEmpty()) detailed_.emplace_back(b.request, static_cast<int>(r.tokens.size()) - 1);
         } else if constexpr (std::is_same_v<B, UiSpeculative>) {
@@ -152,11 +155,11 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.finished = true;
           r.finish = b;
         } else if constexpr (std::is_same_v<B, UiStep>) {
-          steps_.push_back(b);
+          steps_.push(b, kStepHistory);
           totalPreemptions_ += b.preemptions;
           if (b.total > cells_.size()) cells_.resize(b.total);
         } else if constexpr (std::is_same_v<B, UiRemoteMetrics>) {
-          remoteMetrics_.push_back(b);
+          remoteMetrics_.push(b, kStepHistory);
         } else if constexpr (std::is_same_v<B, UiKv>) {
           applyKv(b);
         } else if constexpr (std::is_same_v<B, UiError>) {

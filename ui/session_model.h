@@ -59,6 +59,25 @@ struct KvCell {
   bool cached() const { return refCount == 0 && hasHash; }
 };
 
+// The most recent items of a series that grows every step (or every /metrics
+// poll), oldest first, at most `capacity` of them: a session that runs for hours
+// keeps a bounded window (the trace file keeps every step). `dropped` counts the
+// items let go from the front, so item i of the whole series is items[i - dropped].
+template <class T>
+struct RecentHistory {
+  std::deque<T> items;
+  qint64 dropped = 0;
+  qint64 total() const { return dropped + static_cast<qint64>(items.size()); }
+  void push(const T& item, size_t capacity) {
+    items.push_back(item);
+    for (; items.size() > capacity; ++dropped) items.pop_front();
+  }
+  void clear() {
+    items.clear();
+    dropped = 0;
+  }
+};
+
 struct KvCounts {
   int owned = 0, cached = 0, free = 0, total = 0;
   int windowReleased = 0;  // of the free and cached ones, released by a sliding window
@@ -89,11 +108,17 @@ class SessionModel : public QObject {
   const std::map<RequestKey, RequestInfo>& requests() const { return requests_; }
   const RequestInfo* request(RequestKey key) const;
   const UiToken* token(RequestKey key, int index) const;
-  const std::vector<UiStep>& steps() const { return steps_; }
+  // The last kStepHistory step events (UiStep: 88 bytes each), oldest first;
+  // stepHistory().dropped counts the older ones let go.
+  static constexpr size_t kStepHistory = 8192;
+  const std::deque<UiStep>& steps() const { return steps_.items; }
+  const RecentHistory<UiStep>& stepHistory() const { return steps_; }
   // Sum of UiStep::preemptions over steps(), kept as they arrive (panels read it every frame).
   qint64 totalPreemptions() const { return totalPreemptions_; }
   // A remote engine's polled /metrics, in order (empty for a local engine).
-  const std::vector<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_; }
+  // (the last kStepHistory polls; remoteMetricsHistory().dropped counts the older ones)
+  const std::deque<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_.items; }
+  const RecentHistory<UiRemoteMetrics>& remoteMetricsHistory() const { return remoteMetrics_; }
   bool isRemote() const { return !info_.remoteUrl.isEmpty(); }
   // How many of the most recent tokens keep their candidates (UiToken::top, the
   // bulk of a token's memory: 20 candidates x 9 stages are about 4 KB); older
@@ -135,13 +160,14 @@ class SessionModel : public QObject {
   UiModelInfo info_;
   bool replay_ = false;
   std::map<RequestKey, RequestInfo> requests_;
-  std::vector<UiStep> steps_;
+  RecentHistory<UiStep> steps_;
   qint64 totalPreemptions_ = 0;
-  std::vector<UiRemoteMetrics> remoteMetrics_;
+  RecentHistory<UiRemoteMetrics> remoteMetrics_;
   // Tokens that still hold their candidates, oldest first (request, index).
   std::deque<std::pair<RequestKey, int>> detailed_;
   int detailWindow_ = kDefaultDetailWindow;
   QStringList lastStages_;  // the stage names of the last token, shared by the next ones
+  QVector<bool> lastStageActive_;  // likewise its active stages
   QVector<KvCell> cells_;        // (numBlocks) index = block id
   int windowReleasedTotal_ = 0;
   std::map<int, RequestKey> lastWriter_;  // block -> request that filled it

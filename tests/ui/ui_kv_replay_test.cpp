@@ -16,6 +16,7 @@
 #include "engine_controller.h"
 #include "kv_cache_panel.h"
 #include "kv_grid_widget.h"
+#include <qcustomplot.h>
 #include "performance_panel.h"
 #include "token_inspector_panel.h"
 #include "ui_test_support.h"
@@ -93,6 +94,9 @@ class UiKvReplayTest : public QObject {
         if (label->text().contains(words)) return true;
       return false;
     };
+    // Tokens of one chain share one stage-name list and one active-stage vector.
+    QVERIFY(model.token(3, 10)->stages.isSharedWith(model.token(4, 299)->stages));
+    QVERIFY(model.token(3, 10)->stageActive.isSharedWith(model.token(4, 299)->stageActive));
     model.selectToken(3, 10);
     QVERIFY(inspectorSays("dropped from memory"));
     model.selectToken(3, 299);
@@ -103,6 +107,40 @@ class UiKvReplayTest : public QObject {
     QVERIFY(!model.token(4, 299)->detailTrimmed);
     model.clear();
     QVERIFY(model.request(3) == nullptr);
+  }
+
+  // Long sessions: the per-step series keep the last kStepHistory steps, the
+  // totals count every step, and the KV chart keeps plotting (a window of the
+  // newest steps) after the front of the series is let go.
+  void stepHistoryIsBounded() {
+    gbui::SessionModel model;
+    gbui::KvCachePanel panel(&model);
+    const qint64 n = static_cast<qint64>(gbui::SessionModel::kStepHistory) + 100;
+    quint64 seq = 1;
+    for (qint64 first = 0; first < n; first += 500) {
+      auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
+      for (qint64 step = first; step < std::min(n, first + 500); ++step) {
+        gbui::UiStep s;
+        s.step = step;
+        s.preemptions = step % 7 == 0 ? 1 : 0;
+        s.total = 64;
+        s.free = 64;
+        batch->push_back({seq++, step * 1000, s});
+      }
+      model.apply(batch);
+    }
+    QCOMPARE(model.steps().size(), gbui::SessionModel::kStepHistory);
+    QCOMPARE(model.stepHistory().dropped, qint64{100});
+    QCOMPARE(model.stepHistory().total(), n);
+    QCOMPARE(model.steps().front().step, qint64{100});
+    QCOMPARE(model.steps().back().step, n - 1);
+    QCOMPARE(model.totalPreemptions(), (n + 6) / 7);  // every step counted, dropped ones too
+    QCPGraph* free = panel.plot()->graph(2);
+    QVERIFY(!free->data()->isEmpty());
+    QCOMPARE((free->data()->constEnd() - 1)->key, double(n - 1));
+    QVERIFY(free->data()->size() <= 2001);  // the chart's window, not the whole run
+    model.clear();
+    QCOMPARE(model.stepHistory().total(), qint64{0});
   }
 
   void gridMatchesEngineAfterEachStep() {
