@@ -160,4 +160,15 @@ function(glassbox_register_test name exe)
   if("gui" IN_LIST T_LABELS)
     set_tests_properties(${name} PROPERTIES RUN_SERIAL ON)
   endif()
+  glassbox_set_test_cost(${name})
+endfunction()
+
+# COST from GLASSBOX_LONG_TEST_SECONDS (tests/CMakeLists.txt) for a test defined
+# in the calling directory.
+function(glassbox_set_test_cost name)
+  foreach(entry IN LISTS GLASSBOX_LONG_TEST_SECONDS)
+    if(entry MATCHES "^${name}=([0-9]+)$")
+      set_tests_properties(${name} PROPERTIES COST ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
 endfunction()
