@@ -156,9 +156,10 @@ function(glassbox_register_test name exe)
   endif()
   # tools/test.sh runs the suite with `ctest -j` (one test per core). The
   # workbench tests drive an event loop with QTRY waits and measure frames for
-  # their printed figures, so each runs alone.
+  # their printed figures, so they run one at a time (a lock of their own), each
+  # beside at most one other test on a 2-core machine.
   if("gui" IN_LIST T_LABELS)
-    set_tests_properties(${name} PROPERTIES RUN_SERIAL ON)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK glassbox_gui)
   endif()
   glassbox_set_test_cost(${name})
 endfunction()

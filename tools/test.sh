@@ -24,7 +24,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSB
   -DGLASSBOX_QUICK_GLUE=ON -DGLASSBOX_SHARED_DIR="$shared" ${GLASSBOX_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 # One test per core (most tests are single-threaded for much of their run); the
-# workbench tests (label gui) run alone (RUN_SERIAL, tests/glassbox_tests.cmake).
+# workbench tests (label gui) run one at a time (RESOURCE_LOCK, tests/glassbox_tests.cmake).
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" "$@"
 echo "test.sh: main build and suite took $SECONDS s"
 if [[ "${GLASSBOX_SANITIZERS:-0}" == 1 ]]; then
