@@ -244,9 +244,13 @@ double FieldReader::f64(const char* key) {
 }
 
 namespace {
-// A finite number that narrows to an infinite float (3.4028235e+38, the
-// shortest form of FLT_MAX, is just above it and narrows back to it).
-bool beyond_float(double v) { return std::isfinite(v) && !std::isfinite(static_cast<float>(v)); }
+// A finite number that would narrow to an infinite float: at or beyond the
+// midpoint between FLT_MAX and the next power of two, (2 - 2^-24) x 2^127
+// (FLT_MAX's last bit is odd, so the tie rounds up). The shortest form of
+// FLT_MAX, 3.4028235e+38, is just above FLT_MAX and below this, and narrows
+// back to it. Compared, not cast: narrowing an out-of-range double is undefined.
+constexpr double kFloatOverflow = (2.0 - 0x1p-24) * 0x1p127;
+bool beyond_float(double v) { return std::isfinite(v) && std::fabs(v) >= kFloatOverflow; }
 }  // namespace
 
 float FieldReader::f32(const char* key) {

@@ -216,6 +216,9 @@ GB_TEST(reader_errors_name_the_field) {
       {4, [](json& j) { j["record"]["top"][0]["prob_before"] = true; }, "token_sampled: record.top[0].prob_before"},
       {4, [](json& j) { j["origin"] = "magic"; }, "token_sampled: origin: unknown token origin \"magic\""},
       {4, [](json& j) { j["record"]["chosen_prob"] = 1e300; }, "record.chosen_prob: number out of range"},
+      // The first double that would narrow to +inf (halfway above FLT_MAX), and an array element.
+      {4, [](json& j) { j["record"]["chosen_prob"] = -(2.0 - 0x1p-24) * 0x1p127; }, "record.chosen_prob: number out of range"},
+      {10, [](json& j) { j["q"][0] = 1e39; }, "speculative: q[0]: expected a number in 32-bit float range"},
       {6, [](json& j) { j["text_hex"] = "zz"; }, "request_finished: text_hex"},
       {8, [](json& j) { j["kind"] = "moved"; }, "kv: kind: unknown KV event kind"},
       {10, [](json& j) { j["q"][1] = "x"; }, "speculative: q[1]: expected a number"},
@@ -227,6 +230,19 @@ GB_TEST(reader_errors_name_the_field) {
     auto r = gb::trace_event_from_json(j);
     QVERIFY2(!r.ok(), c.expect);
     QVERIFY2(r.error().message.find(c.expect) != std::string::npos, r.error().message.c_str());
+  }
+}
+
+// Just below the overflow midpoint a number narrows to FLT_MAX, as the
+// shortest form of FLT_MAX (3.4028235e+38, above FLT_MAX as a double) must.
+GB_TEST(reader_accepts_every_number_that_narrows_to_a_finite_float) {
+  const auto events = gbtest::every_event_type();
+  for (double v : {3.4028235e38, std::nextafter((2.0 - 0x1p-24) * 0x1p127, 0.0), -3.4028235e38}) {
+    json j = gb::to_json(events[4]);
+    j["record"]["chosen_prob"] = v;
+    auto r = gb::trace_event_from_json(j);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
+    QCOMPARE(std::fabs(std::get<gb::TokenSampledEvent>(r.value().body).record.chosen_prob), std::numeric_limits<float>::max());
   }
 }
 

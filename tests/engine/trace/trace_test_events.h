@@ -23,6 +23,9 @@ inline bool same_json_value(const nlohmann::json& a, const nlohmann::json& b) {
   if (a.is_number() && b.is_number()) {
     const double x = a.get<double>(), y = b.get<double>();
     if (x == y) return true;
+    // Narrowed only within float's range (narrowing beyond it is undefined).
+    const auto in_range = [](double v) { return std::fabs(v) < (2.0 - 0x1p-24) * 0x1p127; };
+    if (!in_range(x) || !in_range(y)) return false;
     const auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
     return static_cast<float>(x) == static_cast<float>(y) && (is_float(x) || is_float(y));
   }
