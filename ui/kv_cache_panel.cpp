@@ -129,7 +129,8 @@ QString KvCachePanel::remoteStatsText() const {
 void KvCachePanel::plotRemote() {
   const RecentHistory<UiRemoteMetrics>& history = model_->remoteMetricsHistory();
   const auto& samples = history.items;
-  for (plottedMetrics_ = std::max(plottedMetrics_, history.dropped); plottedMetrics_ < history.total(); ++plottedMetrics_) {
+  plottedMetrics_ = std::max(plottedMetrics_, history.dropped);
+  for (; plottedMetrics_ < history.total(); ++plottedMetrics_) {
     const UiRemoteMetrics& m = samples[static_cast<size_t>(plottedMetrics_ - history.dropped)];
     const double x = double(plottedMetrics_);
     if (!std::isnan(m.prefixQueries) && !std::isnan(m.prefixHits) && m.prefixQueries > 0) {

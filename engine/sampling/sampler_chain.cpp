@@ -43,8 +43,8 @@ Status SamplerChain::check_inputs(std::span<const float> logits, std::span<const
   // NaN and +inf are the values not < +inf: one vectorised scan for both.
   const auto n = static_cast<int64_t>(logits.size());
   if (const int64_t i = kernels::find_not_below(logits.data(), n, INFINITY); i < n)
-    return make_error("sampler: raw logit of token " + std::to_string(i) + " is " + describe(logits[static_cast<size_t>(i)]) +
-                      " (the forward pass produced a broken value)");
+    return make_error("sampler: raw logit of token " + std::to_string(i) + " is " +
+                      describe(logits[static_cast<size_t>(i)]) + " (the forward pass produced a broken value)");
   for (size_t i = 0; i < history.size(); ++i)
     if (history[i] < 0 || history[i] >= vocab)
       return make_error("sampler: history token " + std::to_string(history[i]) + " at position " +

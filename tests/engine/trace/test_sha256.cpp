@@ -80,5 +80,6 @@ GB_TEST(sha256_hardware_rounds_equal_the_portable_ones) {
   // And against a digest from outside (Python's hashlib, the same bytes).
   std::string counting(1 << 16, '\0');
   for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<char>(i * 31 + 7);
-  QCOMPARE(hex_of(gb::Sha256::Impl::Auto, counting), std::string("ef4636928161808e87035fa51983821677527ccd9661991c5d0126a778b2268a"));
+  QCOMPARE(hex_of(gb::Sha256::Impl::Auto, counting),
+           std::string("ef4636928161808e87035fa51983821677527ccd9661991c5d0126a778b2268a"));
 }

@@ -217,7 +217,8 @@ GB_TEST(reader_errors_name_the_field) {
       {4, [](json& j) { j["origin"] = "magic"; }, "token_sampled: origin: unknown token origin \"magic\""},
       {4, [](json& j) { j["record"]["chosen_prob"] = 1e300; }, "record.chosen_prob: number out of range"},
       // The first double that would narrow to +inf (halfway above FLT_MAX), and an array element.
-      {4, [](json& j) { j["record"]["chosen_prob"] = -(2.0 - 0x1p-24) * 0x1p127; }, "record.chosen_prob: number out of range"},
+      {4, [](json& j) { j["record"]["chosen_prob"] = -(2.0 - 0x1p-24) * 0x1p127; },
+       "record.chosen_prob: number out of range"},
       {10, [](json& j) { j["q"][0] = 1e39; }, "speculative: q[0]: expected a number in 32-bit float range"},
       {6, [](json& j) { j["text_hex"] = "zz"; }, "request_finished: text_hex"},
       {8, [](json& j) { j["kind"] = "moved"; }, "kv: kind: unknown KV event kind"},
@@ -242,7 +243,8 @@ GB_TEST(reader_accepts_every_number_that_narrows_to_a_finite_float) {
     j["record"]["chosen_prob"] = v;
     auto r = gb::trace_event_from_json(j);
     QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
-    QCOMPARE(std::fabs(std::get<gb::TokenSampledEvent>(r.value().body).record.chosen_prob), std::numeric_limits<float>::max());
+    const float read = std::get<gb::TokenSampledEvent>(r.value().body).record.chosen_prob;
+    QCOMPARE(std::fabs(read), std::numeric_limits<float>::max());
   }
 }
 
