@@ -5,8 +5,16 @@
 #include <string>
 
 #include "sampling/sampler_stage.h"
+#include "trace/json_fields.h"
 
 namespace gb::cli {
+
+namespace {
+// A float field as the trace writes it (the shortest digits that read back as
+// the same float), so the two outputs agree number for number; NaN and
+// infinities stay JSON null as before.
+nlohmann::json real32(float v) { return std::isfinite(v) ? trace_json::real(v) : nlohmann::json(v); }
+}  // namespace
 
 nlohmann::json token_json(const TokenSampledEvent& t) {
   const TokenRecord& r = t.record;
@@ -17,11 +25,11 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
   // so log probabilities stay finite where float probabilities underflow.
   const double log_z = r.top.front().logit - std::log(static_cast<double>(r.top.front().prob_before));
   j["logprob"] = r.chosen_logit - log_z;
-  j["prob"] = r.chosen_prob;
+  j["prob"] = real32(r.chosen_prob);
   j["rank"] = r.chosen_rank;
   j["draw"] = r.draw;
-  j["entropy_before"] = r.entropy_before;
-  j["entropy_after"] = r.entropy_after;
+  j["entropy_before"] = real32(r.entropy_before);
+  j["entropy_after"] = real32(r.entropy_after);
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < r.stages.size(); ++s)
     stages.push_back({{"stage", std::string(sampler_stage_name(r.stages[s]))},
@@ -31,8 +39,8 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
   nlohmann::json top = nlohmann::json::array();
   for (const CandidateRecord& c : r.top) {
     nlohmann::json after = nlohmann::json::array();
-    for (float p : c.prob_after_stage) after.push_back(p);
-    nlohmann::json cj = {{"id", c.id}, {"logit", c.logit}, {"logprob", c.logit - log_z}, {"prob", c.prob_before},
+    for (float p : c.prob_after_stage) after.push_back(real32(p));
+    nlohmann::json cj = {{"id", c.id}, {"logit", real32(c.logit)}, {"logprob", c.logit - log_z}, {"prob", real32(c.prob_before)},
                          {"prob_after_stage", after}};
     if (c.removed_by_stage >= 0)
       cj["removed_by"] = std::string(sampler_stage_name(r.stages[static_cast<size_t>(c.removed_by_stage)]));

@@ -5,6 +5,7 @@
 // summary must count the tokens that were asked for. Skips (with the reason)
 // when this build's generate has no --trace option.
 #include <sstream>
+#include <vector>
 
 #include "cli_runner.h"
 #include "gb_test.h"
@@ -54,4 +55,32 @@ GB_TEST(generate_trace_lines_follow_the_schema) {
 
   const nlohmann::json c = nlohmann::json::parse(gbtest::read_text(chrome), nullptr, false);
   QVERIFY(c.is_object() && c["traceEvents"].is_array());
+
+  // The same run with --json: its token records carry the trace's numbers (the
+  // same spelling of each float, so equal as doubles, not only as floats).
+  const auto j = gbtest::run_cli("generate -m '" + model + "' -z '" + tokenizer +
+                                 "' -p 'Once upon a time' -n 12 --temperature 0.8 --seed 7 --json");
+  QVERIFY2(j.exit_code == 0, j.output.c_str());
+  std::vector<nlohmann::json> trace_tokens, json_tokens;
+  std::istringstream trace_lines(text), json_lines(j.output);
+  for (std::string line; std::getline(trace_lines, line);) {
+    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e["type"] == "token_sampled") trace_tokens.push_back(e["record"]);
+  }
+  for (std::string line; std::getline(json_lines, line);) {
+    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.contains("top") && e.contains("entropy_before")) json_tokens.push_back(e);
+  }
+  QCOMPARE(json_tokens.size(), trace_tokens.size());
+  // Exactly (QCOMPARE on doubles is a fuzzy compare).
+  const auto same = [](const nlohmann::json& a, const nlohmann::json& b) { return a.get<double>() == b.get<double>(); };
+  for (size_t i = 0; i < json_tokens.size(); ++i) {
+    QVERIFY(same(json_tokens[i]["prob"], trace_tokens[i]["chosen_prob"]));
+    QVERIFY(same(json_tokens[i]["entropy_before"], trace_tokens[i]["entropy_before"]));
+    QCOMPARE(json_tokens[i]["top"].size(), trace_tokens[i]["top"].size());
+    for (size_t k = 0; k < json_tokens[i]["top"].size(); ++k) {
+      QVERIFY(same(json_tokens[i]["top"][k]["prob"], trace_tokens[i]["top"][k]["prob_before"]));
+      QVERIFY(same(json_tokens[i]["top"][k]["logit"], trace_tokens[i]["top"][k]["logit"]));
+    }
+  }
 }
