@@ -15,11 +15,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/ids.h"
+#include "cpu/exp_sums.h"
 
 namespace gb {
 
@@ -36,19 +41,46 @@ struct RanksBefore {
   }
 };
 
+// std::allocator, except that resize() leaves new elements uninitialised
+// (Candidate is trivial): reset() then writes the whole vocabulary once
+// instead of zeroing it first.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using CandidateVector = std::vector<Candidate, UninitAllocator<Candidate>>;
+static_assert(sizeof(Candidate) == 8 && offsetof(Candidate, id) == 0 && offsetof(Candidate, logit) == 4,
+              "reset() writes {int32 id, float logit} pairs (kernels::fill_id_logit_pairs)");
+
 struct CandidateSet {
-  std::vector<Candidate> items;  // (num_alive)
+  CandidateVector items;  // (num_alive)
   int32_t vocab_size = 0;
   bool dense = false;  // items[i].id == i for all i (full vocabulary, id order): O(1) lookup
 
   // Fills items with every token whose raw logit is not -inf, in id order.
   // The caller has already rejected NaN and +inf.
+  // One vectorised pass (kernels::fill_id_logit_pairs): a push_back per token
+  // was about 27 us at vocabulary 32000, 1-1.5% of a small model's step.
   void reset(std::span<const float> logits) {
     vocab_size = static_cast<int32_t>(logits.size());
-    items.clear();
-    items.reserve(logits.size());
-    for (size_t i = 0; i < logits.size(); ++i)
-      if (logits[i] != -INFINITY) items.push_back({static_cast<TokenId>(i), logits[i]});
+    items.resize(logits.size());
+    const int64_t n = kernels::fill_id_logit_pairs(logits.data(), static_cast<int64_t>(logits.size()),
+                                                   reinterpret_cast<float*>(items.data()));
+    items.resize(static_cast<size_t>(n));
     dense = items.size() == logits.size();
   }
 

@@ -23,8 +23,8 @@ void softmax(const CandidateSet& set, std::vector<double>& probs) {
 
 // Keeps the shortest prefix of `items` ranked by `before` whose probability mass
 // (prob_of(item)) reaches `mass`. Sorts a growing prefix only: 64 items, then x4.
-template <class Item, class Before, class ProbOf>
-size_t shortest_prefix_with_mass(std::vector<Item>& items, double mass, Before before, ProbOf prob_of) {
+template <class Items, class Before, class ProbOf>
+size_t shortest_prefix_with_mass(Items& items, double mass, Before before, ProbOf prob_of) {
   const size_t n = items.size();
   size_t sorted = 0;
   double cumulative = 0.0;
@@ -72,7 +72,7 @@ void apply_top_k(CandidateSet& set, int top_k) {
     // Small k (the common case, e.g. 40 of 32000): one heap pass.
     std::vector<Candidate> best;
     CandidateSet::select_best(set.items, k, best);
-    set.items.swap(best);
+    set.items.assign(best.begin(), best.end());  // keeps the vocabulary-sized buffer for the next token
   } else {
     auto kth = set.items.begin() + top_k;
     std::nth_element(set.items.begin(), kth, set.items.end(), RanksBefore{});

@@ -1,6 +1,7 @@
 #include "cpu/exp_sums.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "cpu/cpu_info.h"
 
@@ -11,6 +12,7 @@ ExpSums exp_sums(const float* x, int64_t n, int64_t stride, float shift);
 float max_strided(const float* x, int64_t n, int64_t stride);
 int64_t skip_below(const float* x, int64_t n, int64_t stride, int64_t from, float threshold);
 int64_t find_not_below(const float* x, int64_t n, float limit);
+int64_t fill_id_logit_pairs(const float* x, int64_t n, float* out);
 }  // namespace avx2
 
 // Below this, e^(x - shift) < 1.7e-38: the AVX2 path drops it, and so does the oracle.
@@ -65,6 +67,23 @@ int64_t find_not_below_reference(const float* x, int64_t n, float limit) {
 int64_t find_not_below(const float* x, int64_t n, float limit) {
   if (exp_sums_has_simd(1)) return avx2::find_not_below(x, n, limit);
   return find_not_below_reference(x, n, limit);
+}
+
+int64_t fill_id_logit_pairs_reference(const float* x, int64_t n, float* out) {
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] == -INFINITY) continue;
+    const auto id = static_cast<int32_t>(i);
+    std::memcpy(out + 2 * k, &id, sizeof id);
+    out[2 * k + 1] = x[i];
+    ++k;
+  }
+  return k;
+}
+
+int64_t fill_id_logit_pairs(const float* x, int64_t n, float* out) {
+  if (exp_sums_has_simd(1)) return avx2::fill_id_logit_pairs(x, n, out);
+  return fill_id_logit_pairs_reference(x, n, out);
 }
 
 }  // namespace gb::kernels

@@ -41,6 +41,13 @@ int64_t skip_below_reference(const float* x, int64_t n, int64_t stride, int64_t 
 int64_t find_not_below(const float* x, int64_t n, float limit);
 int64_t find_not_below_reference(const float* x, int64_t n, float limit);
 
+// The sampler's candidate array from a logit row: for each i with
+// x[i] != -inf, in order, the pair {int32 id = i, float logit = x[i]} (8 bytes:
+// out[2j] holds the id's bits, out[2j + 1] the logit). `out` has room for n
+// pairs; returns how many were written.
+int64_t fill_id_logit_pairs(const float* x, int64_t n, float* out);
+int64_t fill_id_logit_pairs_reference(const float* x, int64_t n, float* out);
+
 // True when exp_sums / max_strided take the AVX2 path for this stride.
 bool exp_sums_has_simd(int64_t stride);
 

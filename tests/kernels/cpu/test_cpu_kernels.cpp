@@ -326,6 +326,35 @@ GB_TEST(find_not_below_matches_reference) {
   }
 }
 
+// The sampler's candidate array: every logit but -inf, in order, with its id;
+// -inf anywhere in a vector chunk, in the tail, everywhere or nowhere.
+GB_TEST(fill_id_logit_pairs_matches_reference) {
+  if (!exp_sums_has_simd(1)) QSKIP("SIMD off (no AVX2/FMA, or GLASSBOX_CPU_ISA=scalar): only the reference runs");
+  std::mt19937 rng(20261202);
+  for (int64_t n : {0, 1, 7, 8, 9, 16, 31, 32000, 32003}) {
+    for (int masking : {0, 1, 2, 3}) {  // none, sparse, dense, all
+      auto x = gbtest::random_normals(static_cast<size_t>(n), 11u + static_cast<uint32_t>(n), 4.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool masked = masking == 3 || (masking == 1 && rng() % 97 == 0) || (masking == 2 && rng() % 3 == 0);
+        if (masked) x[static_cast<size_t>(i)] = -INFINITY;
+      }
+      std::vector<float> a(static_cast<size_t>(2 * n + 2), 7.0f), b(a);
+      const int64_t ka = fill_id_logit_pairs(x.data(), n, a.data());
+      const int64_t kb = fill_id_logit_pairs_reference(x.data(), n, b.data());
+      const std::string where = "n " + std::to_string(n) + " masking " + std::to_string(masking);
+      QVERIFY2(ka == kb, where.c_str());
+      QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, where.c_str());  // nothing past the count
+      if (masking == 0) QCOMPARE(ka, n);
+      if (masking == 3) QCOMPARE(ka, int64_t{0});
+      for (int64_t j = 0; j < kb; ++j) {
+        int32_t id = 0;
+        std::memcpy(&id, b.data() + 2 * j, sizeof id);
+        QVERIFY2(id >= 0 && id < n && b[static_cast<size_t>(2 * j + 1)] == x[static_cast<size_t>(id)], where.c_str());
+      }
+    }
+  }
+}
+
 GB_TEST(exp_sums_simd_matches_reference) {
   if (!exp_sums_has_simd(1) || !exp_sums_has_simd(2))
     QSKIP("SIMD off (no AVX2/FMA, or GLASSBOX_CPU_ISA=scalar): exp_sums runs the reference");
