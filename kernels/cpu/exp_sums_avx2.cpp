@@ -117,33 +117,32 @@ int64_t find_not_below(const float* x, int64_t n, float limit) {
 int64_t fill_id_logit_pairs(const float* x, int64_t n, float* out) {
   const __m256 minus_inf = _mm256_set1_ps(-__builtin_inff());
   const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  int64_t k = 0, i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 ids = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(i)), step));
-    if (_mm256_movemask_ps(_mm256_cmp_ps(v, minus_inf, _CMP_EQ_OQ)) == 0) {
-      // Interleaved: pairs 0, 1 | 4, 5 and 2, 3 | 6, 7, then the halves in order.
-      const __m256 lo = _mm256_unpacklo_ps(ids, v), hi = _mm256_unpackhi_ps(ids, v);
-      _mm256_storeu_ps(out + 2 * k, _mm256_permute2f128_ps(lo, hi, 0x20));
-      _mm256_storeu_ps(out + 2 * k + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-      k += 8;
-      continue;
-    }
-    for (int64_t j = i; j < i + 8; ++j) {  // a masked token among these: one at a time
+  int64_t k = 0;
+  // Elements [from, to) one at a time: a chunk with a masked token, and the tail.
+  const auto one_by_one = [&](int64_t from, int64_t to) {
+    for (int64_t j = from; j < to; ++j) {
       if (x[j] == -__builtin_inff()) continue;
       const int id = static_cast<int>(j);
       __builtin_memcpy(out + 2 * k, &id, sizeof id);
       out[2 * k + 1] = x[j];
       ++k;
     }
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, minus_inf, _CMP_EQ_OQ)) != 0) {
+      one_by_one(i, i + 8);
+      continue;
+    }
+    // Interleaved: pairs 0, 1 | 4, 5 and 2, 3 | 6, 7, then the halves in order.
+    const __m256 ids = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(i)), step));
+    const __m256 lo = _mm256_unpacklo_ps(ids, v), hi = _mm256_unpackhi_ps(ids, v);
+    _mm256_storeu_ps(out + 2 * k, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(out + 2 * k + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    k += 8;
   }
-  for (; i < n; ++i) {
-    if (x[i] == -__builtin_inff()) continue;
-    const int id = static_cast<int>(i);
-    __builtin_memcpy(out + 2 * k, &id, sizeof id);
-    out[2 * k + 1] = x[i];
-    ++k;
-  }
+  one_by_one(i, n);
   return k;
 }
 
