@@ -78,25 +78,24 @@ constexpr uint32_t small_sigma0(uint32_t x) { return rotr(x, 7) ^ rotr(x, 18) ^ 
 constexpr uint32_t small_sigma1(uint32_t x) { return rotr(x, 17) ^ rotr(x, 19) ^ (x >> 10); }
 
 // One block through the rounds as the standard writes them.
-void compress_portable(std::array<uint32_t, 8>& state_, const uint8_t* block) {
+void compress_portable(std::array<uint32_t, 8>& state, const uint8_t* block) {
   std::array<uint32_t, 64> w{};  // (64) message schedule W_t
   for (int t = 0; t < 16; ++t)   // big-endian words of the block
     w[t] = (uint32_t{block[4 * t]} << 24) | (uint32_t{block[4 * t + 1]} << 16) |
            (uint32_t{block[4 * t + 2]} << 8) | uint32_t{block[4 * t + 3]};
   for (int t = 16; t < 64; ++t) w[t] = small_sigma1(w[t - 2]) + w[t - 7] + small_sigma0(w[t - 15]) + w[t - 16];
 
-  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
   for (int t = 0; t < 64; ++t) {
     const uint32_t t1 = h + big_sigma1(e) + ch(e, f, g) + kRound[t] + w[t];
     const uint32_t t2 = big_sigma0(a) + maj(a, b, c);
     h = g; g = f; f = e; e = d + t1;
     d = c; c = b; b = a; a = t1 + t2;
   }
-  state_[0] += a; state_[1] += b; state_[2] += c; state_[3] += d;
-  state_[4] += e; state_[5] += f; state_[6] += g; state_[7] += h;
+  state[0] += a; state[1] += b; state[2] += c; state[3] += d;
+  state[4] += e; state[5] += f; state[6] += g; state[7] += h;
 }
-
 
 // The rounds of 6.2.2 on the processor's SHA instructions (Intel SHA
 // Extensions). The state lives in two registers as (a, b, e, f) and (c, d, g,

@@ -51,8 +51,9 @@ class Sha256 {
 // SHA-256 of a string, lowercase hex.
 std::string sha256_hex(std::string_view text);
 
-// SHA-256 of a whole file, read in 1 MiB pieces; errors name the file. With
-// SHA-NI about 1.5-2 GB/s on one core, else about 200 MB/s.
+// SHA-256 of a whole file, read in 1 MiB pieces; errors name the file. The
+// portable rounds ran at about 270 MB/s on Zen 4; with SHA-NI a 439 MB file was
+// hashed, with the model load, in under 0.5 s.
 Result<std::string> sha256_file_hex(const std::string& path);
 
 }  // namespace gb

@@ -9,9 +9,6 @@
 
 namespace gb {
 
-static_assert(sizeof(Candidate) == 2 * sizeof(float) && offsetof(Candidate, logit) == sizeof(float),
-              "skip_below reads the logits of the candidate array with stride 2");
-
 void CandidateSet::select_best(std::span<const Candidate> items, size_t k, std::vector<Candidate>& out) {
   out.clear();
   if (k == 0 || items.empty()) return;

@@ -23,8 +23,6 @@ namespace gb {
 
 namespace {
 
-static_assert(sizeof(Candidate) == 2 * sizeof(float) && offsetof(Candidate, logit) == sizeof(float),
-              "exp_sums reads the logits of the candidate array with stride 2");
 
 // Max logit and log sum exp(logit - max) of the candidates alive now.
 std::pair<float, double> softmax_stats(const CandidateSet& set, double* weighted = nullptr) {
