@@ -59,7 +59,19 @@ QString fmt(const QJsonValue& v, int digits = 3) {
 
 CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
   createControls();
-  auto* layout = new QVBoxLayout(this);
+  // The view needs about 1060x610 pixels for its rows, columns, bars and table;
+  // in a dock smaller than that (the default layout on a laptop screen) it
+  // scrolls instead of making the main window taller than the screen.
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  auto* frame = new QScrollArea;
+  frame->setObjectName(QStringLiteral("compareFrame"));
+  frame->setFrameShape(QFrame::NoFrame);
+  frame->setWidgetResizable(true);
+  auto* content = new QWidget;
+  frame->setWidget(content);
+  outer->addWidget(frame);
+  auto* layout = new QVBoxLayout(content);
   layout->addLayout(buildTopRow());
   layout->addLayout(buildViewRow());
   layout->addWidget(buildResults(), 1);

@@ -19,6 +19,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -44,6 +45,14 @@
 #include "token_inspector_panel.h"
 
 namespace gbui {
+
+QSize MainWindow::defaultWindowSize(const QScreen* screen) {
+  const QSize preferred(1400, 900);
+  if (screen == nullptr) return preferred;
+  // Room for the window manager's title bar and borders (unknown until shown).
+  const QSize frame(16, 40);
+  return preferred.boundedTo(screen->availableSize() - frame);
+}
 
 MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
     : QMainWindow(parent), controller_(new EngineController), model_(new SessionModel(this)), sessionPath_(sessionPath) {
@@ -94,7 +103,7 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
   if (!settings.contains("window/state")) {
-    resize(1400, 900);
+    resize(defaultWindowSize(screen()));
     defaultLayoutPending_ = true;  // sized from the window's size when it is first shown
   }
   restoreSession();
@@ -293,6 +302,9 @@ void MainWindow::showEvent(QShowEvent* event) {
     resizeDocks({findChild<QDockWidget*>("inspector")}, {std::max(470, w * 32 / 100)}, Qt::Horizontal);
     resizeDocks({findChild<QDockWidget*>("sampling")}, {std::max(350, w * 22 / 100)}, Qt::Horizontal);
     resizeDocks({findChild<QDockWidget*>("kv")}, {std::max(250, h * 28 / 100)}, Qt::Vertical);
+    // The first tab of each group in front (tabifying shows the newest tab).
+    for (const char* name : {"inspector", "kv"})
+      if (auto* dock = findChild<QDockWidget*>(name)) dock->raise();
   });
 }
 

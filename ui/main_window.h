@@ -18,6 +18,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QPushButton;
+class QScreen;
 class QTimer;
 
 namespace gbui {
@@ -59,6 +60,10 @@ class MainWindow : public QMainWindow {
   // The dock or central widget called name: a row of panelSpecs() (panel_registry.h),
   // e.g. "chat", "sampling", "inspector", "kv"; nullptr if there is none.
   QWidget* panel(const QString& name) const;
+  // The size of a window opened without saved geometry: 1400x900, or the
+  // screen's available area when that is smaller. The panels' minimum sizes
+  // keep the whole window within 1280x720 (a laptop screen less its task bar).
+  static QSize defaultWindowSize(const QScreen* screen);
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
   void setDevice(const QString& device) { device_ = device; }

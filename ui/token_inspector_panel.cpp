@@ -35,7 +35,6 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   header_->setObjectName(QStringLiteral("inspectorHeader"));
   plot_ = new QCustomPlot;
   plot_->setObjectName(QStringLiteral("inspectorPlot"));
-  plot_->setMinimumHeight(180);
   plot_->yAxis->setLabel(tr("probability"));
   plot_->yAxis2->setVisible(true);
   plot_->yAxis2->setLabel(tr("cumulative / draw"));
@@ -50,7 +49,7 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   plot_->legend->setColumnSpacing(12);
   plot_->legend->setBorderPen(Qt::NoPen);
   plot_->plotLayout()->setRowStretchFactor(1, 0.001);
-  plot_->setMinimumHeight(260);
+  plot_->setMinimumHeight(220);  // bars, axis labels and the two-row legend
   plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
   split->addWidget(plot_);
   table_ = new QTableWidget;

@@ -10,6 +10,7 @@
 #include <QTableWidget>
 
 #include <QDockWidget>
+#include <QScreen>
 
 #include "gb_qtest_main.h"
 #include "engine_controller.h"
@@ -57,6 +58,29 @@ class UiWorkbenchTest : public QObject {
         QVERIFY2(window->tabifiedDockWidgets(dock).contains(window->findChild<QDockWidget*>(spec.tabifyWith)), spec.name);
     }
     QVERIFY(window->panel("no-such-panel") == nullptr);
+  }
+
+  void windowFitsALaptopScreen() {
+    // With every panel docked as the registry places it, the window's minimum
+    // size fits 1280x720 (a 1366x768 laptop screen less task bar and title), so
+    // no part of it is off-screen; panels smaller than their content scroll.
+    // A fresh window opens at 1400x900 or, on a smaller screen, its available area.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
+    const QSize minimum = window->minimumSizeHint();
+    QString needs;  // which panels ask for what, for the failure message
+    for (QDockWidget* dock : window->findChildren<QDockWidget*>())
+      needs += QStringLiteral(" %1 %2x%3").arg(dock->objectName()).arg(dock->minimumSizeHint().width()).arg(
+          dock->minimumSizeHint().height());
+    QVERIFY2(minimum.width() <= 1280 && minimum.height() <= 720,
+             qPrintable(QStringLiteral("minimum size %1x%2;").arg(minimum.width()).arg(minimum.height()) + needs));
+    QCOMPARE(gbui::MainWindow::defaultWindowSize(nullptr), QSize(1400, 900));
+    const QSize available = window->screen()->availableSize();
+    const QSize size = gbui::MainWindow::defaultWindowSize(window->screen());
+    QVERIFY(size.width() <= std::min(1400, available.width()) && size.height() <= std::min(900, available.height()));
+    QVERIFY(size.width() >= std::min(1400, available.width()) - 16 && size.height() >= std::min(900, available.height()) - 40);
   }
 
   void greedyStreamEqualsGenerator() {
