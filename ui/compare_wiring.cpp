@@ -17,12 +17,14 @@ void connectCompareAndBranches(MainWindow& w) {
   EngineController* c = w.controller();
   CompareView* compare = w.compareView();
   BranchesPanel* branches = w.branchesPanel();
-  QObject::connect(compare, &CompareView::runRequested, c,
+  // The lambdas run on the UI thread (their context is a UI object) and post
+  // the command to the controller's thread.
+  QObject::connect(compare, &CompareView::runRequested, compare,
                    [c](quint64 tag, const QString& prompt, const QStringList& names, const QStringList& json,
                        int samples, quint64 seed, bool crn, int maxTokens) {
-                     QMetaObject::invokeMethod(c, [=] { c->startComparison(tag, prompt, names, json, samples, seed, crn, maxTokens); });
+                     c->post([=](EngineController* ec) { ec->startComparison(tag, prompt, names, json, samples, seed, crn, maxTokens); });
                    });
-  QObject::connect(compare, &CompareView::runChatRequested, c,
+  QObject::connect(compare, &CompareView::runChatRequested, compare,
                    [c, &w](quint64 tag, const QStringList& names, const QStringList& json, int samples, quint64 seed,
                            bool crn, int maxTokens) {
                      // The chat up to its last answer: the lanes answer its last message again.
@@ -35,25 +37,25 @@ void connectCompareAndBranches(MainWindow& w) {
                      const QString format = w.chat()->format();
                      if (messages.isEmpty() || messages.back().role == QLatin1String("assistant"))
                        return w.compareView()->onFailed(tag, QObject::tr("The chat has no message to answer yet."));
-                     QMetaObject::invokeMethod(c, [=] {
-                       c->startComparison(tag, {}, names, json, samples, seed, crn, maxTokens, messages, format);
+                     c->post([=](EngineController* ec) {
+                       ec->startComparison(tag, {}, names, json, samples, seed, crn, maxTokens, messages, format);
                      });
                    });
-  QObject::connect(compare, &CompareView::releaseRequested, c,
-                   [c] { QMetaObject::invokeMethod(c, [c] { c->closeComparison(); }); });
+  QObject::connect(compare, &CompareView::releaseRequested, compare,
+                   [c] { c->post([](EngineController* ec) { ec->closeComparison(); }); });
   QObject::connect(c, &EngineController::comparisonStarted, compare, &CompareView::onStarted);
   QObject::connect(c, &EngineController::comparisonFinished, compare, &CompareView::onFinished);
   QObject::connect(c, &EngineController::comparisonFailed, compare, &CompareView::onFailed);
 
   ScoreView* score = w.scoreView();
-  QObject::connect(score, &ScoreView::scoreRequested, c, [c](quint64 tag, const QString& text, const QString& base) {
-    QMetaObject::invokeMethod(c, [=] { c->scoreText(tag, text, base); });
+  QObject::connect(score, &ScoreView::scoreRequested, score, [c](quint64 tag, const QString& text, const QString& base) {
+    c->post([=](EngineController* ec) { ec->scoreText(tag, text, base); });
   });
   QObject::connect(c, &EngineController::scoreFinished, score, &ScoreView::onFinished);
   QObject::connect(c, &EngineController::scoreFailed, score, &ScoreView::onFailed);
 
-  QObject::connect(branches, &BranchesPanel::releaseRequested, c,
-                   [c](quint64 request) { QMetaObject::invokeMethod(c, [=] { c->release(request); }); });
+  QObject::connect(branches, &BranchesPanel::releaseRequested, branches,
+                   [c](quint64 request) { c->post([=](EngineController* ec) { ec->release(request); }); });
   QObject::connect(branches, &BranchesPanel::branchActivated, &w, [&w](quint64 request) {
     // A chat branch becomes the turn's current one; any other request is
     // shown in the inspector (its first token selected).

@@ -14,7 +14,8 @@
 
 namespace gbui {
 
-EngineController::EngineController(QObject* parent) : QObject(parent), state_(std::make_unique<State>()) {
+EngineController::EngineController(QObject* parent)
+    : QObject(parent), commands_(new Mailbox(this)), outbox_(new Mailbox), state_(std::make_unique<State>()) {
   stepTimer_ = new QTimer(this);
   stepTimer_->setInterval(0);
   connect(stepTimer_, &QTimer::timeout, this, &EngineController::runSteps);
@@ -23,7 +24,13 @@ EngineController::EngineController(QObject* parent) : QObject(parent), state_(st
   connect(flushTimer_, &QTimer::timeout, this, &EngineController::flush);
 }
 
-EngineController::~EngineController() { stopServingNow(false); }
+EngineController::~EngineController() {
+  stopServingNow(false);
+  // Signals not yet delivered name this object: they go with it. The outbox
+  // lives on the constructing thread, so it is deleted there.
+  outbox_->close();
+  outbox_->deleteLater();
+}
 
 QString EngineController::defaultSamplerJson() {
   return QString::fromStdString(gb::sampler_settings_to_json(gb::SamplerSettings{}, 2));
@@ -47,7 +54,13 @@ QString EngineController::validateSpeculativeSpec(const QString& spec) {
 
 void EngineController::setPaused(bool paused) {
   paused_.store(paused);
-  if (!paused) QMetaObject::invokeMethod(this, [this] { scheduleSteps(); }, Qt::QueuedConnection);
+  if (!paused) commands_->post([this] { scheduleSteps(); }, Mailbox::Delivery::Queued);
+}
+
+void EngineController::stopThread() {
+  cancelLoad();
+  setPaused(true);
+  commands_->post([this] { thread()->quit(); }, Mailbox::Delivery::Queued);
 }
 
 void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation) {
@@ -61,30 +74,30 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   options.progress = [&](double fraction) {
     if (loadGeneration_.load() != generation) return false;
     const int percent = static_cast<int>(fraction * 100.0);
-    if (percent != lastPercent) emit loadProgress(lastPercent = percent);
+    if (percent != lastPercent) notify(&EngineController::loadProgress, lastPercent = percent);
     return true;
   };
   auto model = gb::load_model(path.toStdString(), options);
   if (!model) {
-    emit modelLoadFailed(path, QString::fromStdString(model.error().message));
+    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(model.error().message));
     return;
   }
   auto tokenizer = gb::load_tokenizer(**model, "");
   if (!tokenizer) {
-    emit modelLoadFailed(path, QString::fromStdString(tokenizer.error().message));
+    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(tokenizer.error().message));
     return;
   }
   // The device policy is the engine's (make_backend); anything but "cpu" or
   // "cuda" means auto.
   if (device == "cuda" && !gb::cuda_backend_built()) {
-    emit modelLoadFailed(path, tr("This build of Glassbox has no CUDA backend."));
+    notify(&EngineController::modelLoadFailed, path, tr("This build of Glassbox has no CUDA backend."));
     return;
   }
   gb::BackendOptions backendOptions;
   backendOptions.device = gb::parse_device(device.toStdString()).value_or(gb::Device::Auto);
   auto backend = gb::make_backend(*model, backendOptions);
   if (!backend) {
-    emit modelLoadFailed(path, QString::fromStdString(backend.error().message));
+    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(backend.error().message));
     return;
   }
   gb::EngineConfig config;
@@ -98,7 +111,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   config.max_retained = kMaxKeptBranches;
   auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(*backend), config);
   if (gb::Status s = engine->start(); !s.ok()) {
-    emit modelLoadFailed(path, QString::fromStdString(s.error().message));
+    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(s.error().message));
     return;
   }
   if (generation != loadGeneration_.load()) return;  // cancelled while loading: drop it
@@ -112,18 +125,18 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   state_->numScratchBlocks = config.num_scratch_blocks;
   state_->vocab = vocabularyTexts();
   startTraceSpool();
-  emit modelLoaded(modelInfo());
+  notify(&EngineController::modelLoaded, modelInfo());
 }
 
 bool EngineController::localSettings(quint64 tag, const QString& samplerJson, int maxTokens,
                                      gb::SamplerSettings& out) {
   if (!state_->engine) {
-    emit requestFailed(tag, tr("No model is loaded."));
+    notify(&EngineController::requestFailed, tag, tr("No model is loaded."));
     return false;
   }
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
-    emit requestFailed(tag, QString::fromStdString(settings.error().message));
+    notify(&EngineController::requestFailed, tag, QString::fromStdString(settings.error().message));
     return false;
   }
   out = std::move(*settings);
@@ -140,7 +153,7 @@ void EngineController::submitLocal(quint64 tag, gb::GenerationRequest request, c
   if (!speculativeSpec.isEmpty()) {
     auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
     if (!spec) {
-      emit requestFailed(tag, QString::fromStdString(spec.error().message));
+      notify(&EngineController::requestFailed, tag, QString::fromStdString(spec.error().message));
       return;
     }
     request.speculative = std::move(*spec);
@@ -149,10 +162,10 @@ void EngineController::submitLocal(quint64 tag, gb::GenerationRequest request, c
   collectEvents();
   if (!id) {
     flush();
-    emit requestFailed(tag, QString::fromStdString(id.error().message));
+    notify(&EngineController::requestFailed, tag, QString::fromStdString(id.error().message));
     return;
   }
-  emit requestSubmitted(tag, id->value);
+  notify(&EngineController::requestSubmitted, tag, id->value);
   scheduleSteps();
 }
 
@@ -169,7 +182,7 @@ void EngineController::submit(quint64 tag, const QString& prompt, const QString&
 void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens) {
   if (refuseRemote(tag, tr("Branching"))) return;
   if (!state_->engine) {
-    emit requestFailed(tag, tr("No model is loaded."));
+    notify(&EngineController::requestFailed, tag, tr("No model is loaded."));
     return;
   }
   std::optional<gb::TokenId> forced;
@@ -178,10 +191,10 @@ void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forc
   collectEvents();
   if (!id) {
     flush();
-    emit requestFailed(tag, QString::fromStdString(id.error().message));
+    notify(&EngineController::requestFailed, tag, QString::fromStdString(id.error().message));
     return;
   }
-  emit requestSubmitted(tag, id->value);
+  notify(&EngineController::requestSubmitted, tag, id->value);
   scheduleSteps();
 }
 
@@ -195,7 +208,7 @@ void EngineController::cancel(quint64 request) {
 
 void EngineController::releaseBranches(const QVector<quint64>& keep) {
   if (!state_->engine) {
-    if (state_->remote) emit branchesReleased(0);  // a remote keeps no KV for us
+    if (state_->remote) notify(&EngineController::branchesReleased, 0);  // a remote keeps no KV for us
     return;
   }
   int released = 0;
@@ -203,7 +216,7 @@ void EngineController::releaseBranches(const QVector<quint64>& keep) {
     if (!keep.contains(id.value)) released += state_->engine->release(id) ? 1 : 0;
   collectEvents();
   scheduleSteps();
-  emit branchesReleased(released);
+  notify(&EngineController::branchesReleased, released);
 }
 
 void EngineController::setSamplerSettings(quint64 request, const QString& samplerJson) {
@@ -212,11 +225,11 @@ void EngineController::setSamplerSettings(quint64 request, const QString& sample
   if (!state_->engine->scheduler().find(gb::RequestId{request})) return;
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
-    emit engineError(QString::fromStdString(settings.error().message));
+    notify(&EngineController::engineError, QString::fromStdString(settings.error().message));
     return;
   }
   if (gb::Status s = state_->engine->set_sampler_settings(gb::RequestId{request}, *settings); !s.ok())
-    emit engineError(QString::fromStdString(s.error().message));
+    notify(&EngineController::engineError, QString::fromStdString(s.error().message));
 }
 
 void EngineController::scheduleSteps() {
@@ -245,7 +258,7 @@ bool EngineController::stepOnce() {
   translateMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
   if (!did) {
     if (state_->hub) state_->hub->fail_all(*state_->engine, "engine failure: " + did.error().message, true);
-    emit engineError(QString::fromStdString(did.error().message));
+    notify(&EngineController::engineError, QString::fromStdString(did.error().message));
     return false;
   }
   return *did;
@@ -272,8 +285,8 @@ void EngineController::runSteps() {
     flushTraceSpool();
     // Idle: nothing wakes this thread until the next command.
     flushTimer_->stop();
-    if (stalled) emit engineError(tr("The engine has requests it cannot run (KV pool full?). Release old branches."));
-    else if (state_->engine && !state_->engine->has_work()) emit idle();
+    if (stalled) notify(&EngineController::engineError, tr("The engine has requests it cannot run (KV pool full?). Release old branches."));
+    else if (state_->engine && !state_->engine->has_work()) notify(&EngineController::idle);
   }
 }
 
@@ -282,7 +295,7 @@ void EngineController::flush() {
   if (pending_.empty()) return;
   auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
   pending_.clear();
-  emit eventsReady(batch);
+  notify(&EngineController::eventsReady, batch);
 }
 
 QString EngineController::kvSnapshotSummary() const {

@@ -7,9 +7,14 @@
 // Invariants: every engine object is created, used and destroyed on the
 // controller's thread; no signal carries an engine type (only ui_events.h
 // values); the UI never waits on this object. Engine errors arrive as signals.
-// Threads: construct on any thread, then moveToThread(); call slots only through
-// queued connections / QMetaObject::invokeMethod. cancelLoad() and
-// setPaused() are atomic flags and may be called directly from any thread.
+// Threads: construct on the thread that receives the signals (the UI's), then
+// moveToThread(). Commands go in through post(); signals come out on the
+// constructing thread: both ways through a Mailbox (thread_mailbox.h), whose
+// std::mutex makes each hand-over visible to ThreadSanitizer, in order. Destroy
+// it on its own thread while the constructing thread waits for that thread
+// (MainWindow: the thread's finished() -> deleteLater(), then stopThread() and
+// wait()). cancelLoad() and setPaused() are atomic flags and may be called
+// directly from any thread.
 #pragma once
 
 #include <QObject>
@@ -18,6 +23,7 @@
 #include <atomic>
 #include <memory>
 
+#include "thread_mailbox.h"
 #include "ui_chat_prompt.h"
 #include "ui_events.h"
 
@@ -63,6 +69,19 @@ class EngineController : public QObject {
   void setPaused(bool paused);
   bool isPaused() const { return paused_.load(); }
   int flushIntervalMs() const { return 16; }
+
+  // Cancels a load, pauses, and ends the event loop of the thread the
+  // controller was moved to once the commands posted before have run (through
+  // post(), so everything this thread did before happens before the thread
+  // ends, for TSan too). The caller then waits for the thread. Any thread.
+  void stopThread();
+
+  // Runs command(this) on the controller's thread, after the commands posted
+  // before it (at once when called there with nothing queued). Any thread.
+  template <class F>
+  void post(F command) {
+    commands_->post([this, command = std::move(command)] { command(this); });
+  }
 
  public slots:
   // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
@@ -193,7 +212,7 @@ class EngineController : public QObject {
   // finish (engine_controller_compare.cpp).
   void advanceComparison();
   void serviceHub();          // takes the server's queued commands (engine_controller_serve.cpp)
-  void stopServingNow(bool notify);
+  void stopServingNow(bool announce);
   void drainRemote();         // remote engine events -> pending UiEvents (engine_controller_remote.cpp)
   bool submitRemote(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens);
   bool submitChatRemote(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& samplerJson,
@@ -215,6 +234,18 @@ class EngineController : public QObject {
   UiModelInfo modelInfo() const;
   QVector<QString> vocabularyTexts() const;
 
+  // Emits `signal` with `args` on the constructing thread, after every signal
+  // notified before it: the arguments are copied here and handed over under
+  // outbox_'s mutex.
+  template <class... Params, class... Args>
+  void notify(void (EngineController::*signal)(Params...), Args&&... args) {
+    outbox_->post([this, signal, ... values = std::decay_t<Params>(std::forward<Args>(args))] {
+      (this->*signal)(values...);
+    });
+  }
+
+  Mailbox* commands_ = nullptr;  // a child: moves to the engine thread with the controller
+  Mailbox* outbox_ = nullptr;    // no parent: stays on the constructing thread
   std::unique_ptr<State> state_;
   QTimer* stepTimer_ = nullptr;   // zero-interval: one engine step per tick
   QTimer* flushTimer_ = nullptr;  // display rate: moves pending events to the UI

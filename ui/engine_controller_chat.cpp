@@ -51,7 +51,7 @@ void EngineController::submitChat(quint64 tag, const QVector<UiChatMessage>& mes
   gb::SamplerSettings settings;
   if (!localSettings(tag, samplerJson, maxTokens, settings)) return;
   gb::ChatRequest chat = renderChatRequest(*state_->model, *state_->tokenizer, messages, format, settings);
-  emit chatPromptReady(toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
+  notify(&EngineController::chatPromptReady, toUiPrompt(tag, chat, *state_->tokenizer, state_->engine->max_context()));
   submitLocal(tag, std::move(chat.request), branchFrom, speculativeSpec);
 }
 

@@ -37,12 +37,12 @@ void EngineController::startComparison(quint64 tag, const QString& prompt, const
                                        int maxTokens, const QVector<UiChatMessage>& chat, const QString& chatFormat) {
   closeComparison();
   if (state_->remote) return startComparisonRemote(tag, prompt, laneNames, laneJson, samples, seed, maxTokens, chat);
-  if (!state_->engine) return emit comparisonFailed(tag, tr("No model is loaded."));
+  if (!state_->engine) return notify(&EngineController::comparisonFailed, tag, tr("No model is loaded."));
   gb::ComparisonSpec spec;
   for (int i = 0; i < laneNames.size() && i < laneJson.size(); ++i) {
     auto settings = gb::sampler_settings_from_json(laneJson[i].toStdString(), "lane " + laneNames[i].toStdString());
     if (!settings) {
-      emit comparisonFailed(tag, QString::fromStdString(settings.error().message));
+      notify(&EngineController::comparisonFailed, tag, QString::fromStdString(settings.error().message));
       return;
     }
     spec.lanes.push_back({laneNames[i].toStdString(), *settings});
@@ -65,7 +65,7 @@ void EngineController::startComparison(quint64 tag, const QString& prompt, const
   auto c = gb::Comparison::start(*state_->engine, std::move(spec));
   if (!c) {
     collectEvents();
-    emit comparisonFailed(tag, QString::fromStdString(c.error().message));
+    notify(&EngineController::comparisonFailed, tag, QString::fromStdString(c.error().message));
     return;
   }
   state_->comparison = std::move(*c);
@@ -81,19 +81,19 @@ void EngineController::advanceComparison() {
   if (gb::Status st = c.advance(*state_->engine); !st) {
     std::unique_ptr<gb::Comparison> failed = std::move(state_->comparison);
     failed->close(*state_->engine);
-    emit comparisonFailed(state_->comparisonTag, QString::fromStdString(st.error().message));
+    notify(&EngineController::comparisonFailed, state_->comparisonTag, QString::fromStdString(st.error().message));
     return;
   }
   if (c.forked() && !was_forked) {
     QVector<quint64> ids;
     for (const gb::ComparisonSample& s : c.samples()) ids.push_back(s.request.value);
-    emit comparisonStarted(state_->comparisonTag, ids);
+    notify(&EngineController::comparisonStarted, state_->comparisonTag, ids);
   }
   if (c.done() && !was_done) {
     gb::ComparisonJsonOptions options;
     options.prompt_text = state_->comparisonPrompt;
     options.token_records = false;  // the view has the records from the event stream
-    emit comparisonFinished(state_->comparisonTag, QString::fromStdString(gb::comparison_to_json(c, options)),
+    notify(&EngineController::comparisonFinished, state_->comparisonTag, QString::fromStdString(gb::comparison_to_json(c, options)),
                             QString::fromStdString(gb::comparison_to_csv(c)));
   }
 }
@@ -102,30 +102,30 @@ void EngineController::advanceComparison() {
 // client of its own; this thread (the engine thread, never the GUI's) waits.
 void EngineController::scoreTextRemote(quint64 tag, const QString& text, const QString& basePath) {
   if (!basePath.isEmpty())
-    return emit scoreFailed(tag, tr("A base model (KL) is not available with a remote engine."));
+    return notify(&EngineController::scoreFailed, tag, tr("A base model (KL) is not available with a remote engine."));
   auto client = gb::server::RemoteClient::connect(state_->remoteOptions);
-  if (!client) return emit scoreFailed(tag, QString::fromStdString(client.error().message));
+  if (!client) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(client.error().message));
   auto scored = (*client)->score(text.toStdString(), state_->remoteOptions.top_logprobs);
-  if (!scored) return emit scoreFailed(tag, QString::fromStdString(scored.error().message));
-  emit scoreFinished(tag, QString::fromStdString(
+  if (!scored) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(scored.error().message));
+  notify(&EngineController::scoreFinished, tag, QString::fromStdString(
                               gb::server::remote_score_to_json(*scored, state_->remoteOptions.url, (*client)->model())));
 }
 
 void EngineController::scoreText(quint64 tag, const QString& text, const QString& basePath) {
   if (state_->remote) return scoreTextRemote(tag, text, basePath);
-  if (!state_->model) return emit scoreFailed(tag, tr("No model is loaded."));
+  if (!state_->model) return notify(&EngineController::scoreFailed, tag, tr("No model is loaded."));
   std::shared_ptr<const gb::Model> base;
   if (!basePath.isEmpty()) {
     gb::LoadOptions options;
     options.context_length = state_->model->config.context_length;
     auto model = gb::load_model(basePath.toStdString(), options);
-    if (!model) return emit scoreFailed(tag, QString::fromStdString(model.error().message));
+    if (!model) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(model.error().message));
     auto tokenizer = gb::load_tokenizer(**model, "");
-    if (!tokenizer) return emit scoreFailed(tag, QString::fromStdString(tokenizer.error().message));
+    if (!tokenizer) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(tokenizer.error().message));
     if (gb::Status st = gb::check_comparable_vocabularies(*state_->tokenizer, state_->model->path, **tokenizer,
                                                           basePath.toStdString());
         !st)
-      return emit scoreFailed(tag, QString::fromStdString(st.error().message));
+      return notify(&EngineController::scoreFailed, tag, QString::fromStdString(st.error().message));
     base = *model;
   }
   const std::vector<gb::TokenId> ids = state_->tokenizer->encode(text.toStdString(), true);
@@ -135,11 +135,11 @@ void EngineController::scoreText(quint64 tag, const QString& text, const QString
   std::unique_ptr<gb::Backend> backend = gb::make_backend(state_->model, host).value();
   std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_backend(base, host).value() : nullptr;
   auto score = gb::score_tokens(*state_->model, *backend, base.get(), baseBackend.get(), ids);
-  if (!score) return emit scoreFailed(tag, QString::fromStdString(score.error().message));
+  if (!score) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(score.error().message));
   gb::TextScoreJsonOptions options;
   options.model_path = state_->model->path;
   options.base_path = basePath.toStdString();
-  emit scoreFinished(tag, QString::fromStdString(gb::text_score_to_json(*score, *state_->tokenizer, options)));
+  notify(&EngineController::scoreFinished, tag, QString::fromStdString(gb::text_score_to_json(*score, *state_->tokenizer, options)));
 }
 
 }  // namespace gbui

@@ -73,7 +73,7 @@ void EngineController::collectEvents() {
   for (const gb::TraceEvent& e : events) {
     if (!state_->spool) break;
     if (gb::Status st = state_->spool->append(e); !st) {
-      emit engineError(tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
+      notify(&EngineController::engineError, tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
       state_->spool.reset();
       state_->spoolFailed = true;
     }
@@ -173,7 +173,7 @@ void EngineController::startTraceSpool() {
                                       .arg(sequence.fetch_add(1)));
   auto spool = gb::TraceWriter::open(QFile::encodeName(path).toStdString(), *header);
   if (!spool) {
-    emit engineError(tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
+    notify(&EngineController::engineError, tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
     state_->spoolFailed = true;
     return;
   }
@@ -186,7 +186,7 @@ void EngineController::startTraceSpool() {
 void EngineController::flushTraceSpool() {
   if (!state_->spool) return;
   if (gb::Status st = state_->spool->flush(); !st) {
-    emit engineError(tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
+    notify(&EngineController::engineError, tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
     state_->spool.reset();
     state_->spoolFailed = true;
   }
@@ -194,13 +194,13 @@ void EngineController::flushTraceSpool() {
 
 void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
   if (!state_->model) {
-    emit exportFinished(path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
+    notify(&EngineController::exportFinished, path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
                                              : tr("Nothing to export: no model is loaded."));
     return;
   }
   auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
   if (!header) {
-    emit exportFinished(path, QString::fromStdString(header.error().message));
+    notify(&EngineController::exportFinished, path, QString::fromStdString(header.error().message));
     return;
   }
   if (state_->engine) {
@@ -211,7 +211,7 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
   // The events come back from the spool (the session's events are not kept in
   // memory); the export's header names the branch tree as it is now.
   if (!state_->spool) {
-    emit exportFinished(path, state_->spoolFailed ? tr("The session trace could not be recorded (see the earlier error).")
+    notify(&EngineController::exportFinished, path, state_->spoolFailed ? tr("The session trace could not be recorded (see the earlier error).")
                                                   : tr("Nothing to export: no session trace."));
     return;
   }
@@ -222,29 +222,29 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
     // header line and those lines, copied without parsing them.
     auto text = gb::read_whole_file(spoolPath);
     if (!text) {
-      emit exportFinished(path, QString::fromStdString(text.error().message));
+      notify(&EngineController::exportFinished, path, QString::fromStdString(text.error().message));
       return;
     }
     const size_t firstEnd = text->find('\n');
     std::string out = gb::trace_header_line(*header) + "\n";
     if (firstEnd != std::string::npos) out.append(*text, firstEnd + 1, std::string::npos);
     const gb::Status s = gb::write_file_atomically(path.toStdString(), out);
-    emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
+    notify(&EngineController::exportFinished, path, s.ok() ? QString() : QString::fromStdString(s.error().message));
     return;
   }
   auto spooled = gb::read_trace_jsonl(spoolPath);
   if (!spooled) {
-    emit exportFinished(path, QString::fromStdString(spooled.error().message));
+    notify(&EngineController::exportFinished, path, QString::fromStdString(spooled.error().message));
     return;
   }
   const gb::Status s = gb::write_chrome_trace(path.toStdString(), *header, spooled->events);
-  emit exportFinished(path, s.ok() ? QString() : QString::fromStdString(s.error().message));
+  notify(&EngineController::exportFinished, path, s.ok() ? QString() : QString::fromStdString(s.error().message));
 }
 
 void EngineController::openTrace(const QString& path) {
   auto file = gb::read_trace_jsonl(path.toStdString());
   if (!file) {
-    emit traceOpenFailed(path, QString::fromStdString(file.error().message));
+    notify(&EngineController::traceOpenFailed, path, QString::fromStdString(file.error().message));
     return;
   }
   const gb::TraceHeader& h = file->header;
@@ -289,7 +289,7 @@ void EngineController::openTrace(const QString& path) {
     events->push_back(toUiEvent(e, info.vocab));
     if (const auto* step = std::get_if<gb::StepEvent>(&e.body)) info.numBlocks = std::max(info.numBlocks, step->num_blocks_total);
   }
-  emit traceOpened(info, events);
+  notify(&EngineController::traceOpened, info, events);
 }
 
 }  // namespace gbui

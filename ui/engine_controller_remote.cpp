@@ -79,7 +79,7 @@ void EngineController::connectRemote(const QString& url, const QString& apiKey, 
   options.top_logprobs = 20;
   auto session = gb::server::RemoteSession::connect(options);
   if (!session) {
-    emit modelLoadFailed(url, QString::fromStdString(session.error().message));
+    notify(&EngineController::modelLoadFailed, url, QString::fromStdString(session.error().message));
     return;
   }
   if (generation != loadGeneration_.load()) return;  // cancelled while connecting
@@ -107,12 +107,12 @@ void EngineController::connectRemote(const QString& url, const QString& apiKey, 
                    {tr("not available over the API"),
                     tr("token ids, logits, sampler stages, final probabilities, the random draw, entropy, KV blocks")}};
   flushTimer_->start();  // drains the session's events from now on
-  emit modelLoaded(info);
+  notify(&EngineController::modelLoaded, info);
 }
 
 bool EngineController::refuseRemote(quint64 tag, const QString& what) {
   if (!state_->remote) return false;
-  emit requestFailed(tag, tr("%1 is not available with a remote engine (the OpenAI API does not offer it).").arg(what));
+  notify(&EngineController::requestFailed, tag, tr("%1 is not available with a remote engine (the OpenAI API does not offer it).").arg(what));
   return true;
 }
 
@@ -120,12 +120,12 @@ bool EngineController::submitRemote(quint64 tag, const QString& prompt, const QS
   if (!state_->remote) return false;
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
-    emit requestFailed(tag, QString::fromStdString(settings.error().message));
+    notify(&EngineController::requestFailed, tag, QString::fromStdString(settings.error().message));
     return true;
   }
   const uint64_t id = state_->remote->submit_completion(prompt.toStdString(), *settings, maxTokens);
   state_->remoteRequests[id] = {maxTokens, samplerJson, 0};
-  emit requestSubmitted(tag, id);
+  notify(&EngineController::requestSubmitted, tag, id);
   return true;
 }
 
@@ -134,7 +134,7 @@ bool EngineController::submitChatRemote(quint64 tag, const QVector<UiChatMessage
   if (!state_->remote) return false;
   auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
   if (!settings) {
-    emit requestFailed(tag, QString::fromStdString(settings.error().message));
+    notify(&EngineController::requestFailed, tag, QString::fromStdString(settings.error().message));
     return true;
   }
   std::vector<gb::ChatMessage> history;
@@ -144,10 +144,10 @@ bool EngineController::submitChatRemote(quint64 tag, const QVector<UiChatMessage
   prompt.tag = tag;
   prompt.format = tr("remote");
   prompt.warning = tr("The server renders the conversation with its own chat template; the prompt is not shown.");
-  emit chatPromptReady(prompt);
+  notify(&EngineController::chatPromptReady, prompt);
   const uint64_t id = state_->remote->submit_chat(history, *settings, maxTokens);
   state_->remoteRequests[id] = {maxTokens, samplerJson, 0};
-  emit requestSubmitted(tag, id);
+  notify(&EngineController::requestSubmitted, tag, id);
   return true;
 }
 
@@ -205,10 +205,10 @@ void EngineController::drainRemote() {
     // The samples' last tokens reach the view before the result does.
     auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
     pending_.clear();
-    if (!batch->empty()) emit eventsReady(batch);
+    if (!batch->empty()) notify(&EngineController::eventsReady, batch);
     finishRemoteComparison();
   }
-  if (finished && state_->remoteRequests.empty()) emit idle();
+  if (finished && state_->remoteRequests.empty()) notify(&EngineController::idle);
 }
 
 }  // namespace gbui

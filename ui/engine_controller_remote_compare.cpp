@@ -18,10 +18,10 @@ void EngineController::startComparisonRemote(quint64 tag, const QString& prompt,
   auto run = std::make_unique<State::RemoteComparison>();
   for (int i = 0; i < laneNames.size() && i < laneJson.size(); ++i) {
     auto settings = gb::sampler_settings_from_json(laneJson[i].toStdString(), "lane " + laneNames[i].toStdString());
-    if (!settings) return emit comparisonFailed(tag, QString::fromStdString(settings.error().message));
+    if (!settings) return notify(&EngineController::comparisonFailed, tag, QString::fromStdString(settings.error().message));
     run->lanes.push_back({laneNames[i].toStdString(), *settings, {}});
   }
-  if (run->lanes.empty() || samples < 1) return emit comparisonFailed(tag, tr("A comparison needs lanes and samples."));
+  if (run->lanes.empty() || samples < 1) return notify(&EngineController::comparisonFailed, tag, tr("A comparison needs lanes and samples."));
   std::vector<gb::ChatMessage> history;
   for (const UiChatMessage& m : chat) history.push_back({m.role.toStdString(), m.text.toStdString(), {}});
   QVector<quint64> ids;
@@ -44,7 +44,7 @@ void EngineController::startComparisonRemote(quint64 tag, const QString& prompt,
                seed, maxTokens, 0.0};
   run->start = std::chrono::steady_clock::now();
   state_->remoteComparison = std::move(run);
-  emit comparisonStarted(tag, ids);
+  notify(&EngineController::comparisonStarted, tag, ids);
 }
 
 // One session event for the running comparison; true when it has ended
@@ -71,7 +71,7 @@ bool EngineController::noteRemoteComparison(const gb::server::RemoteEvent& e) {
   if (!f->error.empty()) {
     std::unique_ptr<State::RemoteComparison> failed = std::move(state_->remoteComparison);
     for (const auto& [request, where] : failed->requestSlots) state_->remote->cancel(request);
-    emit comparisonFailed(failed->tag, QString::fromStdString("lane " + lane + ": " + f->error));
+    notify(&EngineController::comparisonFailed, failed->tag, QString::fromStdString("lane " + lane + ": " + f->error));
     return true;
   }
   return run->requestSlots.empty();
@@ -82,7 +82,7 @@ void EngineController::finishRemoteComparison() {
   if (!run) return;
   run->info.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run->start).count();
   // No CSV: its columns are the engine's per-token records (docs/compare.md).
-  emit comparisonFinished(run->tag, QString::fromStdString(gb::server::remote_comparison_to_json(run->lanes, run->info)),
+  notify(&EngineController::comparisonFinished, run->tag, QString::fromStdString(gb::server::remote_comparison_to_json(run->lanes, run->info)),
                           QString());
 }
 

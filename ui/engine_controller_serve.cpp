@@ -10,14 +10,14 @@ namespace gbui {
 
 void EngineController::startServing(const QString& host, int port, const QString& apiKey) {
   if (!state_->engine) {
-    emit servingFailed(state_->remote ? tr("A remote engine cannot be served again from here; load a local model.")
+    notify(&EngineController::servingFailed, state_->remote ? tr("A remote engine cannot be served again from here; load a local model.")
                                       : tr("Load a model before serving it."));
     return;
   }
   stopServingNow(false);
   auto hub = std::make_unique<gb::server::ServeHub>(gb::server::engine_info(*state_->engine), gb::server::HubConfig{});
   // From handler threads: a queued call is the thread-safe way into this thread.
-  hub->set_wake([this] { QMetaObject::invokeMethod(this, [this] { serviceHub(); }, Qt::QueuedConnection); });
+  hub->set_wake([this] { commands_->post([this] { serviceHub(); }, Mailbox::Delivery::Queued); });
   gb::server::ServerConfig config;
   config.host = host.toStdString();
   config.port = port;
@@ -25,18 +25,18 @@ void EngineController::startServing(const QString& host, int port, const QString
   config.record_top_n = 20;  // the inspector shows candidates of server requests too
   auto http = std::make_unique<gb::server::OpenAiServer>(*hub, state_->model, state_->tokenizer, config);
   if (gb::Status s = http->start(); !s.ok()) {
-    emit servingFailed(QString::fromStdString(s.error().message));
+    notify(&EngineController::servingFailed, QString::fromStdString(s.error().message));
     return;
   }
   hub->update_gauges(*state_->engine);
   state_->hub = std::move(hub);
   state_->http = std::move(http);
-  emit servingStarted(QString::fromStdString(state_->http->address()));
+  notify(&EngineController::servingStarted, QString::fromStdString(state_->http->address()));
 }
 
 void EngineController::stopServing() { stopServingNow(true); }
 
-void EngineController::stopServingNow(bool notify) {
+void EngineController::stopServingNow(bool announce) {
   if (!state_->hub) return;
   // Refuse new submissions and answer queued ones before joining the handler
   // threads: a handler waiting for this thread would otherwise wait in vain.
@@ -47,7 +47,7 @@ void EngineController::stopServingNow(bool notify) {
   state_->hub.reset();
   collectEvents();  // the cancellations
   scheduleSteps();
-  if (notify) emit servingStopped();
+  if (announce) notify(&EngineController::servingStopped);
 }
 
 void EngineController::serviceHub() {

@@ -227,12 +227,12 @@ void MainWindow::connectServePanel() {
   connect(controller_, &EngineController::servingFailed, serve_, &ServePanel::onServingFailed);
   connect(controller_, &EngineController::servingStopped, serve_, &ServePanel::onServingStopped);
   connect(serve_, &ServePanel::startServing, this, [this](const QString& host, int port, const QString& key) {
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->startServing(host, port, key); });
+    controller_->post([=](EngineController* c) { c->startServing(host, port, key); });
   });
   // Selecting a request shows its first token in the inspector.
   connect(serve_, &ServePanel::requestSelected, this, [this](quint64 request) { model_->selectToken(request, 0); });
   connect(serve_, &ServePanel::stopServing, this,
-          [this] { QMetaObject::invokeMethod(controller_, [c = controller_] { c->stopServing(); }); });
+          [this] { controller_->post([](EngineController* c) { c->stopServing(); }); });
 }
 
 // UI -> engine: queued invocations only.
@@ -245,26 +245,25 @@ void MainWindow::connectUiToEngine() {
     const bool regenerating = tag < quint64(turns.size()) && !turns[int(tag)].branches.isEmpty();
     const QString json = sampling_->submitJson(regenerating);
     const QString spec = sampling_->speculative()->spec();
-    QMetaObject::invokeMethod(controller_,
-                              [=, c = controller_] { c->submit(tag, prompt, json, maxTokens, spec, branchFrom); });
+    controller_->post([=](EngineController* c) { c->submit(tag, prompt, json, maxTokens, spec, branchFrom); });
   });
   connect(chat_, &ChatPanel::generateChat, this,
           [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens,
                  const QVector<quint64>& branchFrom) {
             const QString json = sampling_->submitJson();
             const QString spec = sampling_->speculative()->spec();
-            QMetaObject::invokeMethod(controller_, [=, c = controller_] {
+            controller_->post([=](EngineController* c) {
               c->submitChat(tag, messages, format, json, maxTokens, spec, branchFrom);
             });
           });
   connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);
   connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->cancel(request); });
+    controller_->post([=](EngineController* c) { c->cancel(request); });
   });
   connect(chat_, &ChatPanel::tokenClicked, model_, &SessionModel::selectToken);
   connect(sampling_, &SamplingPanel::settingsChanged, this, [this](const QString& json) {
     const RequestKey active = chat_->activeRequest();
-    if (active != 0) QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->setSamplerSettings(active, json); });
+    if (active != 0) controller_->post([=](EngineController* c) { c->setSamplerSettings(active, json); });
     autosave_->start();
   });
   connect(inspector_, &TokenInspectorPanel::branchRequested, this, [this](quint64 request, int index, int tokenId) {
@@ -278,14 +277,12 @@ void MainWindow::connectUiToEngine() {
     }
     const int numTokens = static_cast<int>(r->promptIds.size()) + index;
     const int maxTokens = chat_->maxTokens();
-    QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
+    controller_->post([=](EngineController* c) { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
   });
 }
 
 MainWindow::~MainWindow() {
-  controller_->cancelLoad();
-  controller_->setPaused(true);
-  engineThread_.quit();
+  controller_->stopThread();
   engineThread_.wait();
 }
 
@@ -400,7 +397,7 @@ void MainWindow::openModel(const QString& path) {
   statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
   const QString device = device_;
   const int generation = controller_->beginLoad();
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->loadModel(path, device, 0, generation); });
+  controller_->post([=](EngineController* c) { c->loadModel(path, device, 0, generation); });
 }
 
 void MainWindow::connectToServer(const QString& url, const QString& apiKey) {
@@ -411,7 +408,7 @@ void MainWindow::connectToServer(const QString& url, const QString& apiKey) {
   cancelLoad_->setVisible(true);
   statusModel_->setText(tr("Connecting to %1...").arg(url));
   const int generation = controller_->beginLoad();
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->connectRemote(url, apiKey, generation); });
+  controller_->post([=](EngineController* c) { c->connectRemote(url, apiKey, generation); });
 }
 
 void MainWindow::cancelLoad() {
@@ -461,7 +458,7 @@ void MainWindow::releaseOldBranches() {
   for (const Turn& turn : chat_->conversation().turns)
     if (turn.currentRequest() != 0) keep.push_back(turn.currentRequest());
   if (chat_->activeRequest() != 0) keep.push_back(chat_->activeRequest());
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->releaseBranches(keep); });
+  controller_->post([=](EngineController* c) { c->releaseBranches(keep); });
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
@@ -474,14 +471,14 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::openTrace(const QString& path) {
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->openTrace(path); });
+  controller_->post([=](EngineController* c) { c->openTrace(path); });
 }
 
 void MainWindow::exportTrace(const QString& path, const QString& format) {
   // The branch tree and the conversation ride in the trace's header.
   const QString branches = QString::fromUtf8(
       QJsonDocument(branchTreeToJson(chat_->conversation(), *model_)).toJson(QJsonDocument::Compact));
-  QMetaObject::invokeMethod(controller_, [=, c = controller_] { c->exportTrace(path, format, branches); });
+  controller_->post([=](EngineController* c) { c->exportTrace(path, format, branches); });
 }
 
 void MainWindow::rememberRecent(const QString& path) {
