@@ -8,7 +8,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "gb_test.h"
+#include "gb_test_registry.h"
 
 namespace gbtest {
 
