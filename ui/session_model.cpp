@@ -106,6 +106,7 @@ void SessionModel::trimDetails() {
     if (it == requests_.end() || index >= static_cast<int>(it->second.tokens.size())) continue;
     UiToken& t = it->second.tokens[static_cast<size_t>(index)];
     t.top = QVector<UiCandidate>();  // frees the candidates (unless a panel still shares them)
+    t.numAfterStage = QVector<int>();
     t.detailTrimmed = true;
   }
 }
@@ -179,15 +180,17 @@ void SessionModel::annotateDraft(RequestInfo& r, UiToken& t) const {
   if (r.speculative.empty() || r.speculative.back().step != t.step) return;
   const UiSpeculative& v = r.speculative.back();
   const int slot = r.numFromLastVerification++;
-  t.drafter = v.drafter;
-  t.numDrafted = static_cast<int>(v.drafted.size());
-  t.draftPosition = origin == UiTokenOrigin::Bonus ? t.numDrafted : slot;
-  if (slot < v.q.size()) t.draftQ = v.q[slot];
-  if (slot < v.p.size()) t.draftP = v.p[slot];
+  auto d = std::make_shared<UiDraftInfo>();
+  d->drafter = v.drafter;
+  d->numDrafted = static_cast<int>(v.drafted.size());
+  d->position = origin == UiTokenOrigin::Bonus ? d->numDrafted : slot;
+  if (slot < v.q.size()) d->q = v.q[slot];
+  if (slot < v.p.size()) d->p = v.p[slot];
   if (origin == UiTokenOrigin::Resampled && v.rejected >= 0) {
-    t.rejectedId = v.rejected;
-    t.rejectedText = tokenText(v.rejected);
+    d->rejectedId = v.rejected;
+    d->rejectedText = tokenText(v.rejected);
   }
+  t.draft = std::move(d);
 }
 
 // Block tables are rebuilt from the pool's events: a request gains blocks in

@@ -109,7 +109,8 @@ void TokenInspectorPanel::showHeader(const UiToken& t, quint64 request, int inde
   QString stages;
   for (int s = 0; s < t.stages.size(); ++s)
     if (s < t.stageActive.size() && t.stageActive[s])
-      stages += QStringLiteral(" %1\u2192%2").arg(t.stages[s]).arg(s < t.numAfterStage.size() ? t.numAfterStage[s] : 0);
+      stages += s < t.numAfterStage.size() ? QStringLiteral(" %1\u2192%2").arg(t.stages[s]).arg(t.numAfterStage[s])
+                                           : QStringLiteral(" ") + t.stages[s];  // counts dropped (detailTrimmed)
   header_->setText(tr("<b>%1</b> (id %2, request %3, token %4) &nbsp; p = %5 (raw %6), rank %7<br>"
                       "entropy %8 \u2192 %9 nats, draw %10%11<br><small>candidates %12:%13</small>")
                        .arg(visible(t.piece).toHtmlEscaped())

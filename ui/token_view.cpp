@@ -478,31 +478,33 @@ QString TokenView::tooltipFor(const UiToken& t) const {
   }
   if (t.detailTrimmed)
     tip += tr("<br><i>alternatives dropped from memory (an older token); the trace file holds them</i>");
+  const UiDraftInfo noDraft;  // a speculative token whose verification was not seen (a trace cut short)
+  const UiDraftInfo& d = t.draft ? *t.draft : noDraft;
   switch (static_cast<UiTokenOrigin>(t.origin)) {
     case UiTokenOrigin::Accepted:
       tip += QStringLiteral("<br><span style='color:#008c3c'>drafted by %1 at position %2 of %3 (q=%4, p=%5), accepted</span>")
-                 .arg(t.drafter)
-                 .arg(t.draftPosition + 1)
-                 .arg(t.numDrafted)
-                 .arg(t.draftQ, 0, 'f', 3)
-                 .arg(t.draftP, 0, 'f', 3);
+                 .arg(d.drafter)
+                 .arg(d.position + 1)
+                 .arg(d.numDrafted)
+                 .arg(d.q, 0, 'f', 3)
+                 .arg(d.p, 0, 'f', 3);
       break;
     case UiTokenOrigin::Resampled:
       tip += QStringLiteral("<br><span style='color:#d21e1e'>drafted <b>%1</b> (id %2, q=%3, p=%4) rejected at position %5 "
                             "of %6; resampled <b>%7</b></span>")
-                 .arg(t.rejectedText.toHtmlEscaped())
-                 .arg(t.rejectedId)
-                 .arg(t.draftQ, 0, 'f', 3)
-                 .arg(t.draftP, 0, 'f', 3)
-                 .arg(t.draftPosition + 1)
-                 .arg(t.numDrafted)
+                 .arg(d.rejectedText.toHtmlEscaped())
+                 .arg(d.rejectedId)
+                 .arg(d.q, 0, 'f', 3)
+                 .arg(d.p, 0, 'f', 3)
+                 .arg(d.position + 1)
+                 .arg(d.numDrafted)
                  .arg(t.piece.toHtmlEscaped());
       break;
     case UiTokenOrigin::Bonus:
       tip += QStringLiteral("<br><span style='color:#8228c8'>all %1 drafted tokens (%2) accepted; bonus token from the "
                             "target</span>")
-                 .arg(t.numDrafted)
-                 .arg(t.drafter);
+                 .arg(d.numDrafted)
+                 .arg(d.drafter);
       break;
     case UiTokenOrigin::Forced: tip += QStringLiteral("<br>forced (not sampled)"); break;
     case UiTokenOrigin::Plain: break;

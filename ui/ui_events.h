@@ -32,36 +32,46 @@ struct UiCandidate {
 // Same numbering as gb::TokenOrigin.
 enum class UiTokenOrigin { Plain, Accepted, Resampled, Bonus, Forced };
 
+// Where a speculative token came from (origin Accepted / Resampled / Bonus):
+// filled by SessionModel from the verification's UiSpeculative, so replay
+// shows the same. Held by pointer, so that the plain tokens -- nearly all of a
+// long chat -- carry 8 bytes for it instead of the fields.
+struct UiDraftInfo {
+  QString drafter;            // "ngram", "draft", "self"
+  int position = -1;          // index in the draft (accepted: its slot; resampled: the rejected slot)
+  int numDrafted = 0;         // draft length of that verification
+  float q = 0.0f, p = 0.0f;   // q and p of the drafted token at `position`
+  int rejectedId = -1;        // resampled: the drafted token the target rejected
+  QString rejectedText;
+};
+
+// One generated token. Fields are ordered by size (8-byte ones first), so the
+// record has no padding holes: a 100,000-token chat keeps 100,000 of them.
 struct UiToken {
   RequestKey request = 0;
   qint64 step = 0;
+  double draw = 0.0;
+  double forwardMs = 0.0, sampleMs = 0.0;
+  double tMs = 0.0;           // event time since engine start
+  QString text;               // text this token made available (may be empty)
+  QString piece;              // the token's own bytes, for tooltips (shared with the vocabulary)
+  QStringList stages;         // (numStages) names in run order (shared along a sampler chain)
+  QVector<bool> stageActive;  // (numStages) (shared along a sampler chain)
+  // (numStages) candidates left after each stage; emptied with `top` once the
+  // token leaves SessionModel's detail window (detailTrimmed).
+  QVector<int> numAfterStage;
+  QVector<UiCandidate> top;
+  std::shared_ptr<const UiDraftInfo> draft;  // null: not from a verification
   int position = 0;
   int index = 0;              // 0 = first generated token
   int tokenId = 0;
-  QString text;               // text this token made available (may be empty)
-  QString piece;              // the token's own bytes, for tooltips
   int origin = 0;             // gb::TokenOrigin (UiTokenOrigin)
-  QStringList stages;         // (numStages) names in run order
-  QVector<bool> stageActive;  // (numStages)
-  QVector<int> numAfterStage; // (numStages)
   int numCandidatesBefore = 0;
-  QVector<UiCandidate> top;
+  int rank = -1;
   float entropyBefore = 0.0f, entropyAfter = 0.0f;
   float prob = 0.0f;          // final distribution
   float probBefore = 0.0f;    // raw softmax
-  int rank = -1;
-  double draw = 0.0;
   bool xtcFired = false;
-  double forwardMs = 0.0, sampleMs = 0.0;
-  double tMs = 0.0;           // event time since engine start
-  // Speculative decoding (origin Accepted / Resampled / Bonus): filled by
-  // SessionModel from the verification's UiSpeculative, so replay shows the same.
-  int draftPosition = -1;     // index in the draft (accepted: its slot; resampled: the rejected slot)
-  int numDrafted = 0;         // draft length of that verification
-  QString drafter;            // "ngram", "draft", "self"
-  float draftQ = 0.0f, draftP = 0.0f;  // q and p of the drafted token at draftPosition
-  int rejectedId = -1;        // resampled: the drafted token the target rejected
-  QString rejectedText;
   // From a remote engine's API (a server's streamed logprobs): text, piece,
   // probBefore (exp of the server's logprob, NaN when it sent none), rank among
   // the alternatives (top.size() when not among them) and the alternatives
@@ -69,9 +79,9 @@ struct UiToken {
   // local numbers for the token strings, not the model's ids; stages, prob,
   // logits, entropies and the draw are not available (NaN / empty).
   bool remote = false;
-  // SessionModel keeps the candidates (`top`) of its most recent tokens only
-  // (SessionModel::detailWindow()); older tokens have them dropped and this set.
-  // The trace file still holds them.
+  // SessionModel keeps the candidates (`top`) and per-stage counts of its most
+  // recent tokens only (SessionModel::detailWindow()); older tokens have them
+  // dropped and this set. The trace file still holds them.
   bool detailTrimmed = false;
 };
 

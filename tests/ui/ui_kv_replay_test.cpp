@@ -84,9 +84,11 @@ class UiKvReplayTest : public QObject {
         const gbui::UiToken expected = gbui::syntheticToken(key, static_cast<int>(i), static_cast<double>(i), 0);
         QCOMPARE(tokens[i].detailTrimmed, i < 250);   // the last 50 of each request are the newest 100
         QCOMPARE(tokens[i].top.isEmpty(), i < 250);
+        QCOMPARE(tokens[i].numAfterStage.isEmpty(), i < 250);  // the per-stage counts go with them
         QCOMPARE(tokens[i].text, expected.text);       // what the chat draws stays
         QCOMPARE(tokens[i].prob, expected.prob);
         if (i >= 250) QCOMPARE(tokens[i].top.size(), expected.top.size());
+        if (i >= 250) QCOMPARE(tokens[i].numAfterStage, expected.numAfterStage);
       }
     }
     const auto inspectorSays = [&](const QString& words) {
