@@ -147,7 +147,8 @@ void SessionModel::applyOne(const UiEvent& e) {
           if (!b.top.isEmpty()) detailed_.emplace_back(b.request, static_cast<int>(r.tokens.size()) - 1);
         } else if constexpr (std::is_same_v<B, UiSpeculative>) {
           RequestInfo& r = requests_[b.request];
-          r.speculative.push_back(b);
+          r.lastVerification = b;
+          ++r.numVerifications;
           r.numFromLastVerification = 0;
         } else if constexpr (std::is_same_v<B, UiPreempted>) {
           ++requests_[b.request].numPreemptions;
@@ -177,8 +178,8 @@ void SessionModel::applyOne(const UiEvent& e) {
 void SessionModel::annotateDraft(RequestInfo& r, UiToken& t) const {
   const auto origin = static_cast<UiTokenOrigin>(t.origin);
   if (origin != UiTokenOrigin::Accepted && origin != UiTokenOrigin::Resampled && origin != UiTokenOrigin::Bonus) return;
-  if (r.speculative.empty() || r.speculative.back().step != t.step) return;
-  const UiSpeculative& v = r.speculative.back();
+  if (!r.lastVerification || r.lastVerification->step != t.step) return;
+  const UiSpeculative& v = *r.lastVerification;
   const int slot = r.numFromLastVerification++;
   auto d = std::make_shared<UiDraftInfo>();
   d->drafter = v.drafter;

@@ -42,8 +42,13 @@ struct RequestInfo {
   double admittedMs = -1.0;
   int numPreemptions = 0;
   double savedForkProb = -1.0;  // restored: the probability at the fork as saved (-1 unknown)
-  std::vector<UiSpeculative> speculative;  // verifications in order (empty: plain decoding)
-  int numFromLastVerification = 0;         // tokens applied since speculative.back()
+  // Speculative decoding: the latest verification (the tokens after it are
+  // annotated from it, UiToken::draft) and how many there were. Only the
+  // latest is kept, so a long speculative answer holds no per-verification
+  // list; the Speculative panel keeps running totals, the trace file each one.
+  std::optional<UiSpeculative> lastVerification;
+  int numVerifications = 0;
+  int numFromLastVerification = 0;  // tokens applied since lastVerification
   // Prompt + generated ids (a fork's prompt already holds the parent's tokens).
   QVector<int> allTokenIds() const;
 };

@@ -176,8 +176,8 @@ class UiSpeculativeTest : public QObject {
     QCOMPARE(lastTokens(*window), golden_.ids);
     const gbui::RequestInfo* r =
         window->sessionModel()->request(window->chat()->conversation().turns.back().currentRequest());
-    QVERIFY(r && !r->speculative.empty());
-    QCOMPARE(r->speculative.front().drafter, QString("draft"));
+    QVERIFY(r && r->lastVerification && r->numVerifications > 0);
+    QCOMPARE(r->lastVerification->drafter, QString("draft"));
     QVERIFY(window->speculativePanel()->summary().accepted > 0);
     QVERIFY(window->lastError().isEmpty());
   }
@@ -194,8 +194,8 @@ class UiSpeculativeTest : public QObject {
     QCOMPARE(lastTokens(*window), golden_.ids);
     const gbui::RequestInfo* r =
         window->sessionModel()->request(window->chat()->conversation().turns.back().currentRequest());
-    QVERIFY(r && !r->speculative.empty());
-    QCOMPARE(r->speculative.front().drafter, QString("self"));
+    QVERIFY(r && r->lastVerification && r->numVerifications > 0);
+    QCOMPARE(r->lastVerification->drafter, QString("self"));
   }
 
   void otherVocabularyDraftIsRefusedAndAppStaysUsable() {
@@ -264,6 +264,14 @@ class UiSpeculativeTest : public QObject {
       }
     }
     QCOMPARE(view->numTokenSpans(), static_cast<int>(tokens.size()));
+    // The model counted every verification but keeps only the latest.
+    int numVerifications = 0;
+    for (const gb::TraceEvent& e : trace.events)
+      if (const auto* v = std::get_if<gb::SpeculativeEvent>(&e.body); v && v->request.value == key) ++numVerifications;
+    const gbui::RequestInfo* r = window.sessionModel()->request(key);
+    QVERIFY(r && r->lastVerification);
+    QCOMPARE(r->numVerifications, numVerifications);
+    QCOMPARE(r->lastVerification->step, static_cast<qint64>(verification->step));
     QVERIFY(numAccepted > 0);
     QVERIFY(numResampled > 0);
   }
