@@ -66,7 +66,7 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   auto* bar = new QHBoxLayout;
   pause_ = new QCheckBox(tr("Pause"));
   window_ = new QSpinBox;
-  window_->setRange(10, 100000);
+  window_->setRange(10, kMaxPoints);
   window_->setValue(500);
   window_->setPrefix(tr("window "));
   auto* png = new QPushButton(tr("PNG..."));
@@ -133,6 +133,7 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
 }
 
 int PerformancePanel::numLatencyPoints() const { return latency_->graph(0)->dataCount(); }
+int PerformancePanel::numStepPoints() const { return steps_->graph(0)->dataCount(); }
 
 void PerformancePanel::reset() {
   for (QCustomPlot* p : {latency_, throughput_, steps_})
@@ -189,6 +190,14 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
       if (!std::isnan(m->numRunning)) steps_->graph(4)->addData(x, m->numRunning);
     }
   }
+  // The newest kMaxPoints of every series (keys increase, so the first excess
+  // points are the oldest).
+  for (QCustomPlot* p : {latency_, throughput_, steps_})
+    for (int g = 0; g < p->graphCount(); ++g) {
+      QCPGraph* graph = p->graph(g);
+      const int excess = graph->dataCount() - kMaxPoints;
+      if (excess > 0) graph->data()->removeBefore((graph->data()->constBegin() + excess)->key);
+    }
   if (!pause_->isChecked()) rescale();
 }
 

@@ -26,7 +26,13 @@ class PerformancePanel : public QWidget {
   Q_OBJECT
  public:
   explicit PerformancePanel(SessionModel* model, QWidget* parent = nullptr);
+  // Each chart keeps its newest kMaxPoints points (tokens, steps, rate samples),
+  // the largest window it can show; the CSV export holds the same, the trace
+  // file every one. A long chat's charts stay the same size (5 step series
+  // and a latency point were 96 bytes per token of a single chat).
+  static constexpr int kMaxPoints = 20000;
   int numLatencyPoints() const;
+  int numStepPoints() const;
   QCustomPlot* latencyPlot() const { return latency_; }
   QString csv() const;
 

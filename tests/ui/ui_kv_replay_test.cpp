@@ -145,6 +145,31 @@ class UiKvReplayTest : public QObject {
     QCOMPARE(model.stepHistory().total(), qint64{0});
   }
 
+  void performanceChartsAreBounded() {
+    // A long single chat: one step and one token per frame of events. The
+    // charts keep their newest kMaxPoints points, the latest at the end.
+    gbui::SessionModel model;
+    gbui::PerformancePanel panel(&model);
+    const int n = gbui::PerformancePanel::kMaxPoints + 2500;
+    quint64 seq = 1;
+    for (int first = 0; first < n; first += 500) {
+      auto batch = std::make_shared<std::vector<gbui::UiEvent>>();
+      for (int i = first; i < std::min(n, first + 500); ++i) {
+        gbui::UiStep s;
+        s.step = i;
+        s.forwardMs = 1.0;
+        batch->push_back({seq++, qint64{i} * 1000, s});
+        batch->push_back({seq++, qint64{i} * 1000, gbui::syntheticToken(1, i, double(i), 0)});
+      }
+      panel.onBatch(batch);
+    }
+    QCOMPARE(panel.numLatencyPoints(), gbui::PerformancePanel::kMaxPoints);
+    QCOMPARE(panel.numStepPoints(), gbui::PerformancePanel::kMaxPoints);
+    const QCPGraph* latency = panel.latencyPlot()->graph(0);
+    QCOMPARE((latency->data()->constEnd() - 1)->key, double(n - 1));
+    QCOMPARE(latency->data()->constBegin()->key, double(n - gbui::PerformancePanel::kMaxPoints));
+  }
+
   void gridMatchesEngineAfterEachStep() {
     // Controller on this thread, stepped by hand: a deterministic per-step check.
     gbui::EngineController controller;
