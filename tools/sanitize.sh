@@ -32,13 +32,14 @@ ASAN_EXCLUDE_LABELS='gui|cuda|fuzz|slow'
 # The TSan run: the tests whose code runs on several threads. A TSan build takes
 # the Qt-free test runner (CMakeLists.txt), so no Qt Test thread is in the
 # process: the thread pool, the server's engine worker and HTTP threads, and
+# the trace writer's own thread (BackgroundTraceWriter), and
 # the workbench's EngineController on its QThread driven from the main thread
 # (tests/ui_threads; every hand-over goes through a gbui::Mailbox, whose mutex
 # TSan sees; tools/sanitizers/tsan.supp names the two Qt/glib wake-up reports
 # it leaves and why). docs/testing.md, "Sanitizer builds".
-TSAN_TESTS=(core_thread_pool_test test_openai_server ui_controller_threads_test)
+TSAN_TESTS=(core_thread_pool_test test_openai_server ui_controller_threads_test trace_writer_test)
 # ... and the test executables that hold them (one per test folder, tests/glassbox_tests.cmake).
-TSAN_TARGETS=(glassbox_tests_engine_core glassbox_tests_engine_server glassbox_tests_ui_threads)
+TSAN_TARGETS=(glassbox_tests_engine_core glassbox_tests_engine_server glassbox_tests_ui_threads glassbox_tests_engine_trace)
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"

@@ -70,9 +70,9 @@ void EngineController::collectEvents() {
     for (const gb::TraceEvent& e : events) state_->hub->on_event(e, *state_->tokenizer);
     state_->hub->update_gauges(*state_->engine);
   }
-  for (const gb::TraceEvent& e : events) {
-    if (!state_->spool) break;
-    if (gb::Status st = state_->spool->append(e); !st) {
+  // Last: the spool takes the events themselves (its thread writes them).
+  if (state_->spool) {
+    if (gb::Status st = state_->spool->append(std::move(events)); !st) {
       notify(&EngineController::engineError, tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
       state_->spool.reset();
       state_->spoolFailed = true;
@@ -171,7 +171,7 @@ void EngineController::startTraceSpool() {
                                       .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-hhmmss")))
                                       .arg(QCoreApplication::applicationPid())
                                       .arg(sequence.fetch_add(1)));
-  auto spool = gb::TraceWriter::open(QFile::encodeName(path).toStdString(), *header);
+  auto spool = gb::BackgroundTraceWriter::open(QFile::encodeName(path).toStdString(), *header);
   if (!spool) {
     notify(&EngineController::engineError, tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
     state_->spoolFailed = true;

@@ -23,7 +23,7 @@
 #include "trace/trace_event.h"
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
-#include "trace/trace_writer.h"
+#include "trace/background_trace_writer.h"
 #include "kv/scheduler.h"
 #include "server/openai_server.h"
 #include "server/remote_comparison_json.h"
@@ -38,8 +38,9 @@ struct EngineController::State {
   std::unique_ptr<gb::Engine> engine;
   QVector<QString> vocab;                 // (vocab_size) decoded text per id
   // Every event of this session, written as it happens (a crash loses at most
-  // the last second) to a spool file that Export trace reads back.
-  std::unique_ptr<gb::TraceWriter> spool;
+  // the last second) to a spool file that Export trace reads back. Its lines
+  // are formatted and written on the writer's own thread, not this one.
+  std::unique_ptr<gb::BackgroundTraceWriter> spool;
   std::unique_ptr<QLockFile> spoolLock;   // held while the spool is written (trace_spool.h)
   bool spoolFailed = false;               // its error was reported once
   std::unique_ptr<gb::Comparison> comparison;  // the Compare view's run, if any

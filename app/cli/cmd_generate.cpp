@@ -25,7 +25,7 @@
 #include "trace/chrome_trace.h"
 #include "trace/trace_header.h"
 #include "trace/trace_jsonl.h"
-#include "trace/trace_writer.h"
+#include "trace/background_trace_writer.h"
 
 namespace gb::cli {
 namespace {
@@ -101,15 +101,17 @@ class TraceOutputs {
     if (!h) return h.error();
     header_ = std::move(*h);
     if (a.trace_path.empty()) return {};
-    auto w = TraceWriter::open(a.trace_path, *header_);
+    auto w = BackgroundTraceWriter::open(a.trace_path, *header_);
     if (!w) return w.error();
     writer_ = std::move(*w);
     return {};
   }
 
-  void record(const TraceEvent& e) {
-    if (writer_ && status_) status_ = writer_->append(e);
-    if (!chrome_path_.empty()) chrome_events_.push_back(e);
+  // The events of one step; the --trace writer takes them (its own thread
+  // formats and writes them).
+  void record(std::vector<TraceEvent> events) {
+    if (!chrome_path_.empty()) chrome_events_.insert(chrome_events_.end(), events.begin(), events.end());
+    if (writer_ && status_) status_ = writer_->append(std::move(events));
   }
 
   // Closes the --trace file and writes the Chrome trace; the first failure.
@@ -123,7 +125,7 @@ class TraceOutputs {
  private:
   std::string chrome_path_;
   std::optional<TraceHeader> header_;
-  std::unique_ptr<TraceWriter> writer_;
+  std::unique_ptr<BackgroundTraceWriter> writer_;
   Status status_;  // the first failed append stops the writing
   std::vector<TraceEvent> chrome_events_;
 };
@@ -189,7 +191,6 @@ int run_generate(GenerateArgs& a) {
   std::optional<RequestFinishedEvent> finished;
   std::string error;
   const auto on_event = [&](const TraceEvent& e) {
-    traces.record(e);
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
       if (a.json) print_json_line(token_json(*t));
       else print_text(t->text);
@@ -211,7 +212,9 @@ int run_generate(GenerateArgs& a) {
   while (engine.has_work()) {
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
-    for (const TraceEvent& e : engine.drain_events()) on_event(e);
+    std::vector<TraceEvent> events = engine.drain_events();
+    for (const TraceEvent& e : events) on_event(e);
+    traces.record(std::move(events));
   }
   if (!error.empty()) return fail(error);
   if (!finished) return fail("the request ended without a result");

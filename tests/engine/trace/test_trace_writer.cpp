@@ -3,7 +3,16 @@
 // clock, no timing) or the buffer is full, the header at once; a writer killed
 // with SIGKILL while streaming leaves a file that reopens, a cut last line
 // skipped with a warning naming it; errors name the path.
+// BackgroundTraceWriter (the writer on its own thread): the same bytes in the
+// same order, whatever the batching; flush() makes every appended event
+// visible; buffered events reach the file without a flush or a further event;
+// a full queue makes append wait, not grow; a failed write is reported by the
+// calls after it.
 #include <csignal>
+#include <chrono>
+#include <random>
+#include <sys/resource.h>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -13,6 +22,7 @@
 #include "gb_test.h"
 #include "trace/trace_jsonl.h"
 #include "trace/trace_schema.h"
+#include "trace/background_trace_writer.h"
 #include "trace/trace_writer.h"
 #include "trace_test_events.h"
 
@@ -134,4 +144,121 @@ GB_TEST(trace_writer_errors_name_the_path) {
   QVERIFY(!w.ok());
   QVERIFY2(w.error().message.find("/nonexistent-dir/t.jsonl: cannot create the trace file") == 0,
            w.error().message.c_str());
+}
+
+namespace {
+
+// `n` events cycling through every type, numbered 0.. by seq.
+std::vector<gb::TraceEvent> numbered_events(size_t n) {
+  const auto kinds = gbtest::every_event_type();
+  std::vector<gb::TraceEvent> out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kinds[i % kinds.size()]);
+    out.back().seq = i;
+  }
+  return out;
+}
+
+}  // namespace
+
+GB_TEST(background_writer_writes_the_same_bytes_in_any_batching_and_flush_shows_them_all) {
+  const std::string path = gbtest::temp_dir() + "/background.jsonl";
+  const auto events = numbered_events(3000);
+  gb::BackgroundTraceWriterOptions options;
+  options.flush_interval_s = 3600.0;  // only flush() and close() write here
+  auto w = gb::BackgroundTraceWriter::open(path, header(), options);
+  QVERIFY2(w.ok(), w.ok() ? "" : w.error().message.c_str());
+  const std::string header_line = gb::trace_header_line(header()) + "\n";
+  QCOMPARE(gbtest::read_text(path), header_line);  // the header at once, on the caller's thread
+  std::mt19937 rng(7);
+  size_t next = 0;
+  for (int round = 0; next < events.size(); ++round) {
+    // A batch of 0-40 events, or single ones.
+    const size_t n = std::min<size_t>(std::uniform_int_distribution<size_t>(0, 40)(rng), events.size() - next);
+    if (round % 3 == 0) {
+      for (size_t i = 0; i < n; ++i) QVERIFY((*w)->append(events[next + i]).ok());
+    } else {
+      QVERIFY((*w)->append(std::vector<gb::TraceEvent>(events.begin() + next, events.begin() + next + n)).ok());
+    }
+    next += n;
+    if (round % 7 == 0) {
+      QVERIFY((*w)->flush().ok());
+      QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), {events.begin(), events.begin() + next}));
+    }
+  }
+  QCOMPARE((*w)->num_events(), static_cast<int64_t>(events.size()));
+  QVERIFY((*w)->close().ok());
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), events));
+  QVERIFY((*w)->flush().ok());               // closed: nothing left to write
+  QVERIFY(!(*w)->append(events[0]).ok());    // but nothing more is taken
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), events));
+}
+
+GB_TEST(background_writer_writes_buffered_events_without_a_flush_or_another_event) {
+  // One event, then silence: the writer thread wakes up by itself. (The wait
+  // is an upper bound for a loaded machine, not a speed being measured.)
+  const std::string path = gbtest::temp_dir() + "/background-idle.jsonl";
+  const auto events = numbered_events(1);
+  gb::BackgroundTraceWriterOptions options;
+  options.flush_interval_s = 0.05;
+  auto w = gb::BackgroundTraceWriter::open(path, header(), options);
+  QVERIFY(w.ok());
+  QVERIFY((*w)->append(events[0]).ok());
+  const std::string want = gb::format_trace_jsonl(header(), events);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (gbtest::read_text(path) != want && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  QCOMPARE(gbtest::read_text(path), want);
+}
+
+GB_TEST(background_writer_with_a_full_queue_waits_and_loses_nothing) {
+  const std::string path = gbtest::temp_dir() + "/background-queue.jsonl";
+  const auto events = numbered_events(500);
+  gb::BackgroundTraceWriterOptions options;
+  options.max_queued_events = 3;
+  {
+    auto w = gb::BackgroundTraceWriter::open(path, header(), options);
+    QVERIFY(w.ok());
+    for (const gb::TraceEvent& e : events) QVERIFY((*w)->append(e).ok());
+    QVERIFY((*w)->append(std::vector<gb::TraceEvent>{}).ok());  // an empty batch is no event
+    QCOMPARE((*w)->num_events(), static_cast<int64_t>(events.size()));
+  }  // the destructor writes the rest
+  QCOMPARE(gbtest::read_text(path), gb::format_trace_jsonl(header(), events));
+}
+
+GB_TEST(background_writer_reports_a_failed_write_on_the_calls_after_it) {
+  // A file size limit makes write(2) fail (EFBIG) once the file reaches it; in
+  // a child process, so the limit is not this one's.
+  const std::string path = gbtest::temp_dir() + "/background-full.jsonl";
+  ::unlink(path.c_str());
+  const pid_t child = ::fork();
+  QVERIFY(child >= 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 * 1024, 64 * 1024};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(2);
+    auto w = gb::BackgroundTraceWriter::open(path, header());
+    if (!w) ::_exit(3);
+    const auto events = numbered_events(2000);  // several hundred KB
+    gb::Status appended;
+    for (const gb::TraceEvent& e : events) {
+      appended = (*w)->append(e);
+      if (!appended) break;
+    }
+    const gb::Status flushed = (*w)->flush();
+    if (flushed) ::_exit(4);  // the limit must be reported
+    if (flushed.error().message.find(path + ": writing the trace failed") != 0) ::_exit(5);
+    if ((*w)->append(events[0])) ::_exit(6);  // and stays reported
+    if ((*w)->close()) ::_exit(7);
+    ::_exit(0);
+  }
+  int status = 0;
+  QVERIFY(::waitpid(child, &status, 0) == child);
+  QVERIFY2(WIFEXITED(status), "the child died");
+  QCOMPARE(WEXITSTATUS(status), 0);
+  // What did reach the file reopens as a trace (a cut last line at most).
+  auto file = gb::read_trace_jsonl(path);
+  QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
+  QVERIFY(!file->events.empty());
+  for (size_t i = 0; i < file->events.size(); ++i) QCOMPARE(file->events[i].seq, static_cast<uint64_t>(i));
 }
