@@ -42,6 +42,11 @@ Status TraceWriter::append(const TraceEvent& event) {
   return {};
 }
 
+Status TraceWriter::flush_if_due() {
+  if (buffer_.empty() || now() - last_write_s_ < options_.flush_interval_s) return {};
+  return flush();
+}
+
 Status TraceWriter::flush() {
   if (fd_ < 0) return buffer_.empty() ? Status{} : make_error(path_ + ": the trace file is closed");
   size_t done = 0;

@@ -43,8 +43,11 @@ class TraceWriter {
 
   Status append(const TraceEvent& event);
   Status flush();
+  // flush() if flush_interval has passed since the last write, else nothing.
+  Status flush_if_due();
   Status close();
 
+  bool has_buffered() const { return !buffer_.empty(); }  // lines not yet written
   const std::string& path() const { return path_; }
   int64_t num_events() const { return num_events_; }
   int64_t num_bytes_written() const { return num_written_; }
