@@ -9,6 +9,7 @@
 // a full queue makes append wait, not grow; a failed write is reported by the
 // calls after it.
 #include <csignal>
+#include <cstdio>
 #include <chrono>
 #include <random>
 #include <sys/resource.h>
@@ -231,6 +232,7 @@ GB_TEST(background_writer_reports_a_failed_write_on_the_calls_after_it) {
   // a child process, so the limit is not this one's.
   const std::string path = gbtest::temp_dir() + "/background-full.jsonl";
   ::unlink(path.c_str());
+  std::fflush(nullptr);  // the child must not print the runner's buffered output again
   const pid_t child = ::fork();
   QVERIFY(child >= 0);
   if (child == 0) {
