@@ -38,8 +38,8 @@ Status TraceWriter::append(const TraceEvent& event) {
   append_trace_event_line(buffer_, event);
   buffer_ += '\n';
   ++num_events_;
-  if (buffer_.size() >= options_.max_buffer_bytes || now() - last_write_s_ >= options_.flush_interval_s) return flush();
-  return {};
+  if (buffer_.size() >= options_.max_buffer_bytes) return flush();
+  return flush_if_due();
 }
 
 Status TraceWriter::flush_if_due() {
