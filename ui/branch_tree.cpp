@@ -20,18 +20,19 @@ QJsonObject nodeJson(const RequestInfo& r, const SessionModel& model, const std:
                      bool current) {
   QJsonArray tokenIds, texts, probs;
   QString text;
-  for (const UiToken& t : r.tokens) {
-    tokenIds.append(t.tokenId);
-    texts.append(t.text);
-    probs.append(static_cast<double>(t.probBefore));
-    text += t.text;
+  for (size_t i = 0; i < r.tokens.size(); ++i) {
+    const QString piece = r.tokens.text(i).toString();
+    tokenIds.append(r.tokens.tokenId(i));
+    texts.append(piece);
+    probs.append(static_cast<double>(r.tokens.probBefore(i)));
+    text += piece;
   }
   // The token at the fork: the child's own token at fork_position (an edited
   // prompt's first differing token, or the first generated one).
   QJsonValue forkToken = QJsonValue::Null;
   if (r.parent) {
     if (r.forkPosition < r.promptIds.size()) forkToken = r.promptIds[r.forkPosition];
-    else if (!r.tokens.empty()) forkToken = r.tokens.front().tokenId;
+    else if (!r.tokens.empty()) forkToken = r.tokens.tokenId(0);
   }
   const double p = model.forkProbability(r.key);
   return QJsonObject{{"request", static_cast<qint64>(id(r.key))},
@@ -115,7 +116,7 @@ RestoredTree branchTreeFromJson(const QJsonObject& tree, const std::function<Req
       t.tokenId = ids[i].toInt();
       t.text = texts.at(i).toString();
       t.prob = t.probBefore = static_cast<float>(probs.at(i).toDouble());
-      r.tokens.push_back(t);
+      r.tokens.pushCompact(t);  // nothing to trim later: a restored token has no candidates
     }
     r.seed = jsonWholeNumber(n.value("seed"), 0, kJsonMaxExactInteger).value_or(-1);
     r.finished = true;

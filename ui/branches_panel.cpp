@@ -65,7 +65,7 @@ QTreeWidgetItem* BranchesPanel::makeItem(const RequestInfo& r) const {
   auto* item = new QTreeWidgetItem;
   QString head;
   if (!r.parent) head = tr("prompt (%1 tokens)").arg(r.promptIds.size());
-  else if (!r.tokens.empty()) head = QStringLiteral("'%1'").arg(r.tokens.front().text.left(24));
+  else if (!r.tokens.empty()) head = QStringLiteral("'%1'").arg(r.tokens.text(0).left(24).toString());
   else head = tr("(starting)");
   // A branch with a prompt of its own (an edited message): where it left the parent.
   if (r.parent && r.promptIds.size() > r.forkPosition) head = tr("edit at token %1: %2").arg(r.forkPosition).arg(head);

@@ -7,6 +7,9 @@
 #include <QTextDocument>
 #include <algorithm>
 #include <ctime>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "chat_panel.h"
 #include <qcustomplot.h>
@@ -53,6 +56,18 @@ double residentMiB() {
   for (const QByteArray& line : status.readAll().split('\n'))
     if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').value(0).toDouble() / 1024.0;
   return -1.0;
+}
+
+// Bytes the C heap has handed out and not taken back, in MiB (glibc), -1
+// elsewhere: unlike the resident set it does not count freed memory the
+// allocator keeps, or pages of the program and its libraries.
+double heapInUseMiB() {
+#if defined(__GLIBC__)
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+#else
+  return -1.0;
+#endif
 }
 
 // This thread's CPU time in ms: on a shared, overloaded machine the wall time
@@ -134,6 +149,7 @@ QJsonObject runChatBench(MainWindow& window, const ChatBenchOptions& options) {
       point[QStringLiteral("frame_cpu_ms_p99")] = percentile(recentCpu, 0.99);
       point[QStringLiteral("frames")] = static_cast<int>(n);
       point[QStringLiteral("rss_mib")] = residentMiB();
+      point[QStringLiteral("heap_mib")] = heapInUseMiB();
       points.append(point);
       ++next;
     }
@@ -246,6 +262,7 @@ QJsonObject runChatTurnsBench(int turns, int answerTokens) {
     point[QStringLiteral("submit_ms_p50")] = percentile(last10(submitMs), 0.5);
     point[QStringLiteral("exchange_ms_p50")] = percentile(last10(turnMs), 0.5);
     point[QStringLiteral("rss_mib")] = residentMiB();
+    point[QStringLiteral("heap_mib")] = heapInUseMiB();
     points.append(point);
   }
   QJsonObject out;

@@ -217,14 +217,10 @@ void ChatPanel::showPrompt() {
   promptView_->raise();
 }
 
-ReasoningRange findReasoning(const std::vector<UiToken>& tokens) {
-  // Character offsets of each token in the answer text, then the markers' tokens.
-  QString text;
-  std::vector<int> starts;
-  for (const UiToken& t : tokens) {
-    starts.push_back(static_cast<int>(text.size()));
-    text += t.text;
-  }
+namespace {
+
+// `text` is an answer's text, starts[i] where token i's text begins in it.
+ReasoningRange findReasoningIn(const QString& text, const std::vector<int>& starts) {
   auto tokenAt = [&](int offset) {
     const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
     return static_cast<int>(it - starts.begin()) - 1;
@@ -235,11 +231,34 @@ ReasoningRange findReasoning(const std::vector<UiToken>& tokens) {
   if (open < 0 && close < 0) return r;
   r.begin = open < 0 ? 0 : tokenAt(open);  // no <think>: the template opened it in the prompt
   r.closed = close >= 0;
-  r.end = r.closed ? tokenAt(close + 7) + 1 : static_cast<int>(tokens.size());
+  r.end = r.closed ? tokenAt(close + 7) + 1 : static_cast<int>(starts.size());
   return r;
 }
 
-void ChatPanel::appendAnswer(const std::vector<UiToken>& tokens) {
+}  // namespace
+
+ReasoningRange findReasoning(const std::vector<UiToken>& tokens) {
+  QString text;
+  std::vector<int> starts;
+  for (const UiToken& t : tokens) {
+    starts.push_back(static_cast<int>(text.size()));
+    text += t.text;
+  }
+  return findReasoningIn(text, starts);
+}
+
+ReasoningRange findReasoning(const TokenSeq& tokens) {
+  QString text;
+  std::vector<int> starts;
+  starts.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    starts.push_back(static_cast<int>(text.size()));
+    text += tokens.text(i);
+  }
+  return findReasoningIn(text, starts);
+}
+
+void ChatPanel::appendAnswer(const TokenSeq& tokens) {
   const ReasoningRange r = findReasoning(tokens);
   for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
     if (i == r.begin && r.size() > 0) {
@@ -269,10 +288,10 @@ int ChatPanel::turnOf(RequestKey request) const {
   return -1;
 }
 
-std::vector<UiToken> ChatPanel::displayedTokens(RequestKey request) const {
+TokenSeq ChatPanel::displayedTokens(RequestKey request) const {
   const RequestInfo* r = model_->request(request);
   if (!r) return {};
-  std::vector<UiToken> out;
+  TokenSeq out;
   // A fork at one of the parent's tokens continues its answer; a branch with a
   // prompt of its own (an edited message, a regenerated answer) starts afresh.
   if (r->parent && r->promptIds.size() == r->forkPosition) {
@@ -281,16 +300,17 @@ std::vector<UiToken> ChatPanel::displayedTokens(RequestKey request) const {
       // Parent's tokens at generated index < fork point stay; the rest is replaced.
       const int keep = r->forkPosition - static_cast<int>(p->promptIds.size());
       const int parentBase = static_cast<int>(out.size()) - static_cast<int>(p->tokens.size());
-      out.resize(static_cast<size_t>(std::clamp(parentBase + keep, 0, static_cast<int>(out.size()))));
+      out.truncate(static_cast<size_t>(std::clamp(parentBase + keep, 0, static_cast<int>(out.size()))));
     }
   }
-  out.insert(out.end(), r->tokens.begin(), r->tokens.end());
+  out.append(r->tokens, 0, r->tokens.size());
   return out;
 }
 
 QString ChatPanel::turnText(RequestKey request) const {
   QString text;
-  for (const UiToken& t : displayedTokens(request)) text += t.text;
+  const TokenSeq tokens = displayedTokens(request);
+  for (size_t i = 0; i < tokens.size(); ++i) text += tokens.text(i);
   return text;
 }
 
@@ -349,7 +369,7 @@ void ChatPanel::drawTurn(int i) {
     return;
   }
   const RequestKey key = turn.currentRequest();
-  const std::vector<UiToken> tokens = displayedTokens(key);
+  const TokenSeq tokens = displayedTokens(key);
   // A restored session knows an answer's text, not its tokens; a request
   // that is starting shows nothing yet (never the previous branch's text).
   if (tokens.empty() && !model_->request(key) && key != active_) view_->appendPlain(turn.text);
@@ -369,7 +389,7 @@ bool ChatPanel::mayHaveReasoning(const RequestInfo& r) const {
   if (renderedReasoning_) return true;
   QString tail;
   const int from = std::max(0, renderedOwn_ - 8);
-  for (size_t i = static_cast<size_t>(from); i < r.tokens.size(); ++i) tail += r.tokens[i].text;
+  for (size_t i = static_cast<size_t>(from); i < r.tokens.size(); ++i) tail += r.tokens.text(i);
   return tail.contains(QLatin1String("think>"));
 }
 

@@ -27,6 +27,7 @@
 #include <QHash>
 
 #include "conversation.h"
+#include "token_list.h"
 #include "token_view.h"
 #include "ui_chat_prompt.h"
 
@@ -55,6 +56,7 @@ struct ReasoningRange {
   int size() const { return end - begin; }
 };
 ReasoningRange findReasoning(const std::vector<UiToken>& tokens);
+ReasoningRange findReasoning(const TokenSeq& tokens);
 
 class ChatPanel : public QWidget {
   Q_OBJECT
@@ -79,7 +81,7 @@ class ChatPanel : public QWidget {
   // The turn whose branches include `request` (or one of its forks), -1 if none.
   int turnOf(RequestKey request) const;
   // Tokens shown for `request`: its fork ancestors' tokens before each fork point, then its own.
-  std::vector<UiToken> displayedTokens(RequestKey request) const;
+  TokenSeq displayedTokens(RequestKey request) const;
 
  public slots:
   void send();
@@ -124,7 +126,7 @@ class ChatPanel : public QWidget {
   void updateButtons();
   void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {});
   QString turnText(RequestKey request) const;
-  void appendAnswer(const std::vector<UiToken>& tokens);
+  void appendAnswer(const TokenSeq& tokens);
   qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none
 
   SessionModel* model_;

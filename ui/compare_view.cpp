@@ -388,7 +388,7 @@ void CompareView::onFailed(quint64 tag, const QString& message) {
   emit finished();
 }
 
-const std::vector<UiToken>* CompareView::tokensOf(int lane) const {
+const TokenList* CompareView::tokensOf(int lane) const {
   const RequestInfo* r = model_->request(requestOf(lane, std::min(shownSample_->value(), runSamples_ - 1)));
   return r ? &r->tokens : nullptr;
 }
@@ -406,21 +406,21 @@ void CompareView::refresh() {
 // first token that differs from lane A is underlined red (in lane A too).
 void CompareView::renderColumns() {
   const int n = std::min(runLanes_, laneCount());
-  const std::vector<UiToken>* base = tokensOf(0);
+  const TokenList* base = tokensOf(0);
   QVector<int> divergence(n, -1);
   for (int i = 1; i < n && base; ++i) {
-    const std::vector<UiToken>* t = tokensOf(i);
+    const TokenList* t = tokensOf(i);
     if (!t) continue;
     const size_t m = std::min(t->size(), base->size());
     size_t k = 0;
-    while (k < m && (*t)[k].tokenId == (*base)[k].tokenId) ++k;
+    while (k < m && t->tokenId(k) == base->tokenId(k)) ++k;
     if (k < std::max(t->size(), base->size())) divergence[i] = static_cast<int>(k);
   }
   for (int i = 0; i < n; ++i) {
-    const std::vector<UiToken>* t = tokensOf(i);
+    const TokenList* t = tokensOf(i);
     QString html;
     for (size_t k = 0; t && k < t->size(); ++k) {
-      const UiToken& tok = (*t)[k];
+      const UiToken tok = (*t)[k];
       const bool mark = (i > 0 && divergence[i] == static_cast<int>(k)) || (i == 0 && divergence.contains(static_cast<int>(k)));
       // A link per token: clicking it shows the distributions at that position.
       html += QStringLiteral("<a href=\"#%1\" style=\"text-decoration:none;color:black\">").arg(k) +
@@ -440,9 +440,9 @@ void CompareView::updateBars() {
   for (int i = 0; i < std::min(runLanes_, laneCount()) && !requests_.isEmpty(); ++i) {
     LaneDistribution d;
     d.lane = runNames_.value(i);
-    const std::vector<UiToken>* t = tokensOf(i);
+    const TokenList* t = tokensOf(i);
     if (t && pos < static_cast<int>(t->size())) {
-      const UiToken& tok = (*t)[static_cast<size_t>(pos)];
+      const UiToken tok = (*t)[static_cast<size_t>(pos)];
       d.present = true;
       d.drawnText = tok.text;
       std::vector<std::pair<float, const UiCandidate*>> cands;

@@ -37,6 +37,8 @@ class QTextBrowser;
 
 namespace gbui {
 
+class TokenList;
+
 class DistributionBars;
 class SessionModel;
 
@@ -116,7 +118,7 @@ class CompareView : public QWidget {
   void updateBars();
   void fillSummary();
   int laneIndexOf(const QWidget* box) const;
-  const std::vector<UiToken>* tokensOf(int lane) const;
+  const TokenList* tokensOf(int lane) const;
   QString saveText(const QString& path, const QString& text) const;
   void exportDialog(const QString& filter, int kind);  // kind: 0 JSON, 1 CSV, 2 PNG
 

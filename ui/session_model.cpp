@@ -11,7 +11,8 @@ namespace gbui {
 
 QVector<int> RequestInfo::allTokenIds() const {
   QVector<int> ids = promptIds;
-  for (const UiToken& t : tokens) ids.push_back(t.tokenId);
+  ids.reserve(promptIds.size() + static_cast<qsizetype>(tokens.size()));
+  for (size_t i = 0; i < tokens.size(); ++i) ids.push_back(tokens.tokenId(i));
   return ids;
 }
 
@@ -60,8 +61,10 @@ double SessionModel::forkProbability(RequestKey request) const {
   // its own token there (index = position - parent's prompt length).
   const int index = r->forkPosition - static_cast<int>(p->promptIds.size());
   if (index < 0 || index >= static_cast<int>(p->tokens.size())) return -1.0;
-  for (const UiCandidate& c : p->tokens[static_cast<size_t>(index)].top)
-    if (c.id == r->tokens.front().tokenId) return c.probBefore;
+  const UiToken* parentToken = p->tokens.whole(static_cast<size_t>(index));
+  if (!parentToken) return -1.0;  // its candidates left the detail window
+  for (const UiCandidate& c : parentToken->top)
+    if (c.id == r->tokens.tokenId(0)) return c.probBefore;
   return -1.0;
 }
 
@@ -70,10 +73,10 @@ const RequestInfo* SessionModel::request(RequestKey key) const {
   return it == requests_.end() ? nullptr : &it->second;
 }
 
-const UiToken* SessionModel::token(RequestKey key, int index) const {
+std::optional<UiToken> SessionModel::token(RequestKey key, int index) const {
   const RequestInfo* r = request(key);
-  if (!r || index < 0 || index >= static_cast<int>(r->tokens.size())) return nullptr;
-  return &r->tokens[static_cast<size_t>(index)];
+  if (!r || index < 0 || index >= static_cast<int>(r->tokens.size())) return std::nullopt;
+  return r->tokens[static_cast<size_t>(index)];
 }
 
 QString SessionModel::tokenText(int id) const {
@@ -103,11 +106,9 @@ void SessionModel::trimDetails() {
     const auto [key, index] = detailed_.front();
     detailed_.pop_front();
     auto it = requests_.find(key);
-    if (it == requests_.end() || index >= static_cast<int>(it->second.tokens.size())) continue;
-    UiToken& t = it->second.tokens[static_cast<size_t>(index)];
-    t.top = QVector<UiCandidate>();  // frees the candidates (unless a panel still shares them)
-    t.numAfterStage = QVector<int>();
-    t.detailTrimmed = true;
+    if (it == requests_.end()) continue;
+    // Frees the whole record and its candidates (unless a panel still shares them).
+    it->second.tokens.trimTo(static_cast<size_t>(index) + 1);
   }
 }
 
@@ -135,8 +136,7 @@ void SessionModel::applyOne(const UiEvent& e) {
           requests_[b.request].admittedMs = tMs;
         } else if constexpr (std::is_same_v<B, UiToken>) {
           RequestInfo& r = requests_[b.request];
-          r.tokens.push_back(b);
-          UiToken& t = r.tokens.back();
+          UiToken t = b;
           // Every token of a chain names the same stages: share one list.
           if (t.stages == lastStages_) t.stages = lastStages_;
           else lastStages_ = t.stages;
@@ -144,7 +144,8 @@ void SessionModel::applyOne(const UiEvent& e) {
           if (t.stageActive == lastStageActive_) t.stageActive = lastStageActive_;
           else lastStageActive_ = t.stageActive;
           annotateDraft(r, t);
-          if (!b.top.isEmpty()) detailed_.emplace_back(b.request, static_cast<int>(r.tokens.size()) - 1);
+          r.tokens.push_back(t);
+          detailed_.emplace_back(b.request, static_cast<int>(r.tokens.size()) - 1);
         } else if constexpr (std::is_same_v<B, UiSpeculative>) {
           RequestInfo& r = requests_[b.request];
           r.lastVerification = b;

@@ -16,6 +16,7 @@
 #include <map>
 #include <vector>
 
+#include "token_list.h"
 #include "ui_events.h"
 
 namespace gbui {
@@ -34,7 +35,7 @@ struct RequestInfo {
   QString samplerJson;
   qint64 seed = -1;             // from samplerJson (-1: none given)
   QString error;                // the engine's last error message for this request
-  std::vector<UiToken> tokens;  // generated tokens in order
+  TokenList tokens;             // generated tokens in order
   QVector<int> blockTable;      // KV blocks in position order, from KV events; -1: released by the sliding window
   bool finished = false;
   UiFinished finish;
@@ -112,7 +113,8 @@ class SessionModel : public QObject {
 
   const std::map<RequestKey, RequestInfo>& requests() const { return requests_; }
   const RequestInfo* request(RequestKey key) const;
-  const UiToken* token(RequestKey key, int index) const;
+  // The token (see TokenList: whole in the detail window, compact before it); nullopt none.
+  std::optional<UiToken> token(RequestKey key, int index) const;
   // The last kStepHistory step events (UiStep: 88 bytes each), oldest first;
   // stepHistory().dropped counts the older ones let go.
   static constexpr size_t kStepHistory = 8192;
@@ -125,10 +127,12 @@ class SessionModel : public QObject {
   const std::deque<UiRemoteMetrics>& remoteMetrics() const { return remoteMetrics_.items; }
   const RecentHistory<UiRemoteMetrics>& remoteMetricsHistory() const { return remoteMetrics_; }
   bool isRemote() const { return !info_.remoteUrl.isEmpty(); }
-  // How many of the most recent tokens keep their candidates (UiToken::top, the
-  // bulk of a token's memory: 20 candidates x 9 stages are about 4 KB); older
-  // ones are trimmed (UiToken::detailTrimmed), so a long session's memory stays
-  // flat. Setting "session/detailedTokens", default kDefaultDetailWindow.
+  // How many of the most recent tokens are kept whole, with their candidates
+  // (UiToken::top, the bulk of a token's memory: 20 candidates x 9 stages are
+  // about 4 KB); older ones keep a 64-byte compact record (TokenList; with
+  // UiToken::detailTrimmed set where candidates were dropped), so a long
+  // session's memory stays flat. Setting "session/detailedTokens", default
+  // kDefaultDetailWindow.
   static constexpr int kDefaultDetailWindow = 8192;
   int detailWindow() const { return detailWindow_; }
   void setDetailWindow(int tokens);
@@ -168,7 +172,7 @@ class SessionModel : public QObject {
   RecentHistory<UiStep> steps_;
   qint64 totalPreemptions_ = 0;
   RecentHistory<UiRemoteMetrics> remoteMetrics_;
-  // Tokens that still hold their candidates, oldest first (request, index).
+  // Tokens still kept whole, oldest first (request, index).
   std::deque<std::pair<RequestKey, int>> detailed_;
   int detailWindow_ = kDefaultDetailWindow;
   QStringList lastStages_;  // the stage names of the last token, shared by the next ones

@@ -82,7 +82,7 @@ void TokenInspectorPanel::clearView() {
 }
 
 void TokenInspectorPanel::showToken(quint64 request, int index) {
-  const UiToken* t = model_->token(request, index);
+  const std::optional<UiToken> t = model_->token(request, index);
   if (!t) return;
   shown_ = std::make_pair(request, index);
   branch_->setEnabled(!t->remote);
@@ -246,7 +246,7 @@ void TokenInspectorPanel::fillTable(const UiToken& t) {
 
 void TokenInspectorPanel::branchFromRow(int row) {
   if (!shown_ || row < 0) return;
-  const UiToken* t = model_->token(shown_->first, shown_->second);
+  const std::optional<UiToken> t = model_->token(shown_->first, shown_->second);
   if (!t || row >= t->top.size()) return;
   emit branchRequested(shown_->first, shown_->second, t->top[row].id);
 }

@@ -365,10 +365,11 @@ void TokenView::setTokenLookup(TokenLookup lookup) {
   own_.clear();
 }
 
-const UiToken* TokenView::record(const Span& s) const {
+std::optional<UiToken> TokenView::record(const Span& s) const {
   if (lookup_) return lookup_(s.request, s.index);
   const auto it = own_.find({s.request, s.index});
-  return it == own_.end() ? nullptr : &it->second;
+  if (it == own_.end()) return std::nullopt;
+  return it->second;
 }
 
 // A view without a lookup keeps what a tooltip and a click need: the token
@@ -422,7 +423,7 @@ QTextCharFormat TokenView::spanFormat(int i) const {
 QString TokenView::tokenText() const {
   QString out;
   for (const Span& s : spans_)
-    if (const UiToken* t = record(s)) out += t->text;
+    if (const std::optional<UiToken> t = record(s)) out += t->text;
   return out;
 }
 
@@ -512,12 +513,12 @@ QString TokenView::tooltipFor(const UiToken& t) const {
   return tip;
 }
 
-const UiToken* TokenView::tokenAt(int documentPos) const {
+std::optional<UiToken> TokenView::tokenAt(int documentPos) const {
   const int pos = toTranscript(documentPos);
   auto it = std::upper_bound(spans_.begin(), spans_.end(), pos, [](int p, const Span& s) { return p < s.begin; });
-  if (it == spans_.begin()) return nullptr;
+  if (it == spans_.begin()) return std::nullopt;
   --it;
-  return pos < it->end ? record(*it) : nullptr;
+  return pos < it->end ? record(*it) : std::nullopt;
 }
 
 void TokenView::setSelected(RequestKey request, int index) {
@@ -565,7 +566,7 @@ int TokenView::characterAt(const QPoint& viewportPoint) const {
 
 void TokenView::mouseMoveEvent(QMouseEvent* event) {
   const int at = characterAt(event->position().toPoint());
-  if (const UiToken* t = at < 0 ? nullptr : tokenAt(at))
+  if (const std::optional<UiToken> t = at < 0 ? std::nullopt : tokenAt(at))
     QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*t), this);
   else if (at >= 0 && messageAt(at))
     QToolTip::showText(event->globalPosition().toPoint(),
@@ -577,7 +578,7 @@ void TokenView::mouseMoveEvent(QMouseEvent* event) {
 
 void TokenView::mousePressEvent(QMouseEvent* event) {
   const int at = characterAt(event->position().toPoint());
-  if (const UiToken* t = at < 0 ? nullptr : tokenAt(at)) emit tokenClicked(t->request, t->index);
+  if (const std::optional<UiToken> t = at < 0 ? std::nullopt : tokenAt(at)) emit tokenClicked(t->request, t->index);
   QTextEdit::mousePressEvent(event);
 }
 

@@ -37,6 +37,7 @@
 #include <QTextCursor>
 #include <QTextEdit>
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -60,7 +61,7 @@ class TokenView : public QTextEdit {
   // Where the record of a span's token is (tooltips, clicks, tokenText):
   // nullptr when it is gone (e.g. the model was cleared). Unset (the default),
   // the view keeps a slim copy of every token appended (slimCopy).
-  using TokenLookup = std::function<const UiToken*(RequestKey request, int index)>;
+  using TokenLookup = std::function<std::optional<UiToken>(RequestKey request, int index)>;
   void setTokenLookup(TokenLookup lookup);
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
@@ -99,12 +100,12 @@ class TokenView : public QTextEdit {
   static QColor originColor(int origin);
   // The character format the document holds for token span `i` (tests read the markers back).
   QTextCharFormat spanFormat(int i) const;
-  // The record of token span `i` (nullptr when the lookup no longer has it).
-  const UiToken* spanToken(int i) const { return record(spans_[static_cast<size_t>(i)]); }
+  // The record of token span `i` (nullopt when the lookup no longer has it).
+  std::optional<UiToken> spanToken(int i) const { return record(spans_[static_cast<size_t>(i)]); }
   // The document position of the character drawn under a viewport point, -1 none.
   int characterAt(const QPoint& viewportPoint) const;
-  // The token under a document position, or nullptr.
-  const UiToken* tokenAt(int documentPosition) const;
+  // The token under a document position, or nullopt.
+  std::optional<UiToken> tokenAt(int documentPosition) const;
   void setSelected(RequestKey request, int index);
   // The transcript as plain text, without soft breaks (what a full copy gives).
   QString transcriptText() const;
@@ -163,12 +164,14 @@ class TokenView : public QTextEdit {
     int index = 0;           // UiToken::index
     RequestKey request = 0;  // UiToken::request
   };
-  const UiToken* record(const Span& s) const;
+  std::optional<UiToken> record(const Span& s) const;
   ColorMode mode_ = ColorMode::Probability;
   TokenLookup lookup_;
   std::map<std::pair<RequestKey, int>, UiToken> own_;  // without a lookup: slim copies
   bool reasoning_ = false;
-  std::vector<Span> spans_;  // ascending, non-overlapping document ranges
+  // Ascending, non-overlapping transcript ranges. A deque: growing it never
+  // copies (or holds twice) a long chat's spans, as a vector's doubling would.
+  std::deque<Span> spans_;
   struct MessageSpan {
     int begin = 0, end = 0, turn = 0;
   };

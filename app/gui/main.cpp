@@ -49,7 +49,8 @@ void selectInterestingToken(gbui::MainWindow& window) {
   std::optional<std::pair<quint64, int>> best;
   float bestProb = 2.0f;
   for (const auto& [key, r] : model->requests())
-    for (const gbui::UiToken& t : r.tokens) {
+    for (size_t i = r.tokens.firstWhole(); i < r.tokens.size(); ++i) {  // the ones with candidates
+      const gbui::UiToken& t = *r.tokens.whole(i);
       const float p = t.remote ? t.probBefore : t.prob;  // a remote engine reports the raw p only
       if (p < bestProb && t.top.size() > 2) {
         bestProb = p;

@@ -131,15 +131,15 @@ Drawn drawn(const gbui::TokenView& view, int numTurns) {
     d.blocks.push_back(block);
   }
   for (int i = 0; i < view.numTokenSpans(); ++i) {
-    const gbui::UiToken* t = view.spanToken(i);
-    if (t == nullptr) {
+    const std::optional<gbui::UiToken> t = view.spanToken(i);
+    if (!t) {
       d.spans.push_back({0, -1, QStringLiteral("<no record>"), view.spanFormat(i), QString()});
       continue;
     }
     d.spans.push_back({t->request, t->index, t->text, view.spanFormat(i), view.tooltipFor(*t)});
   }
   for (int pos = 0; pos < view.document()->characterCount(); pos += 5) {
-    const gbui::UiToken* t = view.tokenAt(pos);
+    const std::optional<gbui::UiToken> t = view.tokenAt(pos);
     d.tokenAt.emplace_back(t ? t->request : 0, t ? t->index : -1);
   }
   for (int turn = -1; turn < numTurns; ++turn) d.messages.push_back(view.messageRange(turn));
@@ -326,23 +326,54 @@ class UiChatRedrawTest : public QObject {
 
  private slots:
   // The chat's view keeps keys, not copies: every span resolves to the model's
-  // own record (so a long chat costs the view 24 bytes per token), and a record
-  // the model has trimmed shows as trimmed in the hover.
+  // record (so a long chat costs the view 24 bytes per token). Once the model
+  // keeps only compact records, a span resolves to the same token less its
+  // candidates, and the hover says they were dropped.
   void spansAreTheModelsRecords() {
     newPanel(false, QString());
     threeExchanges();
     QVERIFY(view()->numTokenSpans() > 100);
+    std::vector<gbui::UiToken> whole;
     for (int i = 0; i < view()->numTokenSpans(); ++i) {
-      const gbui::UiToken* t = view()->spanToken(i);
+      const std::optional<gbui::UiToken> t = view()->spanToken(i);
       QVERIFY(t);
-      QCOMPARE(t, model_->token(t->request, t->index));
+      const std::optional<gbui::UiToken> m = model_->token(t->request, t->index);
+      QVERIFY(m);
+      QCOMPARE(t->tokenId, m->tokenId);
+      QCOMPARE(t->text, m->text);
+      QCOMPARE(t->top.size(), m->top.size());
+      QVERIFY(!t->top.isEmpty());
+      QVERIFY(!t->detailTrimmed);
+      whole.push_back(*t);
     }
-    const gbui::UiToken* last = view()->spanToken(view()->numTokenSpans() - 1);
+    const std::optional<gbui::UiToken> last = view()->spanToken(view()->numTokenSpans() - 1);
     QVERIFY(!view()->tooltipFor(*last).contains(QStringLiteral("dropped")));
     const QString text = view()->tokenText();
     model_->setDetailWindow(0);
-    QVERIFY(last->detailTrimmed);
-    QVERIFY2(view()->tooltipFor(*last).contains(QStringLiteral("dropped from memory")), qPrintable(view()->tooltipFor(*last)));
+    for (int i = 0; i < view()->numTokenSpans(); ++i) {
+      const std::optional<gbui::UiToken> t = view()->spanToken(i);
+      QVERIFY(t);
+      const gbui::UiToken& w = whole[static_cast<size_t>(i)];
+      QVERIFY(t->detailTrimmed);
+      QVERIFY(t->top.isEmpty() && t->numAfterStage.isEmpty());
+      QCOMPARE(t->request, w.request);
+      QCOMPARE(t->index, w.index);
+      QCOMPARE(t->step, w.step);
+      QCOMPARE(t->position, w.position);
+      QCOMPARE(t->tokenId, w.tokenId);
+      QCOMPARE(t->text, w.text);
+      QCOMPARE(t->piece, w.piece);
+      QCOMPARE(t->stages, w.stages);
+      QCOMPARE(t->stageActive, w.stageActive);
+      QCOMPARE(t->prob, w.prob);
+      QCOMPARE(t->probBefore, w.probBefore);
+      QCOMPARE(t->rank, w.rank);
+      QCOMPARE(t->entropyBefore, w.entropyBefore);
+      QCOMPARE(t->origin, w.origin);
+    }
+    const std::optional<gbui::UiToken> trimmed = view()->spanToken(view()->numTokenSpans() - 1);
+    QVERIFY2(view()->tooltipFor(*trimmed).contains(QStringLiteral("dropped from memory")),
+             qPrintable(view()->tooltipFor(*trimmed)));
     QCOMPARE(view()->tokenText(), text);
   }
 

@@ -131,7 +131,7 @@ class UiCompareTest : public QObject {
     QCOMPARE(bars.size(), 3);
     for (int i = 0; i < 3; ++i) {
       QVERIFY(bars[i].present);
-      const gbui::UiToken* t = window->sessionModel()->token(cv->requestOf(i, 0), 4);
+      const std::optional<gbui::UiToken> t = window->sessionModel()->token(cv->requestOf(i, 0), 4);
       QVERIFY(t);
       QVERIFY(bars[i].drawn >= 0);
       QCOMPARE(bars[i].texts[bars[i].drawn], window->sessionModel()->tokenText(t->tokenId));

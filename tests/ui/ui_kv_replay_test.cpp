@@ -277,7 +277,7 @@ class UiKvReplayTest : public QObject {
     QVERIFY(!c->tokens.empty());
     QCOMPARE(c->tokens.front().tokenId, alternative);
     // The chat shows the parent's first 20 tokens, then the branch.
-    const std::vector<gbui::UiToken> shown = window->chat()->displayedTokens(child);
+    const gbui::TokenSeq shown = window->chat()->displayedTokens(child);
     QCOMPARE(static_cast<int>(shown.size()), 20 + static_cast<int>(c->tokens.size()));
     for (int i = 0; i < 20; ++i) QCOMPARE(shown[static_cast<size_t>(i)].tokenId, p->tokens[static_cast<size_t>(i)].tokenId);
     // Full blocks before the fork point are shared, not copied: refcount 2.

@@ -121,9 +121,9 @@ class TokenViewTest : public QObject {
         QCOMPARE(doc[pos], QLatin1Char('\n'));
         continue;
       }
-      const gbui::UiToken* token = split_->tokenAt(pos);
+      const std::optional<gbui::UiToken> token = split_->tokenAt(pos);
       const int want = owner_[static_cast<size_t>(t)];
-      if (want < 0) QVERIFY(token == nullptr);
+      if (want < 0) QVERIFY(!token);
       else QVERIFY2(token && token->index == want, qPrintable(QStringLiteral("position %1").arg(pos)));
       ++t;
     }

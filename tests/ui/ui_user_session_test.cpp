@@ -329,10 +329,10 @@ class UiUserSessionTest : public QObject {
     gbui::TokenView* view = window_->chat()->view();
     const gbui::RequestInfo* parent = shownRequest();
     QPoint at;
-    const gbui::UiToken* clicked = nullptr;
+    std::optional<gbui::UiToken> clicked;
     for (int y = 4; y < view->viewport()->height() && !clicked; y += 6)
       for (int x = 4; x < view->viewport()->width() && !clicked; x += 6) {
-        const gbui::UiToken* t = view->tokenAt(view->cursorForPosition(QPoint(x, y)).position());
+        const std::optional<gbui::UiToken> t = view->tokenAt(view->cursorForPosition(QPoint(x, y)).position());
         if (t && t->request == parent->key && t->index >= 3 && t->top.size() >= 2) {
           clicked = t;
           at = QPoint(x, y);
@@ -347,7 +347,7 @@ class UiUserSessionTest : public QObject {
     QVERIFY(find<QLabel>("inspectorHeader")->text().contains(QStringLiteral("token %1").arg(index)));
     auto* table = find<QTableWidget>("inspectorTable");
     // The tooltip names three alternatives; the model (and the inspector) has every candidate.
-    const gbui::UiToken* full = window_->sessionModel()->token(parent->key, index);
+    const std::optional<gbui::UiToken> full = window_->sessionModel()->token(parent->key, index);
     QVERIFY(full);
     QCOMPARE(table->rowCount(), static_cast<int>(full->top.size()));
     int row = 0;

@@ -161,7 +161,7 @@ class UiWorkbenchTest : public QObject {
     QCOMPARE(window->sampling()->setSettingsJson(R"({"temperature":0.8,"top_k":10,"seed":11})"), QString());
     QVERIFY(generate(*window, "The cat", 12));
     const gbui::RequestKey key = window->chat()->conversation().turns.back().currentRequest();
-    const gbui::UiToken* t = window->sessionModel()->token(key, 5);
+    const std::optional<gbui::UiToken> t = window->sessionModel()->token(key, 5);
     QVERIFY(t);
     window->sessionModel()->selectToken(key, 5);
     QTableWidget* table = window->inspector()->table();
