@@ -3,6 +3,8 @@
 #include <QAbstractTextDocumentLayout>
 #include <QMimeData>
 #include <QMouseEvent>
+#include <QPainter>
+#include <QPaintEvent>
 #include <QTextBlock>
 #include <QTextDocumentFragment>
 #include <QScrollBar>
@@ -339,8 +341,7 @@ void TokenView::appendToken(const UiToken& token) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   const int begin = transcriptEnd();
-  QTextCharFormat f;
-  f.setBackground(colorFor(token));
+  QTextCharFormat f;  // the background is drawn from the span (paintTokenBackgrounds)
   if (reasoning_) {
     f.setFontItalic(true);
     f.setForeground(QColor(0x70, 0x70, 0x70));
@@ -354,7 +355,7 @@ void TokenView::appendToken(const UiToken& token) {
   // A token that completes no character yet (part of a UTF-8 sequence) still gets
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
-  spans_.push_back({begin, transcriptEnd(), token.index, token.request});
+  spans_.push_back({begin, transcriptEnd(), token.index, colorFor(token).rgba(), token.request});
   if (!lookup_) own_.insert_or_assign({token.request, token.index}, slimCopy(token));
   afterAppend();
   endAppend();
@@ -418,6 +419,51 @@ QTextCharFormat TokenView::spanFormat(int i) const {
   QTextCursor c(document());
   c.setPosition(toDocument(s.begin) + 1);  // the format of the character before the cursor
   return c.charFormat();
+}
+
+void TokenView::paintTokenBackgrounds(QPainter& painter, const QRectF& area) const {
+  QAbstractTextDocumentLayout* layout = document()->documentLayout();
+  // From the first block in the area: its first span, then on until a line
+  // starts below the area.
+  const int hit = std::max(0, layout->hitTest(area.topLeft(), Qt::FuzzyHit));
+  const int from = toTranscript(document()->findBlock(hit).position());
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), from, [](int p, const Span& s) { return p < s.begin; });
+  if (it != spans_.begin()) --it;
+  for (; it != spans_.end(); ++it) {
+    const auto [begin, end] = documentRange(it->begin, it->end);
+    for (int pos = begin; pos < end;) {  // a span may cross a block boundary
+      const QTextBlock block = document()->findBlock(pos);
+      if (!block.isValid()) return;
+      const QRectF box = layout->blockBoundingRect(block);
+      if (box.top() > area.bottom()) return;
+      const QTextLayout* lines = block.layout();
+      const int first = pos - block.position();
+      const int last = std::min(end - block.position(), block.length() - 1);
+      if (lines && lines->lineCount() > 0 && box.bottom() >= area.top()) {
+        const QTextLine start = lines->lineForTextPosition(first);
+        for (int l = start.isValid() ? start.lineNumber() : 0; l < lines->lineCount(); ++l) {
+          const QTextLine line = lines->lineAt(l);
+          const int a = std::max(first, line.textStart()), b = std::min(last, line.textStart() + line.textLength());
+          if (a >= last || line.textStart() >= last) break;
+          if (b <= a) continue;
+          const qreal x1 = line.cursorToX(a), x2 = line.cursorToX(b);
+          painter.fillRect(QRectF(box.left() + std::min(x1, x2), box.top() + line.y(), std::abs(x2 - x1), line.height()),
+                           QColor::fromRgba(it->color));
+        }
+      }
+      pos = block.position() + block.length();
+    }
+  }
+}
+
+void TokenView::paintEvent(QPaintEvent* event) {
+  {
+    QPainter painter(viewport());
+    const QPointF offset(horizontalScrollBar()->value(), verticalScrollBar()->value());
+    painter.translate(-offset);
+    paintTokenBackgrounds(painter, QRectF(event->rect()).translated(offset));
+  }
+  QTextEdit::paintEvent(event);
 }
 
 QString TokenView::tokenText() const {

@@ -24,8 +24,10 @@
 // later line begins past that limit (before that, appended text may still move
 // the wrap points). So a redraw of the last turns after truncateTo() gives the
 // same blocks as a redraw of everything.
-// Per-token data (spans_) lives beside the document, not in its formats, and
-// is only a key: the record itself (text, probabilities, candidates) is looked
+// Per-token data (spans_) lives beside the document, not in its formats: the
+// probability colours are drawn under the text from the spans (a character
+// format per token cost the document 40 bytes per token), so the tokens of a
+// paragraph share the document's formats, and a span is only a key and a colour: the record itself (text, probabilities, candidates) is looked
 // up where it is kept (setTokenLookup: the chat's SessionModel), so a long
 // transcript costs the view 24 bytes per token (docs/performance.md, "Long
 // chats"). A view without a lookup keeps slim copies of its tokens itself.
@@ -47,6 +49,7 @@
 #include "ui_events.h"
 
 class QMimeData;
+class QPainter;
 class QTimer;
 
 namespace gbui {
@@ -100,6 +103,11 @@ class TokenView : public QTextEdit {
   static QColor originColor(int origin);
   // The character format the document holds for token span `i` (tests read the markers back).
   QTextCharFormat spanFormat(int i) const;
+  // The background drawn under token span `i` (colorFor when it was appended).
+  QColor spanColor(int i) const { return QColor::fromRgba(spans_[static_cast<size_t>(i)].color); }
+  // Fills each token's background within `area` (document coordinates) with
+  // its span's colour; paintEvent calls it before the text is drawn.
+  void paintTokenBackgrounds(QPainter& painter, const QRectF& area) const;
   // The record of token span `i` (nullopt when the lookup no longer has it).
   std::optional<UiToken> spanToken(int i) const { return record(spans_[static_cast<size_t>(i)]); }
   // The document position of the character drawn under a viewport point, -1 none.
@@ -134,6 +142,7 @@ class TokenView : public QTextEdit {
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   bool viewportEvent(QEvent* event) override;
+  void paintEvent(QPaintEvent* event) override;
   QMimeData* createMimeDataFromSelection() const override;
 
  private:
@@ -162,6 +171,7 @@ class TokenView : public QTextEdit {
   struct Span {
     int begin = 0, end = 0;  // transcript positions
     int index = 0;           // UiToken::index
+    QRgb color = 0;          // background (colorFor at append)
     RequestKey request = 0;  // UiToken::request
   };
   std::optional<UiToken> record(const Span& s) const;

@@ -125,7 +125,7 @@ class UiChatBranchTest : public QObject {
     gbui::TokenView* view = chat()->view();
     Drawn d{view->transcriptText(), {}};
     for (int i = 0; i < view->numTokenSpans(); ++i)
-      d.spans.emplace_back(view->spanToken(i)->request, view->spanToken(i)->index, view->spanFormat(i).background().color());
+      d.spans.emplace_back(view->spanToken(i)->request, view->spanToken(i)->index, view->spanColor(i));
     return d;
   }
   void checkEqualsAFullRedraw() {

@@ -3,7 +3,7 @@
 // the whole conversation. Two things are checked after each action:
 // - the document equals what a full redraw (ChatPanel::rerender) builds from the
 //   same conversation: text, block count, soft breaks, every block's text, block
-//   format and character formats, every token span's token, format and tooltip,
+//   format and character formats, every token span's token, format, colour and tooltip,
 //   the token under sample positions and the user messages' ranges;
 // - the blocks before the changed turn were not touched: their QTextBlock
 //   revision is unchanged and no contentsChange started before the cut.
@@ -114,6 +114,7 @@ struct Drawn {
     int index = 0;
     QString text;
     QTextCharFormat format;
+    QColor color;  // drawn under the token
     QString tooltip;
   };
   std::vector<Span> spans;
@@ -133,10 +134,10 @@ Drawn drawn(const gbui::TokenView& view, int numTurns) {
   for (int i = 0; i < view.numTokenSpans(); ++i) {
     const std::optional<gbui::UiToken> t = view.spanToken(i);
     if (!t) {
-      d.spans.push_back({0, -1, QStringLiteral("<no record>"), view.spanFormat(i), QString()});
+      d.spans.push_back({0, -1, QStringLiteral("<no record>"), view.spanFormat(i), view.spanColor(i), QString()});
       continue;
     }
-    d.spans.push_back({t->request, t->index, t->text, view.spanFormat(i), view.tooltipFor(*t)});
+    d.spans.push_back({t->request, t->index, t->text, view.spanFormat(i), view.spanColor(i), view.tooltipFor(*t)});
   }
   for (int pos = 0; pos < view.document()->characterCount(); pos += 5) {
     const std::optional<gbui::UiToken> t = view.tokenAt(pos);
@@ -169,6 +170,7 @@ QString difference(const Drawn& partial, const Drawn& full) {
     const Drawn::Span &p = partial.spans[i], &f = full.spans[i];
     if (p.request != f.request || p.index != f.index || p.text != f.text) return QStringLiteral("span %1: token").arg(i);
     if (p.format != f.format) return QStringLiteral("span %1: format").arg(i);
+    if (p.color != f.color) return QStringLiteral("span %1: colour").arg(i);
     if (p.tooltip != f.tooltip) return QStringLiteral("span %1: tooltip").arg(i);
   }
   if (partial.tokenAt != full.tokenAt) return QStringLiteral("tokens under document positions");
