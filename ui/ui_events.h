@@ -6,6 +6,7 @@
 // Threads: plain values; created on the engine thread, read on the UI thread.
 #pragma once
 
+#include <QMetaType>
 #include <QString>
 #include <QStringList>
 #include <QVector>
