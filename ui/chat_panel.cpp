@@ -217,10 +217,15 @@ void ChatPanel::showPrompt() {
   promptView_->raise();
 }
 
-namespace {
-
-// `text` is an answer's text, starts[i] where token i's text begins in it.
-ReasoningRange findReasoningIn(const QString& text, const std::vector<int>& starts) {
+ReasoningRange findReasoning(const TokenSeq& tokens) {
+  // Character offsets of each token in the answer text, then the markers' tokens.
+  QString text;
+  std::vector<int> starts;
+  starts.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    starts.push_back(static_cast<int>(text.size()));
+    text += tokens.text(i);
+  }
   auto tokenAt = [&](int offset) {
     const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
     return static_cast<int>(it - starts.begin()) - 1;
@@ -231,31 +236,8 @@ ReasoningRange findReasoningIn(const QString& text, const std::vector<int>& star
   if (open < 0 && close < 0) return r;
   r.begin = open < 0 ? 0 : tokenAt(open);  // no <think>: the template opened it in the prompt
   r.closed = close >= 0;
-  r.end = r.closed ? tokenAt(close + 7) + 1 : static_cast<int>(starts.size());
+  r.end = r.closed ? tokenAt(close + 7) + 1 : static_cast<int>(tokens.size());
   return r;
-}
-
-}  // namespace
-
-ReasoningRange findReasoning(const std::vector<UiToken>& tokens) {
-  QString text;
-  std::vector<int> starts;
-  for (const UiToken& t : tokens) {
-    starts.push_back(static_cast<int>(text.size()));
-    text += t.text;
-  }
-  return findReasoningIn(text, starts);
-}
-
-ReasoningRange findReasoning(const TokenSeq& tokens) {
-  QString text;
-  std::vector<int> starts;
-  starts.reserve(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    starts.push_back(static_cast<int>(text.size()));
-    text += tokens.text(i);
-  }
-  return findReasoningIn(text, starts);
 }
 
 void ChatPanel::appendAnswer(const TokenSeq& tokens) {

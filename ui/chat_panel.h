@@ -55,7 +55,6 @@ struct ReasoningRange {
   bool closed = false;
   int size() const { return end - begin; }
 };
-ReasoningRange findReasoning(const std::vector<UiToken>& tokens);
 ReasoningRange findReasoning(const TokenSeq& tokens);
 
 class ChatPanel : public QWidget {

@@ -68,8 +68,6 @@ void TokenList::trimTo(size_t index) {
   if (whole_.empty()) wholeBegin_ = size();
 }
 
-void TokenList::clear() { *this = TokenList(); }
-
 QStringView TokenList::text(size_t i) const {
   const Compact& c = compact_[i];
   return QStringView(text_).mid(c.textOffset, c.textLength);

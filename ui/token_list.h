@@ -92,7 +92,6 @@ class TokenList {
   void pushCompact(const UiToken& token);
   // Tokens before `index` keep their compact record only.
   void trimTo(size_t index);
-  void clear();
 
   // Bytes this list holds for its compact records, text and chains (the whole
   // records and what they share not counted): tests and the memory benchmark.

@@ -444,7 +444,7 @@ void TokenView::paintTokenBackgrounds(QPainter& painter, const QRectF& area) con
         for (int l = start.isValid() ? start.lineNumber() : 0; l < lines->lineCount(); ++l) {
           const QTextLine line = lines->lineAt(l);
           const int a = std::max(first, line.textStart()), b = std::min(last, line.textStart() + line.textLength());
-          if (a >= last || line.textStart() >= last) break;
+          if (a >= last) break;  // the span ends before this line
           if (b <= a) continue;
           const qreal x1 = line.cursorToX(a), x2 = line.cursorToX(b);
           painter.fillRect(QRectF(box.left() + std::min(x1, x2), box.top() + line.y(), std::abs(x2 - x1), line.height()),

@@ -102,22 +102,31 @@ class UiChatTemplateTest : public QObject {
     QVERIFY(chat->warningText().isEmpty());
   }
 
+  // findReasoning over the tokens of one list, as the chat passes an answer.
+  static gbui::ReasoningRange reasoningOf(const std::vector<gbui::UiToken>& tokens) {
+    gbui::TokenList list;
+    for (const gbui::UiToken& t : tokens) list.push_back(t);
+    gbui::TokenSeq seq;
+    seq.append(list, 0, list.size());
+    return gbui::findReasoning(seq);
+  }
+
   void reasoningIsFoundAndCounted() {
     // <think> split over tokens, closed: the markers' tokens belong to the block.
     std::vector<gbui::UiToken> t = {token("Sure"), token("<"), token("think>"), token("hmm"), token("</think>"), token("\n42")};
-    gbui::ReasoningRange r = gbui::findReasoning(t);
+    gbui::ReasoningRange r = reasoningOf(t);
     QCOMPARE(r.begin, 1);
     QCOMPARE(r.end, 5);
     QVERIFY(r.closed);
     // Still thinking.
-    r = gbui::findReasoning({token("<think>"), token("a"), token("b")});
+    r = reasoningOf({token("<think>"), token("a"), token("b")});
     QCOMPARE(r.size(), 3);
     QVERIFY(!r.closed);
     // DeepSeek-R1: the template opened <think> in the prompt.
-    r = gbui::findReasoning({token("x"), token("</think>"), token("y")});
+    r = reasoningOf({token("x"), token("</think>"), token("y")});
     QCOMPARE(r.begin, 0);
     QCOMPARE(r.end, 2);
-    QCOMPARE(gbui::findReasoning({token("plain")}).size(), 0);
+    QCOMPARE(reasoningOf({token("plain")}).size(), 0);
   }
 
   void promptViewShowsControlTokensAsWritten() {
