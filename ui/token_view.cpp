@@ -34,6 +34,7 @@ void TokenView::clearAll() {
   appendDepth_ = 0;
   clear();
   spans_.clear();
+  runs_.clear();
   own_.clear();
   messages_.clear();
   breaks_.clear();
@@ -63,6 +64,8 @@ void TokenView::truncateTo(int pos) {
   breaks_.erase(firstGone, breaks_.end());
   spans_.erase(std::lower_bound(spans_.begin(), spans_.end(), pos, [](const Span& s, int p) { return s.begin < p; }),
                spans_.end());
+  while (!runs_.empty() && runs_.back().first >= spans_.size()) runs_.pop_back();
+  if (!runs_.empty()) runs_.back().count = std::min(runs_.back().count, spans_.size() - runs_.back().first);
   std::erase_if(messages_, [pos](const MessageSpan& m) { return m.begin >= pos; });
   reasoning_ = false;
   // The paragraph before the cut is the open one now: its soft breaks must be
@@ -356,6 +359,11 @@ void TokenView::appendToken(const UiToken& token) {
   // a visible, selectable cell.
   c.insertText(token.text.isEmpty() ? QStringLiteral("\u00b7") : token.text, f);
   spans_.push_back({begin, transcriptEnd(), token.index, colorFor(token).rgba(), token.request});
+  const bool continues = !runs_.empty() && runs_.back().request == token.request &&
+                         runs_.back().first + runs_.back().count + 1 == spans_.size() &&
+                         static_cast<int64_t>(runs_.back().first_index) + static_cast<int64_t>(runs_.back().count) == token.index;
+  if (continues) ++runs_.back().count;
+  else runs_.push_back({token.request, token.index, spans_.size() - 1, 1});
   if (!lookup_) own_.insert_or_assign({token.request, token.index}, slimCopy(token));
   afterAppend();
   endAppend();
@@ -569,8 +577,11 @@ std::optional<UiToken> TokenView::tokenAt(int documentPos) const {
 
 void TokenView::setSelected(RequestKey request, int index) {
   QList<QTextEdit::ExtraSelection> sel;
-  for (const Span& s : spans_) {
-    if (s.request != request || s.index != index) continue;
+  for (const Run& run : runs_) {
+    if (run.request != request || index < run.first_index ||
+        static_cast<int64_t>(index) - run.first_index >= static_cast<int64_t>(run.count))
+      continue;
+    const Span& s = spans_[run.first + static_cast<size_t>(index - run.first_index)];
     QTextEdit::ExtraSelection e;
     e.cursor = QTextCursor(document());
     const auto [begin, end] = documentRange(s.begin, s.end);

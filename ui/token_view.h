@@ -45,6 +45,7 @@
 #include <optional>
 #include <utility>
 #include <vector>
+#include <vector>
 
 #include "ui_events.h"
 
@@ -182,6 +183,15 @@ class TokenView : public QTextEdit {
   // Ascending, non-overlapping transcript ranges. A deque: growing it never
   // copies (or holds twice) a long chat's spans, as a vector's doubling would.
   std::deque<Span> spans_;
+  // Runs of spans_ that hold consecutive token indices of one request
+  // (spans_[first + k] is token first_index + k): setSelected finds a token's
+  // spans through the few runs instead of walking every span of a long chat.
+  struct Run {
+    RequestKey request = 0;
+    int first_index = 0;
+    size_t first = 0, count = 0;
+  };
+  std::vector<Run> runs_;
   struct MessageSpan {
     int begin = 0, end = 0, turn = 0;
   };

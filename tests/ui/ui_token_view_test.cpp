@@ -14,6 +14,7 @@
 #include <QTest>
 #include <QTextBlock>
 #include <QTextDocument>
+#include <random>
 #include <vector>
 
 #include "gb_qtest_main.h"
@@ -211,6 +212,64 @@ class TokenViewTest : public QObject {
       ++checked;
     }
     QVERIFY(checked >= 10);
+  }
+
+  void selectionFindsEveryShownCopyOfTheToken() {
+    // Random streams: three requests interleaved, runs of consecutive indices,
+    // jumps, repeated indices, and cuts (truncateTo) at span starts. The model
+    // is the list of appended (request, index, start) left after the cuts; a
+    // selection must mark exactly the spans that show that token.
+    for (uint32_t seed = 1; seed <= 12; ++seed) {
+      std::mt19937 rng(seed);
+      gbui::TokenView view;
+      view.resize(400, 300);
+      struct Shown {
+        gbui::RequestKey request;
+        int index, start;
+      };
+      std::vector<Shown> model;
+      int next[3] = {0, 0, 0};
+      for (int step = 0; step < 400; ++step) {
+        const int r = static_cast<int>(rng() % 3);
+        const uint32_t kind = rng() % 40;
+        if (kind == 0 && !model.empty()) {  // cut at one of the last 30 spans' starts (a regenerated answer)
+          const size_t back = std::min<size_t>(model.size(), 30);
+          const int start = model[model.size() - 1 - rng() % back].start;
+          view.truncateTo(start);
+          std::erase_if(model, [start](const Shown& m) { return m.start >= start; });
+          continue;
+        }
+        if (kind == 1) next[r] += 1 + static_cast<int>(rng() % 5);  // a gap
+        if (kind == 2 && next[r] > 0) next[r] -= 1 + static_cast<int>(rng() % std::min(next[r], 3));  // shown again
+        gbui::UiToken t = makeToken(next[r]);
+        t.request = static_cast<gbui::RequestKey>(10 + r);
+        const int start = static_cast<int>(view.transcriptText().size());
+        view.appendToken(t);
+        model.push_back({t.request, t.index, start});
+        ++next[r];
+      }
+      QCOMPARE(view.numTokenSpans(), static_cast<int>(model.size()));
+      int checked = 0;
+      for (int r = 0; r < 3; ++r) {
+        for (int index = 0; index <= next[r] + 1; ++index) {
+          const auto request = static_cast<gbui::RequestKey>(10 + r);
+          std::vector<int> want;
+          for (const Shown& m : model)
+            if (m.request == request && m.index == index) want.push_back(m.start);
+          view.setSelected(request, index);
+          const QList<QTextEdit::ExtraSelection> sel = view.extraSelections();
+          QCOMPARE(sel.size(), static_cast<qsizetype>(want.size()));
+          for (const QTextEdit::ExtraSelection& e : sel) {
+            const std::optional<gbui::UiToken> at = view.tokenAt(e.cursor.selectionStart());
+            QVERIFY(at);
+            QCOMPARE(at->request, request);
+            QCOMPARE(at->index, index);
+          }
+          checked += static_cast<int>(want.size());
+        }
+      }
+      QVERIFY(checked > 50);
+    }
   }
 
   void copyGivesTheTranscript() {
