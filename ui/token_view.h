@@ -45,7 +45,6 @@
 #include <optional>
 #include <utility>
 #include <vector>
-#include <vector>
 
 #include "ui_events.h"
 

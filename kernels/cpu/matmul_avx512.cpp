@@ -72,8 +72,8 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 // 4 or 8 interleaved rows with or without software prefetch, and 15-19 GB/s for
 // one row with four accumulators (which would also break the order above). One
 // FMA chain per row still allows 32 B of F16 weights per FMA latency, above the
-// memory's rate. A software prefetch runs kGemvAhead bytes ahead of the stream.
-
+// memory's rate.
+//
 // The weights kGemvAhead bytes ahead are asked for while a row is summed. On
 // Zen 5 (one thread reads 37-40 GB/s) the hardware prefetchers alone left a
 // fifth of that unused: TinyLlama F16 decode, one thread, three alternating
