@@ -157,7 +157,8 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
   const std::vector<double>& prefill_tok_s = runs.prefill_tok_s;
   const std::vector<double>& decode_tok_s = runs.decode_tok_s;
   const double decode = median(decode_tok_s);
-  const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
+  const double bytes_per_token = static_cast<double>(
+      device.weight_bytes_per_token > 0 ? device.weight_bytes_per_token : model.weight_bytes_per_token());
   const double implied_bw = bytes_per_token * decode;
   double measured_bw = 0.0;
   if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
@@ -168,7 +169,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
   // BF16 weights run as bf16 dot products where the processor has them (twice
   // the products per instruction): measure their prefill against that peak.
   const std::vector<WeightTypeRow> types = weight_type_table(model);
-  const bool bf16_dots = !types.empty() && types.front().type == DType::BF16;
+  const bool bf16_dots = device.bf16_matmuls || (!types.empty() && types.front().type == DType::BF16);
   const double bf16_peak =
       device.backend == "cpu" && !a.skip_bandwidth && bf16_dots ? kernels::bf16_dot_peak_gflops() : 0.0;
   const double prefill_peak = bf16_peak > 0 ? bf16_peak : peak_gflops;
@@ -205,6 +206,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"prefill_fraction_of_fma_peak", peak_all > 0 ? prefill_gflops / peak_all : 0.0},
       {"bf16_dot_peak_gflops_per_thread", bf16_peak},
       {"prefill_peak_kind", bf16_peak > 0 ? "bf16_dot" : "fma"},
+      {"bf16_matmuls", device.bf16_matmuls},
   };
   j.update(kernel_fields(device, model));
   return j;

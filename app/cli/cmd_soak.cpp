@@ -25,7 +25,7 @@ int run_soak_command(const SoakArgs& a) {
   model.device = "cpu";  // replays must run the same kernels as the soaked engine
   auto session = open_model_session(model);
   if (!session) return fail(session.error().message);
-  const BackendOptions cpu{Device::Cpu, model.num_threads};
+  const BackendOptions cpu{Device::Cpu, model.num_threads, model.bf16_matmuls};
   // The CPU device never fails to make a backend.
   const auto new_backend = [&] { return make_backend(session->model, cpu).value(); };
   const SoakSummary s = run_soak(session->model, session->tokenizer, new_backend, a.soak);

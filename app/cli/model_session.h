@@ -23,9 +23,11 @@ struct ModelOptions {
   int32_t num_threads = 0;     // 0: all cores
   std::string device = "auto"; // auto | cpu | cuda
   bool check_tensors = false;  // scan every block for NaN/Inf scales at load
+  bool bf16_matmuls = false;   // CPU: F32/F16 matrices rounded to BF16 at load
 };
 
-// Adds --model, --tokenizer, --ctx, --threads, --device to a subcommand
+// Adds --model, --tokenizer, --ctx, --threads, --device, --check-tensors,
+// --bf16-matmuls to a subcommand
 // (--model optional where another source can stand in, e.g. generate --remote).
 void add_model_options(CLI::App& sub, ModelOptions& options, bool model_required = true);
 

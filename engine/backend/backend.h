@@ -34,6 +34,11 @@ struct DeviceInfo {
   size_t memory_used_bytes = 0;   // weights + KV pool + workspace held by this backend
   size_t memory_total_bytes = 0;  // device memory (0 when not meaningful)
   int32_t num_threads = 0;
+  // Bytes of weights one decode step reads as this backend holds them (0: as
+  // the model file holds them), and whether float matrices run as bf16 dot
+  // products (CpuBackendOptions::bf16_matmuls).
+  size_t weight_bytes_per_token = 0;
+  bool bf16_matmuls = false;
 };
 
 class Backend {

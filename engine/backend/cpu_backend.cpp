@@ -59,7 +59,7 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptio
     : model_(std::move(model)),
       recipe_(model_recipe(model_->config)),
       pool_(options.num_threads),
-      cpu_weights_(cpu_weights(model_, options.repack_weights, pool_)) {
+      cpu_weights_(cpu_weights(model_, {options.repack_weights, options.bf16_matmuls}, pool_)) {
   const ModelConfig& c = model_->config;
   const auto append_norm = [this](const TensorView& t) {
     const int64_t offset = static_cast<int64_t>(norm_weights_.size());
@@ -534,6 +534,8 @@ DeviceInfo CpuBackend::device_info() const {
   info.name = std::string("CPU (") + kernels::isa_extensions(kernels::active_isa()) + ")";
   info.memory_used_bytes = kv_pool_bytes() + model_->weight_bytes();
   info.num_threads = pool_.num_threads();
+  info.weight_bytes_per_token = weight_bytes_per_token(weights());
+  info.bf16_matmuls = cpu_weights_->bf16_tensors > 0;
   return info;
 }
 

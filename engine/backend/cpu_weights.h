@@ -4,7 +4,10 @@
 // behind a repacked matrix handed back to the kernel (they are read again from
 // the file if anything touches them later). A repacked layout holds the same
 // values and its kernels give the same bits, so results do not change; only
-// speed does (docs/performance.md). Private to engine/backend.
+// speed does (docs/performance.md). On request (CpuBackendOptions::
+// bf16_matmuls) the float matrices (F32, F16) are instead rounded to BF16 at
+// load, so they run as bf16 dot products: faster, and no longer exact
+// (docs/models.md, "bf16 matmuls"). Private to engine/backend.
 //
 // Made once per model and shared by every CPU backend of it (a weak cache keyed
 // by the model), so two backends of one model do not hold two copies.
@@ -25,14 +28,21 @@ struct CpuWeights {
   std::shared_ptr<const Model> model;  // keeps the mapping the other views point into
   ModelWeights weights;
   std::vector<std::shared_ptr<std::byte[]>> buffers;  // the repacked matrices, 64-byte aligned
-  size_t repacked_bytes = 0;
-  int repacked_tensors = 0;
+  size_t repacked_bytes = 0;    // held in buffers (repacked or rounded to BF16)
+  int repacked_tensors = 0;     // matrices in a CPU layout
+  int bf16_tensors = 0;         // float matrices rounded to BF16
 };
 
-// The CPU weights of `model`: repacked (shared with other backends of the same
-// model) when `repack` and the environment does not say GLASSBOX_CPU_REPACK=0,
-// else the model's views as they are. Repacking splits
-// the rows of each matrix over `pool`.
-std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>& model, bool repack, ThreadPool& pool);
+struct CpuWeightsOptions {
+  bool repack = true;           // types with a CPU layout into it (same bits)
+  bool bf16_matmuls = false;    // F32 and F16 matrices rounded to BF16 (not the same bits)
+};
+
+// The CPU weights of `model` as `options` ask (shared with other backends of
+// the same model and options), or the model's views as they are when nothing
+// is asked; the environment's GLASSBOX_CPU_REPACK=0 turns repacking off.
+// Rewriting splits the rows of each matrix over `pool`.
+std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>& model, const CpuWeightsOptions& options,
+                                              ThreadPool& pool);
 
 }  // namespace gb

@@ -39,7 +39,9 @@ size_t Model::weight_bytes() const {
   return n;
 }
 
-size_t Model::weight_bytes_per_token() const {
+size_t Model::weight_bytes_per_token() const { return gb::weight_bytes_per_token(weights); }
+
+size_t weight_bytes_per_token(const ModelWeights& weights) {
   size_t n = weights.token_embedding.row_bytes() + weights.output_norm.num_bytes() + weights.classifier.num_bytes();
   for (const LayerWeights& l : weights.layers)
     for (const TensorView* t : l.all())

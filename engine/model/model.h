@@ -82,6 +82,10 @@ struct Model {
   size_t weight_bytes_per_token() const;
 };
 
+// weight_bytes_per_token of weights as a backend holds them (a CPU backend may
+// hold matrices in other types than the file's, backend/cpu_weights.h).
+size_t weight_bytes_per_token(const ModelWeights& weights);
+
 struct LoadOptions {
   // Called with the fraction read (0..1) while the weights are read into memory;
   // returning false cancels the load ("loading cancelled"). When set, every page

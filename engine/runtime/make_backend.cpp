@@ -63,6 +63,7 @@ Result<std::unique_ptr<Backend>> make_backend(std::shared_ptr<const Model> model
   if (*cuda) return std::move(*cuda);
   CpuBackendOptions cpu;
   cpu.num_threads = options.num_threads;
+  cpu.bf16_matmuls = options.bf16_matmuls;
   return make_cpu_backend(std::move(model), cpu);
 }
 

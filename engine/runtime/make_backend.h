@@ -38,6 +38,8 @@ std::optional<Device> parse_device(std::string_view name);
 struct BackendOptions {
   Device device = Device::Auto;
   int32_t num_threads = 0;  // CPU backend threads; 0: every available core
+  // CPU backend only: float matrices as bf16 dot products (CpuBackendOptions::bf16_matmuls).
+  bool bf16_matmuls = false;
 };
 
 // Whether this build of Glassbox contains the CUDA backend at all.

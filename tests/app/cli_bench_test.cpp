@@ -151,3 +151,23 @@ GB_TEST(probe_json_reports_peak_and_bandwidth_without_a_model) {
   const auto bad = gbtest::run_cli("probe --threads -2", false);
   QVERIFY(bad.exit_code != 0);
 }
+
+// --bf16-matmuls: the report says whether float matrices ran as bf16 dot
+// products (an F16 file's do; a Q4_K_M file has none to round), and the bytes
+// a decode step reads are those the backend holds (an F16 matrix rounded to
+// BF16 keeps two bytes a value, so the same here).
+GB_TEST(bench_json_says_whether_matmuls_ran_in_bf16) {
+  GB_REQUIRE_SHARED(f16, "models/quant-llama/quant-llama-F16.gguf");
+  GB_REQUIRE_SHARED(q4, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto bench = [](const std::string& model, const char* extra) {
+    const auto r = gbtest::run_cli("bench --model '" + model + "'" + kArgs + " --json" + extra, false);
+    [&] { QVERIFY2(r.exit_code == 0, r.output.c_str()); }();
+    return nlohmann::json::parse(r.output, nullptr, false);
+  };
+  const auto exact = bench(f16, ""), rounded = bench(f16, " --bf16-matmuls"), quant = bench(q4, " --bf16-matmuls");
+  QVERIFY(exact.is_object() && rounded.is_object() && quant.is_object());
+  QCOMPARE(exact["bf16_matmuls"].get<bool>(), false);
+  QCOMPARE(rounded["bf16_matmuls"].get<bool>(), true);
+  QCOMPARE(quant["bf16_matmuls"].get<bool>(), false);
+  QCOMPARE(rounded["weight_bytes_per_token"].get<double>(), exact["weight_bytes_per_token"].get<double>());
+}

@@ -1,6 +1,9 @@
 // The CPU backend's load-time repacking (backend/cpu_weights.h) on a real
 // quantized file (../shared/models/quant-llama): which matrices it repacks, that
-// backends of one model share one copy, and that results keep every bit.
+// backends of one model share one copy, and that results keep every bit. And
+// the bf16 matmuls option: which matrices it rounds to BF16, to which values,
+// and that a backend with it computes what a model holding those BF16 matrices
+// computes, bit for bit.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +14,7 @@
 #include "backend/cpu_backend.h"
 #include "backend/cpu_weights.h"
 #include "core/thread_pool.h"
+#include "cpu/convert.h"
 #include "cpu/weight_type.h"
 #include "gb_test.h"
 #include "model/model.h"
@@ -31,10 +35,12 @@ struct Run {
   std::unique_ptr<gb::Backend> backend;
   std::vector<int32_t> table;
   int32_t vocab = 0;
-  Run(const std::shared_ptr<const gb::Model>& model, int32_t threads, bool repack) : vocab(model->config.vocab_size) {
+  Run(const std::shared_ptr<const gb::Model>& model, int32_t threads, bool repack, bool bf16_matmuls = false)
+      : vocab(model->config.vocab_size) {
     gb::CpuBackendOptions options;
     options.num_threads = threads;
     options.repack_weights = repack;
+    options.bf16_matmuls = bf16_matmuls;
     backend = gb::make_cpu_backend(model, options);
     GB_CHECK(backend->init_kv_pool({kNumBlocks, kBlockSize}).ok());
     for (int32_t b = 0; b < kNumBlocks; ++b) table.push_back(b);
@@ -49,6 +55,29 @@ struct Run {
   }
 };
 
+// Every matrix a CPU matmul reads: each layer's, then the classifier.
+std::vector<gb::TensorView*> matrices(gb::ModelWeights& w) {
+  std::vector<gb::TensorView*> out;
+  for (gb::LayerWeights& l : w.layers)
+    for (gb::TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(t);
+  out.push_back(&w.classifier);
+  return out;
+}
+
+bool is_float_matrix(const gb::TensorView& t) {
+  return t.data != nullptr && (t.dtype == WeightType::F32 || t.dtype == WeightType::F16);
+}
+
+// Value i of a float matrix as float32, from its file bytes.
+float float_value(const gb::TensorView& t, size_t i) {
+  if (t.dtype == WeightType::F32) return static_cast<const float*>(t.data)[i];
+  return gb::kernels::f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+}
+
+// The F16 fixtures: tied (quant-llama: the classifier is the token embedding)
+// and untied (stories260K).
+constexpr const char* kF16Files[] = {"models/quant-llama/quant-llama-F16.gguf", "models/stories260K/stories260K-F16.gguf"};
+
 }  // namespace
 
 // Every matrix whose type has a CPU layout (Q4_K -> Q4_K_R, Q6_K -> Q6_K_R), and
@@ -60,8 +89,8 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
   GB_REQUIRE_SHARED(path, "models/quant-llama/quant-llama-Q4_K_M.gguf");
   const auto model = load(path);
   gb::ThreadPool pool(2);
-  const auto cw = gb::cpu_weights(model, true, pool);
-  QCOMPARE(gb::cpu_weights(model, true, pool).get(), cw.get());
+  const auto cw = gb::cpu_weights(model, {}, pool);
+  QCOMPARE(gb::cpu_weights(model, {}, pool).get(), cw.get());
   int repacked = 0;
   const auto layout = [](const gb::TensorView& t) { return gb::kernels::weight_traits(t.dtype).cpu_layout; };
   for (size_t l = 0; l < model->weights.layers.size(); ++l) {
@@ -87,7 +116,7 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
   QCOMPARE(cw->repacked_tensors, repacked + (layout(model->weights.classifier) != model->weights.classifier.dtype ? 1 : 0));
   QCOMPARE(cw->weights.classifier.dtype, layout(model->weights.classifier));
   QCOMPARE(model->weights.layers[0].wq.dtype, WeightType::Q4_K);
-  const auto plain = gb::cpu_weights(model, false, pool);
+  const auto plain = gb::cpu_weights(model, {.repack = false}, pool);
   QVERIFY(plain.get() != cw.get());
   QCOMPARE(plain->repacked_tensors, 0);
   QCOMPARE(plain->weights.layers[0].wq.data, model->weights.layers[0].wq.data);
@@ -112,6 +141,92 @@ GB_TEST(repacked_weights_give_the_same_logits_bit_for_bit) {
         const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
         a = in_place.forward({next}, pos, false);
         b = repacked.forward({next}, pos, false);
+        QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+                 (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
+      }
+    }
+  }
+}
+
+// bf16_matmuls: every F32/F16 matrix (the classifier too) is held as BF16, each
+// value rounded to nearest even from the file's value; the token embedding
+// keeps the file's bytes; the copy is shared by backends asking the same and
+// is not the exact one; quantized matrices keep their (repacked) types.
+GB_TEST(bf16_matmuls_round_the_float_matrices_to_bf16) {
+  gb::ThreadPool pool(2);
+  for (const char* key : kF16Files) {
+    GB_REQUIRE_SHARED(path, key);
+    const auto model = load(path);
+    const auto cw = gb::cpu_weights(model, {.bf16_matmuls = true}, pool);
+    QCOMPARE(gb::cpu_weights(model, {.bf16_matmuls = true}, pool).get(), cw.get());
+    const auto exact = gb::cpu_weights(model, {}, pool);
+    QVERIFY(exact.get() != cw.get());
+    QCOMPARE(exact->bf16_tensors, 0);
+    gb::ModelWeights file = model->weights, held = cw->weights;
+    const auto file_m = matrices(file), held_m = matrices(held);
+    int rounded = 0;
+    for (size_t m = 0; m < file_m.size(); ++m) {
+      const gb::TensorView& f = *file_m[m];
+      const gb::TensorView& h = *held_m[m];
+      if (!is_float_matrix(f)) {
+        QCOMPARE(h.data, f.data);
+        continue;
+      }
+      ++rounded;
+      QCOMPARE(h.dtype, WeightType::BF16);
+      QCOMPARE(h.rows, f.rows);
+      QCOMPARE(h.cols, f.cols);
+      const auto* bf = static_cast<const uint16_t*>(h.data);
+      const size_t n = static_cast<size_t>(f.rows) * static_cast<size_t>(f.cols);
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) wrong += bf[i] != gb::kernels::f32_to_bf16(float_value(f, i));
+      QVERIFY2(wrong == 0, (std::string(key) + ": " + std::to_string(wrong) + " values not rounded to nearest even").c_str());
+    }
+    QVERIFY(rounded > 0);
+    QCOMPARE(cw->bf16_tensors, rounded);
+    QCOMPARE(cw->weights.token_embedding.data, model->weights.token_embedding.data);
+    QCOMPARE(cw->weights.token_embedding.dtype, model->weights.token_embedding.dtype);
+  }
+  GB_REQUIRE_SHARED(q4, "models/quant-llama/quant-llama-Q4_K_M.gguf");
+  const auto quant = load(q4);
+  const auto a = gb::cpu_weights(quant, {.bf16_matmuls = true}, pool), b = gb::cpu_weights(quant, {}, pool);
+  QCOMPARE(a->bf16_tensors, 0);
+  QCOMPARE(a->repacked_tensors, b->repacked_tensors);
+  QCOMPARE(a->weights.layers[0].w_down.dtype, b->weights.layers[0].w_down.dtype);
+}
+
+// A backend with bf16_matmuls gives, bit for bit, the logits of the same model
+// whose float matrices this test rounded to BF16 itself (scalar f32_to_bf16),
+// run as it is: prefill of every position, then decoding token by token, at
+// 1 and 2 threads.
+GB_TEST(bf16_matmuls_compute_what_a_model_holding_bf16_matrices_computes) {
+  for (const char* key : kF16Files) {
+    GB_REQUIRE_SHARED(path, key);
+    const auto model = load(path);
+    auto rounded = std::make_shared<gb::Model>(*model);
+    for (gb::TensorView* t : matrices(rounded->weights)) {
+      if (!is_float_matrix(*t)) continue;
+      const size_t n = static_cast<size_t>(t->rows) * static_cast<size_t>(t->cols);
+      std::vector<std::byte> bytes(n * sizeof(uint16_t));
+      auto* bf = reinterpret_cast<uint16_t*>(bytes.data());
+      for (size_t i = 0; i < n; ++i) bf[i] = gb::kernels::f32_to_bf16(float_value(*t, i));
+      rounded->owned_buffers.push_back(std::move(bytes));
+      t->data = rounded->owned_buffers.back().data();
+      t->dtype = WeightType::BF16;
+    }
+    const int32_t vocab = model->config.vocab_size;
+    const std::vector<gb::TokenId> prompt = {1, 45, 300, 172, 12, 499, 7, 88, 260, 31, 400, 2, 64, 128, 5};
+    for (int32_t threads : {1, 2}) {
+      Run option(model, threads, true, true), held(rounded, threads, true);
+      std::vector<float> a = option.forward(prompt, 0, true), b = held.forward(prompt, 0, true);
+      QVERIFY2(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+               (std::string(key) + ": prefill logits differ").c_str());
+      for (int32_t k = 0; k < 4; ++k) {
+        const auto last = a.end() - vocab;
+        const auto next = static_cast<gb::TokenId>(std::max_element(last, a.end()) - last);
+        const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
+        a = option.forward({next}, pos, false);
+        b = held.forward({next}, pos, false);
         QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
                  (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
       }
