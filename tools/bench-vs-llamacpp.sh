@@ -10,6 +10,7 @@
 #     --threads "1 2"           thread counts
 #     --rounds N                interleaved rounds per file and thread count (default 2)
 #     --glassbox PATH           glassbox-cli (default: build/release/app/glassbox-cli)
+#     --glassbox-args "ARGS"    extra arguments of both glassbox bench calls (e.g. --bf16-matmuls)
 #     --out FILE.jsonl          every measurement as one JSON line (default: bench-vs-llamacpp.jsonl)
 #
 # llama.cpp is built outside this repository, CPU-only, e.g.
@@ -27,7 +28,7 @@ llama_bench="$llama_dir/bin/llama-bench"
 [[ -x "$llama_bench" ]] || { echo "bench-vs-llamacpp: no llama-bench at $llama_bench" >&2; exit 2; }
 
 files="" shapes="stories110M" dtypes="f32 f16" threads="1 2" rounds=2
-gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl"
+gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl" gb_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --files) files="$2"; shift 2 ;;
@@ -36,6 +37,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --glassbox) gb="$2"; shift 2 ;;
+    --glassbox-args) gb_args="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "bench-vs-llamacpp: unknown option $1" >&2; exit 2 ;;
   esac
@@ -71,13 +73,13 @@ for line in sys.stdin:
     print(json.dumps({"engine": "llama.cpp", "file": sys.argv[1], "threads": int(sys.argv[2]),
                       "round": int(sys.argv[3]), "test": test, "tok_s": j["avg_ts"]}))' "$f" "$t" "$r" >> "$out"
       # Glassbox: the same two tests.
-      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json |
+      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json $gb_args |
         python3 -c '
 import json, sys
 j = json.load(sys.stdin)
 print(json.dumps({"engine": "glassbox", "file": sys.argv[1], "threads": int(sys.argv[2]),
                   "round": int(sys.argv[3]), "test": "pp512", "tok_s": j["prefill_tok_s"]}))' "$f" "$t" "$r" >> "$out"
-      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 1 --gen-tokens 128 --repeats 3 --skip-bandwidth --json |
+      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 1 --gen-tokens 128 --repeats 3 --skip-bandwidth --json $gb_args |
         python3 -c '
 import json, sys
 j = json.load(sys.stdin)

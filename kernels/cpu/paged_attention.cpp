@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "cpu/matmul.h"
+#include "cpu/cpu_info.h"
 #include "cpu/ops.h"
 
 namespace gb::kernels {
@@ -13,29 +13,58 @@ void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, c
                            int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
                            int64_t score_stride);
 }
+namespace avx512 {
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const float* k_cache,
+                           const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
+                           int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
+                           int64_t score_stride);
+}
+
+namespace {
+
+using GroupFn = void (*)(const AttentionQuery*, int32_t, const float*, const float*, const int32_t*, int32_t, int32_t,
+                         int32_t, int32_t, float, float, float*, int64_t);
+
+// The kernel of a level for a head size: AVX-512 needs head_dim % 16 == 0 (else
+// its level runs the AVX2 kernel), AVX2 head_dim % 8 == 0; nullptr: the
+// scalar reference, query by query.
+GroupFn group_kernel(Isa isa, int32_t head_dim) {
+#if defined(__x86_64__)
+  if (isa >= Isa::Avx512 && head_dim % 16 == 0) return &avx512::paged_attention_group;
+  if (isa >= Isa::Avx2 && head_dim % 8 == 0) return &avx2::paged_attention_group;
+#else
+  (void)isa;
+  (void)head_dim;
+#endif
+  return nullptr;
+}
+
+}  // namespace
 
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores) {
-#if defined(__x86_64__)
-  if (matmul_has_simd() && kv.head_dim % 8 == 0) {
+  if (group_kernel(active_isa(), kv.head_dim) != nullptr) {
     paged_attention_head_ex(out, q, kv, kv_head, num_ctx, AttentionShape{}, scores);
     return;
   }
-#endif
   paged_attention_head_reference(out, q, kv, kv_head, num_ctx, scores);
 }
 
 void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv, int32_t kv_head,
                            float scale, float softcap, float* scores, int64_t score_stride) {
+  paged_attention_group_with(active_isa(), queries, num_queries, kv, kv_head, scale, softcap, scores, score_stride);
+}
+
+void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv,
+                                int32_t kv_head, float scale, float softcap, float* scores, int64_t score_stride) {
   if (num_queries <= 0) return;
   if (scale <= 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
-#if defined(__x86_64__)
-  if (matmul_has_simd() && kv.head_dim % 8 == 0 && num_queries <= kMaxAttentionGroup) {
-    avx2::paged_attention_group(queries, num_queries, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size,
-                                kv.num_kv_heads, kv.head_dim, kv_head, scale, softcap, scores, score_stride);
+  if (!isa_supported(isa)) isa = Isa::Scalar;
+  if (const GroupFn fn = group_kernel(isa, kv.head_dim); fn != nullptr && num_queries <= kMaxAttentionGroup) {
+    fn(queries, num_queries, kv.k_cache, kv.v_cache, kv.block_table, kv.block_size, kv.num_kv_heads, kv.head_dim,
+       kv_head, scale, softcap, scores, score_stride);
     return;
   }
-#endif
   for (int32_t j = 0; j < num_queries; ++j)
     paged_attention_head_ex_reference(queries[j].out, queries[j].q, kv, kv_head, queries[j].num_ctx,
                                       AttentionShape{queries[j].first, scale, softcap}, scores);

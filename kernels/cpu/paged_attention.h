@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "cpu/attention_query.h"
+#include "cpu/cpu_info.h"
 
 namespace gb::kernels {
 
@@ -32,13 +33,14 @@ struct PagedKvView {
   }
 };
 
-// Uses the AVX2 path when the CPU has it and head_dim % 8 == 0.
+// Uses the SIMD kernels of paged_attention_group (AVX-512 for head_dim % 16 ==
+// 0, AVX2 for head_dim % 8 == 0) when the CPU has them.
 void paged_attention_head(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                           float* scores);
 // Attention over positions first .. num_ctx - 1 only (a sliding window starts at
 // first = max(0, pos - W + 1)), with the scores multiplied by `scale` and, when
 // softcap > 0, replaced by softcap * tanh(score / softcap) before the softmax
-// (Gemma 2). Uses the AVX2 path when the CPU has it and head_dim % 8 == 0 (with
+// (Gemma 2). Uses the SIMD kernels when the CPU has them (with
 // first 0, the default scale and no cap it computes exactly paged_attention_head);
 // paged_attention_head_ex_reference is its scalar oracle.
 struct AttentionShape {
@@ -60,6 +62,13 @@ void paged_attention_head_ex_reference(float* out, const float* q, const PagedKv
 inline constexpr int32_t kMaxAttentionGroup = 256;
 void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv, int32_t kv_head,
                            float scale, float softcap, float* scores, int64_t score_stride);
+// paged_attention_group with a given kernel level (the reference when this CPU
+// lacks it; a level's kernel needs head_dim % 16 == 0 for AVX-512, else the
+// AVX2 one runs, % 8 for AVX2): for tests and benchmarks that compare levels.
+// Each level keeps the grouped-equals-alone bits within itself; levels differ
+// in their summation trees.
+void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv,
+                                int32_t kv_head, float scale, float softcap, float* scores, int64_t score_stride);
 
 // The scalar oracle (run.c's arithmetic).
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,

@@ -6,6 +6,7 @@
 // is computed alone (decode) or at any position of a prefill batch, and whatever
 // row range a thread gets. For quantized weights the integer products are exact,
 // so the AVX-512 (VNNI) level must equal the AVX2 level bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -16,6 +17,7 @@
 #include "cpu/cpu_info.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
+#include "cpu/paged_attention.h"
 #include "gb_test.h"
 #include "kernel_test_data.h"
 
@@ -209,6 +211,58 @@ void check_bf16_activation_level(Isa isa) {
 
 }  // namespace
 
+namespace {
+
+// Grouped paged attention at one level: a GQA group of 4 query heads at 21
+// positions (causal ends, sliding-window starts, softcap on and off, a
+// scrambled block table) gives every query the bits it gets alone at that
+// level, and stays within 2e-5 of the scalar reference (outputs are convex
+// combinations of N(0, 1) values). The value pass keeps the 8-lane kernel's
+// products and order, so the AVX-512 level's outputs differ from the AVX2
+// level's only through its 16-lane score sums: close, not equal.
+void check_attention_level(Isa isa) {
+  for (const int32_t d : {16, 24, 64, 128}) {  // 24: the AVX-512 level runs its AVX2 kernel
+    const int32_t kv_heads = 2, bs = 16, group = 4, positions = 21, base_pos = 263, nblocks = 19;
+    const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 61u + static_cast<uint32_t>(d), 2.0f);
+    const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 62u + static_cast<uint32_t>(d));
+    const auto q = gbtest::random_normals(static_cast<size_t>(positions * group * d), 63, 2.0f);
+    std::vector<int32_t> table(static_cast<size_t>(nblocks));
+    for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 7 + 3) % nblocks;
+    const PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+    for (const float cap : {0.0f, 3.0f}) {
+      for (const int32_t window : {0, 29, 200}) {
+        std::vector<AttentionQuery> queries;
+        std::vector<float> out(static_cast<size_t>(positions * group * d), -1.0f);
+        for (int32_t p = 0; p < positions; ++p)
+          for (int32_t g = 0; g < group; ++g) {
+            // Positions spread over the context: some queries see 1 key, some 280.
+            const int32_t pos = p == 0 ? 0 : base_pos - 13 * (positions - 1 - p) + p, j = p * group + g;
+            const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
+            queries.push_back({q.data() + j * d, out.data() + j * d, first, pos + 1});
+          }
+        const int32_t stride = nblocks * bs;
+        std::vector<float> scores(queries.size() * static_cast<size_t>(stride));
+        paged_attention_group_with(isa, queries.data(), static_cast<int32_t>(queries.size()), kv, 1, 0.0f, cap,
+                                   scores.data(), stride);
+        std::vector<float> alone(static_cast<size_t>(d)), ref(static_cast<size_t>(d)), one(static_cast<size_t>(stride));
+        for (const AttentionQuery& qj : queries) {
+          const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx};
+          paged_attention_group_with(isa, &self, 1, kv, 1, 0.0f, cap, one.data(), stride);
+          QVERIFY2(std::memcmp(alone.data(), qj.out, sizeof(float) * static_cast<size_t>(d)) == 0,
+                   ("d " + std::to_string(d) + ": a query differs from itself alone").c_str());
+          paged_attention_head_ex_reference(ref.data(), qj.q, kv, 1, qj.num_ctx, AttentionShape{qj.first, 0.0f, cap},
+                                            one.data());
+          for (int32_t i = 0; i < d; ++i)
+            QVERIFY2(std::abs(ref[static_cast<size_t>(i)] - qj.out[i]) <= 2e-5f,
+                     ("d " + std::to_string(d) + " ctx " + std::to_string(qj.num_ctx) + ": far from the reference").c_str());
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 GB_TEST(bf16_rounding_of_activations_matches_scalar_bits) {
   // Ties to even both ways, the largest finite values, infinities, NaNs (quieted,
   // sign kept), denormals, zeros: the SIMD rounding must give f32_to_bf16's bits.
@@ -284,4 +338,14 @@ GB_TEST(quant_avx2_batch_invariant_and_close) {
 GB_TEST(quant_avx512_equals_avx2_bitwise) {
   if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
   check_quant_level(Isa::Avx512);
+}
+
+GB_TEST(attention_avx2_level) {
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_attention_level(Isa::Avx2);
+}
+
+GB_TEST(attention_avx512_level) {
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_attention_level(Isa::Avx512);
 }
