@@ -63,7 +63,8 @@ void EngineController::stopThread() {
   commands_->post([this] { thread()->quit(); }, Mailbox::Delivery::Queued);
 }
 
-void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation) {
+void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation,
+                                 bool bf16Matmuls) {
   if (generation < 0) generation = loadGeneration_.load();
   if (generation != loadGeneration_.load()) return;  // cancelled before it started
   gb::LoadOptions options;
@@ -95,6 +96,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   }
   gb::BackendOptions backendOptions;
   backendOptions.device = gb::parse_device(device.toStdString()).value_or(gb::Device::Auto);
+  backendOptions.bf16_matmuls = bf16Matmuls;
   auto backend = gb::make_backend(*model, backendOptions);
   if (!backend) {
     notify(&EngineController::modelLoadFailed, path, QString::fromStdString(backend.error().message));

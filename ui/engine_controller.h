@@ -86,7 +86,10 @@ class EngineController : public QObject {
  public slots:
   // device: "auto" | "cpu" | "cuda". Emits modelLoaded or modelLoadFailed.
   // generation: from beginLoad(); -1 takes the current one (direct calls, tests).
-  void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1);
+  // bf16Matmuls: the CPU backend rounds F32/F16 matrices to BF16 at load
+  // (gb::CpuBackendOptions::bf16_matmuls: faster, not exact).
+  void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1,
+                 bool bf16Matmuls = false);
   // Uses an OpenAI-compatible server (another Glassbox, llama-server, vLLM) as
   // the engine instead of a local model (engine_controller_remote.cpp): submit,
   // submitChat and cancel go to it as streamed requests, its tokens (with up to

@@ -139,6 +139,7 @@ UiModelInfo EngineController::modelInfo() const {
   info.deviceMemoryUsed = d.memory_used_bytes;
   info.deviceMemoryTotal = d.memory_total_bytes;
   info.numThreads = d.num_threads;
+  info.bf16Matmuls = d.bf16_matmuls;
   info.bosId = state_->tokenizer->bos_id();
   info.eosId = state_->tokenizer->eos_id();
   info.vocab = state_->vocab;

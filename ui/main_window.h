@@ -67,6 +67,11 @@ class MainWindow : public QMainWindow {
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
   void setDevice(const QString& device) { device_ = device; }
+  // Engine > BF16 matmuls: whether the next model loaded on the CPU rounds its
+  // F32/F16 matrices to BF16 (faster, not exact). Remembered in the settings
+  // when chosen from the menu.
+  void setBf16Matmuls(bool on);
+  bool bf16Matmuls() const { return bf16Matmuls_; }
 
  public slots:
   void openModel(const QString& path);
@@ -139,6 +144,8 @@ class MainWindow : public QMainWindow {
   QString sessionPath_;
   QString lastSaveError_;
   QString device_ = QStringLiteral("auto");
+  bool bf16Matmuls_ = false;
+  QAction* bf16Action_ = nullptr;
   QString lastError_;
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show

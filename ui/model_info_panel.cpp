@@ -67,6 +67,9 @@ void ModelInfoPanel::refresh() {
   new QTreeWidgetItem(device, {tr("backend"), m.deviceBackend});
   new QTreeWidgetItem(device, {tr("name"), m.deviceName});
   new QTreeWidgetItem(device, {tr("threads"), QString::number(m.numThreads)});
+  if (m.deviceBackend == QLatin1String("cpu"))
+    new QTreeWidgetItem(device, {tr("float matmuls"), m.bf16Matmuls ? tr("bf16 (F32/F16 matrices rounded at load; not exact)")
+                                                                     : tr("exact (weights as the file stores them)")});
   new QTreeWidgetItem(device, {tr("memory used"), locale.formattedDataSize(static_cast<qint64>(m.deviceMemoryUsed))});
   if (m.deviceMemoryTotal > 0)
     new QTreeWidgetItem(device, {tr("memory total"), locale.formattedDataSize(static_cast<qint64>(m.deviceMemoryTotal))});

@@ -170,6 +170,7 @@ struct UiModelInfo {
   QString remoteUrl;  // set when the engine is a remote server (connectRemote)
   quint64 deviceMemoryUsed = 0, deviceMemoryTotal = 0;
   int numThreads = 0;
+  bool bf16Matmuls = false;  // float matrices rounded to BF16 at load (CpuBackendOptions::bf16_matmuls)
   int bosId = -1, eosId = -1;
   QVector<QString> vocab;  // decoded text per token id (hover text, replay)
   QString branchTreeJson;  // replay: the trace header's "branches" (ui/branch_tree.h), "" none

@@ -1,6 +1,7 @@
 // glassbox: the Qt workbench.
 //   glassbox [--model PATH | --connect URL [--api-key KEY]] [--prompt TEXT] [--max-tokens N] [--screenshot FILE.png]
-//            [--panel NAME] [--device auto|cpu|cuda] [--session FILE] [--speculative SPEC] [--sampler JSON]
+//            [--panel NAME] [--device auto|cpu|cuda] [--bf16-matmuls] [--session FILE] [--speculative SPEC]
+//            [--sampler JSON]
 //   glassbox --bench-chat N [--bench-paragraph-every K]
 //   glassbox --bench-chat-turns N
 // With --screenshot: load the model, generate for the prompt, select the most
@@ -103,6 +104,7 @@ struct Options {
   QCommandLineOption screenshot{"screenshot", "Render to PNG after generating, then exit.", "FILE.png"};
   QCommandLineOption panel{"panel", "Screenshot only this panel: " + gbui::panelNames().join(", ") + ".", "NAME"};
   QCommandLineOption device{"device", "auto, cpu or cuda.", "DEVICE", "auto"};
+  QCommandLineOption bf16Matmuls{"bf16-matmuls", "CPU: round F32/F16 weight matrices to BF16 at load (faster, not exact)."};
   QCommandLineOption session{"session", "Session autosave file.", "FILE"};
   QCommandLineOption width{"width", "Window width for screenshots.", "PX", "1500"};
   QCommandLineOption height{"height", "Window height for screenshots.", "PX", "950"};
@@ -119,7 +121,7 @@ struct Options {
                                 "Send N messages with synthetic answers, print the time per submit as JSON.", "N"};
 
   void addTo(QCommandLineParser& parser) const {
-    parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, session, width, height, speculative, sampler,
+    parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, bf16Matmuls, session, width, height, speculative, sampler,
                        connectTo, apiKey, benchChat, benchParagraph, benchTurns});
   }
 };
@@ -299,6 +301,7 @@ int main(int argc, char** argv) {
   if (shot) QFile::remove(sessionPath);
   gbui::MainWindow window(sessionPath);
   window.setDevice(parser.value(o.device));
+  if (parser.isSet(o.bf16Matmuls)) window.setBf16Matmuls(true);
   if (shot) window.resize(parser.value(o.width).toInt(), parser.value(o.height).toInt());
   window.show();
 

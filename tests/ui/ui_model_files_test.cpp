@@ -7,6 +7,11 @@
 #include <QFile>
 #include <QMenu>
 #include <QSettings>
+#include <QSignalSpy>
+#include <QTreeWidget>
+
+#include "main_window.h"
+#include "model_info_panel.h"
 
 #include "gb_qtest_main.h"
 #include "model_file_summary.h"
@@ -84,6 +89,38 @@ class UiModelFilesTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(dialog.previewText(), expectedLine("quant-llama-Q4_K_M.gguf", "Q4_K_M", q4kmBytes()), 10000);
     dialog.selectFile(f16());
     QTRY_COMPARE_WITH_TIMEOUT(dialog.previewText(), expectedLine("quant-llama-F16.gguf", "F16", f16Bytes()), 10000);
+  }
+
+  // Engine > BF16 matmuls: off by default; chosen, it is remembered, applies
+  // to the next model opened, and the model panel says what the CPU runs
+  // (an F16 file's matrices rounded to bf16, or exact).
+  void bf16MatmulsApplyToTheNextLoad() {
+    QSettings().remove("engine/bf16Matmuls");
+    for (const bool on : {false, true}) {
+      auto window = makeWindow(dir_);
+      auto* action = window->findChild<QAction*>("actionBf16Matmuls");
+      QVERIFY(action && action->isCheckable());
+      QCOMPARE(action->isChecked(), false);  // the default, and after the `false` round's reset below
+      if (on) {
+        action->trigger();
+        QVERIFY(window->bf16Matmuls());
+        QCOMPARE(QSettings().value("engine/bf16Matmuls").toBool(), true);
+      }
+      QSignalSpy ready(window.get(), &gbui::MainWindow::modelReady);
+      window->openModel(f16());
+      QVERIFY(ready.wait(30000));
+      const QString want = on ? QStringLiteral("bf16") : QStringLiteral("exact");
+      const auto rows = window->modelInfo()->tree()->findItems(QStringLiteral("float matmuls"),
+                                                                Qt::MatchExactly | Qt::MatchRecursive);
+      QCOMPARE(rows.size(), 1);
+      QVERIFY2(rows[0]->text(1).startsWith(want), qPrintable(rows[0]->text(1)));
+      if (on) {
+        auto again = makeWindow(dir_);  // a new window reads the choice back
+        QVERIFY(again->findChild<QAction*>("actionBf16Matmuls")->isChecked());
+        again->findChild<QAction*>("actionBf16Matmuls")->trigger();
+        QCOMPARE(QSettings().value("engine/bf16Matmuls").toBool(), false);
+      }
+    }
   }
 
  private:
