@@ -25,12 +25,12 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
 // (stories260K's 64x64 matrices, single-token attention) run on the caller.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 
-// RoPE for the heads of one token: the llama2.c-exact kernel for plain adjacent
-// pairs (keeps the stories goldens bit-identical), the general one otherwise.
-void apply_rope(const RopeSpec& r, int32_t head_dim, const TensorView& rope_freqs, float* v, int32_t num_heads,
-                int32_t pos) {
+// The RoPE angles of one position: the llama2.c-exact arithmetic for plain
+// adjacent pairs (keeps the stories goldens bit-identical), the general one
+// otherwise (kernels::rope / rope_ex form the same values).
+void rope_angles(const RopeSpec& r, const TensorView& rope_freqs, int32_t pos, float* cos, float* sin) {
   if (r.plain()) {
-    kernels::rope(v, num_heads, head_dim, r.rope_dim, pos, r.base);
+    kernels::rope_angles(pos, r.base, r.rope_dim, cos, sin);
     return;
   }
   kernels::RopeParams p;
@@ -40,7 +40,12 @@ void apply_rope(const RopeSpec& r, int32_t head_dim, const TensorView& rope_freq
   p.freq_factors = r.freq_factors ? static_cast<const float*>(rope_freqs.data) : nullptr;
   p.freq_scale = r.freq_scale;
   p.attn_factor = r.attn_factor;
-  kernels::rope_ex(v, num_heads, head_dim, pos, p);
+  kernels::rope_angles_ex(pos, p, cos, sin);
+}
+
+bool same_rope(const RopeSpec& a, const RopeSpec& b) {
+  return a.style == b.style && a.rope_dim == b.rope_dim && a.base == b.base && a.freq_scale == b.freq_scale &&
+         a.attn_factor == b.attn_factor && a.freq_factors == b.freq_factors;
 }
 
 // RMSNorm of n rows of width w with one float32 weight vector; out may be x.
@@ -406,12 +411,29 @@ Status CpuBackend::head_norm(const RecipeStep& s) {
   return {};
 }
 
+const CpuBackend::RopeTable& CpuBackend::rope_table(const RopeSpec& spec) {
+  for (const RopeTable& t : rope_tables_)
+    if (same_rope(t.spec, spec)) return t;
+  RopeTable t;
+  t.spec = spec;
+  const int64_t n = batch_->num_tokens(), half = spec.rope_dim / 2;
+  t.cos.resize(static_cast<size_t>(n * half));
+  t.sin.resize(static_cast<size_t>(n * half));
+  for (int64_t i = 0; i < n; ++i)
+    rope_angles(spec, weights().rope_freqs, batch_->positions[static_cast<size_t>(i)], t.cos.data() + i * half,
+                t.sin.data() + i * half);
+  rope_tables_.push_back(std::move(t));
+  return rope_tables_.back();
+}
+
 Status CpuBackend::rope(const RecipeStep& s) {
   const int32_t head_dim = model_->config.head_dim;
-  const int64_t w = width(s.out);
+  const int64_t w = width(s.out), half = s.rope.rope_dim / 2;
+  const RopeTable& t = rope_table(s.rope);
+  const auto style = s.rope.style == RopeStyle::NeoX ? kernels::RopeStyle::NeoX : kernels::RopeStyle::Adjacent;
   for (int64_t i = 0; i < batch_->num_tokens(); ++i)
-    apply_rope(s.rope, head_dim, weights().rope_freqs, buf(s.out) + i * w, s.heads,
-               batch_->positions[static_cast<size_t>(i)]);
+    kernels::rope_rotate(buf(s.out) + i * w, s.heads, head_dim, s.rope.rope_dim, style, t.cos.data() + i * half,
+                         t.sin.data() + i * half);
   return {};
 }
 
@@ -493,6 +515,7 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   grow(final_, std::max<int64_t>(batch.num_logits(), 1) * dim);
   batch_ = &batch;
   logits_ = logits.data();
+  rope_tables_.clear();
   Status status = run_steps(recipe_.prologue, *this);
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
   for (int32_t l = 0; l < num_layers && status.ok(); ++l) status = run_steps(recipe_.layers[static_cast<size_t>(l)], *this);

@@ -103,6 +103,16 @@ class CpuBackend final : public Backend, private LayerOps {
   std::vector<float> final_;   // (num_logits, dim)
   std::vector<kernels::ActBlockQ8> xq_;  // (num_tokens, cols / 32) activations of a quantized matmul
   std::vector<uint16_t> x_bf16_;          // (num_tokens, cols) bf16 activations of a BF16-weight matmul
+
+  // The RoPE angles of the step's tokens, worked out once per step and RoPE
+  // variant (a model has one, or two with Gemma 3's sliding-layer base) and
+  // reused by every layer's q and k: cos then sin, (num_tokens, rope_dim/2) each.
+  struct RopeTable {
+    RopeSpec spec;
+    std::vector<float> cos, sin;
+  };
+  std::vector<RopeTable> rope_tables_;  // cleared by forward
+  const RopeTable& rope_table(const RopeSpec& spec);
 };
 
 }  // namespace gb

@@ -53,6 +53,42 @@ void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const R
   }
 }
 
+void rope_angles(int32_t pos, float base, int32_t rope_dim, float* cos, float* sin) {
+  for (int32_t i = 0; i < rope_dim; i += 2) {
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(rope_dim));
+    const float angle = static_cast<float>(pos) * freq;
+    cos[i / 2] = std::cos(angle);
+    sin[i / 2] = std::sin(angle);
+  }
+}
+
+void rope_angles_ex(int32_t pos, const RopeParams& p, float* cos, float* sin) {
+  const int32_t half = p.rope_dim / 2;
+  for (int32_t i = 0; i < half; ++i) {
+    double inv_freq = std::pow(static_cast<double>(p.base), -2.0 * i / static_cast<double>(p.rope_dim));
+    if (p.freq_factors != nullptr) inv_freq /= static_cast<double>(p.freq_factors[i]);
+    const double angle = static_cast<double>(pos) * inv_freq * static_cast<double>(p.freq_scale);
+    cos[i] = static_cast<float>(std::cos(angle) * static_cast<double>(p.attn_factor));
+    sin[i] = static_cast<float>(std::sin(angle) * static_cast<double>(p.attn_factor));
+  }
+}
+
+void rope_rotate(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, RopeStyle style, const float* cos,
+                 const float* sin) {
+  const int32_t half = rope_dim / 2;
+  for (int32_t h = 0; h < num_heads; ++h) {
+    float* head = v + static_cast<int64_t>(h) * head_dim;
+    for (int32_t i = 0; i < half; ++i) {
+      const int32_t a = style == RopeStyle::Adjacent ? 2 * i : i;
+      const int32_t b = style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
+      const float x0 = head[a];
+      const float x1 = head[b];
+      head[a] = x0 * cos[i] - x1 * sin[i];
+      head[b] = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
 namespace avx2 {
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 }

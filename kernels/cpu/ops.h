@@ -36,6 +36,16 @@ struct RopeParams {
 // freq_factors[i]. The angle is formed in double precision.  v: (num_heads, head_dim)
 void rope_ex(float* v, int32_t num_heads, int32_t head_dim, int32_t pos, const RopeParams& p);
 
+// The cos and sin of one position's rope_dim/2 pair angles, exactly as rope()
+// (float arithmetic of run.c; adjacent pairs) and rope_ex() form them, so a
+// caller can work them out once per position and rotate every layer's q and k
+// with rope_rotate(): the same bits as rope() / rope_ex().   cos, sin: (rope_dim/2)
+void rope_angles(int32_t pos, float base, int32_t rope_dim, float* cos, float* sin);
+void rope_angles_ex(int32_t pos, const RopeParams& p, float* cos, float* sin);
+// Rotates the pairs of each head by the given angles.   v: (num_heads, head_dim)
+void rope_rotate(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, RopeStyle style, const float* cos,
+                 const float* sin);
+
 // out[i] = silu(gate[i]) * up[i]                     gate, up, out: (n)
 // Uses an AVX2 path (polynomial exp, < 1e-6 relative from the reference) when
 // the CPU has it; swiglu_reference is the scalar oracle.

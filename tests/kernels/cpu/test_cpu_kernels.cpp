@@ -102,6 +102,44 @@ GB_TEST(rmsnorm_matches_formula) {
   QVERIFY(std::abs(out[2] - 4.0f * s) < 1e-6f);
 }
 
+// Angles worked out once (rope_angles / rope_angles_ex) and applied with
+// rope_rotate give rope() / rope_ex()'s bits: the CPU backend forms them once
+// per step and reuses them for every layer's q and k. Heads of 64 with 48 or 64
+// rotated dims, both pairings, frequency factors, linear scaling and the
+// attention factor, at positions up to 100000.
+GB_TEST(rope_angles_then_rotate_equal_rope_bit_for_bit) {
+  const int32_t heads = 3, head_dim = 64;
+  const auto factors = gbtest::random_normals(32, 71, 0.3f);
+  std::vector<float> f(32);
+  for (size_t i = 0; i < 32; ++i) f[i] = 1.0f + std::abs(factors[i]);
+  for (const int32_t pos : {0, 1, 7, 511, 4097, 100000}) {
+    for (const int32_t rope_dim : {48, 64}) {
+      const auto v0 = gbtest::random_normals(static_cast<size_t>(heads * head_dim), 70u + static_cast<uint32_t>(pos));
+      std::vector<float> a = v0, b = v0, cs(static_cast<size_t>(rope_dim / 2)), sn(cs.size());
+      rope(a.data(), heads, head_dim, rope_dim, pos, 10000.0f);
+      rope_angles(pos, 10000.0f, rope_dim, cs.data(), sn.data());
+      rope_rotate(b.data(), heads, head_dim, rope_dim, RopeStyle::Adjacent, cs.data(), sn.data());
+      QVERIFY2(a == b, ("plain rope, pos " + std::to_string(pos)).c_str());
+      for (const RopeStyle style : {RopeStyle::Adjacent, RopeStyle::NeoX}) {
+        RopeParams p;
+        p.rope_dim = rope_dim;
+        p.base = 500000.0f;
+        p.style = style;
+        p.freq_factors = f.data();
+        p.freq_scale = 0.125f;
+        p.attn_factor = 1.19f;
+        a = v0;
+        b = v0;
+        rope_ex(a.data(), heads, head_dim, pos, p);
+        rope_angles_ex(pos, p, cs.data(), sn.data());
+        rope_rotate(b.data(), heads, head_dim, rope_dim, style, cs.data(), sn.data());
+        QVERIFY2(a == b, ("rope_ex, pos " + std::to_string(pos)).c_str());
+        QVERIFY(a != v0 || pos == 0);
+      }
+    }
+  }
+}
+
 GB_TEST(rope_rotates_adjacent_pairs) {
   // One head of 4 dims, position 3, base 10000: pair 0 turns by 3 rad, pair 1 by 3/100 rad.
   float v[4] = {1.0f, 0.0f, 0.0f, 1.0f};
