@@ -24,6 +24,12 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
 // is a few microseconds; 2^18 MACs take ~20 us on one core), so small products
 // (stories260K's 64x64 matrices, single-token attention) run on the caller.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+// A decode step's matmul is bound by reading its weights, not by its MACs: 128
+// KB take a core 3-4 us from memory, about what a dispatch to spinning workers
+// costs, so above that the rows are split even when the MACs are few
+// (stories15M's 288-wide q/k/v, output and down matrices: 0.3-1 MB each, which
+// the MAC rule alone left on one thread while the other waited).
+constexpr int64_t kMinParallelWeightBytes = int64_t{128} << 10;
 
 // The RoPE angles of one position: the llama2.c-exact arithmetic for plain
 // adjacent pairs (keeps the stories goldens bit-identical), the general one
@@ -126,8 +132,11 @@ void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*,
   }
   // Concatenate the row ranges of all matrices and split the total across threads
   // in multiples of 4 rows (the float kernel's tile height).
-  int64_t total = 0;
-  for (const auto& m : mats) total += m.first->rows;
+  int64_t total = 0, weight_bytes = 0;
+  for (const auto& m : mats) {
+    total += m.first->rows;
+    weight_bytes += static_cast<int64_t>(m.first->num_bytes());
+  }
   const auto run = [&](int64_t begin, int64_t end, int) {
     int64_t base = 0;
     for (const auto& [w, y] : mats) {
@@ -139,7 +148,7 @@ void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*,
     }
   };
   const int64_t macs = total * cols * num_tokens;
-  if (macs < kMinParallelMacs) run(0, total, 0);
+  if (macs < kMinParallelMacs && weight_bytes < kMinParallelWeightBytes) run(0, total, 0);
   else pool_.parallel_for(total, run, 4);
 }
 
@@ -223,7 +232,9 @@ Status CpuBackend::attention(const RecipeStep& step) {
     }
   };
   const int64_t macs = static_cast<int64_t>(batch.num_tokens()) * c.num_heads * max_ctx * c.head_dim * 2;
-  if (macs < kMinParallelMacs) run(0, num_tasks, 0);
+  // K and V rows read at most (decode reads each once; the same bytes rule as the matmuls).
+  const int64_t kv_bytes = int64_t{2} * batch.num_seqs() * max_ctx * c.kv_dim() * static_cast<int64_t>(sizeof(float));
+  if (macs < kMinParallelMacs && kv_bytes < kMinParallelWeightBytes) run(0, num_tasks, 0);
   else pool_.parallel_for(num_tasks, run);
   return {};
 }
