@@ -32,20 +32,7 @@ namespace gb::kernels::avx2 {
 
 namespace {
 
-// Walks the positions of a sequence through its block table, one row at a time.
-struct RowCursor {
-  const float* base;
-  const int32_t* table;
-  int32_t block_size;
-  int64_t row_stride;  // floats between consecutive slots (num_kv_heads * head_dim)
-  int64_t head_offset; // kv_head * head_dim
-  // Floats from base to the row of `pos`; K and V of one head share it.
-  int64_t offset(int32_t pos) const {
-    const int64_t slot = static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
-    return slot * row_stride + head_offset;
-  }
-  const float* at(int32_t pos) const { return base + offset(pos); }
-};
+#include "cpu/paged_attention_passes.inc"
 
 // Lane k: the horizontal sum of a[k], by one fixed tree for every k.
 inline __m256 transpose_sum8(const __m256 (&a)[8]) {
@@ -76,33 +63,6 @@ inline __m256 lane_mask(int32_t base, int32_t lo, int32_t hi) {
   const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(lo - 1));
   const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), idx);
   return _mm256_castsi256_ps(_mm256_and_si256(ge, lt));
-}
-
-constexpr float kLowest = -3.402823466e+38f;
-
-// Decode reads each position's K and V rows of a head once, and the weights
-// streamed between two tokens have evicted them from every cache level, so the
-// passes waited on memory (stories15M shape with 12 layers, decoding 256 tokens:
-// attention 10.7% of the step, 36 us per layer at an average context of 128).
-// The score pass asks for the key rows kPrefetchAhead positions before it
-// reads them, and for each value row as it passes its key, so the value pass
-// finds them in L2. Prefetches change no result. 64 positions ahead: attention
-// 11.2 / 10.8% of that step -> 8.8 / 9.1% (16 ahead: 10.2 / 10.1%), by perf.
-constexpr int32_t kPrefetchAhead = 64;
-
-// Into L1 (kL1) or L2. The hint is spelled out in each call: GCC takes an
-// enum _mm_hint, clang a constant int.
-template <bool kL1>
-inline void prefetch_line(const char* p) {
-  if constexpr (kL1) _mm_prefetch(p, _MM_HINT_T0);
-  else _mm_prefetch(p, _MM_HINT_T1);
-}
-template <bool kL1>
-inline void prefetch_row(const float* row, int32_t head_dim) {
-  const char* p = reinterpret_cast<const char*>(row);
-  const int64_t bytes = static_cast<int64_t>(head_dim) * 4;
-  for (int64_t off = 0; off < bytes; off += 64) prefetch_line<kL1>(p + off);
-  prefetch_line<kL1>(p + bytes - 1);  // the last line of a row that starts mid-line
 }
 
 // Pass 1: scores of every query over positions lo..hi-1, 8 at a time.
@@ -200,70 +160,23 @@ float softmax_pass(float* s, int32_t n, float max_score) {
   return hsum(sum);
 }
 
-// Pass 3, over one block of positions [t, end) of a query: out[col .. col+8C)
-// += sum_t p[t - first] V[t] for C vectors from column col, in position order.
-template <int C>
-inline void value_chunk(float* out, const float* p, const RowCursor& values, int32_t first, int32_t t, int32_t end,
-                        int32_t col) {
-  __m256 acc[C];
-  for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + col + 8 * c);
-  while (t < end) {
-    // One block of the table at a time: its rows are row_stride apart.
-    const int32_t block_end0 = (t / values.block_size + 1) * values.block_size;
-    const int32_t block_end = block_end0 < end ? block_end0 : end;
-    const float* v = values.at(t) + col;
-    for (; t < block_end; ++t, v += values.row_stride) {
-      const __m256 a = _mm256_set1_ps(p[t - first]);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(a, _mm256_loadu_ps(v + 8 * c), acc[c]);
-    }
+// The 8-lane vector of the shared passes (paged_attention_passes.inc).
+struct Ymm {
+  using Reg = __m256;
+  static constexpr int kLanes = 8;
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg set1(float x) { return _mm256_set1_ps(x); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCursor& keys,
+                         const RowCursor& values, int32_t head_dim, int32_t lo, int32_t hi, float scale, float softcap,
+                         float* scores, int64_t score_stride, float* max_score) {
+    avx2::score_pass(queries, num_queries, keys, values, head_dim, lo, hi, scale, softcap, scores, score_stride,
+                     max_score);
   }
-  for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + col + 8 * c, acc[c]);
-}
-
-void value_block(float* out, const float* p, const RowCursor& values, int32_t head_dim, int32_t first, int32_t t,
-                 int32_t end) {
-  int32_t col = 0;
-  for (; col + 64 <= head_dim; col += 64) value_chunk<8>(out, p, values, first, t, end, col);
-  switch ((head_dim - col) / 8) {
-    case 7: value_chunk<7>(out, p, values, first, t, end, col); break;
-    case 6: value_chunk<6>(out, p, values, first, t, end, col); break;
-    case 5: value_chunk<5>(out, p, values, first, t, end, col); break;
-    case 4: value_chunk<4>(out, p, values, first, t, end, col); break;
-    case 3: value_chunk<3>(out, p, values, first, t, end, col); break;
-    case 2: value_chunk<2>(out, p, values, first, t, end, col); break;
-    case 1: value_chunk<1>(out, p, values, first, t, end, col); break;
-    default: break;
-  }
-}
-
-// Pass 3 for the whole group: positions in blocks of kValueBlock, every query
-// over the block before the next, so the block's V rows (8 KB at head_dim 64)
-// are read from L1 by every query instead of each query streaming all V rows
-// of its context from L2. Each query's sums still run in position order from
-// zero, so its bits do not depend on the block size or the other queries.
-constexpr int32_t kValueBlock = 32;
-
-void value_pass(const AttentionQuery* queries, int32_t num_queries, const float* scores, int64_t score_stride,
-                const RowCursor& values, int32_t head_dim, int32_t lo, int32_t hi, const float* inv) {
-  for (int32_t j = 0; j < num_queries; ++j)
-    for (int32_t c = 0; c < head_dim; ++c) queries[j].out[c] = 0.0f;
-  for (int32_t b0 = lo; b0 < hi; b0 += kValueBlock) {
-    const int32_t b1 = b0 + kValueBlock < hi ? b0 + kValueBlock : hi;
-    for (int32_t j = 0; j < num_queries; ++j) {
-      const AttentionQuery& qj = queries[j];
-      const int32_t t = b0 > qj.first ? b0 : qj.first, end = b1 < qj.num_ctx ? b1 : qj.num_ctx;
-      if (t < end) value_block(qj.out, scores + j * score_stride, values, head_dim, qj.first, t, end);
-    }
-  }
-  for (int32_t j = 0; j < num_queries; ++j) {
-    const __m256 scale = _mm256_set1_ps(inv[j]);
-    int32_t c = 0;
-    for (; c + 8 <= head_dim; c += 8)
-      _mm256_storeu_ps(queries[j].out + c, _mm256_mul_ps(_mm256_loadu_ps(queries[j].out + c), scale));
-    for (; c < head_dim; ++c) queries[j].out[c] *= inv[j];
-  }
-}
+  static float softmax_pass(float* s, int32_t n, float max_score) { return avx2::softmax_pass(s, n, max_score); }
+};
 
 }  // namespace
 
@@ -271,27 +184,8 @@ void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, c
                            const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
                            int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
                            int64_t score_stride) {
-  constexpr int kMaxGroup = 256;  // kMaxAttentionGroup: the dispatcher passes at most this many
-  if (num_queries > kMaxGroup) num_queries = kMaxGroup;
-  const int64_t row_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
-  const RowCursor keys{k_cache, block_table, block_size, row_stride, static_cast<int64_t>(kv_head) * head_dim};
-  const RowCursor values{v_cache, block_table, block_size, row_stride, static_cast<int64_t>(kv_head) * head_dim};
-  int32_t lo = queries[0].first, hi = queries[0].num_ctx;
-  for (int32_t j = 1; j < num_queries; ++j) {
-    lo = queries[j].first < lo ? queries[j].first : lo;
-    hi = queries[j].num_ctx > hi ? queries[j].num_ctx : hi;
-  }
-  if (hi <= lo) return;
-  float max_score[kMaxGroup];
-  score_pass(queries, num_queries, keys, values, head_dim, lo, hi, scale, softcap, scores, score_stride, max_score);
-  float inv[kMaxGroup];
-  for (int32_t j = 0; j < num_queries; ++j) {
-    const AttentionQuery& qj = queries[j];
-    const float sum =
-        qj.num_ctx > qj.first ? softmax_pass(scores + j * score_stride, qj.num_ctx - qj.first, max_score[j]) : 0.0f;
-    inv[j] = sum > 0.0f ? 1.0f / sum : 0.0f;
-  }
-  value_pass(queries, num_queries, scores, score_stride, values, head_dim, lo, hi, inv);
+  attention_group<Ymm>(queries, num_queries, k_cache, v_cache, block_table, block_size, num_kv_heads, head_dim, kv_head,
+                       scale, softcap, scores, score_stride);
 }
 
 }  // namespace gb::kernels::avx2

@@ -36,19 +36,7 @@ namespace gb::kernels::avx512 {
 
 namespace {
 
-// Walks the positions of a sequence through its block table (as in the AVX2 unit).
-struct RowCursor {
-  const float* base;
-  const int32_t* table;
-  int32_t block_size;
-  int64_t row_stride;  // floats between consecutive slots (num_kv_heads * head_dim)
-  int64_t head_offset; // kv_head * head_dim
-  int64_t offset(int32_t pos) const {
-    const int64_t slot = static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
-    return slot * row_stride + head_offset;
-  }
-  const float* at(int32_t pos) const { return base + offset(pos); }
-};
+#include "cpu/paged_attention_passes.inc"
 
 // e^x for 16 floats: exp8 of simd_exp_avx2.h lane for lane (the same clamp,
 // range reduction and degree-7 Taylor polynomial).
@@ -97,25 +85,6 @@ inline __mmask16 lane_mask(int32_t base, int32_t lo, int32_t hi) {
   const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(base),
                                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   return _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(hi));
-}
-
-constexpr float kLowest = -3.402823466e+38f;
-
-// Prefetching as the AVX2 unit does it (measured there): key rows 64 positions
-// ahead into L1, each value row into L2 as its key passes.
-constexpr int32_t kPrefetchAhead = 64;
-
-template <bool kL1>
-inline void prefetch_line(const char* p) {
-  if constexpr (kL1) _mm_prefetch(p, _MM_HINT_T0);
-  else _mm_prefetch(p, _MM_HINT_T1);
-}
-template <bool kL1>
-inline void prefetch_row(const float* row, int32_t head_dim) {
-  const char* p = reinterpret_cast<const char*>(row);
-  const int64_t bytes = static_cast<int64_t>(head_dim) * 4;
-  for (int64_t off = 0; off < bytes; off += 64) prefetch_line<kL1>(p + off);
-  prefetch_line<kL1>(p + bytes - 1);
 }
 
 // Pass 1: scores of every query over positions lo..hi-1, 16 at a time.
@@ -207,62 +176,23 @@ float softmax_pass(float* s, int32_t n, float max_score) {
   return _mm512_reduce_add_ps(sum);
 }
 
-// Pass 3, over one block of positions [t, end) of a query: out[col .. col+16C)
-// += sum_t p[t - first] V[t] for C vectors from column col, in position order.
-template <int C>
-inline void value_chunk(float* out, const float* p, const RowCursor& values, int32_t first, int32_t t, int32_t end,
-                        int32_t col) {
-  __m512 acc[C];
-  for (int c = 0; c < C; ++c) acc[c] = _mm512_loadu_ps(out + col + 16 * c);
-  while (t < end) {
-    const int32_t block_end0 = (t / values.block_size + 1) * values.block_size;
-    const int32_t block_end = block_end0 < end ? block_end0 : end;
-    const float* v = values.at(t) + col;
-    for (; t < block_end; ++t, v += values.row_stride) {
-      const __m512 a = _mm512_set1_ps(p[t - first]);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(a, _mm512_loadu_ps(v + 16 * c), acc[c]);
-    }
+// The 16-lane vector of the shared passes (paged_attention_passes.inc).
+struct Zmm {
+  using Reg = __m512;
+  static constexpr int kLanes = 16;
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCursor& keys,
+                         const RowCursor& values, int32_t head_dim, int32_t lo, int32_t hi, float scale, float softcap,
+                         float* scores, int64_t score_stride, float* max_score) {
+    avx512::score_pass(queries, num_queries, keys, values, head_dim, lo, hi, scale, softcap, scores, score_stride,
+                       max_score);
   }
-  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + col + 16 * c, acc[c]);
-}
-
-void value_block(float* out, const float* p, const RowCursor& values, int32_t head_dim, int32_t first, int32_t t,
-                 int32_t end) {
-  int32_t col = 0;
-  for (; col + 128 <= head_dim; col += 128) value_chunk<8>(out, p, values, first, t, end, col);
-  switch ((head_dim - col) / 16) {
-    case 7: value_chunk<7>(out, p, values, first, t, end, col); break;
-    case 6: value_chunk<6>(out, p, values, first, t, end, col); break;
-    case 5: value_chunk<5>(out, p, values, first, t, end, col); break;
-    case 4: value_chunk<4>(out, p, values, first, t, end, col); break;
-    case 3: value_chunk<3>(out, p, values, first, t, end, col); break;
-    case 2: value_chunk<2>(out, p, values, first, t, end, col); break;
-    case 1: value_chunk<1>(out, p, values, first, t, end, col); break;
-    default: break;
-  }
-}
-
-constexpr int32_t kValueBlock = 32;
-
-void value_pass(const AttentionQuery* queries, int32_t num_queries, const float* scores, int64_t score_stride,
-                const RowCursor& values, int32_t head_dim, int32_t lo, int32_t hi, const float* inv) {
-  for (int32_t j = 0; j < num_queries; ++j)
-    for (int32_t c = 0; c < head_dim; c += 16) _mm512_storeu_ps(queries[j].out + c, _mm512_setzero_ps());
-  for (int32_t b0 = lo; b0 < hi; b0 += kValueBlock) {
-    const int32_t b1 = b0 + kValueBlock < hi ? b0 + kValueBlock : hi;
-    for (int32_t j = 0; j < num_queries; ++j) {
-      const AttentionQuery& qj = queries[j];
-      const int32_t t = b0 > qj.first ? b0 : qj.first, end = b1 < qj.num_ctx ? b1 : qj.num_ctx;
-      if (t < end) value_block(qj.out, scores + j * score_stride, values, head_dim, qj.first, t, end);
-    }
-  }
-  for (int32_t j = 0; j < num_queries; ++j) {
-    const __m512 scale = _mm512_set1_ps(inv[j]);
-    for (int32_t c = 0; c < head_dim; c += 16)
-      _mm512_storeu_ps(queries[j].out + c, _mm512_mul_ps(_mm512_loadu_ps(queries[j].out + c), scale));
-  }
-}
+  static float softmax_pass(float* s, int32_t n, float max_score) { return avx512::softmax_pass(s, n, max_score); }
+};
 
 }  // namespace
 
@@ -270,27 +200,8 @@ void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, c
                            const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
                            int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
                            int64_t score_stride) {
-  constexpr int kMaxGroup = 256;  // kMaxAttentionGroup: the dispatcher passes at most this many
-  if (num_queries > kMaxGroup) num_queries = kMaxGroup;
-  const int64_t row_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
-  const RowCursor keys{k_cache, block_table, block_size, row_stride, static_cast<int64_t>(kv_head) * head_dim};
-  const RowCursor values{v_cache, block_table, block_size, row_stride, static_cast<int64_t>(kv_head) * head_dim};
-  int32_t lo = queries[0].first, hi = queries[0].num_ctx;
-  for (int32_t j = 1; j < num_queries; ++j) {
-    lo = queries[j].first < lo ? queries[j].first : lo;
-    hi = queries[j].num_ctx > hi ? queries[j].num_ctx : hi;
-  }
-  if (hi <= lo) return;
-  float max_score[kMaxGroup];
-  score_pass(queries, num_queries, keys, values, head_dim, lo, hi, scale, softcap, scores, score_stride, max_score);
-  float inv[kMaxGroup];
-  for (int32_t j = 0; j < num_queries; ++j) {
-    const AttentionQuery& qj = queries[j];
-    const float sum =
-        qj.num_ctx > qj.first ? softmax_pass(scores + j * score_stride, qj.num_ctx - qj.first, max_score[j]) : 0.0f;
-    inv[j] = sum > 0.0f ? 1.0f / sum : 0.0f;
-  }
-  value_pass(queries, num_queries, scores, score_stride, values, head_dim, lo, hi, inv);
+  attention_group<Zmm>(queries, num_queries, k_cache, v_cache, block_table, block_size, num_kv_heads, head_dim, kv_head,
+                       scale, softcap, scores, score_stride);
 }
 
 }  // namespace gb::kernels::avx512
