@@ -566,7 +566,10 @@ DeviceInfo CpuBackend::device_info() const {
   DeviceInfo info;
   info.backend = "cpu";
   info.name = std::string("CPU (") + kernels::isa_extensions(kernels::active_isa()) + ")";
-  info.memory_used_bytes = kv_pool_bytes() + model_->weight_bytes();
+  // The file's weights less the pages handed back for matrices held in another
+  // layout or type, plus those copies (backend/cpu_weights.h).
+  info.memory_used_bytes = kv_pool_bytes() + model_->weight_bytes() - cpu_weights_->released_bytes +
+                           cpu_weights_->repacked_bytes;
   info.num_threads = pool_.num_threads();
   info.weight_bytes_per_token = weight_bytes_per_token(weights());
   info.bf16_matmuls = cpu_weights_->bf16_tensors > 0;

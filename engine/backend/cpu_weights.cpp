@@ -53,7 +53,10 @@ bool rewrite_into(CpuWeights& cw, TensorView& t, kernels::WeightType to, const M
   }, 16);
   // The file's pages of this matrix are not needed any more (unless the same
   // bytes are also the token embedding, which is read from the file).
-  if (file != nullptr && t.data != keep) file->release_pages(t.data, src_row * static_cast<size_t>(t.rows));
+  if (file != nullptr && t.data != keep) {
+    file->release_pages(t.data, src_row * static_cast<size_t>(t.rows));
+    cw.released_bytes += src_row * static_cast<size_t>(t.rows);
+  }
   t.data = dst;
   t.dtype = to;
   cw.repacked_bytes += dst_row * static_cast<size_t>(t.rows);

@@ -29,6 +29,7 @@ struct CpuWeights {
   ModelWeights weights;
   std::vector<std::shared_ptr<std::byte[]>> buffers;  // the repacked matrices, 64-byte aligned
   size_t repacked_bytes = 0;    // held in buffers (repacked or rounded to BF16)
+  size_t released_bytes = 0;    // file bytes of the matrices those replace, handed back to the kernel
   int repacked_tensors = 0;     // matrices in a CPU layout
   int bf16_tensors = 0;         // float matrices rounded to BF16
 };

@@ -233,3 +233,35 @@ GB_TEST(bf16_matmuls_compute_what_a_model_holding_bf16_matrices_computes) {
     }
   }
 }
+
+// The memory a CPU backend reports: the KV pool and the file's weights, less the
+// file bytes of every matrix held in another layout or type (its pages are
+// handed back; not the token embedding's, which lookups still read), plus those
+// copies. Worked out here from the file's views and the weight-type table.
+GB_TEST(memory_used_counts_the_copies_not_the_released_pages) {
+  struct Case {
+    const char* key;
+    bool bf16;
+  };
+  for (const Case c : {Case{"models/quant-llama/quant-llama-Q4_K_M.gguf", false},
+                       Case{"models/quant-llama/quant-llama-F16.gguf", true},
+                       Case{"models/stories260K/stories260K-F16.gguf", true},
+                       Case{"models/quant-llama/quant-llama-F16.gguf", false}}) {
+    GB_REQUIRE_SHARED(path, c.key);
+    const auto model = load(path);
+    Run run(model, 1, true, c.bf16);
+    size_t released = 0, copies = 0;
+    gb::ModelWeights file = model->weights;
+    for (gb::TensorView* t : matrices(file)) {
+      if (t->data == nullptr) continue;
+      const WeightType held = c.bf16 && is_float_matrix(*t) ? WeightType::BF16
+                                                            : gb::kernels::weight_traits(t->dtype).cpu_layout;
+      if (held == t->dtype) continue;
+      copies += *gb::kernels::weight_bytes(held, static_cast<uint64_t>(t->cols)) * static_cast<size_t>(t->rows);
+      if (t->data != model->weights.token_embedding.data) released += t->num_bytes();
+    }
+    const gb::DeviceInfo info = run.backend->device_info();
+    QCOMPARE(info.memory_used_bytes, run.backend->kv_pool_bytes() + model->weight_bytes() - released + copies);
+    QVERIFY2(copies > 0 || (!c.bf16 && std::string(c.key).find("F16") != std::string::npos), c.key);
+  }
+}
