@@ -121,8 +121,8 @@ struct Options {
                                 "Send N messages with synthetic answers, print the time per submit as JSON.", "N"};
 
   void addTo(QCommandLineParser& parser) const {
-    parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, bf16Matmuls, session, width, height, speculative, sampler,
-                       connectTo, apiKey, benchChat, benchParagraph, benchTurns});
+    parser.addOptions({model, prompt, maxTokens, screenshot, panel, device, bf16Matmuls, session, width, height,
+                       speculative, sampler, connectTo, apiKey, benchChat, benchParagraph, benchTurns});
   }
 };
 

@@ -49,11 +49,6 @@ void rope_angles(const RopeSpec& r, const TensorView& rope_freqs, int32_t pos, f
   kernels::rope_angles_ex(pos, p, cos, sin);
 }
 
-bool same_rope(const RopeSpec& a, const RopeSpec& b) {
-  return a.style == b.style && a.rope_dim == b.rope_dim && a.base == b.base && a.freq_scale == b.freq_scale &&
-         a.attn_factor == b.attn_factor && a.freq_factors == b.freq_factors;
-}
-
 // RMSNorm of n rows of width w with one float32 weight vector; out may be x.
 void norm_rows(float* out, const float* x, const float* g, int64_t n, int64_t w, float eps) {
   for (int64_t i = 0; i < n; ++i) kernels::rmsnorm(out + i * w, x + i * w, g, w, eps);
@@ -424,7 +419,7 @@ Status CpuBackend::head_norm(const RecipeStep& s) {
 
 const CpuBackend::RopeTable& CpuBackend::rope_table(const RopeSpec& spec) {
   for (const RopeTable& t : rope_tables_)
-    if (same_rope(t.spec, spec)) return t;
+    if (t.spec == spec) return t;
   RopeTable t;
   t.spec = spec;
   const int64_t n = batch_->num_tokens(), half = spec.rope_dim / 2;

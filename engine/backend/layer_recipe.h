@@ -66,6 +66,7 @@ struct RopeSpec {
   bool plain() const {
     return style == RopeStyle::Adjacent && !freq_factors && freq_scale == 1.0f && attn_factor == 1.0f;
   }
+  bool operator==(const RopeSpec&) const = default;
 };
 
 // Attention as this layer runs it.

@@ -13,6 +13,9 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 
 // Rotates adjacent pairs (v[2i], v[2i+1]) of the first rope_dim dimensions of each
 // head by angle pos * base^(-2i / rope_dim).      v: (num_heads, head_dim)
+// rope and rope_ex are the references (run.c's arithmetic; the general form):
+// the CPU backend forms the angles once per step (rope_angles, rope_angles_ex
+// below) and rotates with rope_rotate, tested equal to these bit for bit.
 void rope(float* v, int32_t num_heads, int32_t head_dim, int32_t rope_dim, int32_t pos, float base);
 
 // How a head's rotated dimensions are paired.

@@ -154,8 +154,10 @@ GB_TEST(probe_json_reports_peak_and_bandwidth_without_a_model) {
 
 // --bf16-matmuls: the report says whether float matrices ran as bf16 dot
 // products (an F16 file's do; a Q4_K_M file has none to round), and the bytes
-// a decode step reads are those the backend holds (an F16 matrix rounded to
-// BF16 keeps two bytes a value, so the same here).
+// a decode step reads are those the backend holds: an F16 matrix rounded to
+// BF16 keeps two bytes a value; stories260K's F32 matrices lose two bytes a
+// value, counted here from the llama2.c header (dim, hidden, layers, heads,
+// kv heads, vocab): the layers' q, k, v, o, gate, up, down and the classifier.
 GB_TEST(bench_json_says_whether_matmuls_ran_in_bf16) {
   GB_REQUIRE_SHARED(f16, "models/quant-llama/quant-llama-F16.gguf");
   GB_REQUIRE_SHARED(q4, "models/quant-llama/quant-llama-Q4_K_M.gguf");
@@ -170,4 +172,16 @@ GB_TEST(bench_json_says_whether_matmuls_ran_in_bf16) {
   QCOMPARE(rounded["bf16_matmuls"].get<bool>(), true);
   QCOMPARE(quant["bf16_matmuls"].get<bool>(), false);
   QCOMPARE(rounded["weight_bytes_per_token"].get<double>(), exact["weight_bytes_per_token"].get<double>());
+
+  GB_REQUIRE_SHARED(f32, "models/stories260K/stories260K.bin");
+  int32_t h[7] = {};
+  std::ifstream header(f32, std::ios::binary);
+  QVERIFY(header.read(reinterpret_cast<char*>(h), sizeof h));
+  const double dim = h[0], hidden = h[1], layers = h[2], kv_dim = dim * h[4] / h[3], vocab = std::abs(h[5]);
+  const double matrix_values = layers * (2 * dim * dim + 2 * dim * kv_dim + 3 * dim * hidden) + vocab * dim;
+  const auto f32_exact = bench(f32, ""), f32_rounded = bench(f32, " --bf16-matmuls");
+  QVERIFY(f32_exact.is_object() && f32_rounded.is_object());
+  QCOMPARE(f32_rounded["bf16_matmuls"].get<bool>(), true);
+  QCOMPARE(f32_exact["weight_bytes_per_token"].get<double>() - f32_rounded["weight_bytes_per_token"].get<double>(),
+           2 * matrix_values);
 }
