@@ -98,7 +98,6 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
   connect(sampling_->speculative(), &SpeculativeSettings::specChanged, autosave_, qOverload<>(&QTimer::start));
 
-  bf16Matmuls_ = QSettings().value("engine/bf16Matmuls", false).toBool();
   buildMenus();
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -388,12 +387,11 @@ void MainWindow::buildMenus() {
   bf16Action_ = engine->addAction(tr("&BF16 matmuls (faster, not exact; next load)"));
   named(bf16Action_, "actionBf16Matmuls");
   bf16Action_->setCheckable(true);
-  bf16Action_->setChecked(bf16Matmuls_);
+  bf16Action_->setChecked(QSettings().value("engine/bf16Matmuls", false).toBool());
   bf16Action_->setToolTip(tr("On the CPU, round F32 and F16 weight matrices to BF16 when a model is loaded and run them "
                              "as bf16 dot products: faster prefill where the processor has AVX512-BF16, at the cost "
                              "of exactness. Applies to the next model opened."));
   connect(bf16Action_, &QAction::triggered, this, [this](bool on) {
-    setBf16Matmuls(on);
     QSettings().setValue("engine/bf16Matmuls", on);
     statusBar()->showMessage(on ? tr("BF16 matmuls: on from the next model opened")
                                 : tr("BF16 matmuls: off from the next model opened"), 5000);
@@ -403,10 +401,9 @@ void MainWindow::buildMenus() {
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 }
 
-void MainWindow::setBf16Matmuls(bool on) {
-  bf16Matmuls_ = on;
-  if (bf16Action_ != nullptr && bf16Action_->isChecked() != on) bf16Action_->setChecked(on);
-}
+void MainWindow::setBf16Matmuls(bool on) { bf16Action_->setChecked(on); }
+
+bool MainWindow::bf16Matmuls() const { return bf16Action_->isChecked(); }
 
 void MainWindow::openModel(const QString& path) {
   loading_ = true;
@@ -416,7 +413,7 @@ void MainWindow::openModel(const QString& path) {
   cancelLoad_->setVisible(true);
   statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
   const QString device = device_;
-  const bool bf16 = bf16Matmuls_;
+  const bool bf16 = bf16Matmuls();
   const int generation = controller_->beginLoad();
   controller_->post([=](EngineController* c) { c->loadModel(path, device, 0, generation, bf16); });
 }

@@ -67,11 +67,12 @@ class MainWindow : public QMainWindow {
   bool isLoading() const { return loading_; }
   QString lastError() const { return lastError_; }
   void setDevice(const QString& device) { device_ = device; }
-  // Engine > BF16 matmuls: whether the next model loaded on the CPU rounds its
-  // F32/F16 matrices to BF16 (faster, not exact). Remembered in the settings
-  // when chosen from the menu.
+  // Engine > BF16 matmuls (the action's check is the state): whether the next
+  // model loaded on the CPU rounds its F32/F16 matrices to BF16 (faster, not
+  // exact). Remembered in the settings when chosen from the menu; set here
+  // (glassbox --bf16-matmuls) it is not.
   void setBf16Matmuls(bool on);
-  bool bf16Matmuls() const { return bf16Matmuls_; }
+  bool bf16Matmuls() const;
 
  public slots:
   void openModel(const QString& path);
@@ -144,8 +145,7 @@ class MainWindow : public QMainWindow {
   QString sessionPath_;
   QString lastSaveError_;
   QString device_ = QStringLiteral("auto");
-  bool bf16Matmuls_ = false;
-  QAction* bf16Action_ = nullptr;
+  QAction* bf16Action_ = nullptr;  // Engine > BF16 matmuls
   QString lastError_;
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
