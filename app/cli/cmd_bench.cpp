@@ -172,19 +172,22 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
   const double implied_bw = bytes_per_token * decode;
   double measured_bw = 0.0;
   if (!a.skip_bandwidth && device.backend == "cpu") measured_bw = measure_read_bandwidth(device.num_threads);
-  // Prefill arithmetic against the FMA peak of the cores used: 2 flops per
-  // parameter and token (the matmuls; attention is left out, so this slightly
-  // understates the work done at long prompts).
-  const double peak_gflops = device.backend == "cpu" && !a.skip_bandwidth ? kernels::fma_peak_gflops() : 0.0;
+  // Prefill arithmetic against the FMA peak of the cores used, measured with
+  // all of them busy at once: 2 flops per parameter and token (the matmuls;
+  // attention is left out, so this slightly understates the work done at long
+  // prompts).
+  const bool probe = device.backend == "cpu" && !a.skip_bandwidth;
+  const int threads = std::max(1, device.num_threads);
+  const double peak_gflops = probe ? kernels::fma_peak_gflops() : 0.0;
+  const double peak_all_gflops = threads > 1 && probe ? kernels::fma_peak_gflops(threads) : peak_gflops;
   // BF16 weights run as bf16 dot products where the processor has them (twice
   // the products per instruction): measure their prefill against that peak.
   const std::vector<WeightTypeRow> types = weight_type_table(model);
   const bool bf16_dots = device.bf16_matmuls || (!types.empty() && types.front().type == DType::BF16);
-  const double bf16_peak =
-      device.backend == "cpu" && !a.skip_bandwidth && bf16_dots ? kernels::bf16_dot_peak_gflops() : 0.0;
-  const double prefill_peak = bf16_peak > 0 ? bf16_peak : peak_gflops;
+  const double bf16_peak = probe && bf16_dots ? kernels::bf16_dot_peak_gflops() : 0.0;
+  const double bf16_peak_all = threads > 1 && probe && bf16_dots ? kernels::bf16_dot_peak_gflops(threads) : bf16_peak;
   const double prefill_gflops = 2.0 * static_cast<double>(model.num_parameters()) * median(prefill_tok_s) / 1e9;
-  const double peak_all = prefill_peak * device.num_threads;
+  const double peak_all = bf16_peak > 0 ? bf16_peak_all : peak_all_gflops;
   nlohmann::json j = {
       {"model", model.path},
       {"model_name", model.name},
@@ -213,8 +216,10 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"roofline_ratio", measured_bw > 0 ? implied_bw / measured_bw : 0.0},
       {"prefill_gflops", prefill_gflops},
       {"fma_peak_gflops_per_thread", peak_gflops},
+      {"fma_peak_gflops", peak_all_gflops},
       {"prefill_fraction_of_fma_peak", peak_all > 0 ? prefill_gflops / peak_all : 0.0},
       {"bf16_dot_peak_gflops_per_thread", bf16_peak},
+      {"bf16_dot_peak_gflops", bf16_peak_all},
       {"prefill_peak_kind", bf16_peak > 0 ? "bf16_dot" : "fma"},
       {"bf16_matmuls", device.bf16_matmuls},
   };
@@ -228,7 +233,7 @@ void print_bench_text(const nlohmann::json& j) {
   const int threads = j["threads"].get<int>();
   const bool bf16 = j.value("prefill_peak_kind", std::string("fma")) == "bf16_dot";
   const double peak_gflops = j[bf16 ? "bf16_dot_peak_gflops_per_thread" : "fma_peak_gflops_per_thread"].get<double>();
-  const double peak_all = peak_gflops * threads;
+  const double peak_all = j[bf16 ? "bf16_dot_peak_gflops" : "fma_peak_gflops"].get<double>();
   const double prefill_gflops = j["prefill_gflops"].get<double>();
   std::printf("%s, kernels %s on %s\n", j["type_label"].get<std::string>().c_str(),
               j["instruction_sets"].get<std::string>().c_str(), j["processor"].get<std::string>().c_str());
@@ -238,8 +243,9 @@ void print_bench_text(const nlohmann::json& j) {
               j["weight_bytes_per_token"].get<double>() / 1e6, j["implied_bandwidth_gb_s"].get<double>(),
               j["measured_read_bandwidth_gb_s"].get<double>(), j["roofline_ratio"].get<double>());
   if (peak_all > 0)
-    std::printf("prefill %.1f GFLOP/s of %s peak of %.1f (%d x %.1f): %.0f%%\n", prefill_gflops,
-                bf16 ? "a bf16 dot-product" : "an FMA", peak_all, threads, peak_gflops, 100.0 * prefill_gflops / peak_all);
+    std::printf("prefill %.1f GFLOP/s of %s peak of %.1f on %d threads at once (%.1f on one): %.0f%%\n",
+                prefill_gflops, bf16 ? "a bf16 dot-product" : "an FMA", peak_all, threads, peak_gflops,
+                100.0 * prefill_gflops / peak_all);
 }
 
 int run_bench(BenchArgs a) {

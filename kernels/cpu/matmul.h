@@ -35,16 +35,16 @@ void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, 
 // Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement.
 float read_sum(const float* p, int64_t n);
 
-// Single-thread FMA peak of the active level in GFLOP/s (float32, the lane
-// width the level's matmul uses), measured by a short probe of independent FMA
-// chains (about 0.1 s); 0 for the scalar level. For benchmarks: the fraction of
-// peak a matmul reaches.
-double fma_peak_gflops();
+// FMA peak of the active level in GFLOP/s (float32, the lane width the level's
+// matmul uses), measured by a short probe of independent FMA chains (about
+// 0.1 s) running on `threads` threads at once (the total over all of them); 0
+// for the scalar level. For benchmarks: the fraction of peak a matmul reaches.
+double fma_peak_gflops(int threads = 1);
 
-// Single-thread peak of the bf16 dot product (VDPBF16PS, two flops per product)
-// in GFLOP/s where the active level has it (Avx512Bf16), else 0: the denominator
-// for BF16-weight prefill.
-double bf16_dot_peak_gflops();
+// Peak of the bf16 dot product (VDPBF16PS, two flops per product) in GFLOP/s
+// on `threads` threads at once where the active level has it (Avx512Bf16),
+// else 0: the denominator for BF16-weight prefill.
+double bf16_dot_peak_gflops(int threads = 1);
 
 // True when matmul() uses a SIMD level (AVX2 or better) on this machine.
 bool matmul_has_simd();

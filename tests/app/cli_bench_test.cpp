@@ -110,7 +110,9 @@ GB_TEST(bench_json_and_table_exclude_each_other) {
 
 // Without --skip-bandwidth the report carries the measured read bandwidth and
 // the FMA peak of the kernel level, and the prefill's fraction of that peak is
-// the prefill flops (2 per parameter and token) over peak x threads.
+// the prefill flops (2 per parameter and token) over the peak of the threads
+// used, measured with all of them busy at once (on one thread: the one-thread
+// peak itself).
 GB_TEST(bench_json_reports_bandwidth_and_fma_peak) {
   GB_REQUIRE_SHARED(model, "models/quant-llama/quant-llama-Q4_K_M.gguf");
   const auto r = gbtest::run_cli("bench --model '" + model + "' --prompt-tokens 16 --gen-tokens 2 --repeats 1 --threads 1 --json", false);
@@ -127,6 +129,19 @@ GB_TEST(bench_json_reports_bandwidth_and_fma_peak) {
   const double flops = 2.0 * j["num_parameters"].get<double>() * j["prefill_tok_s"].get<double>() / 1e9;
   QVERIFY(std::abs(j["prefill_gflops"].get<double>() - flops) <= 1e-9 * flops);
   QVERIFY(std::abs(j["prefill_fraction_of_fma_peak"].get<double>() - flops / peak) <= 1e-9 * flops / peak);
+  QCOMPARE(j["fma_peak_gflops"].get<double>(), peak);
+
+  // Two threads: the denominator is the two-thread peak the report carries, a
+  // measurement of its own (not the one-thread figure doubled).
+  const auto r2 = gbtest::run_cli("bench --model '" + model + "' --prompt-tokens 16 --gen-tokens 2 --repeats 1 --threads 2 --json", false);
+  QVERIFY2(r2.exit_code == 0, r2.output.c_str());
+  const auto j2 = nlohmann::json::parse(r2.output, nullptr, false);
+  QVERIFY2(j2.is_object(), r2.output.c_str());
+  const double peak2 = j2["fma_peak_gflops"].get<double>();
+  QVERIFY(peak2 > 0.0);
+  QVERIFY(peak2 != 2.0 * j2["fma_peak_gflops_per_thread"].get<double>());
+  const double flops2 = 2.0 * j2["num_parameters"].get<double>() * j2["prefill_tok_s"].get<double>() / 1e9;
+  QVERIFY(std::abs(j2["prefill_fraction_of_fma_peak"].get<double>() - flops2 / peak2) <= 1e-9 * flops2 / peak2);
 }
 
 // `probe` needs no model: the same processor and kernel level as `bench`, and
