@@ -10,7 +10,9 @@
 #     --threads "1 2"           thread counts
 #     --rounds N                interleaved rounds per file and thread count (default 2)
 #     --glassbox PATH           glassbox-cli (default: build/release/app/glassbox-cli)
-#     --glassbox-args "ARGS"    extra arguments of both glassbox bench calls (e.g. --bf16-matmuls)
+#     --glassbox-args "ARGS"    extra arguments of the glassbox bench calls (e.g. --bf16-matmuls);
+#                               given more than once, Glassbox runs once per set after each
+#                               llama.cpp run ("" for the defaults), each with its own ratio
 #     --out FILE.jsonl          every measurement as one JSON line (default: bench-vs-llamacpp.jsonl)
 #
 # llama.cpp is built outside this repository, CPU-only, e.g.
@@ -28,7 +30,7 @@ llama_bench="$llama_dir/bin/llama-bench"
 [[ -x "$llama_bench" ]] || { echo "bench-vs-llamacpp: no llama-bench at $llama_bench" >&2; exit 2; }
 
 files="" shapes="stories110M" dtypes="f32 f16" threads="1 2" rounds=2
-gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl" gb_args=""
+gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl" variants=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --files) files="$2"; shift 2 ;;
@@ -37,11 +39,12 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --glassbox) gb="$2"; shift 2 ;;
-    --glassbox-args) gb_args="$2"; shift 2 ;;
+    --glassbox-args) variants+=("$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "bench-vs-llamacpp: unknown option $1" >&2; exit 2 ;;
   esac
 done
+[[ ${#variants[@]} -gt 0 ]] || variants=("")
 [[ -x "$gb" ]] || { echo "bench-vs-llamacpp: no glassbox-cli at $gb (build it or pass --glassbox)" >&2; exit 2; }
 
 if [[ -z "$files" ]]; then
@@ -72,19 +75,24 @@ for line in sys.stdin:
     test = "pp%d" % j["n_prompt"] if j["n_gen"] == 0 else "tg%d" % j["n_gen"]
     print(json.dumps({"engine": "llama.cpp", "file": sys.argv[1], "threads": int(sys.argv[2]),
                       "round": int(sys.argv[3]), "test": test, "tok_s": j["avg_ts"]}))' "$f" "$t" "$r" >> "$out"
-      # Glassbox: the same two tests.
-      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json $gb_args |
-        python3 -c '
+      # Glassbox: the same two tests, once per set of arguments.
+      for gb_args in "${variants[@]}"; do
+        engine="glassbox${gb_args:+ $gb_args}"
+        # shellcheck disable=SC2086  # the arguments split as on a command line
+        "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json $gb_args |
+          python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-print(json.dumps({"engine": "glassbox", "file": sys.argv[1], "threads": int(sys.argv[2]),
-                  "round": int(sys.argv[3]), "test": "pp512", "tok_s": j["prefill_tok_s"]}))' "$f" "$t" "$r" >> "$out"
-      "$gb" bench --model "$f" --threads "$t" --prompt-tokens 1 --gen-tokens 128 --repeats 3 --skip-bandwidth --json $gb_args |
-        python3 -c '
+print(json.dumps({"engine": sys.argv[4], "file": sys.argv[1], "threads": int(sys.argv[2]),
+                  "round": int(sys.argv[3]), "test": "pp512", "tok_s": j["prefill_tok_s"]}))' "$f" "$t" "$r" "$engine" >> "$out"
+        # shellcheck disable=SC2086
+        "$gb" bench --model "$f" --threads "$t" --prompt-tokens 1 --gen-tokens 128 --repeats 3 --skip-bandwidth --json $gb_args |
+          python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-print(json.dumps({"engine": "glassbox", "file": sys.argv[1], "threads": int(sys.argv[2]),
-                  "round": int(sys.argv[3]), "test": "tg128", "tok_s": j["decode_tok_s"]}))' "$f" "$t" "$r" >> "$out"
+print(json.dumps({"engine": sys.argv[4], "file": sys.argv[1], "threads": int(sys.argv[2]),
+                  "round": int(sys.argv[3]), "test": "tg128", "tok_s": j["decode_tok_s"]}))' "$f" "$t" "$r" "$engine" >> "$out"
+      done
       echo "done: $(basename "$f") t=$t round $r" >&2
     done
   done
@@ -93,13 +101,18 @@ done
 python3 - "$out" <<'EOF'
 import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-groups = {}
+groups, engines = {}, []
 for r in rows:
     groups.setdefault((r["file"], r["threads"], r["test"]), {}).setdefault(r["engine"], []).append(r["tok_s"])
-print("| file | threads | test | llama.cpp tok/s | glassbox tok/s | ratio |")
-print("|---|---|---|---|---|---|")
+    if r["engine"] != "llama.cpp" and r["engine"] not in engines:
+        engines.append(r["engine"])
+print("| file | threads | test | llama.cpp tok/s |" + "".join(f" {e} tok/s | ratio |" for e in engines))
+print("|---" * (4 + 2 * len(engines)) + "|")
 for (f, t, test), e in sorted(groups.items()):
-    l = statistics.median(e.get("llama.cpp", [0])); g = statistics.median(e.get("glassbox", [0]))
-    ratio = g / l if l > 0 else float("nan")
-    print(f"| {os.path.basename(f)} | {t} | {test} | {l:.1f} | {g:.1f} | {ratio:.2f} |")
+    l = statistics.median(e.get("llama.cpp", [0]))
+    cells = ""
+    for name in engines:
+        g = statistics.median(e.get(name, [0]))
+        cells += f" {g:.1f} | {g / l if l > 0 else float('nan'):.2f} |"
+    print(f"| {os.path.basename(f)} | {t} | {test} | {l:.1f} |{cells}")
 EOF
