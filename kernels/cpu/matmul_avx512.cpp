@@ -118,7 +118,7 @@ struct FmaKernel {
       for (int i = 0; i < R; ++i) wv[i] = load16<WT>(w, (r0 + i) * cols + c);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const __m512 xv = _mm512_loadu_ps(x + j * ldx + c);
+        const __m512 xv = _mm512_loadu_ps(x + j * ldx + (c - c0));
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
       }

@@ -96,7 +96,7 @@ struct DotKernel {
       for (int i = 0; i < R; ++i) wv[i] = load32(wb + (r0 + i) * cols + c);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const __m512bh xv = load32(x + j * ldx + c);
+        const __m512bh xv = load32(x + j * ldx + (c - c0));
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[i], xv);
       }
