@@ -108,6 +108,7 @@ struct FmaKernel {
   static constexpr int64_t kStep = 16;
   static constexpr int64_t kColBlock = 512;  // 6 tokens x 512 x 4 B = 12 KB of activations in L1
   static constexpr int64_t kWeightBytes = kElemBytes<WT>;
+  static constexpr bool kPackActivations = false;  // matmul_tiles_avx512.inc: pack_block
 
   template <int R, int T>
   static void tile_block(__m512 (&acc)[R][T], const float* x, int64_t ldx, const void* w, int64_t cols, int64_t r0,

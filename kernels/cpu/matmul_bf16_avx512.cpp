@@ -85,6 +85,7 @@ struct DotKernel {
   static constexpr int64_t kStep = 32;
   static constexpr int64_t kColBlock = 1024;  // 6 tokens x 1024 x 2 B = 12 KB of activations in L1
   static constexpr int64_t kWeightBytes = 2;
+  static constexpr bool kPackActivations = true;  // matmul_tiles_avx512.inc: pack_block
 
   template <int R, int T>
   static void tile_block(__m512 (&acc)[R][T], const uint16_t* x, int64_t ldx, const void* w, int64_t cols,
