@@ -185,13 +185,6 @@ struct Zmm {
   static Reg set1(float x) { return _mm512_set1_ps(x); }
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
-  static void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCursor& keys,
-                         const RowCursor& values, int32_t head_dim, int32_t lo, int32_t hi, float scale, float softcap,
-                         float* scores, int64_t score_stride, float* max_score) {
-    avx512::score_pass(queries, num_queries, keys, values, head_dim, lo, hi, scale, softcap, scores, score_stride,
-                       max_score);
-  }
-  static float softmax_pass(float* s, int32_t n, float max_score) { return avx512::softmax_pass(s, n, max_score); }
 };
 
 }  // namespace
