@@ -10,6 +10,7 @@
 
 #include "engine_controller_state.h"
 
+#include "backend/kv_pool_sizing.h"
 #include "runtime/make_backend.h"
 
 namespace gbui {
@@ -64,7 +65,7 @@ void EngineController::stopThread() {
 }
 
 void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation,
-                                 bool bf16Matmuls) {
+                                 bool bf16Matmuls, const QString& kvTypes) {
   if (generation < 0) generation = loadGeneration_.load();
   if (generation != loadGeneration_.load()) return;  // cancelled before it started
   gb::LoadOptions options;
@@ -103,8 +104,26 @@ void EngineController::loadModel(const QString& path, const QString& device, int
     return;
   }
   gb::EngineConfig config;
-  config.max_context = (*model)->config.context_length;
-  // A pool of a few full contexts: enough to show sharing, small enough to see.
+  // KV types: "K/V" names, each falling back to F32 where the backend's
+  // attention does not read it (CUDA reads F32 only).
+  const QStringList kvNames = kvTypes.split('/');
+  const std::vector<gb::DType> readable = (*backend)->kv_types();
+  for (int i = 0; i < 2; ++i) {
+    gb::DType& t = i == 0 ? config.kv_types.k : config.kv_types.v;
+    if (i < kvNames.size() && !kvNames[i].isEmpty()) {
+      auto parsed = gb::parse_kv_type(kvNames[i].toStdString(), i == 0 ? "K type" : "V type");
+      if (!parsed) {
+        notify(&EngineController::modelLoadFailed, path, QString::fromStdString(parsed.error().message));
+        return;
+      }
+      t = *parsed;
+    }
+    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::DType::F32;
+  }
+  // The context: the one asked for, else the model's if its KV fits the host's
+  // memory, else the largest that does; a pool of a few such contexts (room to
+  // show sharing and branches), fewer where they do not fit. Committed as used.
+  config.max_context = contextLength;
   config.kv_full_contexts = 4;
   // Self drafting writes drafted positions to lookahead blocks of the pool; room
   // for a few drafting requests at the default K bound (more decode plainly).

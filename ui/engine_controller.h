@@ -88,8 +88,12 @@ class EngineController : public QObject {
   // generation: from beginLoad(); -1 takes the current one (direct calls, tests).
   // bf16Matmuls: the CPU backend rounds F32/F16 matrices to BF16 at load
   // (gb::CpuBackendOptions::bf16_matmuls: faster, not exact).
+  // kvTypes: "K/V" KV type names ("q8_0/f16", kernels/cpu/kv_type.h); empty:
+  // the default (f16 where the backend reads it). The pool and the context
+  // come from the host's memory budget (gb::plan_kv): several contexts for
+  // branches, fewer and a shorter context when they do not fit.
   void loadModel(const QString& path, const QString& device, int contextLength, int generation = -1,
-                 bool bf16Matmuls = false);
+                 bool bf16Matmuls = false, const QString& kvTypes = {});
   // Uses an OpenAI-compatible server (another Glassbox, llama-server, vLLM) as
   // the engine instead of a local model (engine_controller_remote.cpp): submit,
   // submitChat and cancel go to it as streamed requests, its tokens (with up to

@@ -128,7 +128,15 @@ UiModelInfo EngineController::modelInfo() const {
   info.numLayers = c.num_layers;
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
-  info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
+  const gb::KvPlan& plan = state_->engine->kv_plan();
+  info.kvBytesPerTokenFormula = gb::kv_bytes_per_token(c, plan.types);
+  info.kvTypeK = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.k)));
+  info.kvTypeV = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.v)));
+  info.kvRowBytesK = gb::kernels::kv_row_bytes(plan.types.k, c.kv_dim());
+  info.kvRowBytesV = gb::kernels::kv_row_bytes(plan.types.v, c.kv_dim());
+  info.kvBudgetBytes = plan.budget.for_kv();
+  info.kvResidentBytes = state_->engine->backend().kv_resident_bytes();
+  info.kvPlanNote = QString::fromStdString(plan.note);
   info.kvPoolBytes = state_->engine->backend().kv_pool_bytes();
   info.numBlocks = state_->engine->num_pool_blocks();  // the lookahead reserve included
   info.numScratchBlocks = state_->numScratchBlocks;
@@ -272,6 +280,7 @@ void EngineController::openTrace(const QString& path) {
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
+  info.kvRowBytesK = info.kvRowBytesV = static_cast<quint64>(c.kv_dim()) * 4;
   // Traces written before the header carried it: EngineConfig's default.
   info.blockSize = h.kv_block_size > 0 ? h.kv_block_size : 16;
   info.deviceBackend = tr("replay");

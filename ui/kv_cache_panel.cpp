@@ -192,6 +192,17 @@ QString KvCachePanel::statsText() const {
                              : tr("\nreleased by the sliding window: %1 blocks so far, %2 of them not taken again yet")
                                    .arg(model_->kvWindowReleasedTotal())
                                    .arg(k.windowReleased);
+  // Memory: the pool is reserved and committed as blocks are first written, so
+  // what it holds is the used and cached blocks, not its capacity.
+  const quint64 blockBytes = info.kvBytesPerTokenFormula * quint64(std::max(0, model_->blockSize()));
+  const QLocale locale;
+  const auto size = [&](quint64 b) { return locale.formattedDataSize(static_cast<qint64>(b)); };
+  QString memory = tr("\nKV memory (K %1, V %2): holding %3 in %4 blocks; pool reserved %5")
+                       .arg(info.kvTypeK, info.kvTypeV, size(blockBytes * quint64(k.owned + k.cached)))
+                       .arg(k.owned + k.cached)
+                       .arg(size(info.kvPoolBytes));
+  if (info.kvBudgetBytes > 0) memory += tr(", budget for KV %1").arg(size(info.kvBudgetBytes));
+  if (!info.kvPlanNote.isEmpty()) memory += QStringLiteral("\n") + info.kvPlanNote;
   const quint64 measured = info.kvBytesPerTokenMeasured();
   QString bytes;
   if (measured == 0) bytes = tr("measured n/a");
@@ -200,8 +211,8 @@ QString KvCachePanel::statsText() const {
   return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "
             "finished answer(s), %8 blocks\n"
             "prefix hit rate %9% (%10 of %11 prompt tokens reused, over %12 finished requests); preemptions %13\n"
-            "KV bytes/token: %14 (2\u00d7%15 layers\u00d7%16 kv heads\u00d7%17 head dim\u00d74 B) %18 "
-            "(%19 B for %20 blocks, %21 of them self-draft scratch)%22")
+            "KV bytes/token: %14 (%15 layers \u00d7 (K %23 %24 B + V %25 %26 B), %16 kv heads \u00d7 %17 head dim) %18 "
+            "(%19 B for %20 blocks, %21 of them self-draft scratch)%22%27")
       .arg(k.owned)
       .arg(k.cached)
       .arg(k.free)
@@ -223,7 +234,12 @@ QString KvCachePanel::statsText() const {
       .arg(info.kvPoolBytes)
       .arg(info.numBlocks)
       .arg(info.numScratchBlocks)
-      .arg(window);
+      .arg(window)
+      .arg(info.kvTypeK)
+      .arg(info.kvRowBytesK)
+      .arg(info.kvTypeV)
+      .arg(info.kvRowBytesV)
+      .arg(memory);
 }
 
 void KvCachePanel::rebuildPlot() {

@@ -2,6 +2,7 @@
 #include "session_file.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
@@ -24,6 +25,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTimer>
+#include "backend/kv_pool_sizing.h"
 
 #include "branch_tree.h"
 #include "branches_panel.h"
@@ -396,6 +398,35 @@ void MainWindow::buildMenus() {
     statusBar()->showMessage(on ? tr("BF16 matmuls: on from the next model opened")
                                 : tr("BF16 matmuls: off from the next model opened"), 5000);
   });
+  // KV cache types, K and V apart: every row of the KV type table, the choice
+  // remembered and applied to the next model opened.
+  QMenu* kvMenu = engine->addMenu(tr("&KV cache types (next load)"));
+  kvMenu->setObjectName(QStringLiteral("menuKvTypes"));
+  for (int part = 0; part < 2; ++part) {
+    const QString key = part == 0 ? QStringLiteral("engine/kvTypeK") : QStringLiteral("engine/kvTypeV");
+    const QString saved = QSettings().value(key, QString::fromStdString(std::string(
+                                                     gb::kernels::kv_type_name(gb::kernels::kDefaultKvType))))
+                              .toString();
+    QMenu* sub = kvMenu->addMenu(part == 0 ? tr("&K type") : tr("&V type"));
+    auto* group = new QActionGroup(sub);
+    group->setExclusive(true);
+    for (const gb::kernels::KvTypeRow& row : gb::kernels::kv_type_rows()) {
+      const QString name = QString::fromStdString(std::string(row.name));
+      QAction* a = sub->addAction(name);
+      a->setObjectName(QStringLiteral("actionKvType%1_%2").arg(part == 0 ? "K" : "V", name));
+      a->setCheckable(true);
+      a->setData(name);
+      a->setToolTip(QString::fromStdString(std::string(row.description)));
+      a->setChecked(name == saved);
+      group->addAction(a);
+    }
+    connect(group, &QActionGroup::triggered, this, [this, key, part](QAction* a) {
+      QSettings().setValue(key, a->data().toString());
+      statusBar()->showMessage(tr("KV %1 type: %2 from the next model opened")
+                                   .arg(part == 0 ? "K" : "V", a->data().toString()), 5000);
+    });
+    (part == 0 ? kvTypeK_ : kvTypeV_) = group;
+  }
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->setObjectName(QStringLiteral("menuView"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
@@ -404,6 +435,17 @@ void MainWindow::buildMenus() {
 void MainWindow::setBf16Matmuls(bool on) { bf16Action_->setChecked(on); }
 
 bool MainWindow::bf16Matmuls() const { return bf16Action_->isChecked(); }
+
+QString MainWindow::kvTypes() const {
+  const auto name = [](QActionGroup* g) { return g->checkedAction() ? g->checkedAction()->data().toString() : QString(); };
+  return name(kvTypeK_) + '/' + name(kvTypeV_);
+}
+
+void MainWindow::setKvTypes(const QString& kTypeName, const QString& vTypeName) {
+  for (auto [group, name] : {std::pair{kvTypeK_, kTypeName}, std::pair{kvTypeV_, vTypeName}})
+    for (QAction* a : group->actions())
+      if (a->data().toString().compare(name, Qt::CaseInsensitive) == 0) a->setChecked(true);
+}
 
 void MainWindow::openModel(const QString& path) {
   loading_ = true;
@@ -414,8 +456,9 @@ void MainWindow::openModel(const QString& path) {
   statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
   const QString device = device_;
   const bool bf16 = bf16Matmuls();
+  const QString kv = kvTypes();
   const int generation = controller_->beginLoad();
-  controller_->post([=](EngineController* c) { c->loadModel(path, device, 0, generation, bf16); });
+  controller_->post([=](EngineController* c) { c->loadModel(path, device, 0, generation, bf16, kv); });
 }
 
 void MainWindow::connectToServer(const QString& url, const QString& apiKey) {

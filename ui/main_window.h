@@ -13,6 +13,7 @@
 
 #include "ui_events.h"
 
+class QActionGroup;
 class QDockWidget;
 class QLabel;
 class QMenu;
@@ -73,6 +74,9 @@ class MainWindow : public QMainWindow {
   // (glassbox --bf16-matmuls) it is not.
   void setBf16Matmuls(bool on);
   bool bf16Matmuls() const;
+  // "K/V" KV type names of Engine > KV cache (remembered; next load), e.g. "q8_0/f16".
+  QString kvTypes() const;
+  void setKvTypes(const QString& kTypeName, const QString& vTypeName);
 
  public slots:
   void openModel(const QString& path);
@@ -146,6 +150,8 @@ class MainWindow : public QMainWindow {
   QString lastSaveError_;
   QString device_ = QStringLiteral("auto");
   QAction* bf16Action_ = nullptr;  // Engine > BF16 matmuls
+  QActionGroup* kvTypeK_ = nullptr;  // Engine > KV cache > K type (checked action's data: the name)
+  QActionGroup* kvTypeV_ = nullptr;
   QString lastError_;
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show

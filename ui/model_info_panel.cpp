@@ -54,8 +54,15 @@ void ModelInfoPanel::refresh() {
   auto* kv = group(tr("KV cache"));
   const int numRequestBlocks = m.numBlocks - m.numScratchBlocks;  // what requests' tables may take
   const int poolTokens = numRequestBlocks * m.blockSize;
+  new QTreeWidgetItem(kv, {tr("types"), tr("K %1, V %2 (Engine > KV cache types)").arg(m.kvTypeK, m.kvTypeV)});
   new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),
-                           tr("%1 = 2 x %2 x %3 x %4 x 4").arg(m.kvBytesPerTokenFormula).arg(m.numLayers).arg(m.numKvHeads).arg(m.headDim)});
+                           tr("%1 = %2 layers x (K %3 + V %4), rows of %5 x %6 values")
+                               .arg(m.kvBytesPerTokenFormula)
+                               .arg(m.numLayers)
+                               .arg(m.kvRowBytesK)
+                               .arg(m.kvRowBytesV)
+                               .arg(m.numKvHeads)
+                               .arg(m.headDim)});
   const quint64 measured = m.kvBytesPerTokenMeasured();
   new QTreeWidgetItem(kv, {tr("bytes/token (measured)"), measured > 0 ? QString::number(measured) : tr("n/a")});
   new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens").arg(numRequestBlocks).arg(m.blockSize).arg(poolTokens)});
@@ -63,6 +70,11 @@ void ModelInfoPanel::refresh() {
                                                 .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))
                                                 .arg(m.numBlocks)
                                                 .arg(m.numScratchBlocks)});
+  if (m.kvBudgetBytes > 0)
+    new QTreeWidgetItem(kv, {tr("budget"), tr("%1 for KV (available memory less weights, work buffers and a margin)")
+                                               .arg(locale.formattedDataSize(static_cast<qint64>(m.kvBudgetBytes)))});
+  new QTreeWidgetItem(kv, {tr("resident at load"), locale.formattedDataSize(static_cast<qint64>(m.kvResidentBytes))});
+  if (!m.kvPlanNote.isEmpty()) new QTreeWidgetItem(kv, {tr("note"), m.kvPlanNote});
   auto* device = group(tr("Device"));
   new QTreeWidgetItem(device, {tr("backend"), m.deviceBackend});
   new QTreeWidgetItem(device, {tr("name"), m.deviceName});

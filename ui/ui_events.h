@@ -162,7 +162,12 @@ struct UiModelInfo {
   quint64 numParameters = 0;
   quint64 weightBytes = 0;
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
-  quint64 kvBytesPerTokenFormula = 0;  // 2 x layers x kv_heads x head_dim x 4
+  quint64 kvBytesPerTokenFormula = 0;  // layers x (K row + V row) in their KV types (gb::kv_bytes_per_token)
+  QString kvTypeK = QStringLiteral("f32"), kvTypeV = QStringLiteral("f32");  // KV types (replay: f32 unless the header says)
+  quint64 kvRowBytesK = 0, kvRowBytesV = 0;  // one layer's K / V row of a token
+  quint64 kvBudgetBytes = 0;    // what the memory budget left for KV (0: not known)
+  quint64 kvResidentBytes = 0;  // of the pool, in memory when the model loaded (grows as blocks are written)
+  QString kvPlanNote;           // the budget lowered the context or the pool (gb::KvPlan::note)
   quint64 kvPoolBytes = 0;             // measured: Backend::kv_pool_bytes(), scratch blocks included
   int numBlocks = 0, blockSize = 0;   // the whole pool, the lookahead reserve included
   int numScratchBlocks = 0;            // of numBlocks, the lookahead reserve for self-draft scratch

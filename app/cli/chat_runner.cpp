@@ -106,6 +106,7 @@ Result<std::unique_ptr<ChatRunner>> ChatRunner::create(ModelSession session, con
   r->use_prefix_cache_ = !o.no_prefix_cache;
   EngineConfig config;
   config.max_seqs = 1;
+  apply_session(session, config);
   config.max_context = max_context;
   config.record_tokens = true;
   r->session_ = std::move(session);

@@ -120,9 +120,9 @@ TokenId greedy(const std::vector<float>& logits) {
 
 // Prefills a fixed prompt and decodes greedily after it, repeats + 1 times, on
 // one sequence whose blocks are 0 .. num_blocks-1.
-Result<BenchRuns> time_runs(const BenchArgs& a, Backend& backend, const ModelConfig& c, int32_t needed) {
+Result<BenchRuns> time_runs(const BenchArgs& a, Backend& backend, const ModelConfig& c, int32_t needed, KvTypes kv) {
   const int32_t num_blocks = (needed + a.block_size - 1) / a.block_size;
-  GB_TRY(backend.init_kv_pool({num_blocks, a.block_size}));
+  GB_TRY(backend.init_kv_pool({num_blocks, a.block_size, kv.k, kv.v}));
   std::vector<int32_t> table(static_cast<size_t>(num_blocks));
   for (int32_t i = 0; i < num_blocks; ++i) table[static_cast<size_t>(i)] = i;
 
@@ -251,12 +251,16 @@ void print_bench_text(const nlohmann::json& j) {
 int run_bench(BenchArgs a) {
   const int32_t needed = a.prompt_tokens + a.gen_tokens + 1;
   a.model.context_length = std::max(a.model.context_length, needed);
+  a.model.allow_longer_context = true;  // a depth past the file's context is a measurement, not a request
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
   Backend& backend = *session->backend;
-  auto runs = time_runs(a, backend, session->model->config, needed);
+  auto runs = time_runs(a, backend, session->model->config, needed, session->kv_types);
   if (!runs) return fail(runs.error().message);
-  const nlohmann::json j = bench_json(a, *session->model, backend.device_info(), *runs);
+  nlohmann::json j = bench_json(a, *session->model, backend.device_info(), *runs);
+  j["kv_type_k"] = std::string(kernels::kv_type_name(session->kv_types.k));
+  j["kv_type_v"] = std::string(kernels::kv_type_name(session->kv_types.v));
+  j["kv_bytes_per_token"] = kv_bytes_per_token(session->model->config, session->kv_types);
   const std::string text = j.dump(2);
   if (!a.out.empty()) {
     std::ofstream f(a.out);

@@ -120,7 +120,7 @@ int run_compare(const CompareArgs& a) {
 
   EngineConfig config;
   config.max_seqs = static_cast<int32_t>(spec.lanes.size()) * spec.num_samples + 1;
-  config.max_context = session->context_length;
+  apply_session(*session, config);
   config.record_tokens = true;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
   if (Status st = engine.start(); !st) return fail(st.error().message);

@@ -181,7 +181,7 @@ int run_generate(GenerateArgs& a) {
   EngineConfig config;
   if (Status st = apply_speculative(a.speculative, request, config); !st) return fail(st.error().message);
   config.max_seqs = 1;
-  config.max_context = session->context_length;
+  apply_session(*session, config);
   config.record_tokens = true;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
   if (Status st = engine.start(); !st) return fail(st.error().message);

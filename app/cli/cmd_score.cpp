@@ -21,6 +21,7 @@ struct ScoreArgs {
   std::string text_path;
   std::string base_path;
   std::string base_tokenizer;
+  std::string base_kv_type_k = "f32", base_kv_type_v = "f32";
   int32_t top_n = 10;
   int32_t window = 0;  // llama-perplexity's -c: score in windows, second halves only
   bool json = false;
@@ -74,6 +75,8 @@ int run_score(const ScoreArgs& a) {
     ModelOptions bo = a.model;
     bo.model_path = a.base_path;
     bo.tokenizer_path = a.base_tokenizer;
+    bo.kv_type_k = a.base_kv_type_k;
+    bo.kv_type_v = a.base_kv_type_v;
     auto b = open_model_session(bo);
     if (!b) return fail("--base: " + b.error().message);
     if (Status st = check_comparable_vocabularies(*session->tokenizer, a.model.model_path, *b->tokenizer, a.base_path); !st)
@@ -83,6 +86,12 @@ int run_score(const ScoreArgs& a) {
   const std::vector<TokenId> ids = session->tokenizer->encode(ss.str(), true);
   ScoreOptions options;
   options.top_n = a.top_n;
+  options.k_type = session->kv_types.k;
+  options.v_type = session->kv_types.v;
+  if (base) {
+    options.base_k_type = base->kv_types.k;
+    options.base_v_type = base->kv_types.v;
+  }
   const Model* base_model = base ? base->model.get() : nullptr;
   Backend* base_backend = base ? base->backend.get() : nullptr;
   auto score = a.window > 0 ? score_tokens_in_windows(*session->model, *session->backend, base_model, base_backend, ids,
@@ -104,6 +113,8 @@ const CommandRegistrar score_command("score", "Score a text by teacher forcing (
   sub.add_option("--text", a->text_path, "Text file to score (BOS is added)")->required();
   sub.add_option("--base", a->base_path, "Second model with the same vocabulary: per-token KL(base || model)");
   sub.add_option("--base-tokenizer", a->base_tokenizer, "Tokenizer of the base model (default: embedded or beside it)");
+  sub.add_option("--base-kv-type-k", a->base_kv_type_k, "KV cache type of the base's K (default f32: the exact reference)");
+  sub.add_option("--base-kv-type-v", a->base_kv_type_v, "KV cache type of the base's V (default f32)");
   sub.add_option("--top", a->top_n, "Alternatives listed per token")->capture_default_str();
   sub.add_option("--window", a->window,
                  "Score like llama-perplexity -c N: windows of N tokens, each starting with BOS, only their second "

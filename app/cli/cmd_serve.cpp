@@ -36,7 +36,7 @@ Result<EngineConfig> engine_config(const ServeArgs& a, const ModelSession& sessi
   config.max_batch_tokens = a.max_batch_tokens;
   config.max_seqs = a.max_seqs;
   config.max_prefill_chunk = a.max_prefill_chunk;
-  config.max_context = session.context_length;
+  apply_session(session, config);
   config.record_kv_events = false;  // nobody watches the KV map from the CLI
   config.record_tokens = true;      // logprobs come from the token records
   GB_TRY(apply_kv_pool_options(a.kv_pool, session.model->config, config));

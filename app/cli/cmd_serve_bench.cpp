@@ -240,12 +240,13 @@ int run_serve_bench(const ServeBenchArgs& a) {
   auto workload = load_workload(a.workload, *session->tokenizer);
   if (!workload) return fail(workload.error().message);
   EngineConfig config = serve_bench_config(a, session->context_length);
+  apply_session(*session, config);
   if (Status st = apply_kv_pool_options(a.kv_pool, session->model->config, config); !st)
     return fail(st.error().message);
   const ModelConfig model_config = session->model->config;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
   if (Status st = engine.start(); !st) return fail(st.error().message);
-  const size_t bytes_per_block = kv_bytes_per_block(model_config, a.block_size);
+  const size_t bytes_per_block = kv_bytes_per_block(model_config, a.block_size, config.kv_types);
 
   ServeBenchStats stats;
   stats.results.resize(workload->size());

@@ -28,7 +28,9 @@ int run_soak_command(const SoakArgs& a) {
   const BackendOptions cpu{Device::Cpu, model.num_threads, model.bf16_matmuls};
   // The CPU device never fails to make a backend.
   const auto new_backend = [&] { return make_backend(session->model, cpu).value(); };
-  const SoakSummary s = run_soak(session->model, session->tokenizer, new_backend, a.soak);
+  SoakOptions options = a.soak;
+  options.kv_types = session->kv_types;
+  const SoakSummary s = run_soak(session->model, session->tokenizer, new_backend, options);
   for (const std::string& f : s.failures) std::fprintf(stderr, "soak: check failed: %s\n", f.c_str());
   if (s.num_failures > static_cast<int64_t>(s.failures.size()))
     std::fprintf(stderr, "soak: ... and %lld more failed checks\n",

@@ -18,6 +18,7 @@ Status apply_kv_pool_options(const KvPoolOptions& options, const ModelConfig& mo
   if (options.kv_blocks > 0) pool.num_blocks = options.kv_blocks;
   else pool.num_bytes = options.kv_bytes;
   pool.block_size = config.block_size;
+  pool.types = config.kv_types;
   auto spec = kv_pool_spec(model, pool);
   if (!spec) return spec.error();
   config.num_blocks = spec->num_blocks;

@@ -2,7 +2,10 @@
 // bench, serve-bench, trace ...). Subcommands live in cmd_*.cpp.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cli/command_registry.h"
 
@@ -29,8 +32,16 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(entry.name, entry.description);
     runners[sub] = entry.setup(*sub);
   }
+  // llama.cpp's spellings of the KV type options (-ctk q8_0 -ctv q8_0): CLI11
+  // takes one-letter short options only, so they are renamed before parsing.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string& arg : args) {
+    if (arg == "-ctk" || arg == "--cache-type-k") arg = "--kv-type-k";
+    else if (arg == "-ctv" || arg == "--cache-type-v") arg = "--kv-type-v";
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -143,6 +143,7 @@ Soak::Soak(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> 
   config.max_prefill_chunk = 64;
   config.max_retained = options.max_retained;
   config.max_finished_records = 256;
+  config.kv_types = options.kv_types;
   config.check_invariants = false;  // swept by the soak itself, which reports instead of aborting
   // One and a half full contexts: a few live requests already preempt.
   config.num_blocks = options.num_blocks > 0 ? options.num_blocks : (context * 3 / 2 + 15) / 16;

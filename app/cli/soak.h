@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kv_pool_sizing.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,6 +42,7 @@ struct SoakOptions {
   int32_t num_blocks = 0;       // 0: a pool of 1.5 full contexts (forces preemption)
   int32_t max_live = 8;         // requests queued or running at once
   int32_t max_retained = 4;
+  KvTypes kv_types;             // the session's (--kv-type-k/-v)
   int64_t rss_growth_mib = 64;  // allowed growth of resident memory after the warm-up
   // Tests of the soak itself: alter one finished request's tokens before its
   // replay comparison, so the run must report a mismatch and fail.

@@ -3,8 +3,11 @@
 // kernels. The engine thread is its only caller.
 //
 // KV pool storage layout (every backend, so copies and views agree):
-//   for each layer l: K[l] (num_blocks, block_size, num_kv_heads, head_dim) float
-//                     V[l] (num_blocks, block_size, num_kv_heads, head_dim) float
+//   for each layer l: K[l] (num_blocks, block_size, num_kv_heads, head_dim) values of k_type
+//                     V[l] (num_blocks, block_size, num_kv_heads, head_dim) values of v_type
+// The KV types (kernels/cpu/kv_type.h: F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+// IQ4_NL) store each slot's row of kv_dim values as that type's blocks; a
+// token's K and V are converted once, when they are written.
 // Which block belongs to whom is the engine's BlockPool's business, not the backend's.
 //
 // This header is the interface only. A backend for a model comes from
@@ -18,14 +21,19 @@
 #include <string>
 #include <utility>
 
+#include <vector>
+
 #include "backend/batch_layout.h"
 #include "core/result.h"
+#include "model/dtype.h"
 
 namespace gb {
 
 struct KvPoolSpec {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
+  DType k_type = DType::F32;  // a KV type (kernels/cpu/kv_type.h)
+  DType v_type = DType::F32;
 };
 
 struct DeviceInfo {
@@ -45,9 +53,17 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  // (Re)allocates the KV pool; previous contents are lost.
+  // (Re)allocates the KV pool; previous contents are lost. An error (before
+  // any allocation) for K/V types this backend cannot run, and when the
+  // memory cannot be had.
   virtual Status init_kv_pool(const KvPoolSpec& spec) = 0;
+  // The pool's size (reserved), and how much of it is in memory now: a backend
+  // that commits pages as blocks are first written (the CPU) holds less than
+  // it reserved until the pool has been filled once.
   virtual size_t kv_pool_bytes() const = 0;
+  virtual size_t kv_resident_bytes() const { return kv_pool_bytes(); }
+  // The KV types this backend's attention reads (for K and for V alike).
+  virtual std::vector<DType> kv_types() const { return {DType::F32}; }
 
   // Runs one step: writes K/V for every new token into the slots its block table
   // names, attends over each sequence's whole context, and writes one row of

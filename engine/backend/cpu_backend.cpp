@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/cpu_info.h"
+#include "cpu/kv_type.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/ops.h"
@@ -84,19 +85,43 @@ Status CpuBackend::init_kv_pool(const KvPoolSpec& spec) {
   if (spec.num_blocks <= 0 || spec.block_size <= 0)
     return make_error("KV pool needs at least one block of at least one token");
   const ModelConfig& c = model_->config;
-  const size_t per_layer = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size) *
-                           static_cast<size_t>(c.kv_dim());
+  for (const DType t : {spec.k_type, spec.v_type})
+    if (const std::string why = kernels::kv_type_unsupported(t, c.kv_dim()); !why.empty())
+      return make_error("KV type: " + why);
+  const size_t k_row = kernels::kv_row_bytes(spec.k_type, c.kv_dim());
+  const size_t v_row = kernels::kv_row_bytes(spec.v_type, c.kv_dim());
+  const size_t slots = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size);
+  const size_t bytes = slots * (k_row + v_row) * static_cast<size_t>(c.num_layers);
+  kv_arena_ = KvArena{};  // the old pool goes before the new one is reserved
+  auto arena = KvArena::reserve(bytes, "the KV pool");
+  if (!arena) return arena.error();
+  kv_arena_ = std::move(*arena);
   kv_spec_ = spec;
-  k_cache_.assign(static_cast<size_t>(c.num_layers), std::vector<float>(per_layer, 0.0f));
-  v_cache_.assign(static_cast<size_t>(c.num_layers), std::vector<float>(per_layer, 0.0f));
+  k_row_bytes_ = k_row;
+  v_row_bytes_ = v_row;
+  kv_row_scratch_.assign(std::max(k_row, v_row), 0);
   return {};
 }
 
-size_t CpuBackend::kv_pool_bytes() const {
-  size_t bytes = 0;
-  for (const auto& k : k_cache_) bytes += k.size() * sizeof(float);
-  for (const auto& v : v_cache_) bytes += v.size() * sizeof(float);
-  return bytes;
+uint8_t* CpuBackend::k_layer(int32_t layer) const {
+  const size_t slots = static_cast<size_t>(kv_spec_.num_blocks) * static_cast<size_t>(kv_spec_.block_size);
+  return kv_arena_.data() + static_cast<size_t>(layer) * slots * k_row_bytes_;
+}
+
+uint8_t* CpuBackend::v_layer(int32_t layer) const {
+  const size_t slots = static_cast<size_t>(kv_spec_.num_blocks) * static_cast<size_t>(kv_spec_.block_size);
+  return kv_arena_.data() + static_cast<size_t>(model_->config.num_layers) * slots * k_row_bytes_ +
+         static_cast<size_t>(layer) * slots * v_row_bytes_;
+}
+
+size_t CpuBackend::kv_pool_bytes() const { return kv_arena_.size(); }
+
+size_t CpuBackend::kv_resident_bytes() const { return kv_arena_.resident_bytes(); }
+
+std::vector<DType> CpuBackend::kv_types() const {
+  std::vector<DType> out;
+  for (const kernels::KvTypeRow& r : kernels::kv_type_rows()) out.push_back(r.type);
+  return out;
 }
 
 void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
@@ -208,8 +233,10 @@ Status CpuBackend::attention(const RecipeStep& step) {
       const int32_t h_begin = kv_head * group + part * kAttentionQueries;
       const int32_t h_end = std::min(kv_head * group + group, h_begin + kAttentionQueries);
       kernels::PagedKvView kv;
-      kv.k_cache = k_cache_[static_cast<size_t>(layer)].data();
-      kv.v_cache = v_cache_[static_cast<size_t>(layer)].data();
+      kv.k_cache = k_layer(layer);
+      kv.v_cache = v_layer(layer);
+      kv.k_type = kv_spec_.k_type;
+      kv.v_type = kv_spec_.v_type;
       kv.block_table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(tile.seq)];
       kv.block_size = batch.block_size;
       kv.num_kv_heads = c.num_kv_heads;
@@ -228,7 +255,7 @@ Status CpuBackend::attention(const RecipeStep& step) {
   };
   const int64_t macs = static_cast<int64_t>(batch.num_tokens()) * c.num_heads * max_ctx * c.head_dim * 2;
   // K and V rows read at most (decode reads each once; the same bytes rule as the matmuls).
-  const int64_t kv_bytes = int64_t{2} * batch.num_seqs() * max_ctx * c.kv_dim() * static_cast<int64_t>(sizeof(float));
+  const int64_t kv_bytes = static_cast<int64_t>(batch.num_seqs()) * max_ctx * static_cast<int64_t>(k_row_bytes_ + v_row_bytes_);
   if (macs < kMinParallelMacs && kv_bytes < kMinParallelWeightBytes) run(0, num_tasks, 0);
   else pool_.parallel_for(num_tasks, run);
   return {};
@@ -257,7 +284,7 @@ Status check_released_slots(const BatchLayout& batch, int32_t window) {
 
 Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) const {
   const ModelConfig& c = model_->config;
-  if (k_cache_.empty()) return make_error("forward called before the KV pool was initialised");
+  if (kv_arena_.data() == nullptr) return make_error("forward called before the KV pool was initialised");
   if (batch.block_size != kv_spec_.block_size)
     return make_error("batch block size " + std::to_string(batch.block_size) + " differs from the KV pool's " +
                       std::to_string(kv_spec_.block_size));
@@ -443,19 +470,22 @@ Status CpuBackend::rope(const RecipeStep& s) {
   return {};
 }
 
-// K and V of every token into the slots its sequence's block table names.
+// K and V of every token into the slots its sequence's block table names,
+// converted once to the pool's KV types (the weight-type table's quantize_row).
 Status CpuBackend::kv_write(const RecipeStep& s) {
   const BatchLayout& batch = *batch_;
   const int64_t kv_dim = model_->config.kv_dim();
-  float* kc = k_cache_[static_cast<size_t>(s.layer)].data();
-  float* vc = v_cache_[static_cast<size_t>(s.layer)].data();
+  uint8_t* kc = k_layer(s.layer);
+  uint8_t* vc = v_layer(s.layer);
+  const kernels::WeightTypeTraits& kt = kernels::weight_traits(kv_spec_.k_type);
+  const kernels::WeightTypeTraits& vt = kernels::weight_traits(kv_spec_.v_type);
   for (int32_t q = 0; q < batch.num_seqs(); ++q) {
     const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(q)];
     for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(q)]; i < batch.seq_token_indptr[static_cast<size_t>(q) + 1]; ++i) {
       const int32_t pos = batch.positions[static_cast<size_t>(i)];
-      const int64_t slot = int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size;
-      std::memcpy(kc + slot * kv_dim, k_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-      std::memcpy(vc + slot * kv_dim, v_.data() + i * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+      const auto slot = static_cast<size_t>(int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size);
+      kt.quantize_row(k_.data() + i * kv_dim, kc + slot * k_row_bytes_, kv_dim);
+      vt.quantize_row(v_.data() + i * kv_dim, vc + slot * v_row_bytes_, kv_dim);
     }
   }
   return {};
@@ -532,14 +562,15 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
 }
 
 Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) {
-  const size_t block_floats = static_cast<size_t>(kv_spec_.block_size) * static_cast<size_t>(model_->config.kv_dim());
+  const size_t block_slots = static_cast<size_t>(kv_spec_.block_size);
   for (const auto& [src, dst] : src_dst) {
     GB_CHECK(src >= 0 && src < kv_spec_.num_blocks && dst >= 0 && dst < kv_spec_.num_blocks);
-    for (size_t l = 0; l < k_cache_.size(); ++l) {
-      std::memcpy(k_cache_[l].data() + static_cast<size_t>(dst) * block_floats,
-                  k_cache_[l].data() + static_cast<size_t>(src) * block_floats, block_floats * sizeof(float));
-      std::memcpy(v_cache_[l].data() + static_cast<size_t>(dst) * block_floats,
-                  v_cache_[l].data() + static_cast<size_t>(src) * block_floats, block_floats * sizeof(float));
+    for (int32_t l = 0; l < model_->config.num_layers; ++l) {
+      for (const auto& [base, row] : {std::pair{k_layer(l), k_row_bytes_}, std::pair{v_layer(l), v_row_bytes_}}) {
+        const size_t block_bytes = block_slots * row;
+        std::memcpy(base + static_cast<size_t>(dst) * block_bytes, base + static_cast<size_t>(src) * block_bytes,
+                    block_bytes);
+      }
     }
   }
   return {};
@@ -547,13 +578,16 @@ Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_
 
 Status CpuBackend::read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
                                 std::span<float> v) const {
-  const size_t kv_dim = static_cast<size_t>(model_->config.kv_dim());
-  if (layer < 0 || layer >= static_cast<int32_t>(k_cache_.size()) || block < 0 || block >= kv_spec_.num_blocks ||
-      slot < 0 || slot >= kv_spec_.block_size || k.size() < kv_dim || v.size() < kv_dim)
+  const auto kv_dim = static_cast<size_t>(model_->config.kv_dim());
+  if (layer < 0 || layer >= model_->config.num_layers || kv_arena_.data() == nullptr || block < 0 ||
+      block >= kv_spec_.num_blocks || slot < 0 || slot >= kv_spec_.block_size || k.size() < kv_dim ||
+      v.size() < kv_dim)
     return make_error("read_kv_slot: layer/block/slot out of range");
-  const size_t offset = (static_cast<size_t>(block) * static_cast<size_t>(kv_spec_.block_size) + static_cast<size_t>(slot)) * kv_dim;
-  std::memcpy(k.data(), k_cache_[static_cast<size_t>(layer)].data() + offset, kv_dim * sizeof(float));
-  std::memcpy(v.data(), v_cache_[static_cast<size_t>(layer)].data() + offset, kv_dim * sizeof(float));
+  const size_t s = static_cast<size_t>(block) * static_cast<size_t>(kv_spec_.block_size) + static_cast<size_t>(slot);
+  kernels::weight_traits(kv_spec_.k_type).dequantize_row(k_layer(layer) + s * k_row_bytes_, k.data(),
+                                                         static_cast<int64_t>(kv_dim));
+  kernels::weight_traits(kv_spec_.v_type).dequantize_row(v_layer(layer) + s * v_row_bytes_, v.data(),
+                                                         static_cast<int64_t>(kv_dim));
   return {};
 }
 

@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_backend.h"
 #include "backend/cpu_weights.h"
+#include "backend/kv_arena.h"
 #include "backend/layer_recipe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
@@ -33,6 +34,8 @@ class CpuBackend final : public Backend, private LayerOps {
 
   Status init_kv_pool(const KvPoolSpec& spec) override;
   size_t kv_pool_bytes() const override;
+  size_t kv_resident_bytes() const override;
+  std::vector<DType> kv_types() const override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;
   Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
   Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
@@ -77,8 +80,14 @@ class CpuBackend final : public Backend, private LayerOps {
   std::shared_ptr<const CpuWeights> cpu_weights_;  // model_'s weights as the kernels read them
   const ModelWeights& weights() const { return cpu_weights_->weights; }
   KvPoolSpec kv_spec_;
-  std::vector<std::vector<float>> k_cache_;  // (layers)(num_blocks, block_size, kv_heads, head_dim)
-  std::vector<std::vector<float>> v_cache_;  // same layout as k_cache_
+  // The pool (kv_arena.h: committed as blocks are first written): every
+  // layer's K, then every layer's V, each (num_blocks, block_size) rows of
+  // kv_dim values in kv_spec_.k_type / v_type.
+  KvArena kv_arena_;
+  size_t k_row_bytes_ = 0, v_row_bytes_ = 0;  // one slot's K (V) row
+  uint8_t* k_layer(int32_t layer) const;
+  uint8_t* v_layer(int32_t layer) const;
+  std::vector<uint8_t> kv_row_scratch_;       // a row being quantized
   std::vector<float> norm_weights_;          // all norm vectors as float32, see norm offsets below
   std::vector<int64_t> attn_norm_offset_;    // (layers) into norm_weights_
   std::vector<int64_t> ffn_norm_offset_;     // (layers)

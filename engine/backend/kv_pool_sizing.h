@@ -1,52 +1,117 @@
-// Sizing the KV pool: how many blocks a byte budget buys, or how many bytes a
-// block count costs. One block holds block_size tokens of K and V in every layer:
+// Sizing the KV pool: what a token, a block and a pool cost at the chosen KV
+// types, and the plan every command, the server and the workbench start from:
+// a context and a pool that fit the memory there is.
 //
-//   bytes per block = 2 (K and V) x layers x kv_heads x head_dim x bytes per element x block_size
+//   bytes per token = layers x (K row + V row), a row = kv_heads x head_dim values
+//                     in its KV type (kernels/cpu/kv_type.h)
+//   bytes per block = bytes per token x block_size
 //
-// e.g. 32 layers, 32 KV heads, head_dim 128, FP16, block 16: 2*32*32*128*2*16 = 8 MiB.
-// The CLI's --kv-blocks / --kv-bytes land here; bad values give a message naming
-// the option. kv_pool_blocks is the one pool-sizing policy the engine applies.
+// e.g. 32 layers, 8 KV heads, head_dim 128, F16 K and V: 32 x 2 x 1024 x 2 =
+// 128 KiB per token; q8_0 K and V: 68 KiB.
 //
-// Thread: pure functions, any thread.
+// Thread: pure functions, any thread (available_memory reads /proc).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "backend/backend.h"
 #include "core/result.h"
+#include "cpu/kv_type.h"
 #include "model/model_config.h"
 
 namespace gb {
 
-size_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, size_t bytes_per_element = sizeof(float));
+struct KvTypes {
+  DType k = kernels::kDefaultKvType;
+  DType v = kernels::kDefaultKvType;
+  friend bool operator==(const KvTypes&, const KvTypes&) = default;
+};
+// "f16/f16" (K/V).
+std::string kv_types_name(KvTypes types);
+// A KV type by name ("q8_0", case-insensitive), or an error listing the names.
+Result<DType> parse_kv_type(const std::string& name, const char* option);
+// Empty when a model with this config can keep K and V in these types, else why not.
+std::string kv_types_unsupported(const ModelConfig& config, KvTypes types);
+
+size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types);
+size_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, KvTypes types);
 
 struct KvPoolRequest {
   std::optional<int64_t> num_blocks;  // --kv-blocks
   std::optional<int64_t> num_bytes;   // --kv-bytes (rounded down to whole blocks)
   int32_t block_size = 16;
-  size_t bytes_per_element = sizeof(float);  // the backends store K/V as float
+  KvTypes types;
 };
 
 // Exactly one of num_blocks / num_bytes must be set; the result has at least one block.
 Result<KvPoolSpec> kv_pool_spec(const ModelConfig& config, const KvPoolRequest& request);
 
-// The pool an engine gets (Engine::start, from EngineConfig), first rule that applies:
-//   num_blocks > 0     those blocks
-//   num_bytes > 0      as many blocks as the bytes buy (kv_pool_spec)
-//   full_contexts > 0  that many whole contexts, at least 16 blocks (the workbench:
-//                      enough to show sharing, small enough to see)
-//   otherwise          room for max_seqs sequences at a quarter of the context
-//                      each, and at least one full context (serving)
-struct KvPoolPolicy {
-  int32_t num_blocks = 0;
-  size_t num_bytes = 0;
-  int32_t full_contexts = 0;
-  int32_t max_seqs = 1;
-  int32_t max_context = 0;  // tokens, > 0
-  int32_t block_size = 16;
+// The memory a host (or device) has for a model: what is available, less the
+// weights, the work buffers and a margin left to the rest of the system.
+struct MemoryBudget {
+  size_t available = 0;  // MemAvailable (and a cgroup limit), or free device memory
+  size_t weights = 0;    // the weights as the backend will hold them
+  size_t work = 0;       // activations, logits and attention scratch
+  size_t margin = 0;     // left free
+  size_t for_kv() const {
+    const size_t used = weights + work + margin;
+    return available > used ? available - used : 0;
+  }
 };
-Result<int32_t> kv_pool_blocks(const ModelConfig& config, const KvPoolPolicy& policy);
+// Bytes the host can still give this process: MemAvailable from /proc/meminfo,
+// lowered to the cgroup's memory.max less its memory.current where one is set;
+// 0 when neither can be read.
+size_t available_host_memory();
+// The work buffers of a backend step at these limits (activations of
+// max_batch_tokens tokens, logits of max_seqs rows, attention scores).
+size_t work_bytes(const ModelConfig& config, int32_t max_batch_tokens, int32_t max_seqs, int32_t context,
+                  int32_t threads);
+// The budget of a host: available_host_memory() (or `available` when given),
+// the margin max(512 MiB, 5% of it).
+MemoryBudget host_budget(size_t weights, size_t work, size_t available = 0);
+
+// What a command asks for; every field optional.
+struct KvPlanRequest {
+  int32_t context = 0;    // --ctx; 0: the model's, lowered to what fits
+  int64_t num_blocks = 0; // --kv-blocks; 0: sized from the context
+  int64_t num_bytes = 0;  // --kv-bytes
+  // Whole contexts the pool holds by default (a one-shot run 1; the workbench
+  // several, for branches and comparisons; a server max_seqs / 4). Only the
+  // first must fit: more are dropped to what the budget holds.
+  int32_t contexts = 1;
+  int32_t block_size = 16;
+  KvTypes types;
+};
+
+struct KvPlan {
+  int32_t context = 0;         // tokens per request
+  int32_t num_blocks = 0;      // the pool
+  size_t bytes_per_token = 0;  // all layers, K and V
+  size_t pool_bytes = 0;       // num_blocks x block bytes
+  KvTypes types;
+  MemoryBudget budget;
+  bool context_lowered = false;  // the model's context did not fit
+  // One line when the plan is not what was asked for (the context lowered,
+  // fewer contexts in the pool), saying how to get more; else empty.
+  std::string note;
+};
+
+// The context and pool for a model under a budget:
+//   --kv-blocks / --kv-bytes   that pool, refused when it exceeds the budget;
+//                              the context is --ctx or the model's
+//   --ctx N                    N tokens, refused above the model's maximum or
+//                              when one context does not fit
+//   neither                    the model's context if one fits, else the
+//                              largest multiple of 256 tokens that does (a note)
+// then a pool of `contexts` contexts, fewer when they do not all fit.
+// Errors name what was asked, what it needs and what there is; nothing is
+// allocated. budget.available == 0 (unknown) fits everything.
+Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, const MemoryBudget& budget);
+
+// "1.5 GiB", "640 KiB", "12 B".
+std::string format_bytes(size_t bytes);
 
 }  // namespace gb

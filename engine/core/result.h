@@ -66,3 +66,11 @@ inline Error make_error(std::string message) { return Error{std::move(message)};
     auto gb_try_result_ = (expr);             \
     if (!gb_try_result_.ok()) return gb_try_result_.error(); \
   } while (0)
+
+// lhs = the value of a Result, or the Result's error returned from the calling function.
+#define GB_ASSIGN_OR_RETURN(lhs, expr)                          \
+  do {                                                          \
+    auto gb_assign_result_ = (expr);                            \
+    if (!gb_assign_result_.ok()) return gb_assign_result_.error(); \
+    lhs = std::move(*gb_assign_result_);                        \
+  } while (0)

@@ -9,6 +9,8 @@
 //   template   tokenizer and chat-template version: same text, different tokens/positions
 //   adapter    LoRA or other weight delta applied on top of the model
 //   tenant     permission domain; private documents must not leak across tenants
+//   kv_types   the K/V element types the blocks hold ("f16/q8_0"): the same tokens
+//              cached in another type are other values (the engine fills it)
 //
 // Thread: plain value, any thread.
 #pragma once
@@ -23,6 +25,7 @@ struct IsolationKey {
   std::string template_version;
   std::string adapter;
   std::string tenant;
+  std::string kv_types;
 
   friend bool operator==(const IsolationKey&, const IsolationKey&) = default;
 };

@@ -33,6 +33,7 @@ uint64_t hash_isolation_key(const IsolationKey& key) {
   uint64_t h = 0x6b76636163686531ull;  // arbitrary nonzero seed
   h = hash_string(h, key.model);
   h = hash_string(h, key.template_version);
+  h = hash_string(h, key.kv_types);
   h = hash_string(h, key.adapter);
   h = hash_string(h, key.tenant);
   return h;

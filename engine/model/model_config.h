@@ -33,6 +33,7 @@ struct ModelConfig {
   int32_t rope_dim = 0;         // rotated dimensions per head (<= head_dim, even)
   int32_t vocab_size = 0;
   int32_t context_length = 0;   // the file's declared context; callers may ask for more
+  int32_t file_context_length = 0;  // the file's own context when a load asked for another (loader)
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_classifier = true;  // output projection shares the token embedding
@@ -79,6 +80,8 @@ struct ModelConfig {
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   // Bytes of K and V for one token across all layers at element size `bytes`:
   // 2 x layers x kv_heads x head_dim x bytes.
+  // KV bytes per token with every layer's K and V in float32 (bytes = 4) or
+  // another plain float width; backend/kv_pool_sizing.h counts any KV type.
   size_t kv_bytes_per_token(size_t bytes = sizeof(float)) const {
     return size_t{2} * static_cast<size_t>(num_layers) * static_cast<size_t>(kv_dim()) * bytes;
   }

@@ -414,6 +414,7 @@ Result<std::shared_ptr<const Model>> load_model(const std::string& path, const L
   if (options.context_length < 0 || options.context_length > kMaxContextLength)
     return make_error(path + ": requested context length " + std::to_string(options.context_length) +
                       " is out of range (1.." + std::to_string(kMaxContextLength) + ")");
+  c.file_context_length = c.context_length;
   if (options.context_length > 0) {
     model->metadata.emplace_back("file context length", std::to_string(c.context_length));
     c.context_length = options.context_length;

@@ -69,23 +69,32 @@ std::vector<TraceEvent> Engine::drain_events() {
 
 Status Engine::start() {
   const ModelConfig& c = model_->config;
-  max_context_ = config_.max_context > 0 ? config_.max_context : c.context_length;
-  // The pool size: explicit blocks, a byte budget, whole contexts or the
-  // serving default (kv_pool_blocks states the rules).
-  KvPoolPolicy pool;
-  pool.num_blocks = config_.num_blocks;
-  pool.num_bytes = config_.kv_bytes;
-  pool.full_contexts = config_.kv_full_contexts;
-  pool.max_seqs = config_.max_seqs;
-  pool.max_context = max_context_;
-  pool.block_size = config_.block_size;
-  auto pool_blocks = kv_pool_blocks(c, pool);
-  if (!pool_blocks) return pool_blocks.error();
-  num_blocks_ = *pool_blocks;
+  // The pool and context: explicit blocks, a byte budget, or what the host's
+  // memory holds (plan_kv states the rules; the CPU backend's budget is the
+  // host's, a device's is not known here and fits everything).
+  KvPlanRequest request;
+  request.context = config_.max_context;
+  request.num_blocks = config_.num_blocks;
+  request.num_bytes = static_cast<int64_t>(config_.kv_bytes);
+  request.contexts = config_.kv_full_contexts > 0 ? config_.kv_full_contexts : std::max(1, config_.max_seqs / 4);
+  request.block_size = config_.block_size;
+  request.types = config_.kv_types;
+  const DeviceInfo device = backend_->device_info();
+  MemoryBudget budget;
+  if (device.backend == "cpu")
+    budget = host_budget(device.memory_used_bytes - std::min(device.memory_used_bytes, backend_->kv_pool_bytes()),
+                         work_bytes(c, config_.max_batch_tokens, config_.max_seqs,
+                                    request.context > 0 ? request.context : c.context_length, device.num_threads),
+                         config_.memory_available);
+  auto plan = plan_kv(c, request, budget);
+  if (!plan) return plan.error();
+  kv_plan_ = *plan;
+  max_context_ = kv_plan_.context;
+  num_blocks_ = kv_plan_.num_blocks;
   // Self-draft scratch blocks are a lookahead reserve in the scheduler's own
   // pool: requests never take them, the SpeculativeDecoder borrows them.
   const int32_t num_scratch = std::max(0, config_.num_scratch_blocks);
-  GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size}));
+  GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size, config_.kv_types.k, config_.kv_types.v}));
   SchedulerConfig sc;
   sc.num_blocks = num_blocks_;
   sc.num_lookahead_blocks = num_scratch;
@@ -124,6 +133,7 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
       return reject("request " + std::to_string(id.value) + ": prompt token id " + std::to_string(t) +
                     " is outside the vocabulary");
   if (request.isolation.model.empty()) request.isolation.model = model_->path;
+  request.isolation.kv_types = kv_types_name(config_.kv_types);
 
   auto rs = std::make_unique<RequestState>();
   rs->settings = request.sampling;

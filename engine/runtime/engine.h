@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kv_pool_sizing.h"
 #include "core/ids.h"
 #include "core/result.h"
 #include "kv/isolation_key.h"
@@ -61,9 +62,16 @@ class StopStringMatcher;
 class SpeculativeDecoder;
 
 struct EngineConfig {
+  // The KV pool (plan_kv in backend/kv_pool_sizing.h): explicit blocks, or
+  // bytes, or sized from the memory budget of the host: the context (max_context,
+  // else the model's, lowered to what fits) times kv_full_contexts (> 0) or
+  // max_seqs / 4 contexts, fewer where they do not fit.
   int32_t num_blocks = 0;          // KV pool blocks; 0: derive from kv_bytes or context
   size_t kv_bytes = 0;             // KV pool size in bytes (used when num_blocks == 0)
-  int32_t kv_full_contexts = 0;    // > 0 (and no blocks/bytes): this many whole contexts, >= 16 blocks
+  int32_t kv_full_contexts = 0;    // > 0 (and no blocks/bytes): this many whole contexts
+  KvTypes kv_types;                // K and V element types (default F16, kernels/cpu/kv_type.h)
+  // The host memory the budget starts from (0: read MemAvailable): tests.
+  size_t memory_available = 0;
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 32;
@@ -179,6 +187,9 @@ class Engine {
   Backend& backend() { return *backend_; }
   const Scheduler& scheduler() const { return *scheduler_; }
   Scheduler& scheduler() { return *scheduler_; }
+  // The pool and context start() chose, and the line that says why when they
+  // are less than asked (KvPlan::note).
+  const KvPlan& kv_plan() const { return kv_plan_; }
   int32_t num_blocks() const { return num_blocks_; }  // for requests' tables (without the lookahead reserve)
   // Every block of the KV pool: num_blocks() plus the self-draft lookahead
   // reserve (EngineConfig::num_scratch_blocks).
@@ -270,6 +281,7 @@ class Engine {
   EngineConfig config_;
   std::unique_ptr<Scheduler> scheduler_;
   int32_t num_blocks_ = 0;
+  KvPlan kv_plan_;
   int32_t max_context_ = 0;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> states_;
   uint64_t next_request_id_ = 1;

@@ -79,6 +79,7 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   spec.prompt_ids = shared;
   spec.max_tokens = max_tokens;
   spec.isolation.model = model_->path;
+  spec.isolation.kv_types = kv_types_name(config_.kv_types);
   spec.retain_kv = retain_kv;
   auto scheduled = schedule_fork(parent, std::move(spec), num_shared, forced_next);
   if (!scheduled) return scheduled.error();

@@ -115,9 +115,9 @@ Result<TextScore> score_tokens(const Model& model, Backend& backend, const Model
   }
   for (TokenId t : tokens)
     if (t < 0 || t >= vocab) return make_error("score: token id " + std::to_string(t) + " is outside the vocabulary");
-  const KvPoolSpec pool{(n + o.block_size - 1) / o.block_size, o.block_size};
-  GB_TRY(backend.init_kv_pool(pool));
-  if (base_backend) GB_TRY(base_backend->init_kv_pool(pool));
+  const int32_t num_blocks = (n + o.block_size - 1) / o.block_size;
+  GB_TRY(backend.init_kv_pool({num_blocks, o.block_size, o.k_type, o.v_type}));
+  if (base_backend) GB_TRY(base_backend->init_kv_pool({num_blocks, o.block_size, o.base_k_type, o.base_v_type}));
 
   TextScore out;
   out.token_ids.assign(tokens.begin(), tokens.end());

@@ -62,6 +62,11 @@ struct ScoreOptions {
   int32_t top_n = 10;
   int32_t chunk = 64;       // tokens per forward pass
   int32_t block_size = 16;
+  // The KV types of the model's and the base's pools (the CLI's --kv-type-k/-v
+  // and --base-kv-type-k/-v): quantized KV against an F32 base measures what
+  // the KV type costs.
+  DType k_type = DType::F32, v_type = DType::F32;
+  DType base_k_type = DType::F32, base_v_type = DType::F32;
 };
 
 // The model (and optional base) run over `tokens` (>= 2, within both models'

@@ -316,6 +316,9 @@ std::variant<json, ApiError> OpenAiServer::Impl::echo_choice(const std::vector<T
     if (!scorer) scorer = make_backend(model, {Device::Cpu, 0}).value();
     ScoreOptions options;
     options.top_n = std::max(1, top_n);
+    // The engine's KV types, so an echo scores as its own generation would.
+    options.k_type = hub.info().kv_types.k;
+    options.v_type = hub.info().kv_types.v;
     auto scored = score_tokens(*model, *scorer, nullptr, nullptr, ids, options);
     if (!scored) return ApiError{500, "scoring the prompt failed: " + scored.error().message, "server_error", "", "engine_error", 0};
     score = std::move(*scored);

@@ -17,6 +17,7 @@ EngineInfo engine_info(const Engine& engine) {
   info.max_context = engine.max_context();
   info.num_blocks = engine.num_blocks();
   info.block_size = engine.block_size();
+  info.kv_types = engine.kv_plan().types;
   return info;
 }
 

@@ -38,6 +38,7 @@ struct EngineInfo {
   int32_t max_context = 0;
   int32_t num_blocks = 0;
   int32_t block_size = 0;
+  KvTypes kv_types;  // what the pool stores; echo scoring uses the same
 };
 EngineInfo engine_info(const Engine& engine);
 

@@ -2,6 +2,8 @@
 // a block table (PagedAttention on the CPU).
 //
 //   k_cache, v_cache: one layer of the pool, (num_blocks, block_size, num_kv_heads, head_dim)
+//                     values of the view's K and V types (kv_type.h: F32 by
+//                     default, F16, BF16 or 32-value blocks along each slot's row)
 //   block_table:      (ceil(num_ctx / block_size)) block ids; position p lives in
 //                     block block_table[p / block_size], slot p % block_size
 //   q:                (head_dim) the query of head `head`, already rotated
@@ -14,23 +16,37 @@
 
 #include "cpu/attention_query.h"
 #include "cpu/cpu_info.h"
+#include "cpu/weight_type.h"
 
 namespace gb::kernels {
 
 struct PagedKvView {
-  const float* k_cache = nullptr;
-  const float* v_cache = nullptr;
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
   const int32_t* block_table = nullptr;
   int32_t block_size = 16;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  WeightType k_type = WeightType::F32;  // a KV type (kv_type.h)
+  WeightType v_type = WeightType::F32;
 
-  const float* k_at(int32_t pos, int32_t kv_head) const { return k_cache + offset(pos, kv_head); }
-  const float* v_at(int32_t pos, int32_t kv_head) const { return v_cache + offset(pos, kv_head); }
-  int64_t offset(int32_t pos, int32_t kv_head) const {
-    const int64_t slot = static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size;
-    return (slot * num_kv_heads + kv_head) * head_dim;
+  // F32 caches only: the head's row in place.
+  const float* k_at(int32_t pos, int32_t kv_head) const {
+    return static_cast<const float*>(k_cache) + offset(pos, kv_head);
   }
+  const float* v_at(int32_t pos, int32_t kv_head) const {
+    return static_cast<const float*>(v_cache) + offset(pos, kv_head);
+  }
+  int64_t offset(int32_t pos, int32_t kv_head) const {
+    return (slot(pos) * num_kv_heads + kv_head) * head_dim;
+  }
+  int64_t slot(int32_t pos) const {
+    return static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size;
+  }
+  // Any type: the head's head_dim values at pos as float32 (the weight-type
+  // table's scalar dequantization of the blocks that hold them).
+  void k_row(int32_t pos, int32_t kv_head, float* out) const;
+  void v_row(int32_t pos, int32_t kv_head, float* out) const;
 };
 
 // Uses the SIMD kernels of paged_attention_group (AVX-512 for head_dim % 16 ==
@@ -69,6 +85,12 @@ void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, c
 // in their summation trees.
 void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv,
                                 int32_t kv_head, float scale, float softcap, float* scores, int64_t score_stride);
+
+// Whether paged_attention_group_with(isa, ...) runs a SIMD kernel for this
+// view (else the scalar reference): the level's head-size rule, and for K/V
+// types other than F32 head_dim <= 256 and, for the block types, head_dim a
+// multiple of 32 (every head's values start on a block).
+bool attention_has_simd_kernel(Isa isa, const PagedKvView& kv);
 
 // The scalar oracle (run.c's arithmetic).
 void paged_attention_head_reference(float* out, const float* q, const PagedKvView& kv, int32_t kv_head,

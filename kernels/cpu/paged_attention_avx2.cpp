@@ -32,6 +32,7 @@ namespace gb::kernels::avx2 {
 
 namespace {
 
+#include "cpu/kv_convert.inc"
 #include "cpu/paged_attention_passes.inc"
 
 // Lane k: the horizontal sum of a[k], by one fixed tree for every k.
@@ -66,6 +67,7 @@ inline __m256 lane_mask(int32_t base, int32_t lo, int32_t hi) {
 }
 
 // Pass 1: scores of every query over positions lo..hi-1, 8 at a time.
+template <KvElem KE>
 void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCursor& keys, const RowCursor& values,
                 int32_t head_dim, int32_t lo, int32_t hi, float scale, float softcap, float* scores,
                 int64_t score_stride, float* max_score) {
@@ -81,21 +83,20 @@ void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCur
   // Each lane's products and their order are the same either way.
   constexpr int32_t kKeySlot = 256;
   alignas(64) float kbuf[8 * kKeySlot];
-  const bool packed = head_dim <= kKeySlot && num_queries > 1;
-  for (int32_t t = lo; t < hi && t < lo + kPrefetchAhead; ++t) prefetch_row<true>(keys.at(t), head_dim);
+  const bool packed = KE != KvElem::F32 || (head_dim <= kKeySlot && num_queries > 1);
+  for (int32_t t = lo; t < hi && t < lo + kPrefetchAhead; ++t) prefetch_row<true>(keys.at(t), keys.head_bytes);
   for (int32_t t0 = lo; t0 < hi; t0 += 8) {
     for (int32_t t = t0 + kPrefetchAhead; t < hi && t < t0 + kPrefetchAhead + 8; ++t)
-      prefetch_row<true>(keys.at(t), head_dim);
-    // K and V rows of a position sit at the same offset from their caches.
+      prefetch_row<true>(keys.at(t), keys.head_bytes);
     const float* k[8];
     for (int kk = 0; kk < 8; ++kk) {
-      const int64_t off = keys.offset(t0 + kk < hi ? t0 + kk : hi - 1);
-      k[kk] = keys.base + off;
-      if (t0 + kk < hi) prefetch_row<false>(values.base + off, head_dim);
+      const int32_t t = t0 + kk < hi ? t0 + kk : hi - 1;
+      k[kk] = keys.floats(t);  // read only for an F32 cache
+      if (t0 + kk < hi) prefetch_row<false>(values.at(t), values.head_bytes);
     }
     if (packed)
       for (int kk = 0; kk < 8; ++kk)
-        for (int32_t i = 0; i < head_dim; i += 8) _mm256_store_ps(kbuf + kk * kKeySlot + i, _mm256_loadu_ps(k[kk] + i));
+        convert_row<KE>(reinterpret_cast<const uint8_t*>(k[kk]), kbuf + kk * kKeySlot, head_dim);
     for (int32_t j = 0; j < num_queries; ++j) {
       const AttentionQuery& qj = queries[j];
       if (t0 + 8 <= qj.first || t0 >= qj.num_ctx) continue;
@@ -173,12 +174,9 @@ struct Ymm {
 
 }  // namespace
 
-void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const float* k_cache,
-                           const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
-                           int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
-                           int64_t score_stride) {
-  attention_group<Ymm>(queries, num_queries, k_cache, v_cache, block_table, block_size, num_kv_heads, head_dim, kv_head,
-                       scale, softcap, scores, score_stride);
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const KvCacheRef& kv,
+                           int32_t kv_head, float scale, float softcap, float* scores, int64_t score_stride) {
+  attention_group<Ymm>(queries, num_queries, kv, kv_head, scale, softcap, scores, score_stride);
 }
 
 }  // namespace gb::kernels::avx2

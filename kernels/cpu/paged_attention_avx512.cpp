@@ -36,6 +36,7 @@ namespace gb::kernels::avx512 {
 
 namespace {
 
+#include "cpu/kv_convert.inc"
 #include "cpu/paged_attention_passes.inc"
 
 // e^x for 16 floats: exp8 of simd_exp_avx2.h lane for lane (the same clamp,
@@ -88,6 +89,7 @@ inline __mmask16 lane_mask(int32_t base, int32_t lo, int32_t hi) {
 }
 
 // Pass 1: scores of every query over positions lo..hi-1, 16 at a time.
+template <KvElem KE>
 void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCursor& keys, const RowCursor& values,
                 int32_t head_dim, int32_t lo, int32_t hi, float scale, float softcap, float* scores,
                 int64_t score_stride, float* max_score) {
@@ -97,21 +99,20 @@ void score_pass(const AttentionQuery* queries, int32_t num_queries, const RowCur
   // constant offsets), read in place for a lone query (see the AVX2 unit).
   constexpr int32_t kKeySlot = 256;
   alignas(64) float kbuf[16 * kKeySlot];
-  const bool packed = head_dim <= kKeySlot && num_queries > 1;
-  for (int32_t t = lo; t < hi && t < lo + kPrefetchAhead; ++t) prefetch_row<true>(keys.at(t), head_dim);
+  const bool packed = KE != KvElem::F32 || (head_dim <= kKeySlot && num_queries > 1);
+  for (int32_t t = lo; t < hi && t < lo + kPrefetchAhead; ++t) prefetch_row<true>(keys.at(t), keys.head_bytes);
   for (int32_t t0 = lo; t0 < hi; t0 += 16) {
     for (int32_t t = t0 + kPrefetchAhead; t < hi && t < t0 + kPrefetchAhead + 16; ++t)
-      prefetch_row<true>(keys.at(t), head_dim);
+      prefetch_row<true>(keys.at(t), keys.head_bytes);
     const float* k[16];
     for (int kk = 0; kk < 16; ++kk) {
-      const int64_t off = keys.offset(t0 + kk < hi ? t0 + kk : hi - 1);
-      k[kk] = keys.base + off;
-      if (t0 + kk < hi) prefetch_row<false>(values.base + off, head_dim);
+      const int32_t t = t0 + kk < hi ? t0 + kk : hi - 1;
+      k[kk] = keys.floats(t);  // read only for an F32 cache
+      if (t0 + kk < hi) prefetch_row<false>(values.at(t), values.head_bytes);
     }
     if (packed)
       for (int kk = 0; kk < 16; ++kk)
-        for (int32_t i = 0; i < head_dim; i += 16)
-          _mm512_store_ps(kbuf + kk * kKeySlot + i, _mm512_loadu_ps(k[kk] + i));
+        convert_row<KE>(reinterpret_cast<const uint8_t*>(k[kk]), kbuf + kk * kKeySlot, head_dim);
     for (int32_t j = 0; j < num_queries; ++j) {
       const AttentionQuery& qj = queries[j];
       if (t0 + 16 <= qj.first || t0 >= qj.num_ctx) continue;
@@ -189,12 +190,9 @@ struct Zmm {
 
 }  // namespace
 
-void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const float* k_cache,
-                           const float* v_cache, const int32_t* block_table, int32_t block_size, int32_t num_kv_heads,
-                           int32_t head_dim, int32_t kv_head, float scale, float softcap, float* scores,
-                           int64_t score_stride) {
-  attention_group<Zmm>(queries, num_queries, k_cache, v_cache, block_table, block_size, num_kv_heads, head_dim, kv_head,
-                       scale, softcap, scores, score_stride);
+void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const KvCacheRef& kv,
+                           int32_t kv_head, float scale, float softcap, float* scores, int64_t score_stride) {
+  attention_group<Zmm>(queries, num_queries, kv, kv_head, scale, softcap, scores, score_stride);
 }
 
 }  // namespace gb::kernels::avx512

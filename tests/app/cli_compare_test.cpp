@@ -113,7 +113,7 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     std::fputs("Tom had a red ball. He liked to play with it every day.", t);
     std::fclose(t);
   }
-  auto r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 512 --text " + text_path + " --base " +
+  auto r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 128 --text " + text_path + " --base " +
                                gbtest::quote(model) + " --json",
                            false);
   QCOMPARE(r.exit_code, 0);
@@ -129,7 +129,7 @@ GB_TEST(score_json_keys_and_base_vocabulary_check) {
     QVERIFY2(j["kl_percentiles"].contains(key), key);
   QVERIFY(j["window"].is_null());
   // llama-perplexity's windows: 8-token windows, tokens 5..7 of each counted.
-  r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 512 --text " + text_path + " --base " +
+  r = gbtest::run_cli("score --model " + gbtest::quote(f16) + " --ctx 128 --text " + text_path + " --base " +
                           gbtest::quote(model) + " --window 8 --json",
                       false);
   QCOMPARE(r.exit_code, 0);

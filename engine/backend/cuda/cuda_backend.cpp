@@ -76,6 +76,11 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     GB_CUDA_TRY(cudaSetDevice(options_.device_index));
     if (spec.num_blocks <= 0 || spec.block_size <= 0)
       return make_error("CUDA backend: KV pool needs a positive block count and block size");
+    // The CUDA attention kernels read float32 K/V only (kv_types()).
+    if (spec.k_type != DType::F32 || spec.v_type != DType::F32)
+      return make_error(std::string("CUDA backend: KV types K ") + std::string(dtype_info(spec.k_type).name) + " / V " +
+                        std::string(dtype_info(spec.v_type).name) +
+                        ": its attention kernels read F32 K/V only (--kv-type-k f32 --kv-type-v f32, or --device cpu)");
     pool_ = spec;
     layer_floats_ = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size) *
                     static_cast<size_t>(config_.kv_dim());

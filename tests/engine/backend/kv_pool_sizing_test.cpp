@@ -1,38 +1,85 @@
-// kv_pool_spec / kv_bytes_per_block against hand-worked numbers:
-// 2 x layers x kv_heads x head_dim x bytes x block_size.
+// kv_pool_spec / kv_bytes_per_block / plan_kv against hand-worked numbers:
+// layers x (K row + V row) x block_size, a row = kv_heads x head_dim values in
+// its KV type (F32 4 bytes, F16 2, Q8_0 34 per 32, Q4_0 18 per 32, Q4_1 20 per 32).
+#include <random>
+
 #include "gb_test.h"
 #include "backend/kv_pool_sizing.h"
 
 namespace {
+using gb::DType;
+
 gb::ModelConfig llama7b_like() {
   gb::ModelConfig c;
   c.num_layers = 32;
   c.num_heads = 32;
   c.num_kv_heads = 32;
   c.head_dim = 128;
+  c.context_length = 4096;
   return c;
+}
+
+// Llama 3.1 8B's shape: 32 layers, 8 KV heads of 128, context 131072.
+gb::ModelConfig llama31_8b_like() {
+  gb::ModelConfig c = llama7b_like();
+  c.num_kv_heads = 8;
+  c.context_length = 131072;
+  return c;
+}
+
+constexpr size_t kGiB = size_t{1} << 30, kMiB = size_t{1} << 20;
+
+gb::MemoryBudget budget(size_t available, size_t weights = 0) {
+  gb::MemoryBudget b;
+  b.available = available;
+  b.weights = weights;
+  b.margin = 512 * kMiB;
+  return b;
 }
 }  // namespace
 
 GB_TEST(bytes_per_block_follow_the_formula) {
   // The seed doc's example: 2*32*32*128*2 = 512 KiB per token in FP16; x16 tokens = 8 MiB.
-  QCOMPARE(gb::kv_bytes_per_block(llama7b_like(), 16, 2), size_t{8} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(llama7b_like(), 16, {DType::F16, DType::F16}), size_t{8} << 20);
   gb::ModelConfig gqa = llama7b_like();
   gqa.num_kv_heads = 8;  // GQA: a quarter of the KV
-  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, 2), size_t{2} << 20);
-  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, 4), size_t{4} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {DType::F16, DType::F16}), size_t{2} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {DType::F32, DType::F32}), size_t{4} << 20);
+  // Row of 1024 values: Q8_0 32 blocks x 34 bytes, Q4_0 32 x 18, Q4_1 32 x 20; K and V apart.
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::Q8_0, DType::Q8_0}), size_t{32} * 2 * 32 * 34);
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::Q8_0, DType::Q4_0}), size_t{32} * 32 * (34 + 18));
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::BF16, DType::Q4_1}), size_t{32} * (2048 + 32 * 20));
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::IQ4_NL, DType::F32}), size_t{32} * (32 * 18 + 4096));
+  QCOMPARE(gb::kv_types_name({DType::Q8_0, DType::F16}), std::string("q8_0/f16"));
+}
+
+GB_TEST(kv_types_by_name_and_what_a_model_can_hold) {
+  QVERIFY(gb::parse_kv_type("Q8_0", "--kv-type-k").value() == DType::Q8_0);
+  QVERIFY(gb::parse_kv_type("iq4_nl", "--kv-type-v").value() == DType::IQ4_NL);
+  auto bad = gb::parse_kv_type("q3_k", "--kv-type-k");
+  QVERIFY(!bad.ok());
+  QVERIFY2(bad.error().message.find("--kv-type-k q3_k") != std::string::npos, bad.error().message.c_str());
+  QVERIFY2(bad.error().message.find("q4_0") != std::string::npos, bad.error().message.c_str());
+  gb::ModelConfig odd = llama7b_like();
+  odd.num_kv_heads = 3;
+  odd.head_dim = 8;  // rows of 24 values: no 32-value blocks
+  QVERIFY(gb::kv_types_unsupported(odd, {DType::F16, DType::BF16}).empty());
+  const std::string why = gb::kv_types_unsupported(odd, {DType::F16, DType::Q4_0});
+  QVERIFY2(why.find("24") != std::string::npos && why.find("q4_0") != std::string::npos, why.c_str());
 }
 
 GB_TEST(pool_spec_from_blocks_or_bytes) {
   gb::KvPoolRequest r;
   r.num_blocks = 100;
+  r.types = {DType::Q8_0, DType::Q4_0};
   auto spec = gb::kv_pool_spec(llama7b_like(), r);
   QVERIFY(spec.ok());
   QCOMPARE(spec->num_blocks, 100);
   QCOMPARE(spec->block_size, 16);
+  QVERIFY(spec->k_type == DType::Q8_0 && spec->v_type == DType::Q4_0);
 
   r = {};
-  r.bytes_per_element = 2;
+  r.types = {DType::F16, DType::F16};
   r.num_bytes = (int64_t{8} << 20) * 10 + 12345;  // 10 blocks and change: rounds down
   spec = gb::kv_pool_spec(llama7b_like(), r);
   QVERIFY(spec.ok());
@@ -57,29 +104,97 @@ GB_TEST(pool_spec_rejects_bad_options_with_a_message) {
   QVERIFY(zero.error().message.find("--kv-blocks") != std::string::npos);
 }
 
-// kv_pool_blocks, the engine's one pool policy, rule by rule (context 1000 at
-// block 16 is 63 blocks per context).
-GB_TEST(pool_blocks_follow_the_first_rule_that_applies) {
-  gb::KvPoolPolicy p;
-  p.max_context = 1000;
-  p.block_size = 16;
-  p.max_seqs = 32;
-  auto serving = gb::kv_pool_blocks(llama7b_like(), p);  // 32 seqs at a quarter context each
-  QVERIFY(serving.ok());
-  QCOMPARE(*serving, 63 * 32 / 4);
-  p.max_seqs = 2;  // never less than one full context
-  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 63);
-  p.full_contexts = 4;
-  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 4 * 63);
-  p.max_context = 20;  // two blocks per context, but at least 16
-  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 16);
-  p.num_bytes = (size_t{16} << 20) * 3 + 5;  // FP32 K/V: 16 MiB a block -> 3 blocks
-  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 3);
-  p.num_blocks = 7;
-  QCOMPARE(gb::kv_pool_blocks(llama7b_like(), p).value(), 7);
-  p.num_blocks = 0;
-  p.num_bytes = 1000;  // less than one block: kv_pool_spec's message
-  auto small = gb::kv_pool_blocks(llama7b_like(), p);
-  QVERIFY(!small.ok());
-  QVERIFY(small.error().message.find("--kv-bytes 1000") != std::string::npos);
+// The 8B shape at its 131072 context: 128 KiB per token at F16 = 16 GiB of KV.
+GB_TEST(plan_lowers_the_default_context_to_what_fits_and_says_so) {
+  const gb::ModelConfig c = llama31_8b_like();
+  gb::KvPlanRequest r;
+  auto roomy = gb::plan_kv(c, r, budget(64 * kGiB, 5 * kGiB));
+  QVERIFY(roomy.ok());
+  QCOMPARE(roomy->context, 131072);
+  QVERIFY(!roomy->context_lowered && roomy->note.empty());
+  QCOMPARE(roomy->bytes_per_token, size_t{128} << 10);
+
+  // 24 GiB less 4.2 GiB of weights and the margin: 19.3 GiB -> all of 16 GiB fits
+  // at F16 but not at F32 (32 GiB).
+  r.types = {DType::F32, DType::F32};
+  auto f32 = gb::plan_kv(c, r, budget(24 * kGiB, 4506 * kMiB));
+  QVERIFY(f32.ok());
+  QVERIFY(f32->context_lowered);
+  QVERIFY(f32->context < 131072 && f32->context % 256 == 0);
+  QVERIFY(f32->pool_bytes <= f32->budget.for_kv());
+  QVERIFY(static_cast<size_t>(f32->context + 256) * f32->bytes_per_token > f32->budget.for_kv());  // the largest
+  QVERIFY2(f32->note.find("131072") != std::string::npos && f32->note.find("--ctx") != std::string::npos,
+           f32->note.c_str());
+
+  // Unknown memory (0) fits everything.
+  auto unknown = gb::plan_kv(c, r, gb::MemoryBudget{});
+  QVERIFY(unknown.ok());
+  QCOMPARE(unknown->context, 131072);
+}
+
+GB_TEST(plan_refuses_what_does_not_fit_naming_need_and_room) {
+  const gb::ModelConfig c = llama31_8b_like();
+  gb::KvPlanRequest r;
+  r.context = 131072;
+  auto refused = gb::plan_kv(c, r, budget(8 * kGiB, 4 * kGiB));
+  QVERIFY(!refused.ok());
+  const std::string& m = refused.error().message;
+  QVERIFY2(m.find("--ctx 131072 needs 16.0 GiB") != std::string::npos, m.c_str());
+  QVERIFY2(m.find("available") != std::string::npos && m.find("q8_0") != std::string::npos, m.c_str());
+
+  r = {};
+  r.num_bytes = int64_t{20} << 30;
+  auto bytes = gb::plan_kv(c, r, budget(8 * kGiB, 4 * kGiB));
+  QVERIFY(!bytes.ok());
+  QVERIFY2(bytes.error().message.find("--kv-bytes") != std::string::npos, bytes.error().message.c_str());
+
+  r = {};
+  r.context = 131073;  // above the model's maximum
+  auto above = gb::plan_kv(c, r, gb::MemoryBudget{});
+  QVERIFY(!above.ok());
+  QVERIFY2(above.error().message.find("maximum") != std::string::npos, above.error().message.c_str());
+  r.context = -1;
+  QVERIFY(!gb::plan_kv(c, r, gb::MemoryBudget{}).ok());
+
+  r = {};  // not even 256 tokens
+  auto tiny = gb::plan_kv(c, r, budget(520 * kMiB));
+  QVERIFY(!tiny.ok());
+  QVERIFY2(tiny.error().message.find("256 tokens") != std::string::npos, tiny.error().message.c_str());
+}
+
+// Random configs, budgets and requests: a plan never holds more than the
+// budget's room, never a context above the model's, always at least one
+// context, and the default context is the model's whenever it fits.
+GB_TEST(plan_properties_on_random_budgets) {
+  std::mt19937 rng(7);
+  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1};
+  int lowered = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    gb::ModelConfig c;
+    c.num_layers = 1 + static_cast<int32_t>(rng() % 80);
+    c.num_kv_heads = 1 + static_cast<int32_t>(rng() % 16);
+    c.head_dim = 32 * (1 + static_cast<int32_t>(rng() % 8));
+    c.num_heads = c.num_kv_heads;
+    c.context_length = 256 << (rng() % 10);
+    gb::KvPlanRequest r;
+    r.types = {types[rng() % 6], types[rng() % 6]};
+    r.contexts = 1 + static_cast<int32_t>(rng() % 8);
+    if (rng() % 3 == 0) r.context = 1 + static_cast<int32_t>(rng() % c.context_length);
+    const gb::MemoryBudget b = budget((size_t{1} << 28) + (static_cast<size_t>(rng()) << (rng() % 8)));
+    auto plan = gb::plan_kv(c, r, b);
+    if (!plan.ok()) {
+      ++refused;
+      continue;
+    }
+    const size_t block = plan->bytes_per_token * 16;
+    QVERIFY(plan->pool_bytes == static_cast<size_t>(plan->num_blocks) * block);
+    QVERIFY(plan->pool_bytes <= b.for_kv());
+    QVERIFY(plan->context >= 1 && plan->context <= c.context_length);
+    QVERIFY(plan->num_blocks * 16 >= plan->context);
+    if (r.context > 0) QCOMPARE(plan->context, r.context);
+    const bool whole_fits = static_cast<size_t>((c.context_length + 15) / 16) * block <= b.for_kv();
+    if (r.context == 0) QCOMPARE(plan->context_lowered, !whole_fits);
+    lowered += plan->context_lowered;
+  }
+  QVERIFY(lowered > 50 && refused > 50);  // both paths were exercised
 }

@@ -57,8 +57,11 @@ struct Run {
 };
 
 // Greedy generation through the Engine (the path every front end uses).
-Run run_greedy(const Loaded& m, const std::vector<gb::TokenId>& prompt, int max_tokens, bool stop_at_eos) {
+// K/V in float32 unless kv says otherwise: the goldens are run.c's float32 arithmetic.
+Run run_greedy(const Loaded& m, const std::vector<gb::TokenId>& prompt, int max_tokens, bool stop_at_eos,
+               gb::KvTypes kv = {gb::DType::F32, gb::DType::F32}) {
   gb::EngineConfig config;
+  config.kv_types = kv;
   config.max_seqs = 1;
   config.max_context = 512;
   config.check_invariants = true;
@@ -98,7 +101,8 @@ std::string describe(const std::string& what, const std::string& model, const st
 
 // Runs one golden case on one model file and checks ids, tokens and logits.
 void check_golden_case(const std::string& golden_rel, const std::string& model_rel, const std::string& tok_rel,
-                       double logit_tolerance, bool check_logits) {
+                       double logit_tolerance, bool check_logits,
+                       gb::KvTypes kv = {gb::DType::F32, gb::DType::F32}) {
   GB_REQUIRE_SHARED(golden_path, golden_rel);
   GB_REQUIRE_SHARED(model_path, model_rel);
   std::string tok_path;
@@ -116,7 +120,7 @@ void check_golden_case(const std::string& golden_rel, const std::string& model_r
 
   const int steps = g["steps"].get<int>();
   // run.c counts positions, the prompt included.
-  const Run run = run_greedy(m, prompt_ids, steps - static_cast<int>(prompt_ids.size()) + 1, true);
+  const Run run = run_greedy(m, prompt_ids, steps - static_cast<int>(prompt_ids.size()) + 1, true, kv);
   QVERIFY2(run.error.empty(), run.error.c_str());
   const auto& generated = run.tokens;
   const auto& tops = run.tops;
@@ -160,6 +164,17 @@ void check_all_cases(const std::string& model_rel, const std::string& tok_rel) {
 GB_TEST(golden_legacy_bin) { check_all_cases("models/stories260K/stories260K.bin", "models/stories260K/tok512.bin"); }
 GB_TEST(golden_v1_bin) { check_all_cases("models/stories260K/stories260K_v1.bin", "models/stories260K/tok512.bin"); }
 GB_TEST(golden_gguf_embedded_vocab) { check_all_cases("models/stories260K/stories260K.gguf", ""); }
+
+// The default KV type: F16 K and V round each stored value to 11 bits, which
+// moves these logits by ~1e-3 (near-ties among the top 10 may swap), and every
+// golden prompt's greedy tokens stay run.c's.
+GB_TEST(golden_tokens_with_f16_kv) {
+  for (const char* c : kCases) {
+    check_golden_case(c, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin", 0, false,
+                      {gb::DType::F16, gb::DType::F16});
+    if (QTest::currentTestFailed()) return;
+  }
+}
 
 GB_TEST(golden_f16_gguf_greedy_tokens) {
   // F16 weights move logits by ~1e-2 (README), so only the tokens must match.

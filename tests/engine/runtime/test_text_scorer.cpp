@@ -55,6 +55,7 @@ GB_TEST(score_logprobs_equal_those_of_generation) {
   auto backend = cpu(f.model);
   gb::ScoreOptions options;
   options.chunk = 17;  // chunk edges inside the prompt and the output
+  options.k_type = options.v_type = gb::EngineConfig{}.kv_types.k;  // the engine's default KV type (F16)
   auto score = gb::score_tokens(*f.model, *backend, nullptr, nullptr, all, options);
   QVERIFY(score.ok());
   QCOMPARE(score->tokens.size(), all.size() - 1);

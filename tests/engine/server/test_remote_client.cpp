@@ -129,6 +129,7 @@ GB_TEST(score_over_the_remote_equals_local_scoring) {
   QVERIFY(backend.ok());
   gb::ScoreOptions options;
   options.top_n = 5;
+  options.k_type = options.v_type = gb::EngineConfig{}.kv_types.k;  // the served engine's default KV type
   auto local = gb::score_tokens(*h.stories.model, **backend, nullptr, nullptr, ids, options);
   QVERIFY(local.ok());
   QCOMPARE(remote->size(), ids.size());

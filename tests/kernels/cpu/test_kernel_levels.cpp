@@ -15,6 +15,7 @@
 
 #include "cpu/convert.h"
 #include "cpu/cpu_info.h"
+#include "cpu/kv_type.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/paged_attention.h"
@@ -261,7 +262,105 @@ void check_attention_level(Isa isa) {
   }
 }
 
+// A KV cache of rows of kv_dim values stored in a KV type, and the same values
+// as float32 (the type's scalar dequantization of what was stored).
+struct TypedCache {
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequantized;
+};
+TypedCache typed_cache(WeightType t, const std::vector<float>& values, int64_t kv_dim) {
+  const WeightTypeTraits& w = weight_traits(t);
+  const size_t rows = values.size() / static_cast<size_t>(kv_dim), row_bytes = kv_row_bytes(t, kv_dim);
+  TypedCache c;
+  c.bytes.resize(rows * row_bytes);
+  c.dequantized.resize(values.size());
+  for (size_t r = 0; r < rows; ++r) {
+    w.quantize_row(values.data() + r * static_cast<size_t>(kv_dim), c.bytes.data() + r * row_bytes, kv_dim);
+    w.dequantize_row(c.bytes.data() + r * row_bytes, c.dequantized.data() + r * static_cast<size_t>(kv_dim), kv_dim);
+  }
+  return c;
+}
+
+// Grouped attention over a K/V cache in every KV type (K and V types apart) at
+// one level: where the level has a SIMD kernel for the view (attention_has_simd_kernel)
+// it reads the stored type and must give exactly the bits of the same level
+// over an F32 cache holding the dequantized values (the conversion is the
+// scalar dequantization's arithmetic); every query, grouped or alone, stays
+// within 2e-5 of the scalar oracle reading the stored type. At the scalar level
+// the oracle must equal itself over the dequantized cache bit for bit.
+void check_typed_attention_level(Isa isa) {
+  int simd_views = 0;
+  std::vector<std::pair<WeightType, WeightType>> pairs;
+  for (const KvTypeRow& k : kv_type_rows())
+    for (const KvTypeRow& v : kv_type_rows())
+      if (k.type == v.type || k.type == WeightType::F16 || v.type == WeightType::F16) pairs.push_back({k.type, v.type});
+  for (const int32_t d : {8, 16, 32, 64, 128, 256}) {
+    const int32_t kv_heads = d < 32 ? 4 : 2, bs = 16, group = 3, positions = 9, nblocks = 12;
+    const int64_t kv_dim = int64_t{kv_heads} * d;
+    const auto kvals = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_dim), 71u + static_cast<uint32_t>(d), 2.0f);
+    const auto vvals = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_dim), 72u + static_cast<uint32_t>(d));
+    const auto q = gbtest::random_normals(static_cast<size_t>(positions * group * d), 73, 2.0f);
+    std::vector<int32_t> table(static_cast<size_t>(nblocks));
+    for (int32_t i = 0; i < nblocks; ++i) table[static_cast<size_t>(i)] = (i * 5 + 2) % nblocks;
+    for (const auto& [kt, vt] : pairs) {
+      if (!kv_type_unsupported(kt, kv_dim).empty() || !kv_type_unsupported(vt, kv_dim).empty()) continue;
+      const TypedCache kc = typed_cache(kt, kvals, kv_dim), vc = typed_cache(vt, vvals, kv_dim);
+      PagedKvView typed{kc.bytes.data(), vc.bytes.data(), table.data(), bs, kv_heads, d, kt, vt};
+      const PagedKvView plain{kc.dequantized.data(), vc.dequantized.data(), table.data(), bs, kv_heads, d};
+      const bool simd = attention_has_simd_kernel(isa, typed);
+      simd_views += simd;
+      const std::string what = "d " + std::to_string(d) + " K " + std::string(kv_type_name(kt)) + " V " +
+                               std::string(kv_type_name(vt));
+      for (const float cap : {0.0f, 5.0f})
+        for (const int32_t window : {0, 37}) {
+          std::vector<AttentionQuery> a, b;
+          std::vector<float> out_a(static_cast<size_t>(positions * group * d), -1.0f), out_b = out_a;
+          for (int32_t p = 0; p < positions; ++p)
+            for (int32_t g = 0; g < group; ++g) {
+              const int32_t pos = p == 0 ? 3 : nblocks * bs - 1 - 17 * (positions - 1 - p), j = p * group + g;
+              const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
+              a.push_back({q.data() + j * d, out_a.data() + j * d, first, pos + 1});
+              b.push_back({q.data() + j * d, out_b.data() + j * d, first, pos + 1});
+            }
+          const int32_t stride = nblocks * bs;
+          std::vector<float> scores(a.size() * static_cast<size_t>(stride));
+          const int32_t kv_head = kv_heads - 1;
+          paged_attention_group_with(isa, a.data(), static_cast<int32_t>(a.size()), typed, kv_head, 0.0f, cap,
+                                     scores.data(), stride);
+          paged_attention_group_with(simd ? isa : Isa::Scalar, b.data(), static_cast<int32_t>(b.size()), plain, kv_head,
+                                     0.0f, cap, scores.data(), stride);
+          QVERIFY2(out_a == out_b, (what + ": the stored type and its dequantized values give other bits").c_str());
+          std::vector<float> ref(static_cast<size_t>(d)), alone(static_cast<size_t>(d)), one(static_cast<size_t>(stride));
+          for (const AttentionQuery& qj : a) {
+            paged_attention_head_ex_reference(ref.data(), qj.q, typed, kv_head, qj.num_ctx,
+                                              AttentionShape{qj.first, 0.0f, cap}, one.data());
+            const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx};
+            paged_attention_group_with(isa, &self, 1, typed, kv_head, 0.0f, cap, one.data(), stride);
+            QVERIFY2(std::memcmp(alone.data(), qj.out, sizeof(float) * static_cast<size_t>(d)) == 0,
+                     (what + ": a query differs from itself alone").c_str());
+            for (int32_t i = 0; i < d; ++i)
+              QVERIFY2(std::abs(ref[static_cast<size_t>(i)] - qj.out[i]) <= 2e-5f,
+                       (what + ": far from the scalar oracle").c_str());
+          }
+        }
+    }
+  }
+  if (isa != Isa::Scalar) QVERIFY2(simd_views > 0, "no view ran a SIMD kernel");
+}
+
 }  // namespace
+
+GB_TEST(kv_types_attention_scalar_level) { check_typed_attention_level(Isa::Scalar); }
+
+GB_TEST(kv_types_attention_avx2_level) {
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_typed_attention_level(Isa::Avx2);
+}
+
+GB_TEST(kv_types_attention_avx512_level) {
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_typed_attention_level(Isa::Avx512);
+}
 
 GB_TEST(bf16_rounding_of_activations_matches_scalar_bits) {
   // Ties to even both ways, the largest finite values, infinities, NaNs (quieted,

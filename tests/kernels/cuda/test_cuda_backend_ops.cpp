@@ -152,7 +152,9 @@ class CudaOps final : public gbtest::ops::OpBackend {
     const std::vector<int32_t> table = host_copy(kv.block_table, static_cast<size_t>(nblocks));
     const int32_t pool_blocks = *std::max_element(table.begin(), table.end()) + 1;
     const size_t pool = static_cast<size_t>(pool_blocks) * static_cast<size_t>(kv.block_size * heads * d);
-    DeviceArray<float> dk(host_copy(kv.k_cache, pool)), dv(host_copy(kv.v_cache, pool));
+    if (kv.k_type != gb::kernels::WeightType::F32 || kv.v_type != gb::kernels::WeightType::F32) return false;
+    DeviceArray<float> dk(host_copy(static_cast<const float*>(kv.k_cache), pool)),
+        dv(host_copy(static_cast<const float*>(kv.v_cache), pool));
     std::vector<float> qrow(static_cast<size_t>(heads * d), 0.0f);
     std::copy(q, q + d, qrow.begin() + static_cast<ptrdiff_t>((heads - 1) * d));
     DeviceArray<float> dq(qrow), dout(qrow.size());
