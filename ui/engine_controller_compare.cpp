@@ -134,11 +134,12 @@ void EngineController::scoreText(quint64 tag, const QString& text, const QString
   const gb::BackendOptions host{gb::Device::Cpu, 0};
   std::unique_ptr<gb::Backend> backend = gb::make_backend(state_->model, host).value();
   std::unique_ptr<gb::Backend> baseBackend = base ? gb::make_backend(base, host).value() : nullptr;
-  // The model's KV in the engine's types (what its generations saw), the base's
-  // in F32 (the reference a KV type is measured against).
+  // K/V in the engine's types (what its generations saw), for the base too:
+  // the KL is then the models' difference alone (glassbox-cli score
+  // --base-kv-type-k/-v measures a KV type against F32).
   gb::ScoreOptions scoreOptions;
-  scoreOptions.k_type = state_->engine->kv_plan().types.k;
-  scoreOptions.v_type = state_->engine->kv_plan().types.v;
+  scoreOptions.k_type = scoreOptions.base_k_type = state_->engine->kv_plan().types.k;
+  scoreOptions.v_type = scoreOptions.base_v_type = state_->engine->kv_plan().types.v;
   auto score = gb::score_tokens(*state_->model, *backend, base.get(), baseBackend.get(), ids, scoreOptions);
   if (!score) return notify(&EngineController::scoreFailed, tag, QString::fromStdString(score.error().message));
   gb::TextScoreJsonOptions options;

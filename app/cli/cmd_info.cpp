@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "backend/kv_pool_sizing.h"
 #include "cli/command_registry.h"
 #include "model/architecture.h"
 #include "model/model.h"
@@ -27,7 +29,29 @@ struct InfoArgs {
   bool check_tensors = false;
   int32_t context_length = 0;
   std::string compare;
+  KvTypes kv_types;  // --kv-type-k / --kv-type-v
+  std::string kv_type_k = "f16", kv_type_v = "f16";
 };
+
+// The KV plan on this host for --ctx and the KV types (what generate would
+// get): the context, and the note or the refusal it would print.
+struct InfoPlan {
+  std::optional<KvPlan> plan;
+  std::string error;
+};
+InfoPlan info_plan(const Model& m, const InfoArgs& a) {
+  const ModelConfig& c = m.config;
+  KvPlanRequest request;
+  request.context = a.context_length;
+  request.types = a.kv_types;
+  const MemoryBudget budget =
+      host_budget(m.weight_bytes(), work_bytes(c, 512, 1, a.context_length > 0 ? a.context_length : c.context_length, 1));
+  auto plan = plan_kv(c, request, budget);
+  InfoPlan out;
+  if (plan) out.plan = *plan;
+  else out.error = plan.error().message;
+  return out;
+}
 
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -80,7 +104,9 @@ void print_info_json(const Model& m, const InfoArgs& a) {
   const ModelConfig& c = m.config;
   const auto type_counts = tensor_type_counts(m);
   const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
-  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
+  const size_t kv_chosen = kv_bytes_per_token(c, a.kv_types);
+  const uint64_t memory = m.weight_bytes() + static_cast<uint64_t>(kv_chosen) * static_cast<uint64_t>(c.context_length);
+  const InfoPlan plan = info_plan(m, a);
   nlohmann::json j = {
       {"path", m.path}, {"format", std::string(model_format_name(m.format))},
       {"architecture", c.architecture}, {"name", m.name},
@@ -97,6 +123,8 @@ void print_info_json(const Model& m, const InfoArgs& a) {
       {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
       {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
       {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
+      {"kv_type_k", std::string(kernels::kv_type_name(a.kv_types.k))},
+      {"kv_type_v", std::string(kernels::kv_type_name(a.kv_types.v))}, {"kv_bytes_per_token", kv_chosen},
       {"has_vocabulary", m.vocabulary.has_value()}, {"bits_per_weight", bits_per_weight(m)},
       {"type_label", weight_type_label(m)}, {"memory_estimate_bytes", memory},
       {"tensors_checked", a.check_tensors}};
@@ -105,6 +133,18 @@ void print_info_json(const Model& m, const InfoArgs& a) {
     rows.push_back({{"type", std::string(dtype_info(r.type).name)}, {"tensors", r.num_tensors},
                     {"values", r.num_values}, {"bytes", r.num_bytes}, {"bits_per_weight", r.bits_per_weight()}});
   j["weight_types"] = rows;
+  nlohmann::json p = {{"fits", plan.plan.has_value()}};
+  if (plan.plan) {
+    p["context"] = plan.plan->context;
+    p["context_lowered"] = plan.plan->context_lowered;
+    p["kv_bytes"] = static_cast<uint64_t>(plan.plan->bytes_per_token) * static_cast<uint64_t>(plan.plan->context);
+    p["budget_for_kv_bytes"] = plan.plan->budget.for_kv();
+    p["available_bytes"] = plan.plan->budget.available;
+    p["note"] = plan.plan->note;
+  } else {
+    p["error"] = plan.error;
+  }
+  j["kv_plan"] = p;
   nlohmann::json md = nlohmann::json::array();
   for (const auto& [k, v] : m.metadata) md.push_back({k, v});
   j["metadata"] = md;
@@ -138,8 +178,9 @@ void print_architecture(const Model& m) {
 void print_weights(const Model& m, const InfoArgs& a) {
   const ModelConfig& c = m.config;
   const auto type_counts = tensor_type_counts(m);
-  const size_t kv_f32 = c.kv_bytes_per_token(4), kv_f16 = c.kv_bytes_per_token(2);
-  const uint64_t memory = memory_estimate_bytes(m, c.context_length);
+  const size_t kv = kv_bytes_per_token(c, a.kv_types), kv_f32 = c.kv_bytes_per_token(4);
+  const uint64_t memory = m.weight_bytes() + static_cast<uint64_t>(kv) * static_cast<uint64_t>(c.context_length);
+  const std::string types = kv_types_name(a.kv_types);
   std::printf("parameters     %llu (%.2f M)\n", static_cast<unsigned long long>(m.num_parameters()),
               static_cast<double>(m.num_parameters()) / 1e6);
   std::printf("tensor types  ");
@@ -156,24 +197,41 @@ void print_weights(const Model& m, const InfoArgs& a) {
   std::printf("weight bytes   %zu (%s); read per decoded token %s\n", m.weight_bytes(),
               human_bytes(static_cast<double>(m.weight_bytes())).c_str(),
               human_bytes(static_cast<double>(m.weight_bytes_per_token())).c_str());
-  std::printf("KV per token   %zu bytes F32 (our cache), %zu bytes F16; %s F32 at full context\n", kv_f32, kv_f16,
-              human_bytes(static_cast<double>(kv_f32) * c.context_length).c_str());
-  std::printf("memory         %s = weights %s + KV pool %s (F32, %d tokens)\n",
+  std::printf("KV per token   %zu bytes at K/V %s (%d layers x (K %zu + V %zu bytes)); F32 %zu; %s at full context\n",
+              kv, types.c_str(), c.num_layers, kernels::kv_row_bytes(a.kv_types.k, c.kv_dim()),
+              kernels::kv_row_bytes(a.kv_types.v, c.kv_dim()), kv_f32,
+              human_bytes(static_cast<double>(kv) * c.context_length).c_str());
+  std::printf("memory         %s = weights %s + KV %s (%s, %d tokens)\n",
               human_bytes(static_cast<double>(memory)).c_str(), human_bytes(static_cast<double>(m.weight_bytes())).c_str(),
-              human_bytes(static_cast<double>(memory - m.weight_bytes())).c_str(), c.context_length);
+              human_bytes(static_cast<double>(memory - m.weight_bytes())).c_str(), types.c_str(), c.context_length);
+  const InfoPlan plan = info_plan(m, a);
+  if (!plan.plan)
+    std::printf("plan here      refused: %s\n", plan.error.c_str());
+  else
+    std::printf("plan here      context %d (KV %s of %s for KV: %s available less weights, work and margin)%s%s\n",
+                plan.plan->context,
+                format_bytes(plan.plan->bytes_per_token * static_cast<size_t>(plan.plan->context)).c_str(),
+                format_bytes(plan.plan->budget.for_kv()).c_str(), format_bytes(plan.plan->budget.available).c_str(),
+                plan.plan->note.empty() ? "" : "\n               ", plan.plan->note.c_str());
   if (a.check_tensors) std::printf("tensor check   every block's scales are finite\n");
   std::printf("vocabulary     %s\n", m.vocabulary ? (std::to_string(m.vocabulary->tokens.size()) + " tokens (" +
                                                      m.vocabulary->model + ")").c_str()
                                                   : "none embedded");
 }
 
-int run_info(const InfoArgs& a) {
+int run_info(InfoArgs a) {
+  auto k = parse_kv_type(a.kv_type_k, "--kv-type-k");
+  if (!k) return fail(k.error().message);
+  auto v = parse_kv_type(a.kv_type_v, "--kv-type-v");
+  if (!v) return fail(v.error().message);
+  a.kv_types = {*k, *v};
   LoadOptions load;
   load.context_length = a.context_length;
   load.check_tensors = a.check_tensors;
   auto loaded = load_model(a.path, load);
   if (!loaded) return fail(loaded.error().message);
   const Model& m = *loaded.value();
+  if (std::string why = kv_types_unsupported(m.config, a.kv_types); !why.empty()) return fail("KV type: " + why);
   if (a.json) {
     print_info_json(m, a);
     return 0;
@@ -195,7 +253,11 @@ const CommandRegistrar info_command("info", "Describe a model file (GGUF or llam
                                     sub.add_flag("--json", args->json, "Print one JSON object");
                                     sub.add_flag("--metadata", args->all_metadata, "Also list every metadata key");
                                     sub.add_option("--ctx", args->context_length,
-                                                   "Context for the memory estimate (default: the file's)");
+                                                   "Context for the memory estimate and the plan (default: the file's)");
+                                    sub.add_option("--kv-type-k", args->kv_type_k, "KV type of K for the estimate and the plan (also -ctk)")
+                                        ->capture_default_str();
+                                    sub.add_option("--kv-type-v", args->kv_type_v, "KV type of V (also -ctv)")
+                                        ->capture_default_str();
                                     sub.add_flag("--check-tensors", args->check_tensors,
                                                  "Scan every weight block for NaN/Inf scales");
                                     sub.add_option("--compare", args->compare,

@@ -21,7 +21,9 @@ Status apply_kv_pool_options(const KvPoolOptions& options, const ModelConfig& mo
   pool.types = config.kv_types;
   auto spec = kv_pool_spec(model, pool);
   if (!spec) return spec.error();
-  config.num_blocks = spec->num_blocks;
+  // Bytes stay bytes, so the engine's budget check names the option given.
+  if (options.kv_blocks > 0) config.num_blocks = spec->num_blocks;
+  else config.kv_bytes = static_cast<size_t>(options.kv_bytes);
   return {};
 }
 

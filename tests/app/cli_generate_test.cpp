@@ -1,5 +1,6 @@
 // `glassbox-cli generate` end to end as a user runs it: golden ids in --json,
 // the fields each line must carry, text mode, traces, and clear failures.
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -175,4 +176,65 @@ GB_TEST(generate_zero_tokens_is_an_empty_completion) {
   QCOMPARE(lines.size(), size_t{2});
   QCOMPARE(lines[1]["num_generated"].get<int>(), 0);
   QCOMPARE(lines[1]["reason"].get<std::string>(), std::string("max_tokens"));
+}
+
+// KV types: every type (and llama.cpp's -ctk/-ctv spelling) generates; F16
+// greedy text equals F32's on this prompt; each bad option is one clear error.
+GB_TEST(generate_with_every_kv_type_and_llama_cpp_spelling) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string base = "generate --model " + gbtest::quote(model) + " --prompt 'Once upon a time' --max-tokens 24 --no-echo";
+  const auto f32 = gbtest::run_cli(base + " --kv-type-k f32 --kv-type-v f32", false);
+  QCOMPARE(f32.exit_code, 0);
+  const auto f16 = gbtest::run_cli(base + " -ctk f16 -ctv f16", false);
+  QCOMPARE(f16.exit_code, 0);
+  QCOMPARE(f16.output, f32.output);
+  QCOMPARE(gbtest::run_cli(base, false).output, f16.output);  // f16 is the default
+  for (const char* kv : {"bf16 bf16", "q8_0 q8_0", "q4_0 q4_0", "q4_1 q4_1", "iq4_nl iq4_nl", "q8_0 q4_0", "f32 q4_0"}) {
+    const std::string k(kv, std::strchr(kv, ' ')), v(std::strchr(kv, ' ') + 1);
+    const auto r = gbtest::run_cli(base + " -ctk " + k + " --kv-type-v " + v);
+    QVERIFY2(r.exit_code == 0, (std::string(kv) + ": " + r.output).c_str());
+    QVERIFY2(r.output.size() > 20, (std::string(kv) + ": " + r.output).c_str());
+  }
+}
+
+GB_TEST(kv_and_context_options_refuse_bad_values_clearly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string base = "generate --model " + gbtest::quote(model) + " --prompt x --max-tokens 2 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--kv-type-k q3_k", "not a KV type"},
+      {"-ctv fp8", "not a KV type"},
+      {"--ctx 0", "--ctx"},
+      {"--ctx 4096", "above the model's maximum context of 512"},
+  };
+  for (const auto& [args, want] : cases) {
+    const auto r = gbtest::run_cli(base + args);
+    QVERIFY2(r.exit_code != 0, args);
+    QVERIFY2(r.output.find(want) != std::string::npos, (std::string(args) + ": " + r.output).c_str());
+    QVERIFY2(r.output.find("Segmentation") == std::string::npos && r.output.find("terminate") == std::string::npos,
+             r.output.c_str());
+  }
+  // A pool larger than the memory there is: refused before loading, naming both.
+  GB_REQUIRE_SHARED(tiny, "models/stories260K/stories260K.bin");
+  const auto big = gbtest::run_cli("serve --model " + gbtest::quote(tiny) + " --port 0 --kv-bytes 400000000000");
+  QVERIFY(big.exit_code != 0);
+  QVERIFY2(big.output.find("--kv-bytes") != std::string::npos && big.output.find("available") != std::string::npos,
+           big.output.c_str());
+}
+
+// Address space short (RLIMIT_AS): reserving the pool fails, and that is an
+// error message with the bytes asked for, not a crash or an OOM kill.
+GB_TEST(a_pool_the_address_space_cannot_hold_is_an_error) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  std::string command = "ulimit -v 1500000; '";
+  command += GLASSBOX_CLI_PATH;
+  command += "' serve --model " + gbtest::quote(model) + " --port 0 --kv-bytes 3000000000 2>&1";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  QVERIFY(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 1, out.c_str());
+  QVERIFY2(out.find("cannot reserve") != std::string::npos && out.find("KV pool") != std::string::npos, out.c_str());
 }

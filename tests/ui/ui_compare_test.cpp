@@ -26,6 +26,7 @@
 #include "distribution_bars.h"
 #include "backend/backend.h"
 #include "model/model.h"
+#include "runtime/engine.h"
 #include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "tokenizer/tokenizer.h"
@@ -238,7 +239,10 @@ class UiCompareTest : public QObject {
     QVERIFY(tok.ok());
     auto backend = gb::make_backend(*model, {gb::Device::Cpu, 1});
     QVERIFY(backend.ok());
-    auto ref = gb::score_tokens(**model, **backend, nullptr, nullptr, (*tok)->encode(text.toStdString(), true));
+    gb::ScoreOptions scoreOptions;  // the engine's KV types, as the view scores
+    scoreOptions.k_type = scoreOptions.v_type = gb::EngineConfig{}.kv_types.k;
+    auto ref = gb::score_tokens(**model, **backend, nullptr, nullptr, (*tok)->encode(text.toStdString(), true),
+                                scoreOptions);
     QVERIFY(ref.ok());
     const QJsonObject root = QJsonDocument::fromJson(sv->resultJson().toUtf8()).object();
     const QJsonArray tokens = root.value("tokens").toArray();
