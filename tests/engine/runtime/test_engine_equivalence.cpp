@@ -29,7 +29,12 @@ struct Output {
 using Fixture = gbtest::StoriesFixture;
 using gbtest::load_stories;
 
+// The KV types every engine of these tests stores K/V in (the default F16
+// unless a test of the KV types sets another).
+gb::KvTypes g_kv_types;
+
 std::unique_ptr<gb::Engine> make_engine(const Fixture& f, gb::EngineConfig config) {
+  config.kv_types = g_kv_types;
   return gbtest::make_test_engine(f, config);
 }
 
@@ -92,6 +97,55 @@ void expect_same(const Output& got, const Output& want, const std::string& what)
 }
 
 }  // namespace
+
+// Every KV type: a prefix-cache hit, a copy-on-write fork and preemption with
+// recompute give exactly the tokens and logits of cold runs at that type (the
+// cache holds the same quantized rows however they got there), and a request
+// of one type never hits blocks cached under another (the isolation key).
+GB_TEST(every_kv_type_keeps_prefix_hits_forks_and_preemption_exact) {
+  REQUIRE_FIXTURE(f);
+  const gb::DType types[] = {gb::DType::F32, gb::DType::BF16, gb::DType::Q8_0, gb::DType::Q4_0, gb::DType::Q4_1,
+                             gb::DType::IQ4_NL};
+  for (const gb::DType t : types) {
+    g_kv_types = {t, t == gb::DType::Q4_0 ? gb::DType::Q8_0 : t};
+    const std::string what = gb::kv_types_name(g_kv_types);
+    // Prefix hit.
+    const auto prompt = make_prompt(100, 5);
+    auto engine = make_engine(f, {});
+    QVERIFY(engine->submit(greedy(prompt, 4)).ok());
+    QVERIFY(engine->run_until_idle().ok());
+    auto second = engine->submit(greedy(prompt, 12));
+    QVERIFY(second.ok());
+    QVERIFY(engine->run_until_idle().ok());
+    auto out = collect(engine->drain_events());
+    QCOMPARE(out[second->value].num_cached, 96);
+    auto cold = greedy(prompt, 12);
+    cold.use_prefix_cache = false;
+    const Output alone = run_alone(f, cold);
+    expect_same(out[second->value], alone, what + " prefix hit");
+    // Preemption: 4 requests in 10 blocks.
+    gb::EngineConfig small;
+    small.num_blocks = 10;
+    auto tight = make_engine(f, small);
+    std::vector<gb::GenerationRequest> reqs;
+    std::vector<gb::RequestId> ids;
+    for (int i = 0; i < 4; ++i) {
+      reqs.push_back(greedy(make_prompt(10 + 5 * i, 10 + static_cast<uint32_t>(i)), 60));
+      ids.push_back(tight->submit(reqs.back()).value());
+    }
+    QVERIFY(tight->run_until_idle().ok());
+    auto tight_out = collect(tight->drain_events());
+    for (size_t i = 0; i < reqs.size(); ++i) expect_same(tight_out[ids[i].value], run_alone(f, reqs[i]), what + " preempted");
+    if (QTest::currentTestFailed()) break;
+  }
+  // The same engine never serves a prefix cached under other KV types: the
+  // isolation key differs (hash_isolation_key covers kv_types).
+  gb::IsolationKey a, b;
+  a.kv_types = "f16/f16";
+  b.kv_types = "q8_0/q8_0";
+  QVERIFY(gb::hash_isolation_key(a) != gb::hash_isolation_key(b));
+  g_kv_types = {};
+}
 
 GB_TEST(batched_equals_alone_for_1_to_32_other_requests) {
   REQUIRE_FIXTURE(f);
@@ -296,6 +350,24 @@ GB_TEST(seeded_sampling_same_tokens_alone_and_in_a_batch) {
   // A different seed draws a different sequence (40 tokens at temperature 1).
   subject.sampling.seed = 1235;
   QVERIFY(run_alone(f, subject).tokens != alone.tokens);
+}
+
+
+// The CPU pool is reserved, not touched: resident memory follows the tokens
+// held (a few pages per layer for one short request), not the capacity.
+GB_TEST(kv_pool_memory_is_committed_as_it_is_used) {
+  REQUIRE_FIXTURE(f);
+  gb::EngineConfig config;
+  config.num_blocks = 4096;  // 65536 token slots
+  auto engine = make_engine(f, config);
+  const size_t pool = engine->backend().kv_pool_bytes();
+  QCOMPARE(pool, size_t{4096} * 16 * gb::kv_bytes_per_token(f.model->config, config.kv_types));
+  QCOMPARE(engine->backend().kv_resident_bytes(), size_t{0});
+  QVERIFY(engine->submit(greedy(make_prompt(30, 3), 10)).ok());
+  QVERIFY(engine->run_until_idle().ok());
+  const size_t resident = engine->backend().kv_resident_bytes();
+  QVERIFY2(resident > 0 && resident < pool / 64,
+           (std::to_string(resident) + " resident of a " + std::to_string(pool) + "-byte pool").c_str());
 }
 
 }  // namespace test_engine_equivalence
