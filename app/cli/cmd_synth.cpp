@@ -1,4 +1,4 @@
-// `glassbox-cli synth --shape NAME --dtype f32|f16 --seed S --out FILE.gguf`:
+// `glassbox-cli synth --shape NAME --dtype f32|f16|q4_0|q8_0 --seed S --out FILE.gguf`:
 // write a synthetic llama GGUF (random weights, generated vocabulary) with the
 // shape of a known checkpoint, for benchmarks at real sizes. Progress on stderr.
 // `glassbox-cli synth --arch NAME --seed S --out FILE.gguf`: a small random model
@@ -44,7 +44,13 @@ int run_synth(const SynthArgs& a) {
     for (const auto& s : synthetic_shapes()) names += (names.empty() ? "" : ", ") + s.name;
     return fail("unknown shape '" + a.shape + "' (known: " + names + ")");
   }
-  SyntheticSpec spec{*shape, a.dtype == "f16" ? DType::F16 : DType::F32, a.seed};
+  // f32, f16 or a quantized type every matrix is written in (Q4_0: the
+  // llama-3.1-8b shape in 4.2 GiB).
+  const DType dtype = a.dtype == "f16"    ? DType::F16
+                      : a.dtype == "q4_0" ? DType::Q4_0
+                      : a.dtype == "q8_0" ? DType::Q8_0
+                                          : DType::F32;
+  SyntheticSpec spec{*shape, dtype, a.seed};
   // A shape with another layer count: per-token overhead is measured by
   // regressing decode time on the number of layers (docs/performance.md).
   if (a.layers > 0) spec.shape.num_layers = a.layers;
@@ -72,13 +78,13 @@ const CommandRegistrar synth_command("synth", "Write a synthetic GGUF: a llama w
                                   [](CLI::App& sub) -> CommandRunner {
                                     auto args = std::make_shared<SynthArgs>();
                                     sub.add_option("--shape", args->shape,
-                                                   "stories260K, stories15M, stories42M, stories110M, tinyllama-1.1b")
+                                                   "stories260K, stories15M, stories42M, stories110M, tinyllama-1.1b, llama-3.1-8b")
                                         ->capture_default_str();
                                     sub.add_option("--arch", args->arch,
                                                    "Small random model of an architecture instead of a shape: "
                                                    "qwen3, mistral, gemma2, gemma3, phi3 (F32)");
                                     sub.add_option("--dtype", args->dtype, "Weight type")
-                                        ->check(CLI::IsMember({"f32", "f16"}))
+                                        ->check(CLI::IsMember({"f32", "f16", "q4_0", "q8_0"}))
                                         ->capture_default_str();
                                     sub.add_option("--seed", args->seed, "Random seed")->capture_default_str();
                                     sub.add_option("--layers", args->layers,

@@ -43,6 +43,22 @@ GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, 
     if (dtype == DType::F32) {
       auto* dst = reinterpret_cast<float*>(out.data());
       for (size_t i = 0; i < n; ++i) dst[i] = value();
+    } else if (kernels::is_quantized(dtype)) {
+      // A quantized type: 256 blocks quantized from random normals, then the
+      // tensor's blocks drawn from them (a multi-GiB file in seconds; the
+      // values are as random as a benchmark needs).
+      const kernels::WeightTypeTraits& t = kernels::weight_traits(dtype);
+      constexpr size_t kPool = 256;
+      std::vector<float> values(kPool * static_cast<size_t>(t.block_elements));
+      for (float& v : values) v = value();
+      std::vector<std::byte> pool(kPool * static_cast<size_t>(t.block_bytes));
+      t.quantize_row(values.data(), pool.data(), static_cast<int64_t>(values.size()));
+      for (size_t i = 0; i < n; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        std::memcpy(out.data() + i * static_cast<size_t>(t.block_bytes),
+                    pool.data() + (state >> 56) % kPool * static_cast<size_t>(t.block_bytes),
+                    static_cast<size_t>(t.block_bytes));
+      }
     } else {
       auto* dst = reinterpret_cast<uint16_t*>(out.data());
       const bool half = dtype == DType::F16;
@@ -73,6 +89,9 @@ const std::vector<SyntheticShape>& synthetic_shapes() {
       {"stories42M", 512, 1376, 8, 8, 8, 32000, 1024, true},
       {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024, true},
       {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, false},
+      // Llama 3.1 8B's shape (its 128256-token vocabulary and 131072-token
+      // context; RoPE base and scaling are not the model's).
+      {"llama-3.1-8b", 4096, 14336, 32, 32, 8, 128256, 131072, false},
   };
   return shapes;
 }
@@ -139,7 +158,12 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   GgufWriter w;
   w.add_metadata("general.architecture", GgufValue::str("llama"));
   w.add_metadata("general.name", GgufValue::str("synthetic-" + s.name));
-  w.add_metadata("general.file_type", GgufValue::u32(spec.dtype == DType::F32 ? 0 : spec.dtype == DType::F16 ? 1 : 32));
+  const uint32_t file_type = spec.dtype == DType::F32    ? 0
+                             : spec.dtype == DType::F16  ? 1
+                             : spec.dtype == DType::Q4_0 ? 2
+                             : spec.dtype == DType::Q8_0 ? 7
+                                                         : 32;
+  w.add_metadata("general.file_type", GgufValue::u32(file_type));
   w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(spec.seed));
   w.add_metadata("llama.context_length", GgufValue::u32(static_cast<uint32_t>(c.context_length)));
   w.add_metadata("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(c.dim)));
