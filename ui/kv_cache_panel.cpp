@@ -197,22 +197,31 @@ QString KvCachePanel::statsText() const {
   const quint64 blockBytes = info.kvBytesPerTokenFormula * quint64(std::max(0, model_->blockSize()));
   const QLocale locale;
   const auto size = [&](quint64 b) { return locale.formattedDataSize(static_cast<qint64>(b)); };
-  QString memory = tr("\nKV memory (K %1, V %2): holding %3 in %4 blocks; pool reserved %5")
-                       .arg(info.kvTypeK, info.kvTypeV, size(blockBytes * quint64(k.owned + k.cached)))
-                       .arg(k.owned + k.cached)
-                       .arg(size(info.kvPoolBytes));
-  if (info.kvBudgetBytes > 0) memory += tr(", budget for KV %1").arg(size(info.kvBudgetBytes));
-  if (!info.kvPlanNote.isEmpty()) memory += QStringLiteral("\n") + info.kvPlanNote;
   const quint64 measured = info.kvBytesPerTokenMeasured();
   QString bytes;
   if (measured == 0) bytes = tr("measured n/a");
   else if (measured == info.kvBytesPerTokenFormula) bytes = tr("= measured");
   else bytes = tr("\u2260 measured %1").arg(measured);
+  QString memory = tr("KV %1 B/token = %2 layers \u00d7 (K %3 %4 B + V %5 %6 B) %7; holding %8 in %9 blocks of %10 "
+                      "reserved (%11 blocks, %12 self-draft scratch)")
+                       .arg(info.kvBytesPerTokenFormula)
+                       .arg(info.numLayers)
+                       .arg(info.kvTypeK)
+                       .arg(info.kvRowBytesK)
+                       .arg(info.kvTypeV)
+                       .arg(info.kvRowBytesV)
+                       .arg(bytes)
+                       .arg(size(blockBytes * quint64(k.owned + k.cached)))
+                       .arg(k.owned + k.cached)
+                       .arg(size(info.kvPoolBytes))
+                       .arg(info.numBlocks)
+                       .arg(info.numScratchBlocks);
+  if (info.kvBudgetBytes > 0) memory += tr("; budget %1").arg(size(info.kvBudgetBytes));
+  if (!info.kvPlanNote.isEmpty()) memory += QStringLiteral("\n") + info.kvPlanNote;
   return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "
             "finished answer(s), %8 blocks\n"
             "prefix hit rate %9% (%10 of %11 prompt tokens reused, over %12 finished requests); preemptions %13\n"
-            "KV bytes/token: %14 (%15 layers \u00d7 (K %23 %24 B + V %25 %26 B), %16 kv heads \u00d7 %17 head dim) %18 "
-            "(%19 B for %20 blocks, %21 of them self-draft scratch)%22%27")
+            "%14%15")
       .arg(k.owned)
       .arg(k.cached)
       .arg(k.free)
@@ -226,20 +235,8 @@ QString KvCachePanel::statsText() const {
       .arg(prompt)
       .arg(numFinished)
       .arg(preemptions)
-      .arg(info.kvBytesPerTokenFormula)
-      .arg(info.numLayers)
-      .arg(info.numKvHeads)
-      .arg(info.headDim)
-      .arg(bytes)
-      .arg(info.kvPoolBytes)
-      .arg(info.numBlocks)
-      .arg(info.numScratchBlocks)
-      .arg(window)
-      .arg(info.kvTypeK)
-      .arg(info.kvRowBytesK)
-      .arg(info.kvTypeV)
-      .arg(info.kvRowBytesV)
-      .arg(memory);
+      .arg(memory)
+      .arg(window);
 }
 
 void KvCachePanel::rebuildPlot() {
