@@ -9,6 +9,7 @@
 #include <map>
 #include <type_traits>
 
+#include "backend/kv_pool_sizing.h"
 #include "engine_controller_state.h"
 #include "trace_spool.h"
 #include "core/utf8.h"
@@ -171,6 +172,7 @@ void EngineController::startTraceSpool() {
   if (!header) return;
   header->kv_block_size = state_->engine->block_size();
   header->kv_num_blocks = state_->engine->num_pool_blocks();
+  header->kv_types = gb::kv_types_name(state_->engine->kv_plan().types);
   // Time, process and a per-process sequence number: two controllers of one
   // process (two windows, or a model reopened) that start a spool in the same
   // second must not share a file (the second truncated the first's, and an
@@ -215,6 +217,7 @@ void EngineController::exportTrace(const QString& path, const QString& format, c
   if (state_->engine) {
     header->kv_block_size = state_->engine->block_size();
     header->kv_num_blocks = state_->engine->num_pool_blocks();
+    header->kv_types = gb::kv_types_name(state_->engine->kv_plan().types);
   }
   header->branches = branchesJson.toStdString();
   // The events come back from the spool (the session's events are not kept in
@@ -281,6 +284,18 @@ void EngineController::openTrace(const QString& path) {
   info.headDim = c.head_dim;
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
   info.kvRowBytesK = info.kvRowBytesV = static_cast<quint64>(c.kv_dim()) * 4;
+  // The recorded KV types ("k/v"; absent in older traces: F32).
+  if (const auto slash = h.kv_types.find('/'); slash != std::string::npos) {
+    auto k = gb::parse_kv_type(h.kv_types.substr(0, slash), "K type");
+    auto v = gb::parse_kv_type(h.kv_types.substr(slash + 1), "V type");
+    if (k && v && gb::kv_types_unsupported(c, {*k, *v}).empty()) {
+      info.kvTypeK = QString::fromStdString(h.kv_types.substr(0, slash));
+      info.kvTypeV = QString::fromStdString(h.kv_types.substr(slash + 1));
+      info.kvRowBytesK = gb::kernels::kv_row_bytes(*k, c.kv_dim());
+      info.kvRowBytesV = gb::kernels::kv_row_bytes(*v, c.kv_dim());
+      info.kvBytesPerTokenFormula = gb::kv_bytes_per_token(c, {*k, *v});
+    }
+  }
   // Traces written before the header carried it: EngineConfig's default.
   info.blockSize = h.kv_block_size > 0 ? h.kv_block_size : 16;
   info.deviceBackend = tr("replay");

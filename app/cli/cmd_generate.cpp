@@ -60,6 +60,7 @@ Result<TraceHeader> trace_header(const GenerateArgs& a, const ModelSession& sess
   if (!header) return header.error();
   header->kv_block_size = engine.block_size();
   header->kv_num_blocks = engine.num_pool_blocks();
+  header->kv_types = kv_types_name(engine.kv_plan().types);
   return header;
 }
 

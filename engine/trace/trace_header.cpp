@@ -99,6 +99,7 @@ json trace_header_to_json(const TraceHeader& h) {
           {"model", model},
           {"tokenizer", tokenizer},
           {"sampler_settings", settings}};
+  if (!h.kv_types.empty()) out["kv_types"] = h.kv_types;
   if (!h.branches.empty()) {
     json branches = json::parse(h.branches, nullptr, false);
     if (!branches.is_discarded() && branches.is_object()) out["branches"] = std::move(branches);
@@ -124,6 +125,7 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
   // Added after the first traces were written: absent means "not recorded".
   h.kv_block_size = static_cast<int32_t>(r.optional_i64("kv_block_size", 0, 1 << 20).value_or(0));
   h.kv_num_blocks = static_cast<int32_t>(r.optional_i64("kv_num_blocks", 0, int64_t{1} << 30).value_or(0));
+  if (j.contains("kv_types")) h.kv_types = r.str("kv_types");
   if (const json* m = r.object("model")) {
     FieldReader mr(*m, "header.model");
     read_list(mr, h.model, kModelInfoFields);
@@ -153,7 +155,8 @@ Result<TraceHeader> trace_header_from_json(const json& j) {
 bool same_recorded_header(const TraceHeader& a, const TraceHeader& b) {
   return a.schema_version == b.schema_version && a.engine_version == b.engine_version &&
          a.sampler_settings == b.sampler_settings && a.seed == b.seed && a.created == b.created &&
-         a.kv_block_size == b.kv_block_size && a.kv_num_blocks == b.kv_num_blocks && a.branches == b.branches &&
+         a.kv_block_size == b.kv_block_size && a.kv_num_blocks == b.kv_num_blocks && a.kv_types == b.kv_types &&
+         a.branches == b.branches &&
          same_list(a.model, b.model, kModelInfoFields) && same_list(a.model.config, b.model.config, kModelConfigFields) &&
          same_list(a.tokenizer, b.tokenizer, kTokenizerFields);
 }

@@ -55,6 +55,7 @@ struct TraceHeader {
   std::string created;           // UTC, ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"
   int32_t kv_block_size = 0;     // tokens per KV block of the run; 0 = not recorded
   int32_t kv_num_blocks = 0;     // blocks in the KV pool (lookahead reserve included); 0 = not recorded
+  std::string kv_types;          // the pool's K/V types, "f16/f16" (kv_types_name); "" = not recorded (F32 then)
   // The workbench's branch tree and conversation at export time, as JSON
   // object text (docs/trace-format.md, "branches"); "" = none (absent in the
   // file). The engine keeps it verbatim; the workbench writes and reads it.

@@ -171,6 +171,7 @@ const std::vector<LineSpec>& line_specs() {
         {"seed", Kind::UInt},
         {"kv_block_size", Kind::Int32},
         {"kv_num_blocks", Kind::Int32},
+        {"kv_types", Kind::String, {}, nullptr, true},
         {"model", Kind::Object, {}, &model_spec()},
         {"tokenizer", Kind::Object, {}, &tokenizer_spec()},
         {"sampler_settings", Kind::NullOrObjectOrString},

@@ -348,6 +348,7 @@ GB_TEST(header_round_trip_covers_every_listed_field) {
   set_every_field(h.tokenizer, hf::kTokenizerFields, counter);
   h.kv_block_size = 32;
   h.kv_num_blocks = 77;
+  h.kv_types = "q8_0/f16";
   const nlohmann::json j = gb::trace_header_to_json(h);
   QVERIFY(gb::validate_trace_json_line(j).ok());
 
