@@ -81,11 +81,14 @@ cudaError_t launch_rope_ex(float* x, int32_t num_tokens, int64_t row_stride, int
                            const RopeArgs& args, const int32_t* positions, cudaStream_t stream);
 
 // Writes the new tokens' K and V rows (kv_dim floats each, row t at k + t*row_stride)
-// into one layer of the pool: k_cache/v_cache (num_blocks*block_size, kv_dim),
+// into one layer of the pool: k_cache/v_cache (num_blocks*block_size, kv_dim)
+// values of k_type / v_type (F32, or F16 / BF16 rounded to nearest even),
 // flat slot index slot_mapping[t] = block * block_size + slot.
 cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, int32_t num_tokens,
-                            int32_t kv_dim, const int32_t* slot_mapping, float* k_cache, float* v_cache,
-                            cudaStream_t stream);
+                            int32_t kv_dim, const int32_t* slot_mapping, void* k_cache, void* v_cache,
+                            cudaStream_t stream, DType k_type = DType::F32, DType v_type = DType::F32);
+// The KV types the CUDA attention kernels read: F32, F16, BF16.
+bool kv_type_supported(DType type);
 
 // --- swiglu.cu ---------------------------------------------------------------
 // out (num_tokens, hidden) = silu(gate) * up, where gate_up (num_tokens, 2*hidden)
@@ -100,17 +103,20 @@ cudaError_t launch_gated_activation(const float* gate_up, int32_t num_tokens, in
 
 // --- paged attention (shared description) ------------------------------------
 // One layer of the KV pool plus the batch's block tables (BatchLayout's CSR):
-//   k, v: (num_blocks, block_size, num_kv_heads, head_dim) float
+//   k, v: (num_blocks, block_size, num_kv_heads, head_dim) values of k_type / v_type
+//         (F32, F16 or BF16: kv_type_supported), widened to float as they are read
 //   the token at position p of sequence s is in block block_ids[block_indptr[s] + p / block_size],
 //   slot p % block_size.
 struct PagedKv {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   const int32_t* block_ids = nullptr;     // (total table entries)
   const int32_t* block_indptr = nullptr;  // (num_seqs + 1)
   int32_t block_size = 16;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  DType k_type = DType::F32;
+  DType v_type = DType::F32;
 };
 
 // Queries and output: q row of token t at q + t*q_row_stride, head h at +h*head_dim;

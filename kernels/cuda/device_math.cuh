@@ -23,6 +23,16 @@ __device__ __forceinline__ float load_as_float(const void* row, int64_t i, DType
   return static_cast<const float*>(row)[i];
 }
 
+// Stores x as element i of a row of `dtype` (F32, F16 or BF16; rounded to nearest even).
+__device__ __forceinline__ void store_from_float(void* row, int64_t i, DType dtype, float x) {
+  switch (dtype) {
+    case DType::F16: static_cast<__half*>(row)[i] = __float2half_rn(x); return;
+    case DType::BF16: static_cast<__nv_bfloat16*>(row)[i] = __float2bfloat16_rn(x); return;
+    default: break;
+  }
+  static_cast<float*>(row)[i] = x;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;

@@ -58,9 +58,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int32_t i = tid; i < n; i += kThreads) {
     const int32_t p = start + i;
     const int64_t slot = int64_t{table[p / kv.block_size]} * kv.block_size + p % kv.block_size;
-    const float* k_row = kv.k + slot * kv_dim + int64_t{kv_head} * hd;
+    const int64_t k_row = slot * kv_dim + int64_t{kv_head} * hd;
     float dot = 0.0f;
-    for (int32_t d = 0; d < hd; ++d) dot += q_s[d] * k_row[d];
+    for (int32_t d = 0; d < hd; ++d) dot += q_s[d] * detail::load_as_float(kv.k, k_row + d, kv.k_type);
     const float score = dot * scale;
     p_s[i] = io.softcap > 0.0f ? io.softcap * tanhf(score / io.softcap) : score;
     local_max = fmaxf(local_max, p_s[i]);
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int32_t i = g; i < n; i += groups) {
       const int32_t p = start + i;
       const int64_t slot = int64_t{table[p / kv.block_size]} * kv.block_size + p % kv.block_size;
-      acc += p_s[i] * kv.v[slot * kv_dim + int64_t{kv_head} * hd + d];
+      acc += p_s[i] * detail::load_as_float(kv.v, slot * kv_dim + int64_t{kv_head} * hd + d, kv.v_type);
     }
   }
   __syncthreads();

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "cuda_kernels.h"
+#include "device_math.cuh"
 
 namespace gb::cuda {
 namespace {
@@ -79,8 +80,8 @@ __global__ void __launch_bounds__(kThreads)
       if (p >= kv_first && p < kv_end) {
         const int64_t slot = int64_t{table[p / kv.block_size]} * kv.block_size + p % kv.block_size;
         const int64_t at = slot * kv_dim + int64_t{kv_head} * hd + d;
-        k_s[e] = kv.k[at];
-        v_s[e] = kv.v[at];
+        k_s[e] = detail::load_as_float(kv.k, at, kv.k_type);
+        v_s[e] = detail::load_as_float(kv.v, at, kv.v_type);
       } else {
         k_s[e] = 0.0f;
         v_s[e] = 0.0f;

@@ -2,6 +2,7 @@
 // the general form with NeoX pairs, frequency factors and scaling), and the
 // KV-cache write of each new token's K and V rows into its paged slot.
 #include "cuda_kernels.h"
+#include "device_math.cuh"
 
 namespace gb::cuda {
 namespace {
@@ -53,12 +54,13 @@ __global__ void rope_ex_kernel(float* x, int32_t num_tokens, int64_t row_stride,
 
 // grid (num_tokens), block 128: copies one K row and one V row into the slot.
 __global__ void kv_write_kernel(const float* k, const float* v, int64_t row_stride, int32_t kv_dim,
-                                const int32_t* slot_mapping, float* k_cache, float* v_cache) {
+                                const int32_t* slot_mapping, void* k_cache, void* v_cache, DType k_type,
+                                DType v_type) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   for (int32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
-    k_cache[slot * kv_dim + i] = k[t * row_stride + i];
-    v_cache[slot * kv_dim + i] = v[t * row_stride + i];
+    detail::store_from_float(k_cache, slot * kv_dim + i, k_type, k[t * row_stride + i]);
+    detail::store_from_float(v_cache, slot * kv_dim + i, v_type, v[t * row_stride + i]);
   }
 }
 
@@ -86,11 +88,15 @@ cudaError_t launch_rope_ex(float* x, int32_t num_tokens, int64_t row_stride, int
   return cudaGetLastError();
 }
 
+bool kv_type_supported(DType type) { return type == DType::F32 || type == DType::F16 || type == DType::BF16; }
+
 cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, int32_t num_tokens,
-                            int32_t kv_dim, const int32_t* slot_mapping, float* k_cache, float* v_cache,
-                            cudaStream_t stream) {
+                            int32_t kv_dim, const int32_t* slot_mapping, void* k_cache, void* v_cache,
+                            cudaStream_t stream, DType k_type, DType v_type) {
   if (num_tokens <= 0) return cudaSuccess;
-  kv_write_kernel<<<num_tokens, 128, 0, stream>>>(k, v, row_stride, kv_dim, slot_mapping, k_cache, v_cache);
+  if (!kv_type_supported(k_type) || !kv_type_supported(v_type)) return cudaErrorInvalidValue;
+  kv_write_kernel<<<num_tokens, 128, 0, stream>>>(k, v, row_stride, kv_dim, slot_mapping, k_cache, v_cache, k_type,
+                                                  v_type);
   return cudaGetLastError();
 }
 

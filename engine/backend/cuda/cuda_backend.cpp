@@ -22,6 +22,9 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
@@ -29,6 +32,7 @@
 #include "backend/cuda/device_weights.h"
 #include "backend/cuda/step_metadata.h"
 #include "backend/layer_recipe.h"
+#include "cpu/weight_type.h"
 #include "cuda/cuda_kernels.h"
 #include "model/model.h"
 
@@ -76,15 +80,17 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     GB_CUDA_TRY(cudaSetDevice(options_.device_index));
     if (spec.num_blocks <= 0 || spec.block_size <= 0)
       return make_error("CUDA backend: KV pool needs a positive block count and block size");
-    // The CUDA attention kernels read float32 K/V only (kv_types()).
-    if (spec.k_type != DType::F32 || spec.v_type != DType::F32)
+    // The CUDA attention kernels read F32, F16 and BF16 K/V (kv_types()).
+    if (!cuda::kv_type_supported(spec.k_type) || !cuda::kv_type_supported(spec.v_type))
       return make_error(std::string("CUDA backend: KV types K ") + std::string(dtype_info(spec.k_type).name) + " / V " +
                         std::string(dtype_info(spec.v_type).name) +
-                        ": its attention kernels read F32 K/V only (--kv-type-k f32 --kv-type-v f32, or --device cpu)");
+                        ": its attention kernels read F32, F16 and BF16 K/V (or use --device cpu for the block types)");
     pool_ = spec;
     layer_floats_ = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size) *
                     static_cast<size_t>(config_.kv_dim());
-    const size_t bytes = layer_floats_ * 2 * static_cast<size_t>(config_.num_layers) * sizeof(float);
+    k_elem_bytes_ = dtype_info(spec.k_type).block_bytes;
+    v_elem_bytes_ = dtype_info(spec.v_type).block_bytes;
+    const size_t bytes = layer_floats_ * (k_elem_bytes_ + v_elem_bytes_) * static_cast<size_t>(config_.num_layers);
     kv_pool_.release();
     GB_TRY(kv_pool_.allocate(bytes, "the KV pool"));
     // Zeroed so that inspection of never-written slots reads zeros, not garbage.
@@ -117,6 +123,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   }
 
   size_t kv_pool_bytes() const override { return kv_pool_.bytes(); }
+  std::vector<DType> kv_types() const override { return {DType::F32, DType::F16, DType::BF16}; }
 
   Status forward(const BatchLayout& batch, std::span<float> logits) override {
     return forward_inspect(batch, 0, {}, logits);
@@ -142,15 +149,17 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
 
   Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
     GB_TRY(require_pool());
-    const size_t block_floats = layer_floats_ / static_cast<size_t>(pool_.num_blocks);
+    const size_t block_values = layer_floats_ / static_cast<size_t>(pool_.num_blocks);
     for (const auto& [src, dst] : src_dst) {
       if (src < 0 || dst < 0 || src >= pool_.num_blocks || dst >= pool_.num_blocks)
         return make_error("CUDA backend: copy_blocks names a block outside the pool");
-      for (size_t plane = 0; plane < 2 * static_cast<size_t>(config_.num_layers); ++plane) {
-        float* base = kv_pool_.as<float>() + plane * layer_floats_;
-        GB_CUDA_TRY(cudaMemcpyAsync(base + static_cast<size_t>(dst) * block_floats,
-                                    base + static_cast<size_t>(src) * block_floats, block_floats * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_));
+      for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
+        for (const auto& [plane, elem] : {std::pair{k_plane(layer), k_elem_bytes_}, std::pair{v_plane(layer), v_elem_bytes_}}) {
+          const size_t block_bytes = block_values * elem;
+          GB_CUDA_TRY(cudaMemcpyAsync(plane + static_cast<size_t>(dst) * block_bytes,
+                                      plane + static_cast<size_t>(src) * block_bytes, block_bytes,
+                                      cudaMemcpyDeviceToDevice, stream_));
+        }
       }
     }
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
@@ -166,8 +175,14 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
       return make_error("CUDA backend: read_kv_slot out of range");
     const size_t row = (static_cast<size_t>(block) * static_cast<size_t>(pool_.block_size) + static_cast<size_t>(slot)) * kv_dim;
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
-    GB_CUDA_TRY(cudaMemcpy(k.data(), k_cache(layer) + row, kv_dim * sizeof(float), cudaMemcpyDeviceToHost));
-    GB_CUDA_TRY(cudaMemcpy(v.data(), v_cache(layer) + row, kv_dim * sizeof(float), cudaMemcpyDeviceToHost));
+    // The stored values, widened on the host with the weight-type table's row reader.
+    std::vector<uint8_t> raw(kv_dim * sizeof(float));
+    for (const auto& [out, plane, elem, type] :
+         {std::tuple{k.data(), k_plane(layer), k_elem_bytes_, pool_.k_type},
+          std::tuple{v.data(), v_plane(layer), v_elem_bytes_, pool_.v_type}}) {
+      GB_CUDA_TRY(cudaMemcpy(raw.data(), plane + row * elem, kv_dim * elem, cudaMemcpyDeviceToHost));
+      kernels::weight_traits(type).dequantize_row(raw.data(), out, static_cast<int64_t>(kv_dim));
+    }
     return {};
   }
 
@@ -185,10 +200,11 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   }
 
  private:
-  const float* k_cache(int32_t layer) const { return kv_pool_.as<float>() + (2 * static_cast<size_t>(layer)) * layer_floats_; }
-  const float* v_cache(int32_t layer) const { return k_cache(layer) + layer_floats_; }
-  float* k_cache(int32_t layer) { return kv_pool_.as<float>() + (2 * static_cast<size_t>(layer)) * layer_floats_; }
-  float* v_cache(int32_t layer) { return k_cache(layer) + layer_floats_; }
+  // Layer l's K plane, then its V plane, each layer_floats_ values of its type.
+  uint8_t* k_plane(int32_t layer) const {
+    return static_cast<uint8_t*>(kv_pool_.get()) + static_cast<size_t>(layer) * layer_floats_ * (k_elem_bytes_ + v_elem_bytes_);
+  }
+  uint8_t* v_plane(int32_t layer) const { return k_plane(layer) + layer_floats_ * k_elem_bytes_; }
 
   Status require_pool() const {
     if (kv_pool_.get() == nullptr) return make_error("CUDA backend: init_kv_pool() has not been called");
@@ -362,7 +378,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   Status kv_write(const RecipeStep& s) override {
     const View k = view(Buf::K), v = view(Buf::V);
     GB_CUDA_TRY(cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
-                                      metadata_.device().slot_mapping, k_cache(s.layer), v_cache(s.layer), stream_));
+                                      metadata_.device().slot_mapping, k_plane(s.layer), v_plane(s.layer), stream_,
+                                      pool_.k_type, pool_.v_type));
     return {};
   }
   Status attention(const RecipeStep& s) override {
@@ -373,8 +390,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     io.scale = s.attention.scale;
     io.softcap = s.attention.softcap;
     io.window = s.attention.window;
-    const cuda::PagedKv kv{k_cache(s.layer), v_cache(s.layer), meta.block_ids, meta.block_indptr,
-                           pool_.block_size, c.num_kv_heads, c.head_dim};
+    const cuda::PagedKv kv{k_plane(s.layer), v_plane(s.layer), meta.block_ids, meta.block_indptr,
+                           pool_.block_size, c.num_kv_heads, c.head_dim, pool_.k_type, pool_.v_type};
     if (metadata_.decode_only()) {
       GB_CUDA_TRY(cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
                                                       metadata_.max_kv_len(), attn_ws_.as<float>(), stream_));
@@ -491,8 +508,9 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   int32_t num_logits_ = 0;
 
   KvPoolSpec pool_;
-  size_t layer_floats_ = 0;  // num_blocks * block_size * kv_dim: one K or V plane of one layer
-  DeviceBuffer kv_pool_;     // (num_layers, 2 [K, V], num_blocks, block_size, num_kv_heads, head_dim) float
+  size_t layer_floats_ = 0;  // num_blocks * block_size * kv_dim: the values of one K or V plane of one layer
+  size_t k_elem_bytes_ = 4, v_elem_bytes_ = 4;  // bytes per K / V value (F32 4, F16 and BF16 2)
+  DeviceBuffer kv_pool_;     // (num_layers, [K, V], num_blocks, block_size, num_kv_heads, head_dim) of the KV types
 
   // Step workspace, grown on demand (T new tokens, L logit rows):
   DeviceBuffer x_;        // (T, dim) residual stream
