@@ -64,6 +64,10 @@ class Backend {
   virtual size_t kv_resident_bytes() const { return kv_pool_bytes(); }
   // The KV types this backend's attention reads (for K and for V alike).
   virtual std::vector<DType> kv_types() const { return {DType::F32}; }
+  // These blocks hold nothing anyone will read (free, not cached): a backend
+  // that commits its pool as it is written may give their memory back. Their
+  // slots read as zeros until written again. Default: nothing happens.
+  virtual void release_block_memory(std::span<const int32_t> blocks) { (void)blocks; }
 
   // Runs one step: writes K/V for every new token into the slots its block table
   // names, attends over each sequence's whole context, and writes one row of

@@ -118,6 +118,19 @@ size_t CpuBackend::kv_pool_bytes() const { return kv_arena_.size(); }
 
 size_t CpuBackend::kv_resident_bytes() const { return kv_arena_.resident_bytes(); }
 
+void CpuBackend::release_block_memory(std::span<const int32_t> blocks) {
+  const size_t slots = static_cast<size_t>(kv_spec_.block_size);
+  for (const int32_t b : blocks) {
+    if (b < 0 || b >= kv_spec_.num_blocks) continue;
+    for (int32_t l = 0; l < model_->config.num_layers; ++l) {
+      kv_arena_.release(static_cast<size_t>(k_layer(l) - kv_arena_.data()) + static_cast<size_t>(b) * slots * k_row_bytes_,
+                        slots * k_row_bytes_);
+      kv_arena_.release(static_cast<size_t>(v_layer(l) - kv_arena_.data()) + static_cast<size_t>(b) * slots * v_row_bytes_,
+                        slots * v_row_bytes_);
+    }
+  }
+}
+
 std::vector<DType> CpuBackend::kv_types() const {
   std::vector<DType> out;
   for (const kernels::KvTypeRow& r : kernels::kv_type_rows()) out.push_back(r.type);

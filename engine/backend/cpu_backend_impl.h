@@ -36,6 +36,7 @@ class CpuBackend final : public Backend, private LayerOps {
   size_t kv_pool_bytes() const override;
   size_t kv_resident_bytes() const override;
   std::vector<DType> kv_types() const override;
+  void release_block_memory(std::span<const int32_t> blocks) override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;
   Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
   Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,

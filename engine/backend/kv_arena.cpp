@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -44,6 +46,15 @@ Result<KvArena> KvArena::reserve(size_t bytes, const char* what) {
   arena.data_ = static_cast<uint8_t*>(p);
   arena.size_ = bytes;
   return arena;
+}
+
+void KvArena::release(size_t offset, size_t bytes) {
+  if (data_ == nullptr || offset >= size_) return;
+  bytes = std::min(bytes, size_ - offset);
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t first = (base + offset + page - 1) / page * page, last = (base + offset + bytes) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 size_t KvArena::resident_bytes() const {

@@ -36,6 +36,10 @@ class KvArena {
   // Bytes of the arena in memory now (pages written at least once and not
   // handed back), counted with mincore.
   size_t resident_bytes() const;
+  // Hands back the whole pages inside [offset, offset + bytes) (a page shared
+  // with bytes outside the range keeps its contents): they read as zeros and
+  // cost no memory until written again.
+  void release(size_t offset, size_t bytes);
 
  private:
   void release();

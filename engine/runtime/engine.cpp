@@ -209,6 +209,16 @@ Engine::KvUsage Engine::kv_usage() const {
 
 void Engine::forward_kv_events() {
   std::vector<KvEvent> kv = scheduler_->kv_cache().drain_events();
+  // Blocks that went free (not cached) hold nothing anyone reads: the backend
+  // may give their memory back (the CPU pool's pages), so a pool's resident
+  // memory follows the blocks held, not the most ever held.
+  std::vector<int32_t> freed;
+  const BlockPool& pool = scheduler_->kv_cache().pool();
+  for (const KvEvent& e : kv)
+    if (e.kind == KvEventKind::Freed && e.block.value >= 0 &&
+        pool.block(e.block).state() == BlockState::Free)
+      freed.push_back(e.block.value);
+  if (!freed.empty()) backend_->release_block_memory(freed);
   if (!config_.record_kv_events) return;
   for (const KvEvent& e : kv) publish(KvTraceEvent{step_index_, e});
 }

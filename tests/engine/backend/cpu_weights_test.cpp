@@ -265,3 +265,44 @@ GB_TEST(memory_used_counts_the_copies_not_the_released_pages) {
     QVERIFY2(copies > 0 || (!c.bf16 && std::string(c.key).find("F16") != std::string::npos), c.key);
   }
 }
+
+// The CPU pool commits memory as blocks are written and gives back the pages
+// of blocks the engine reports free (Backend::release_block_memory): those read
+// as zeros afterwards, other blocks keep every value, and a forward pass over a
+// released block writes it again like a fresh one.
+GB_TEST(released_blocks_give_their_pages_back_and_read_as_zeros) {
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K.bin");
+  const auto model = load(path);
+  const int32_t bs = 512, blocks = 4;  // 512 slots x 64 bytes (F16 K row) = 8 pages per block and plane
+  auto backend = gb::make_cpu_backend(model, {});
+  QVERIFY(backend->init_kv_pool({blocks, bs, WeightType::F16, WeightType::F16}).ok());
+  QCOMPARE(backend->kv_resident_bytes(), size_t{0});
+  std::vector<gb::TokenId> tokens;
+  for (int i = 0; i < 200; ++i) tokens.push_back(300 + i);
+  const auto run = [&](int32_t block) -> std::vector<float> {
+    gb::BatchLayout batch;
+    batch.block_size = bs;
+    const int32_t table[1] = {block};
+    batch.add_sequence(tokens.data(), static_cast<int32_t>(tokens.size()), 0, table, 1, false);
+    std::vector<float> logits(static_cast<size_t>(model->config.vocab_size));
+    if (!backend->forward(batch, logits).ok()) logits.clear();
+    return logits;
+  };
+  const std::vector<float> first = run(2);
+  QVERIFY(!first.empty());
+  run(1);
+  const size_t both = backend->kv_resident_bytes();
+  QVERIFY(both > 0);
+  const int32_t kv_dim = model->config.kv_dim();
+  std::vector<float> k(static_cast<size_t>(kv_dim)), v(k.size()), k1(k.size()), v1(k.size());
+  QVERIFY(backend->read_kv_slot(0, 1, 7, k1, v1).ok());
+  const int32_t release[1] = {2};
+  backend->release_block_memory(release);
+  QVERIFY2(backend->kv_resident_bytes() < both, std::to_string(backend->kv_resident_bytes()).c_str());
+  QVERIFY(backend->read_kv_slot(0, 2, 7, k, v).ok());
+  QVERIFY(std::all_of(k.begin(), k.end(), [](float x) { return x == 0.0f; }));
+  QVERIFY(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; }));
+  QVERIFY(backend->read_kv_slot(0, 1, 7, k, v).ok());  // the other block keeps its values
+  QVERIFY(k == k1 && v == v1);
+  QVERIFY(run(2) == first);  // written again, the same results
+}
