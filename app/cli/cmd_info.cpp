@@ -220,11 +220,11 @@ void print_weights(const Model& m, const InfoArgs& a) {
 }
 
 int run_info(InfoArgs a) {
-  auto k = parse_kv_type(a.kv_type_k, "--kv-type-k");
-  if (!k) return fail(k.error().message);
-  auto v = parse_kv_type(a.kv_type_v, "--kv-type-v");
-  if (!v) return fail(v.error().message);
-  a.kv_types = {*k, *v};
+  auto k_type = parse_kv_type(a.kv_type_k, "--kv-type-k");
+  if (!k_type) return fail(k_type.error().message);
+  auto v_type = parse_kv_type(a.kv_type_v, "--kv-type-v");
+  if (!v_type) return fail(v_type.error().message);
+  a.kv_types = {*k_type, *v_type};
   LoadOptions load;
   load.context_length = a.context_length;
   load.check_tensors = a.check_tensors;
