@@ -84,6 +84,14 @@ Output run_alone(const Fixture& f, const gb::GenerationRequest& r) {
   return collect(engine->drain_events())[id->value];
 }
 
+// Four requests of 10-25 prompt tokens and max_tokens each: in a pool of 10
+// blocks (160 token slots) they preempt each other.
+std::vector<gb::GenerationRequest> preempting_workload(int max_tokens) {
+  std::vector<gb::GenerationRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(greedy(make_prompt(10 + 5 * i, 10 + static_cast<uint32_t>(i)), max_tokens));
+  return reqs;
+}
+
 // Tokens exact, logits within 1e-5.
 void expect_same(const Output& got, const Output& want, const std::string& what) {
   QVERIFY2(got.tokens == want.tokens, (what + ": tokens differ").c_str());
@@ -127,12 +135,9 @@ GB_TEST(every_kv_type_keeps_prefix_hits_forks_and_preemption_exact) {
     gb::EngineConfig small;
     small.num_blocks = 10;
     auto tight = make_engine(f, small);
-    std::vector<gb::GenerationRequest> reqs;
+    const std::vector<gb::GenerationRequest> reqs = preempting_workload(60);
     std::vector<gb::RequestId> ids;
-    for (int i = 0; i < 4; ++i) {
-      reqs.push_back(greedy(make_prompt(10 + 5 * i, 10 + static_cast<uint32_t>(i)), 60));
-      ids.push_back(tight->submit(reqs.back()).value());
-    }
+    for (const gb::GenerationRequest& r : reqs) ids.push_back(tight->submit(r).value());
     QVERIFY(tight->run_until_idle().ok());
     auto tight_out = collect(tight->drain_events());
     for (size_t i = 0; i < reqs.size(); ++i) expect_same(tight_out[ids[i].value], run_alone(f, reqs[i]), what + " preempted");
@@ -240,11 +245,10 @@ GB_TEST(preempt_and_resume_equals_uninterrupted) {
   config.num_blocks = 10;  // 160 token slots for 4 requests that need ~90 each
   config.block_size = 16;
   auto engine = make_engine(f, config);
-  std::vector<gb::GenerationRequest> reqs;
+  const std::vector<gb::GenerationRequest> reqs = preempting_workload(80);
   std::vector<gb::RequestId> ids;
-  for (int i = 0; i < 4; ++i) {
-    reqs.push_back(greedy(make_prompt(10 + 5 * i, 10 + static_cast<uint32_t>(i)), 80));
-    auto id = engine->submit(reqs.back());
+  for (const gb::GenerationRequest& r : reqs) {
+    auto id = engine->submit(r);
     QVERIFY(id.ok());
     ids.push_back(*id);
   }
