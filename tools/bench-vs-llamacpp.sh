@@ -21,7 +21,8 @@
 # 512-token prompt processed at once from an empty cache, tg128 is 128 tokens
 # decoded one at a time from (almost) empty cache. Ratios are Glassbox / llama.cpp
 # in tokens per second (medians over the rounds). llama.cpp keeps its default F16
-# KV cache; Glassbox keeps F32 KV.
+# KV cache, and so does Glassbox (its default since #37; --glassbox-args "-ctk f32 -ctv f32"
+# measures the exact float32 cache).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [[ $# -ge 1 ]] || { sed -n 2,20p "${BASH_SOURCE[0]}"; exit 2; }
