@@ -33,6 +33,8 @@ struct KvCacheRef {
   int32_t head_dim;
   int64_t k_row_bytes;  // bytes per slot of K (all heads)
   int64_t v_row_bytes;
+  int64_t k_head_bytes;  // bytes of one head's head_dim values of K
+  int64_t v_head_bytes;
   KvElem k_elem;
   KvElem v_elem;
 };

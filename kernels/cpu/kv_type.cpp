@@ -8,13 +8,13 @@ namespace gb::kernels {
 namespace {
 
 constexpr std::array<KvTypeRow, 7> kRows = {{
-    {WeightType::F32, "f32", true, "float32: exact, 4 bytes per value"},
-    {WeightType::F16, "f16", false, "IEEE half: 2 bytes per value (default)"},
-    {WeightType::BF16, "bf16", false, "bfloat16: 2 bytes per value, float32's range, 8-bit mantissa"},
-    {WeightType::Q8_0, "q8_0", false, "8-bit codes, one f16 scale per 32 values: 1.06 bytes per value"},
-    {WeightType::Q4_0, "q4_0", false, "4-bit codes, one f16 scale per 32 values: 0.56 bytes per value"},
-    {WeightType::Q4_1, "q4_1", false, "4-bit codes, f16 scale and offset per 32 values: 0.63 bytes per value"},
-    {WeightType::IQ4_NL, "iq4_nl", false, "4-bit non-linear codes, one f16 scale per 32 values: 0.56 bytes per value"},
+    {WeightType::F32, KvElem::F32, "f32", true, "float32: exact, 4 bytes per value"},
+    {WeightType::F16, KvElem::F16, "f16", false, "IEEE half: 2 bytes per value (default)"},
+    {WeightType::BF16, KvElem::BF16, "bf16", false, "bfloat16: 2 bytes per value, float32's range, 8-bit mantissa"},
+    {WeightType::Q8_0, KvElem::Q8_0, "q8_0", false, "8-bit codes, one f16 scale per 32 values: 1.06 bytes per value"},
+    {WeightType::Q4_0, KvElem::Q4_0, "q4_0", false, "4-bit codes, one f16 scale per 32 values: 0.56 bytes per value"},
+    {WeightType::Q4_1, KvElem::Q4_1, "q4_1", false, "4-bit codes, f16 scale and offset per 32 values: 0.63 bytes per value"},
+    {WeightType::IQ4_NL, KvElem::IQ4_NL, "iq4_nl", false, "4-bit non-linear codes, one f16 scale per 32 values: 0.56 bytes per value"},
 }};
 
 bool iequal(std::string_view a, std::string_view b) {

@@ -24,12 +24,14 @@
 #include <string>
 #include <string_view>
 
+#include "cpu/attention_query.h"
 #include "cpu/weight_type.h"
 
 namespace gb::kernels {
 
 struct KvTypeRow {
   WeightType type;
+  KvElem elem;                   // what the SIMD attention kernels read it as (kv_convert.inc)
   std::string_view name;         // "q8_0": the CLI's and llama.cpp's spelling (-ctk q8_0)
   bool exact;                    // stores float32 values unchanged (F32 only)
   std::string_view description;  // one line for menus and --help

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <vector>
 
 #include "cpu/cpu_info.h"
@@ -24,26 +23,12 @@ namespace {
 
 using GroupFn = void (*)(const AttentionQuery*, int32_t, const KvCacheRef&, int32_t, float, float, float*, int64_t);
 
-// The element type a SIMD kernel reads a KV type in (the KV types of kv_type.h).
-std::optional<KvElem> kv_elem(WeightType t) {
-  switch (t) {
-    case WeightType::F32: return KvElem::F32;
-    case WeightType::F16: return KvElem::F16;
-    case WeightType::BF16: return KvElem::BF16;
-    case WeightType::Q8_0: return KvElem::Q8_0;
-    case WeightType::Q4_0: return KvElem::Q4_0;
-    case WeightType::Q4_1: return KvElem::Q4_1;
-    case WeightType::IQ4_NL: return KvElem::IQ4_NL;
-    default: return std::nullopt;
-  }
-}
-
 // Whether the SIMD kernels can read a cache of this type with these heads: a
 // converted head is at most kMaxConvertedHead (256) values, and a block
 // type's heads start on blocks.
 bool simd_reads(WeightType t, int32_t head_dim) {
   if (t == WeightType::F32) return true;
-  if (!kv_elem(t) || head_dim > 256) return false;
+  if (kv_type_row(t) == nullptr || head_dim > 256) return false;
   return head_dim % weight_traits(t).block_elements == 0;
 }
 
@@ -122,8 +107,10 @@ void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t 
                          kv.head_dim,
                          static_cast<int64_t>(kv_row_bytes(kv.k_type, kv_dim)),
                          static_cast<int64_t>(kv_row_bytes(kv.v_type, kv_dim)),
-                         *kv_elem(kv.k_type),
-                         *kv_elem(kv.v_type)};
+                         static_cast<int64_t>(kv_row_bytes(kv.k_type, kv.head_dim)),
+                         static_cast<int64_t>(kv_row_bytes(kv.v_type, kv.head_dim)),
+                         kv_type_row(kv.k_type)->elem,
+                         kv_type_row(kv.v_type)->elem};
     fn(queries, num_queries, ref, kv_head, scale, softcap, scores, score_stride);
     return;
   }
