@@ -10,6 +10,12 @@
 // token's K and V are converted once, when they are written.
 // Which block belongs to whom is the engine's BlockPool's business, not the backend's.
 //
+// Window group (KvPoolSpec::num_window_blocks > 0, a model whose layers do not
+// all slide, e.g. Gemma 3): the sliding layers (ModelConfig::is_sliding) keep
+// their K/V in a pool of their own of num_window_blocks blocks, addressed by
+// the batch's window tables (BatchLayout::window_block_ids); the other layers
+// use num_blocks and block_ids. Block ids of the two pools are unrelated.
+//
 // This header is the interface only. A backend for a model comes from
 // runtime/make_backend.h (the device policy); the concrete factories are
 // backend/cpu_backend.h and backend/cuda/cuda_backend.h.
@@ -34,7 +40,11 @@ struct KvPoolSpec {
   int32_t block_size = 16;
   DType k_type = DType::F32;  // a KV type (kernels/cpu/kv_type.h)
   DType v_type = DType::F32;
+  int32_t num_window_blocks = 0;  // the window group's pool (see above); 0: none
 };
+
+// Which of a pool's layer groups a block id belongs to (see above).
+enum class KvGroup : int32_t { Main = 0, Window = 1 };
 
 struct DeviceInfo {
   std::string backend;     // "cpu" or "cuda"
@@ -64,10 +74,15 @@ class Backend {
   virtual size_t kv_resident_bytes() const { return kv_pool_bytes(); }
   // The KV types this backend's attention reads (for K and for V alike).
   virtual std::vector<DType> kv_types() const { return {DType::F32}; }
+  // Whether this backend keeps a window group (KvPoolSpec::num_window_blocks).
+  virtual bool supports_window_group() const { return false; }
   // These blocks hold nothing anyone will read (free, not cached): a backend
   // that commits its pool as it is written may give their memory back. Their
   // slots read as zeros until written again. Default: nothing happens.
-  virtual void release_block_memory(std::span<const int32_t> blocks) { (void)blocks; }
+  virtual void release_block_memory(std::span<const int32_t> blocks, KvGroup group = KvGroup::Main) {
+    (void)blocks;
+    (void)group;
+  }
 
   // Runs one step: writes K/V for every new token into the slots its block table
   // names, attends over each sequence's whole context, and writes one row of
@@ -75,8 +90,9 @@ class Backend {
   // (row-major, (num_logits, vocab_size)).
   virtual Status forward(const BatchLayout& batch, std::span<float> logits) = 0;
 
-  // Copies whole KV blocks (every layer, K and V): pairs of (source, destination).
-  virtual Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) = 0;
+  // Copies whole KV blocks (every layer of the group, K and V): pairs of
+  // (source, destination) in that group's pool.
+  virtual Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group = KvGroup::Main) = 0;
 
   // Reads back the K and V rows of one slot for inspection and tests:
   // k and v receive (num_kv_heads * head_dim) floats.

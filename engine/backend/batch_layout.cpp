@@ -28,6 +28,18 @@ void BatchLayout::add_sequence_rows(const TokenId* tokens, int32_t num_new, int3
   for (int32_t i = num_new - num_logit_rows; i < num_new; ++i) logit_token_indices.push_back(first + i);
 }
 
+void BatchLayout::add_window_table(const int32_t* table, int32_t num_blocks) {
+  const int32_t s = num_seqs() - 1;
+  GB_CHECK(s >= 0 && num_blocks == block_indptr[static_cast<size_t>(s) + 1] - block_indptr[static_cast<size_t>(s)]);
+  if (window_block_indptr.empty()) {
+    GB_CHECK_MSG(s == 0, "BatchLayout: window tables for every sequence or none");
+    window_block_indptr.push_back(0);
+  }
+  GB_CHECK_MSG(static_cast<int32_t>(window_block_indptr.size()) == s + 1, "BatchLayout: one window table per sequence");
+  window_block_ids.insert(window_block_ids.end(), table, table + num_blocks);
+  window_block_indptr.push_back(static_cast<int32_t>(window_block_ids.size()));
+}
+
 void BatchLayout::clear() {
   token_ids.clear();
   positions.clear();
@@ -35,6 +47,8 @@ void BatchLayout::clear() {
   seq_kv_len.clear();
   block_indptr.assign(1, 0);
   block_ids.clear();
+  window_block_indptr.clear();
+  window_block_ids.clear();
   logit_token_indices.clear();
   num_layers = -1;
 }

@@ -11,6 +11,12 @@
 //               of sequence s lives in block block_ids[block_indptr[s] + p / block_size],
 //               slot p % block_size.
 //
+//   window tables: models whose sliding layers keep a pool of their own (a
+//               window group, kv/scheduler.h) give each sequence a second
+//               table, window_block_indptr / window_block_ids, read and written
+//               by the sliding layers (ModelConfig::is_sliding) only; entries
+//               before the window are -1. Empty when every layer uses block_ids.
+//
 // A sequence's new tokens occupy the positions seq_kv_len - n_new ... seq_kv_len - 1;
 // the older positions must already be in the KV cache.
 #pragma once
@@ -29,6 +35,8 @@ struct BatchLayout {
   std::vector<int32_t> seq_kv_len;           // (num_seqs)
   std::vector<int32_t> block_indptr{0};      // (num_seqs + 1)
   std::vector<int32_t> block_ids;            // (block_indptr.back())
+  std::vector<int32_t> window_block_indptr;  // (num_seqs + 1) or empty: no window group
+  std::vector<int32_t> window_block_ids;     // (window_block_indptr.back())
   // Rows of the logits output, in order: indices into token_ids (num_logits).
   std::vector<int32_t> logit_token_indices;
   int32_t block_size = 16;
@@ -47,6 +55,16 @@ struct BatchLayout {
   // The same with logits for the last num_logit_rows new tokens (0 ... num_new).
   void add_sequence_rows(const TokenId* tokens, int32_t num_new, int32_t start_pos,
                          const int32_t* table, int32_t num_blocks, int32_t num_logit_rows);
+  // The sequence just added also has a window group table (as many entries).
+  void add_window_table(const int32_t* table, int32_t num_blocks);
+  bool has_window_tables() const { return !window_block_indptr.empty(); }
+  // Sequence s's table for a layer: the window group's when `window` and the
+  // batch has one, else the main one.
+  const int32_t* table(int32_t s, bool window) const {
+    const auto su = static_cast<size_t>(s);
+    return window && has_window_tables() ? window_block_ids.data() + window_block_indptr[su]
+                                         : block_ids.data() + block_indptr[su];
+  }
   void clear();
 };
 

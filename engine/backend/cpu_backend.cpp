@@ -11,6 +11,7 @@
 #include "cpu/matmul_quant.h"
 #include "cpu/ops.h"
 #include "cpu/paged_attention.h"
+#include "model/architecture.h"
 
 namespace gb {
 
@@ -82,16 +83,28 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptio
 }
 
 Status CpuBackend::init_kv_pool(const KvPoolSpec& spec) {
-  if (spec.num_blocks <= 0 || spec.block_size <= 0)
+  if (spec.num_blocks <= 0 || spec.block_size <= 0 || spec.num_window_blocks < 0)
     return make_error("KV pool needs at least one block of at least one token");
   const ModelConfig& c = model_->config;
+  if (spec.num_window_blocks > 0 && !c.has_window_group())
+    return make_error("KV pool: a window group needs a model whose layers do not all slide (" +
+                      describe_sliding_window(c) + ")");
   for (const DType t : {spec.k_type, spec.v_type})
     if (const std::string why = kernels::kv_type_unsupported(t, c.kv_dim()); !why.empty())
       return make_error("KV type: " + why);
   const size_t k_row = kernels::kv_row_bytes(spec.k_type, c.kv_dim());
   const size_t v_row = kernels::kv_row_bytes(spec.v_type, c.kv_dim());
-  const size_t slots = static_cast<size_t>(spec.num_blocks) * static_cast<size_t>(spec.block_size);
-  const size_t bytes = slots * (k_row + v_row) * static_cast<size_t>(c.num_layers);
+  std::vector<uint8_t> window(static_cast<size_t>(c.num_layers), 0);
+  std::vector<size_t> k_offset, v_offset;
+  size_t bytes = 0;
+  for (const auto& [offsets, row] : {std::pair{&k_offset, k_row}, std::pair{&v_offset, v_row}}) {
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      window[static_cast<size_t>(l)] = spec.num_window_blocks > 0 && c.is_sliding(l) ? 1 : 0;
+      const int32_t blocks = window[static_cast<size_t>(l)] ? spec.num_window_blocks : spec.num_blocks;
+      offsets->push_back(bytes);
+      bytes += static_cast<size_t>(blocks) * static_cast<size_t>(spec.block_size) * row;
+    }
+  }
   kv_arena_ = KvArena{};  // the old pool goes before the new one is reserved
   auto arena = KvArena::reserve(bytes, "the KV pool");
   if (!arena) return arena.error();
@@ -99,33 +112,26 @@ Status CpuBackend::init_kv_pool(const KvPoolSpec& spec) {
   kv_spec_ = spec;
   k_row_bytes_ = k_row;
   v_row_bytes_ = v_row;
+  k_offset_ = std::move(k_offset);
+  v_offset_ = std::move(v_offset);
+  window_layer_ = std::move(window);
   kv_row_scratch_.assign(std::max(k_row, v_row), 0);
   return {};
-}
-
-uint8_t* CpuBackend::k_layer(int32_t layer) const {
-  const size_t slots = static_cast<size_t>(kv_spec_.num_blocks) * static_cast<size_t>(kv_spec_.block_size);
-  return kv_arena_.data() + static_cast<size_t>(layer) * slots * k_row_bytes_;
-}
-
-uint8_t* CpuBackend::v_layer(int32_t layer) const {
-  const size_t slots = static_cast<size_t>(kv_spec_.num_blocks) * static_cast<size_t>(kv_spec_.block_size);
-  return kv_arena_.data() + static_cast<size_t>(model_->config.num_layers) * slots * k_row_bytes_ +
-         static_cast<size_t>(layer) * slots * v_row_bytes_;
 }
 
 size_t CpuBackend::kv_pool_bytes() const { return kv_arena_.size(); }
 
 size_t CpuBackend::kv_resident_bytes() const { return kv_arena_.resident_bytes(); }
 
-void CpuBackend::release_block_memory(std::span<const int32_t> blocks) {
+void CpuBackend::release_block_memory(std::span<const int32_t> blocks, KvGroup group) {
   const size_t slots = static_cast<size_t>(kv_spec_.block_size);
+  const bool window = group == KvGroup::Window;
   for (const int32_t b : blocks) {
-    if (b < 0 || b >= kv_spec_.num_blocks) continue;
     for (int32_t l = 0; l < model_->config.num_layers; ++l) {
-      kv_arena_.release(static_cast<size_t>(k_layer(l) - kv_arena_.data()) + static_cast<size_t>(b) * slots * k_row_bytes_,
+      if (in_window_group(l) != window || b < 0 || b >= layer_blocks(l)) continue;
+      kv_arena_.release(k_offset_[static_cast<size_t>(l)] + static_cast<size_t>(b) * slots * k_row_bytes_,
                         slots * k_row_bytes_);
-      kv_arena_.release(static_cast<size_t>(v_layer(l) - kv_arena_.data()) + static_cast<size_t>(b) * slots * v_row_bytes_,
+      kv_arena_.release(v_offset_[static_cast<size_t>(l)] + static_cast<size_t>(b) * slots * v_row_bytes_,
                         slots * v_row_bytes_);
     }
   }
@@ -250,7 +256,7 @@ Status CpuBackend::attention(const RecipeStep& step) {
       kv.v_cache = v_layer(layer);
       kv.k_type = kv_spec_.k_type;
       kv.v_type = kv_spec_.v_type;
-      kv.block_table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(tile.seq)];
+      kv.block_table = batch.table(tile.seq, in_window_group(layer));
       kv.block_size = batch.block_size;
       kv.num_kv_heads = c.num_kv_heads;
       kv.head_dim = c.head_dim;
@@ -275,20 +281,29 @@ Status CpuBackend::attention(const RecipeStep& step) {
 }
 
 namespace {
-// Every block a query of `batch` reads or a new token is written to is present:
-// positions first_new - window + 1 .. kv_len - 1 of each sequence (all of them
-// when window is 0, i.e. some layer reads the whole context).
-Status check_released_slots(const BatchLayout& batch, int32_t window) {
+// Every block a query of `batch` reads or a new token is written to is present
+// in `table(s)`: positions first_new - window + 1 .. kv_len - 1 of each
+// sequence (all of them when window is 0, i.e. some layer reads the whole
+// context). Every id is -1 (released) or inside a pool of num_blocks.
+template <typename TableOf>
+Status check_table_slots(const BatchLayout& batch, int32_t window, int32_t num_blocks, const char* what,
+                         TableOf table_of) {
   for (int32_t s = 0; s < batch.num_seqs(); ++s) {
     const auto su = static_cast<size_t>(s);
     const int32_t kv_len = batch.seq_kv_len[su];
+    const int32_t* table = table_of(s);
+    const int32_t n = batch.block_indptr[su + 1] - batch.block_indptr[su];
+    for (int32_t blk = 0; blk < n; ++blk)
+      if (table[blk] < -1 || table[blk] >= num_blocks)
+        return make_error(std::string(what) + " of sequence " + std::to_string(s) + " names block " +
+                          std::to_string(table[blk]) + ", outside a pool of " + std::to_string(num_blocks));
     if (kv_len <= 0 || batch.seq_token_indptr[su] == batch.seq_token_indptr[su + 1]) continue;
     const int32_t first_new = batch.positions[static_cast<size_t>(batch.seq_token_indptr[su])];
     const int32_t first_read = window > 0 ? std::max(0, first_new - window + 1) : 0;
     for (int32_t blk = first_read / batch.block_size; blk <= (kv_len - 1) / batch.block_size; ++blk)
-      if (batch.block_ids[static_cast<size_t>(batch.block_indptr[su] + blk)] < 0)
-        return make_error("sequence " + std::to_string(s) + ": block " + std::to_string(blk) +
-                          " of its table was released by the sliding window but position " +
+      if (table[blk] < 0)
+        return make_error("sequence " + std::to_string(s) + ": block " + std::to_string(blk) + " of its " + what +
+                          " was released by the sliding window but position " +
                           std::to_string(std::max(first_read, blk * batch.block_size)) + " is still read");
   }
   return {};
@@ -305,10 +320,17 @@ Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) c
     if (t < 0 || t >= c.vocab_size)
       return make_error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                         std::to_string(c.vocab_size - 1) + ")");
+  if ((kv_spec_.num_window_blocks > 0) != batch.has_window_tables())
+    return make_error(kv_spec_.num_window_blocks > 0
+                          ? "the KV pool keeps the sliding layers apart (a window group): the batch needs their tables"
+                          : "the batch has window-group tables but the KV pool has no window group");
   // -1 marks a block the sliding window released (kv/block_table.h): allowed
   // only where no query of this batch reads.
-  for (int32_t b : batch.block_ids) GB_CHECK(b >= -1 && b < kv_spec_.num_blocks);
-  GB_TRY(check_released_slots(batch, c.kv_release_window()));
+  GB_TRY(check_table_slots(batch, c.kv_release_window(), kv_spec_.num_blocks, "block table",
+                           [&](int32_t s) { return batch.table(s, false); }));
+  if (batch.has_window_tables())
+    GB_TRY(check_table_slots(batch, c.sliding_window, kv_spec_.num_window_blocks, "window-group table",
+                             [&](int32_t s) { return batch.table(s, true); }));
   GB_CHECK(logits.size() >= static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(c.vocab_size));
   GB_CHECK(batch.num_layers <= c.num_layers);
   return {};
@@ -493,7 +515,7 @@ Status CpuBackend::kv_write(const RecipeStep& s) {
   const kernels::WeightTypeTraits& kt = kernels::weight_traits(kv_spec_.k_type);
   const kernels::WeightTypeTraits& vt = kernels::weight_traits(kv_spec_.v_type);
   for (int32_t q = 0; q < batch.num_seqs(); ++q) {
-    const int32_t* table = batch.block_ids.data() + batch.block_indptr[static_cast<size_t>(q)];
+    const int32_t* table = batch.table(q, in_window_group(s.layer));
     for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(q)]; i < batch.seq_token_indptr[static_cast<size_t>(q) + 1]; ++i) {
       const int32_t pos = batch.positions[static_cast<size_t>(i)];
       const auto slot = static_cast<size_t>(int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size);
@@ -574,11 +596,17 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   return status;
 }
 
-Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) {
+Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group) {
   const size_t block_slots = static_cast<size_t>(kv_spec_.block_size);
+  const bool window = group == KvGroup::Window;
+  const int32_t num_blocks = window ? kv_spec_.num_window_blocks : kv_spec_.num_blocks;
   for (const auto& [src, dst] : src_dst) {
-    GB_CHECK(src >= 0 && src < kv_spec_.num_blocks && dst >= 0 && dst < kv_spec_.num_blocks);
+    if (src < 0 || src >= num_blocks || dst < 0 || dst >= num_blocks)
+      return make_error("copy_blocks: block " + std::to_string(src < 0 || src >= num_blocks ? src : dst) +
+                        " is outside the " + (window ? "window group's" : "KV") + " pool of " +
+                        std::to_string(num_blocks));
     for (int32_t l = 0; l < model_->config.num_layers; ++l) {
+      if (in_window_group(l) != window) continue;
       for (const auto& [base, row] : {std::pair{k_layer(l), k_row_bytes_}, std::pair{v_layer(l), v_row_bytes_}}) {
         const size_t block_bytes = block_slots * row;
         std::memcpy(base + static_cast<size_t>(dst) * block_bytes, base + static_cast<size_t>(src) * block_bytes,
@@ -593,7 +621,7 @@ Status CpuBackend::read_kv_slot(int32_t layer, int32_t block, int32_t slot, std:
                                 std::span<float> v) const {
   const auto kv_dim = static_cast<size_t>(model_->config.kv_dim());
   if (layer < 0 || layer >= model_->config.num_layers || kv_arena_.data() == nullptr || block < 0 ||
-      block >= kv_spec_.num_blocks || slot < 0 || slot >= kv_spec_.block_size || k.size() < kv_dim ||
+      block >= layer_blocks(layer) || slot < 0 || slot >= kv_spec_.block_size || k.size() < kv_dim ||
       v.size() < kv_dim)
     return make_error("read_kv_slot: layer/block/slot out of range");
   const size_t s = static_cast<size_t>(block) * static_cast<size_t>(kv_spec_.block_size) + static_cast<size_t>(slot);

@@ -36,9 +36,10 @@ class CpuBackend final : public Backend, private LayerOps {
   size_t kv_pool_bytes() const override;
   size_t kv_resident_bytes() const override;
   std::vector<DType> kv_types() const override;
-  void release_block_memory(std::span<const int32_t> blocks) override;
+  bool supports_window_group() const override { return true; }
+  void release_block_memory(std::span<const int32_t> blocks, KvGroup group) override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;
-  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
+  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group) override;
   Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
                       std::span<float> v) const override;
   DeviceInfo device_info() const override;
@@ -82,12 +83,18 @@ class CpuBackend final : public Backend, private LayerOps {
   const ModelWeights& weights() const { return cpu_weights_->weights; }
   KvPoolSpec kv_spec_;
   // The pool (kv_arena.h: committed as blocks are first written): every
-  // layer's K, then every layer's V, each (num_blocks, block_size) rows of
-  // kv_dim values in kv_spec_.k_type / v_type.
+  // layer's K, then every layer's V, each (blocks of its group, block_size)
+  // rows of kv_dim values in kv_spec_.k_type / v_type.
   KvArena kv_arena_;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;  // one slot's K (V) row
-  uint8_t* k_layer(int32_t layer) const;
-  uint8_t* v_layer(int32_t layer) const;
+  std::vector<size_t> k_offset_, v_offset_;    // (layers) byte offsets into kv_arena_
+  std::vector<uint8_t> window_layer_;          // (layers) 1: the layer is in the window group
+  uint8_t* k_layer(int32_t layer) const { return kv_arena_.data() + k_offset_[static_cast<size_t>(layer)]; }
+  uint8_t* v_layer(int32_t layer) const { return kv_arena_.data() + v_offset_[static_cast<size_t>(layer)]; }
+  bool in_window_group(int32_t layer) const { return window_layer_[static_cast<size_t>(layer)] != 0; }
+  int32_t layer_blocks(int32_t layer) const {
+    return in_window_group(layer) ? kv_spec_.num_window_blocks : kv_spec_.num_blocks;
+  }
   std::vector<uint8_t> kv_row_scratch_;       // a row being quantized
   std::vector<float> norm_weights_;          // all norm vectors as float32, see norm offsets below
   std::vector<int64_t> attn_norm_offset_;    // (layers) into norm_weights_

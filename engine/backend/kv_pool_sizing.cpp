@@ -57,7 +57,11 @@ std::string kv_types_unsupported(const ModelConfig& config, KvTypes types) {
 }
 
 size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types) {
-  return static_cast<size_t>(config.num_layers) *
+  return kv_bytes_per_token(config, types, config.num_layers);
+}
+
+size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types, int32_t num_layers) {
+  return static_cast<size_t>(num_layers) *
          (kernels::kv_row_bytes(types.k, config.kv_dim()) + kernels::kv_row_bytes(types.v, config.kv_dim()));
 }
 
@@ -71,7 +75,9 @@ Result<KvPoolSpec> kv_pool_spec(const ModelConfig& config, const KvPoolRequest& 
   if (request.block_size <= 0)
     return make_error("KV pool: block size must be positive, got " + std::to_string(request.block_size));
   if (std::string why = kv_types_unsupported(config, request.types); !why.empty()) return make_error("KV type: " + why);
-  const size_t block_bytes = kv_bytes_per_block(config, request.block_size, request.types);
+  const size_t block_bytes =
+      kv_bytes_per_token(config, request.types, request.num_layers > 0 ? request.num_layers : config.num_layers) *
+      static_cast<size_t>(request.block_size);
   if (block_bytes == 0) return make_error("KV pool: the model config has no layers or KV heads");
   int64_t num_blocks = 0;
   if (request.num_blocks) {
@@ -148,11 +154,46 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
   KvPlan plan;
   plan.types = request.types;
   plan.budget = budget;
-  plan.bytes_per_token = kv_bytes_per_token(config, request.types);
+  const bool window_group = request.window_group && config.has_window_group();
+  const int32_t window_layers = window_group ? config.num_sliding_layers() : 0;
+  plan.bytes_per_token = kv_bytes_per_token(config, request.types, config.num_layers - window_layers);
   const size_t block_bytes = plan.bytes_per_token * static_cast<size_t>(bs);
   if (block_bytes == 0) return make_error("KV pool: the model config has no layers or KV heads");
   const bool known = budget.available > 0;
-  const size_t room = known ? budget.for_kv() : std::numeric_limits<size_t>::max();
+  size_t room = known ? budget.for_kv() : std::numeric_limits<size_t>::max();
+  // The window group first: its windows (a block of slack each, for the
+  // window's ragged start and a draft), one prefill chunk, fewer windows when
+  // they do not fit (down to one).
+  int64_t window_min = 0;
+  size_t window_block_bytes = 0;
+  if (window_group) {
+    plan.window = config.sliding_window;
+    plan.num_window_layers = window_layers;
+    plan.window_bytes_per_token = kv_bytes_per_token(config, request.types, window_layers);
+    window_block_bytes = plan.window_bytes_per_token * static_cast<size_t>(bs);
+    const int64_t per_seq = blocks_for(plan.window, bs) + 2;
+    const int64_t chunk = blocks_for(std::max(1, request.max_chunk), bs) + 1;
+    window_min = per_seq + chunk;
+    int64_t blocks = per_seq * std::max(1, request.window_seqs) + chunk;
+    if (known && static_cast<size_t>(blocks) * window_block_bytes > room)
+      blocks = std::max<int64_t>(window_min, static_cast<int64_t>(room / window_block_bytes));
+    if (known && static_cast<size_t>(blocks) * window_block_bytes > room)
+      return make_error("not enough memory for the sliding layers' window (" + std::to_string(window_layers) +
+                        " layers, " + std::to_string(plan.window) + " tokens: " +
+                        format_bytes(static_cast<size_t>(blocks) * window_block_bytes) + ")");
+    plan.num_window_blocks = static_cast<int32_t>(std::min<int64_t>(blocks, std::numeric_limits<int32_t>::max()));
+    plan.window_pool_bytes = static_cast<size_t>(plan.num_window_blocks) * window_block_bytes;
+    if (known) room -= plan.window_pool_bytes;
+  }
+  // The global layers never hold fewer blocks than the window group needs
+  // (it holds a suffix of the same tables): a larger window pool is waste.
+  const auto trim_window = [&] {
+    if (!window_group) return;
+    const int64_t cap = std::max<int64_t>(window_min, int64_t{plan.num_blocks} + window_min);
+    if (plan.num_window_blocks <= cap) return;
+    plan.num_window_blocks = static_cast<int32_t>(cap);
+    plan.window_pool_bytes = static_cast<size_t>(plan.num_window_blocks) * window_block_bytes;
+  };
   const auto there_is = [&] {
     return format_bytes(room) + " is there for KV (" + format_bytes(budget.available) + " available, less " +
            format_bytes(budget.weights) + " of weights, " + format_bytes(budget.work) + " of work buffers and a " +
@@ -163,10 +204,18 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
 
   if (request.num_blocks > 0 || request.num_bytes > 0) {
     KvPoolRequest pool;
-    if (request.num_blocks > 0) pool.num_blocks = request.num_blocks;
-    else pool.num_bytes = request.num_bytes;
+    if (request.num_blocks > 0) {
+      pool.num_blocks = request.num_blocks;
+    } else {
+      // --kv-bytes is the whole KV: the window group's share comes out of it.
+      if (request.num_bytes <= static_cast<int64_t>(plan.window_pool_bytes))
+        return make_error("--kv-bytes " + std::to_string(request.num_bytes) + ": the sliding layers' window alone needs " +
+                          format_bytes(plan.window_pool_bytes));
+      pool.num_bytes = request.num_bytes - static_cast<int64_t>(plan.window_pool_bytes);
+    }
     pool.block_size = bs;
     pool.types = request.types;
+    pool.num_layers = config.num_layers - window_layers;
     auto spec = kv_pool_spec(config, pool);
     if (!spec) return spec.error();
     const size_t bytes = static_cast<size_t>(spec->num_blocks) * block_bytes;
@@ -177,6 +226,7 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
     plan.num_blocks = spec->num_blocks;
     plan.context = request.context > 0 ? request.context : config.context_length;
     plan.pool_bytes = bytes;
+    trim_window();
     return plan;
   }
 
@@ -215,6 +265,7 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
   blocks = std::min<int64_t>(blocks, std::numeric_limits<int32_t>::max());
   plan.num_blocks = static_cast<int32_t>(blocks);
   plan.pool_bytes = static_cast<size_t>(blocks) * block_bytes;
+  trim_window();
   return plan;
 }
 

@@ -37,6 +37,8 @@ Result<DType> parse_kv_type(const std::string& name, const char* option);
 std::string kv_types_unsupported(const ModelConfig& config, KvTypes types);
 
 size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types);
+// The same over `num_layers` layers (a layer group's).
+size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types, int32_t num_layers);
 size_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, KvTypes types);
 
 struct KvPoolRequest {
@@ -44,6 +46,7 @@ struct KvPoolRequest {
   std::optional<int64_t> num_bytes;   // --kv-bytes (rounded down to whole blocks)
   int32_t block_size = 16;
   KvTypes types;
+  int32_t num_layers = 0;  // layers the pool holds (a layer group's); 0: every layer
 };
 
 // Exactly one of num_blocks / num_bytes must be set; the result has at least one block.
@@ -84,13 +87,27 @@ struct KvPlanRequest {
   int32_t contexts = 1;
   int32_t block_size = 16;
   KvTypes types;
+  // A model whose layers do not all slide (ModelConfig::has_window_group)
+  // keeps its sliding layers' window in a pool of their own: room for the
+  // window of window_seqs sequences plus one prefill chunk of max_chunk tokens
+  // (kv/scheduler.h). False: every layer in the one pool.
+  bool window_group = false;
+  int32_t window_seqs = 1;
+  int32_t max_chunk = 512;
 };
 
 struct KvPlan {
   int32_t context = 0;         // tokens per request
-  int32_t num_blocks = 0;      // the pool
-  size_t bytes_per_token = 0;  // all layers, K and V
+  int32_t num_blocks = 0;      // the pool (the global layers' with a window group)
+  size_t bytes_per_token = 0;  // the pool's layers, K and V
   size_t pool_bytes = 0;       // num_blocks x block bytes
+  // The window group (0 blocks: none): the sliding layers' pool.
+  int32_t window = 0;                 // its sliding window
+  int32_t num_window_layers = 0;
+  int32_t num_window_blocks = 0;
+  size_t window_bytes_per_token = 0;  // its layers, K and V
+  size_t window_pool_bytes = 0;
+  size_t total_bytes() const { return pool_bytes + window_pool_bytes; }
   KvTypes types;
   MemoryBudget budget;
   bool context_lowered = false;  // the model's context did not fit
@@ -106,7 +123,9 @@ struct KvPlan {
 //                              when one context does not fit
 //   neither                    the model's context if one fits, else the
 //                              largest multiple of 256 tokens that does (a note)
-// then a pool of `contexts` contexts, fewer when they do not all fit.
+// then a pool of `contexts` contexts, fewer when they do not all fit. With a
+// window group, its pool comes first (window_seqs windows, fewer down to one
+// when short) and the rest of the budget goes to the global layers.
 // Errors name what was asked, what it needs and what there is; nothing is
 // allocated. budget.available == 0 (unknown) fits everything.
 Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, const MemoryBudget& budget);

@@ -7,9 +7,10 @@
 
 namespace gb {
 KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks,
-                               int32_t sliding_window)
+                               int32_t sliding_window, bool follower)
     : pool_(num_blocks + std::max(0, num_lookahead_blocks), block_size),
       sliding_window_(sliding_window),
+      follower_(follower),
       num_lookahead_(std::max(0, num_lookahead_blocks)) {
   GB_CHECK(sliding_window >= 0);
 }
@@ -73,12 +74,13 @@ BlockTable& KvCacheManager::mutable_table(RequestId id) {
   return it->second;
 }
 
-std::vector<BlockId> KvCacheManager::match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id) const {
+std::vector<BlockId> KvCacheManager::match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id,
+                                                  int32_t max_blocks) const {
   std::vector<BlockId> out;
   if (tokens.empty() || isolation_id == 0) return out;
   const int32_t bs = block_size();
   // Never the whole sequence: the last token must run through the model.
-  const auto max_blocks = static_cast<int32_t>((tokens.size() - 1) / static_cast<size_t>(bs));
+  max_blocks = std::min(max_blocks, static_cast<int32_t>((tokens.size() - 1) / static_cast<size_t>(bs)));
   uint64_t parent_hash = pool_.root_hash(isolation_id);
   PrefixSerial parent_serial = kNoPrefixSerial;
   for (int32_t i = 0; i < max_blocks; ++i) {
@@ -93,9 +95,50 @@ std::vector<BlockId> KvCacheManager::match_blocks(std::span<const TokenId> token
   return out;
 }
 
-PrefixMatch KvCacheManager::find_prefix(std::span<const TokenId> tokens, const IsolationKey& key) const {
+KvCacheManager::FollowerMatch KvCacheManager::follower_match(std::span<const TokenId> tokens, uint32_t isolation_id,
+                                                             int32_t max_blocks,
+                                                             std::span<const PrefixLink> leader_chain) const {
+  FollowerMatch m;
+  if (tokens.empty() || isolation_id == 0) return m;
+  const int32_t bs = block_size();
+  max_blocks = std::min({max_blocks, static_cast<int32_t>(leader_chain.size()),
+                         static_cast<int32_t>((tokens.size() - 1) / static_cast<size_t>(bs))});
+  // found[i]: block i cached under the leader's identity of the prefix before it.
+  std::vector<std::optional<BlockId>> found(static_cast<size_t>(std::max(0, max_blocks)));
+  for (int32_t i = 0; i < max_blocks; ++i) {
+    const auto chunk = tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
+    const PrefixSerial parent = i > 0 ? leader_chain[static_cast<size_t>(i - 1)].serial : kNoPrefixSerial;
+    found[static_cast<size_t>(i)] = pool_.find_cached(leader_chain[static_cast<size_t>(i)].hash, parent, chunk, isolation_id);
+  }
+  // The longest k whose window blocks are all there (k = 0 always is).
+  for (int32_t k = max_blocks; k > 0; --k) {
+    const int32_t first = std::min(num_releasable_blocks(k * bs), k);
+    bool all = true;
+    for (int32_t i = first; i < k && all; ++i) all = found[static_cast<size_t>(i)].has_value();
+    if (!all) continue;
+    m.num_blocks = k;
+    m.num_released = first;
+    for (int32_t i = first; i < k; ++i) m.window_blocks.push_back(*found[static_cast<size_t>(i)]);
+    break;
+  }
+  return m;
+}
+
+PrefixMatch KvCacheManager::find_prefix(std::span<const TokenId> tokens, const IsolationKey& key, int32_t max_tokens,
+                                        std::span<const PrefixLink> leader_chain) const {
   PrefixMatch match;
-  const std::vector<BlockId> blocks = match_blocks(tokens, pool_.find_isolation_id(key));
+  const int32_t max_blocks = max_tokens / block_size();
+  const uint32_t iso = pool_.find_isolation_id(key);
+  if (follower_) {
+    const FollowerMatch m = follower_match(tokens, iso, max_blocks, leader_chain);
+    match.num_blocks = m.num_blocks;
+    match.num_tokens = m.num_blocks * block_size();
+    match.num_released = m.num_released;
+    for (BlockId b : m.window_blocks)
+      if (pool_.block(b).ref_count == 0) ++match.num_unreferenced;
+    return match;
+  }
+  const std::vector<BlockId> blocks = match_blocks(tokens, iso, max_blocks);
   match.num_blocks = static_cast<int32_t>(blocks.size());
   match.num_tokens = match.num_blocks * block_size();
   // Blocks before the window are matched (they verify the chain) but given
@@ -106,14 +149,37 @@ PrefixMatch KvCacheManager::find_prefix(std::span<const TokenId> tokens, const I
   return match;
 }
 
+std::vector<PrefixLink> KvCacheManager::prefix_links(std::span<const TokenId> tokens, const IsolationKey& key,
+                                                     int32_t max_tokens) const {
+  GB_CHECK_MSG(!follower_, "KvCacheManager::prefix_links: a follower has no identities of its own");
+  std::vector<PrefixLink> links;
+  for (BlockId b : match_blocks(tokens, pool_.find_isolation_id(key), max_tokens / block_size()))
+    links.push_back({pool_.block(b).hash, pool_.block(b).serial});
+  return links;
+}
+
 int32_t KvCacheManager::add_request(RequestId id, std::span<const TokenId> tokens, const IsolationKey& key,
-                                    bool use_prefix_cache) {
+                                    bool use_prefix_cache, int32_t max_tokens, std::span<const PrefixLink> leader_chain) {
   GB_CHECK_MSG(!tables_.contains(id), "KvCacheManager: request added twice");
   BlockTable t;
   t.isolation_id = pool_.intern(key);
   t.use_prefix_cache = use_prefix_cache;
-  if (use_prefix_cache) {
-    for (BlockId b : match_blocks(tokens, t.isolation_id)) {
+  if (use_prefix_cache && follower_) {
+    // Slots before the window start released (announced, as a fork's are);
+    // the window's blocks are taken.
+    const FollowerMatch m = follower_match(tokens, t.isolation_id, max_tokens / block_size(), leader_chain);
+    for (int32_t i = 0; i < m.num_released; ++i) {
+      pool_.note_slot_released(id);
+      t.blocks.push_back(kReleasedBlock);
+    }
+    for (BlockId b : m.window_blocks) {
+      pool_.retain(b, id, KvEventKind::PrefixHit);
+      t.blocks.push_back(b);
+    }
+    t.num_released = m.num_released;
+    t.prefix_chain.assign(leader_chain.begin(), leader_chain.begin() + m.num_blocks);
+  } else if (use_prefix_cache) {
+    for (BlockId b : match_blocks(tokens, t.isolation_id, max_tokens / block_size())) {
       pool_.retain(b, id, KvEventKind::PrefixHit);
       t.blocks.push_back(b);
       t.prefix_chain.push_back({pool_.block(b).hash, pool_.block(b).serial});
@@ -170,17 +236,20 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id,
   return copies;
 }
 
-void KvCacheManager::mark_computed(RequestId id, int32_t num_tokens_computed) {
+void KvCacheManager::mark_computed(RequestId id, int32_t num_tokens_computed,
+                                   std::span<const PrefixLink> leader_chain) {
   BlockTable& t = mutable_table(id);
   GB_CHECK(num_tokens_computed >= 0 && num_tokens_computed <= t.num_tokens);
   t.num_computed = num_tokens_computed;
-  commit_full_blocks(id, t);
+  commit_full_blocks(id, t, leader_chain);
   release_out_of_window(id, t);
 }
 
-void KvCacheManager::commit_full_blocks(RequestId id, BlockTable& t) {
+void KvCacheManager::commit_full_blocks(RequestId id, BlockTable& t, std::span<const PrefixLink> leader_chain) {
   if (!t.use_prefix_cache) return;
   const int32_t num_full = t.num_computed / block_size();
+  GB_CHECK_MSG(!follower_ || static_cast<int32_t>(leader_chain.size()) >= num_full,
+               "KvCacheManager: a follower commits only blocks its leader has committed");
   for (int32_t i = t.num_committed_blocks; i < num_full; ++i) {
     const BlockId b = t.blocks[static_cast<size_t>(i)];
     // Blocks are committed as soon as they are full and computed, and
@@ -190,6 +259,7 @@ void KvCacheManager::commit_full_blocks(RequestId id, BlockTable& t) {
     if (!pool_.block(b).has_hash) {  // else shared with a request that committed it
       // The parent link comes from the table's chain: the parent block itself
       // may already have left the window.
+      // A follower's chain holds the leader's links (see above).
       uint64_t parent_hash = pool_.root_hash(t.isolation_id);
       PrefixSerial parent_serial = kNoPrefixSerial;
       if (i > 0) {
@@ -199,7 +269,13 @@ void KvCacheManager::commit_full_blocks(RequestId id, BlockTable& t) {
       }
       pool_.commit(b, parent_hash, parent_serial, t.isolation_id, id);
     }
-    t.prefix_chain.push_back({pool_.block(b).hash, pool_.block(b).serial});
+    if (follower_) {
+      const PrefixLink& link = leader_chain[static_cast<size_t>(i)];
+      GB_CHECK_MSG(link.hash == pool_.block(b).hash, "KvCacheManager: a follower's block differs from its leader's");
+      t.prefix_chain.push_back(link);
+    } else {
+      t.prefix_chain.push_back({pool_.block(b).hash, pool_.block(b).serial});
+    }
   }
   t.num_committed_blocks = std::max(t.num_committed_blocks, num_full);
 }
@@ -358,10 +434,14 @@ Status KvCacheManager::check_invariants() const {
       const int32_t used = std::min(bs, t.num_tokens - i * bs);
       if (block.num_filled() < used) return fail("a block holds fewer tokens than the table uses");
       if (i < t.num_committed_blocks && !block.has_hash) return fail("a committed block lost its hash");
-      if (i < t.num_committed_blocks && t.use_prefix_cache &&
-          (block.hash != t.prefix_chain[static_cast<size_t>(i)].hash ||
-           block.serial != t.prefix_chain[static_cast<size_t>(i)].serial))
-        return fail("prefix chain disagrees with a committed block");
+      if (i < t.num_committed_blocks && t.use_prefix_cache) {
+        const PrefixLink& link = t.prefix_chain[static_cast<size_t>(i)];
+        // A follower's chain is its leader's: its blocks hang under the
+        // leader's serial of the block before (see above).
+        const PrefixSerial parent = i > 0 ? t.prefix_chain[static_cast<size_t>(i - 1)].serial : kNoPrefixSerial;
+        if (block.hash != link.hash || (follower_ ? block.parent_serial != parent : block.serial != link.serial))
+          return fail("prefix chain disagrees with a committed block");
+      }
       if (block.isolation_id != 0 && block.isolation_id != t.isolation_id)
         return fail("holds a block committed under another isolation key");
     }

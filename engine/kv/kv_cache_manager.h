@@ -42,6 +42,19 @@
 // holds at most ceil((W + block_size - 2) / block_size) blocks between steps
 // (positions c - W + 1 .. c - 1, anywhere in their first block).
 //
+// Follower (a layer group of a model whose layers do not all slide, e.g.
+// Gemma 3's sliding layers beside its global ones; kv/scheduler.h): the
+// scheduler keeps one manager per layer group in lockstep, token for token. The
+// leader (the global layers) verifies prefix identities from block 0 as above;
+// a follower (the sliding layers, a window W) holds only its window and takes
+// its prefix identities from the leader's chain: its table's prefix_chain is
+// the leader's (hashes are the same function of the tokens), it commits block i
+// under the leader's serial of block i - 1, and a prefix hit needs only its
+// blocks inside the window to be cached (blocks before it are never looked
+// up), so evicting them does not cost the others a hit. Calls that commit or
+// match take the leader's links (leader_chain): the leader's table's
+// prefix_chain, or the leader's matched links (prefix_links()).
+//
 // Expected pressure (no block available) is a nullopt and changes nothing.
 // Programmer errors (unknown request, bad counts) fail GB_CHECK.
 //
@@ -61,6 +74,8 @@
 
 namespace gb {
 
+inline constexpr int32_t kNoTokenLimit = 0x7fffffff;
+
 struct PrefixMatch {
   int32_t num_tokens = 0;       // cached tokens (num_blocks * block_size)
   int32_t num_blocks = 0;
@@ -73,7 +88,8 @@ class KvCacheManager {
   // The pool holds num_blocks + num_lookahead_blocks blocks. sliding_window: 0,
   // or W when every layer of the model slides (blocks that leave the window are
   // released).
-  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks = 0, int32_t sliding_window = 0);
+  KvCacheManager(int32_t num_blocks, int32_t block_size, int32_t num_lookahead_blocks = 0, int32_t sliding_window = 0,
+                 bool follower = false);
 
   int32_t block_size() const { return pool_.block_size(); }
   // Every block of the pool, the lookahead reserve included.
@@ -85,6 +101,7 @@ class KvCacheManager {
   int32_t num_owned() const { return pool_.num_owned(); }
   const BlockPool& pool() const { return pool_; }
   int32_t sliding_window() const { return sliding_window_; }
+  bool is_follower() const { return follower_; }
   // Leading blocks of a table with num_computed computed tokens that no future
   // query reads: max(0, num_computed - W + 1) / block_size, 0 without a window.
   int32_t num_releasable_blocks(int32_t num_computed) const;
@@ -92,12 +109,22 @@ class KvCacheManager {
   // Longest cached prefix of `tokens` under `key`, without taking it. At most
   // (tokens.size() - 1) / block_size blocks: the last token is always left to
   // compute so the forward pass produces its logits.
-  PrefixMatch find_prefix(std::span<const TokenId> tokens, const IsolationKey& key) const;
-  // Creates the request's table and takes the cached prefix (if use_prefix_cache).
-  // Returns the number of tokens already computed through the cache.
+  // At most max_tokens (rounded down to whole blocks). A follower matches
+  // within leader_chain (the leader's links of its own match).
+  PrefixMatch find_prefix(std::span<const TokenId> tokens, const IsolationKey& key,
+                          int32_t max_tokens = kNoTokenLimit, std::span<const PrefixLink> leader_chain = {}) const;
+  // The links (hash, serial) of the first max_tokens / block_size blocks of
+  // find_prefix's match: what a follower matches and commits under.
+  std::vector<PrefixLink> prefix_links(std::span<const TokenId> tokens, const IsolationKey& key,
+                                       int32_t max_tokens = kNoTokenLimit) const;
+  // Creates the request's table and takes the cached prefix (if
+  // use_prefix_cache), at most max_tokens of it. Returns the number of tokens
+  // already computed through the cache.
   int32_t add_request(RequestId id, std::span<const TokenId> tokens, const IsolationKey& key,
-                      bool use_prefix_cache = true);
+                      bool use_prefix_cache = true, int32_t max_tokens = kNoTokenLimit,
+                      std::span<const PrefixLink> leader_chain = {});
   bool has_request(RequestId id) const { return tables_.contains(id); }
+  int32_t num_requests() const { return static_cast<int32_t>(tables_.size()); }
   const BlockTable& table(RequestId id) const;
 
   // Blocks append_slots(id, n tokens) would take from the pool (new blocks plus a
@@ -107,8 +134,10 @@ class KvCacheManager {
   // their ids. Returns the copies to run first, or nullopt (nothing changed) when
   // the pool has too few blocks.
   std::optional<std::vector<BlockCopy>> append_slots(RequestId id, std::span<const TokenId> tokens);
-  // The backend has written K/V for the first num_tokens_computed tokens.
-  void mark_computed(RequestId id, int32_t num_tokens_computed);
+  // The backend has written K/V for the first num_tokens_computed tokens. A
+  // follower commits its full blocks under leader_chain (the leader table's
+  // prefix_chain after the leader's mark_computed).
+  void mark_computed(RequestId id, int32_t num_tokens_computed, std::span<const PrefixLink> leader_chain = {});
   // `child` starts with the first num_tokens (already computed) tokens of `parent`:
   // full blocks shared, a partial last block copied. nullopt when no block is free.
   std::optional<std::vector<BlockCopy>> fork(RequestId parent, RequestId child, int32_t num_tokens);
@@ -143,8 +172,19 @@ class KvCacheManager {
 
  private:
   BlockTable& mutable_table(RequestId id);
-  // Blocks of the cached prefix (see find_prefix), in order.
-  std::vector<BlockId> match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id) const;
+  // Blocks of the cached prefix (see find_prefix), in order, at most max_blocks.
+  std::vector<BlockId> match_blocks(std::span<const TokenId> tokens, uint32_t isolation_id,
+                                    int32_t max_blocks) const;
+  // A follower's match within leader_chain: the most blocks k whose window
+  // blocks (num_releasable_blocks(k * block_size) .. k - 1) are all cached under
+  // the leader's identities; those blocks, in order.
+  struct FollowerMatch {
+    int32_t num_blocks = 0;
+    int32_t num_released = 0;
+    std::vector<BlockId> window_blocks;  // (num_blocks - num_released)
+  };
+  FollowerMatch follower_match(std::span<const TokenId> tokens, uint32_t isolation_id, int32_t max_blocks,
+                               std::span<const PrefixLink> leader_chain) const;
   int32_t lookahead_reserve_left() const { return num_lookahead_ - num_lookahead_held_; }
   // A block for a table (the caller checked num_available()). When only the
   // reserve is free, the least recently freed cached block is evicted first and
@@ -152,12 +192,13 @@ class KvCacheManager {
   BlockId take_block(RequestId id);
   Status check_lookahead(std::span<int32_t> holders) const;
   // Commits the table's full computed blocks to the prefix index, in order.
-  void commit_full_blocks(RequestId id, BlockTable& t);
+  void commit_full_blocks(RequestId id, BlockTable& t, std::span<const PrefixLink> leader_chain);
   // Releases the table's blocks that left the window (see above).
   void release_out_of_window(RequestId id, BlockTable& t);
 
   BlockPool pool_;
   int32_t sliding_window_ = 0;
+  bool follower_ = false;
   std::unordered_map<RequestId, BlockTable> tables_;
   std::unordered_map<RequestId, std::vector<BlockId>> lookahead_;  // lent blocks, by holder
   int32_t num_lookahead_ = 0;       // the reserve's size

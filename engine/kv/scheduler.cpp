@@ -43,6 +43,66 @@ Scheduler::Scheduler(const SchedulerConfig& config)
     window_chunk_cap_ = std::max(0, (config.num_blocks - 1) * config.block_size - config.sliding_window + 1);
     if (window_chunk_cap_ > 0) max_total_tokens_ = config.max_context;
   }
+  if (const KvGroupSpec& g = config.window_group; g.num_blocks > 0) {
+    GB_CHECK_MSG(config.sliding_window == 0 && g.window > 0, "Scheduler: a window group beside a sliding leader");
+    window_kv_ = std::make_unique<KvCacheManager>(g.num_blocks, config.block_size, 0, g.window, /*follower=*/true);
+    window_chunk_cap_ = (g.num_blocks - 1) * config.block_size - g.window + 1;
+    GB_CHECK_MSG(window_chunk_cap_ > 0, "Scheduler: the window group's pool holds less than a window and a block");
+    window_watermark_blocks_ =
+        static_cast<int32_t>(std::ceil(config.admission_watermark * static_cast<float>(g.num_blocks)));
+  }
+}
+
+void Scheduler::kv_free(RequestId id) {
+  kv_.free_request(id);
+  if (window_kv_) window_kv_->free_request(id);
+}
+
+bool Scheduler::kv_short(RequestId id, int32_t num_new_tokens, int32_t keep) const {
+  if (kv_.num_available() - kv_.num_blocks_needed(id, num_new_tokens) < keep) return true;
+  return window_kv_ && window_kv_->num_available() - window_kv_->num_blocks_needed(id, num_new_tokens) < keep;
+}
+
+std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_append(RequestId id, std::span<const TokenId> tokens) {
+  // Checked in both first: an append is all or nothing.
+  if (kv_short(id, static_cast<int32_t>(tokens.size()), 0)) return std::nullopt;
+  std::vector<GroupCopy> out;
+  auto copies = kv_.append_slots(id, tokens);
+  GB_CHECK(copies.has_value());
+  for (const BlockCopy& c : *copies) out.push_back({id, c, 0});
+  if (window_kv_) {
+    auto window_copies = window_kv_->append_slots(id, tokens);
+    GB_CHECK(window_copies.has_value());
+    for (const BlockCopy& c : *window_copies) out.push_back({id, c, 1});
+  }
+  return out;
+}
+
+std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_fork(RequestId parent, RequestId child,
+                                                                     int32_t num_tokens) {
+  auto copies = kv_.fork(parent, child, num_tokens);
+  if (!copies) return std::nullopt;
+  std::vector<GroupCopy> out;
+  for (const BlockCopy& c : *copies) out.push_back({child, c, 0});
+  if (window_kv_) {
+    auto window_copies = window_kv_->fork(parent, child, num_tokens);
+    if (!window_copies) {
+      kv_.free_request(child);  // all or nothing
+      return std::nullopt;
+    }
+    for (const BlockCopy& c : *window_copies) out.push_back({child, c, 1});
+  }
+  return out;
+}
+
+void Scheduler::kv_truncate(RequestId id, int32_t num_tokens) {
+  kv_.truncate(id, num_tokens);
+  if (window_kv_) window_kv_->truncate(id, num_tokens);
+}
+
+void Scheduler::kv_mark_computed(RequestId id, int32_t num_computed) {
+  kv_.mark_computed(id, num_computed);
+  if (window_kv_) window_kv_->mark_computed(id, num_computed, kv_.table(id).prefix_chain);
 }
 
 Request& Scheduler::at(RequestId id) {
@@ -98,7 +158,7 @@ bool Scheduler::cancel(RequestId id) {
   GB_CHECK_MSG(!in_flight_, "Scheduler::cancel between schedule() and on_step_done()");
   auto it = requests_.find(id);
   if (it == requests_.end()) return false;
-  if (kv_.has_request(id)) kv_.free_request(id);
+  if (kv_.has_request(id)) kv_free(id);
   remove_from(running_, id);
   remove_from(waiting_, id);
   requests_.erase(it);
@@ -126,14 +186,14 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
                       std::to_string(computed));
   if (num_total <= num_shared_tokens) return make_error(name + ": the child needs at least one token after the shared ones");
   if (num_total >= max_total_tokens_) return make_error(name + ": the branch is longer than the context");
-  if (!kv_.can_fork(parent, num_shared_tokens))
+  if (!kv_.can_fork(parent, num_shared_tokens) || (window_kv_ && !window_kv_->can_fork(parent, num_shared_tokens)))
     return make_error(name + ": the parent's K/V before position " + std::to_string(num_shared_tokens) +
                       " has left the sliding window and was released");
   if (static_cast<int32_t>(initial_output.size()) >= child.max_tokens)
     return make_error(name + ": max_tokens leaves no room to generate after the forced tokens");
-  auto copies = kv_.fork(parent, child.id, num_shared_tokens);
+  auto copies = kv_fork(parent, child.id, num_shared_tokens);
   while (!copies && config_.evict_retained && release_lru_retained(parent))
-    copies = kv_.fork(parent, child.id, num_shared_tokens);
+    copies = kv_fork(parent, child.id, num_shared_tokens);
   if (!copies) return make_error(name + ": no free KV block for the copy-on-write of the last block");
   pending_copies_.insert(pending_copies_.end(), copies->begin(), copies->end());
   Request r;
@@ -158,7 +218,7 @@ bool Scheduler::release(RequestId id) {
   GB_CHECK_MSG(!in_flight_, "Scheduler::release between schedule() and on_step_done()");
   auto it = retained_.find(id);
   if (it == retained_.end()) return false;
-  kv_.free_request(id);
+  kv_free(id);
   retained_.erase(it);
   return true;
 }
@@ -168,7 +228,7 @@ bool Scheduler::release_lru_retained(RequestId keep) {
   for (auto it = retained_.begin(); it != retained_.end(); ++it)
     if (it->first != keep && (oldest == retained_.end() || it->second.last_used < oldest->second.last_used)) oldest = it;
   if (oldest == retained_.end()) return false;
-  kv_.free_request(oldest->first);  // full blocks stay cached (evictable), the rest is free
+  kv_free(oldest->first);  // full blocks stay cached (evictable), the rest is free
   retained_.erase(oldest);
   return true;
 }
@@ -224,7 +284,7 @@ std::span<const TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t 
 
 void Scheduler::preempt(RequestId victim, StepState& step) {
   Request& r = at(victim);
-  kv_.free_request(victim);
+  kv_free(victim);
   r.num_tokens_computed = 0;
   r.state = RequestState::Preempted;
   ++r.num_preemptions;
@@ -238,7 +298,7 @@ void Scheduler::preempt(RequestId victim, StepState& step) {
       break;
     }
   }
-  std::erase_if(step.copies, [victim](const auto& c) { return c.first == victim; });
+  std::erase_if(step.copies, [victim](const GroupCopy& c) { return c.id == victim; });
   step.plan->preempted.push_back(victim);
   ++step.plan->stats.num_preemptions;
 }
@@ -257,8 +317,8 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
     const std::span<const TokenId> tokens = tokens_to_compute(r, n);
     if (decodes && try_schedule_draft(id, tokens, step)) continue;
     for (;;) {
-      if (auto copies = kv_.append_slots(id, tokens)) {
-        for (const BlockCopy& c : *copies) step.copies.emplace_back(id, c);
+      if (auto copies = kv_append(id, tokens)) {
+        step.copies.insert(step.copies.end(), copies->begin(), copies->end());
         step.entries.push_back({id, n, decodes});
         step.budget -= n;
         break;
@@ -293,13 +353,13 @@ bool Scheduler::try_schedule_draft(RequestId id, std::span<const TokenId> last, 
   // Drafts are an optimisation: decode plainly rather than take blocks the
   // other running requests may need this step (one each at most) and make
   // them preempt someone for slots that may be rolled back.
-  const int32_t needed = kv_.num_blocks_needed(id, static_cast<int32_t>(tokens.size()));
-  if (needed > kv_.num_blocks_needed(id, 1) &&
-      kv_.num_available() - needed < static_cast<int32_t>(running_.size()))
-    return false;
-  auto copies = kv_.append_slots(id, tokens);
+  const auto n = static_cast<int32_t>(tokens.size());
+  const bool more_than_one = kv_.num_blocks_needed(id, n) > kv_.num_blocks_needed(id, 1) ||
+                             (window_kv_ && window_kv_->num_blocks_needed(id, n) > window_kv_->num_blocks_needed(id, 1));
+  if (more_than_one && kv_short(id, n, static_cast<int32_t>(running_.size()))) return false;
+  auto copies = kv_append(id, tokens);
   if (!copies) return false;
-  for (const BlockCopy& c : *copies) step.copies.emplace_back(id, c);
+  step.copies.insert(step.copies.end(), copies->begin(), copies->end());
   step.entries.push_back({id, 1 + num_draft, true, num_draft});
   step.budget -= 1 + num_draft;
   return true;
@@ -319,22 +379,39 @@ void Scheduler::schedule_waiting(StepState& step) {
     // new ones for the first chunk (the prefix is whole blocks: no copy needed).
     // Kept blocks of finished requests are released (longest unused first) while
     // it does not fit; released full blocks may then be part of its prefix.
+    // With a window group, the hit is the longest both groups serve.
+    PrefixMatch window_match;
     auto fits = [&] {
       match = r.use_prefix_cache ? kv_.find_prefix(known, r.isolation) : PrefixMatch{};
+      if (window_kv_ && r.use_prefix_cache) {
+        window_match = window_kv_->find_prefix(known, r.isolation, match.num_tokens,
+                                               kv_.prefix_links(known, r.isolation, match.num_tokens));
+        if (window_match.num_tokens < match.num_tokens)
+          match = kv_.find_prefix(known, r.isolation, window_match.num_tokens);
+      }
       n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
       const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
       const int32_t left_after = kv_.num_available() - taken;
-      return left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
+      bool ok = left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
+      if (window_kv_) {
+        const int32_t window_taken =
+            window_match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - window_match.num_blocks;
+        const int32_t window_left = window_kv_->num_available() - window_taken;
+        ok = ok && window_left >= 0 && (running_.empty() || window_left >= window_watermark_blocks_);
+      }
+      return ok;
     };
     bool admissible = fits();
     while (!admissible && config_.evict_retained && release_lru_retained()) admissible = fits();
     if (!admissible) return;  // first in line waits; nobody overtakes it
-    const int32_t hit = kv_.add_request(id, known, r.isolation, r.use_prefix_cache);
+    const int32_t hit = kv_.add_request(id, known, r.isolation, r.use_prefix_cache, match.num_tokens);
     GB_CHECK(hit == match.num_tokens);
+    if (window_kv_)
+      GB_CHECK(window_kv_->add_request(id, known, r.isolation, r.use_prefix_cache, hit, kv_.table(id).prefix_chain) == hit);
     r.num_tokens_computed = hit;
     r.num_prefix_hit_tokens += hit;
     step.plan->stats.num_prefix_hit_tokens += hit;
-    auto copies = kv_.append_slots(id, tokens_to_compute(r, n));
+    auto copies = kv_append(id, tokens_to_compute(r, n));
     GB_CHECK_MSG(copies && copies->empty(), "admission counted its blocks wrong");
     r.state = RequestState::Running;
     remove_from(waiting_, id);
@@ -375,6 +452,7 @@ StepPlan Scheduler::schedule() {
       s.token_ids.assign(tokens.begin(), tokens.end());
     }
     s.block_ids = kv_.table(e.id).block_ids();
+    if (window_kv_) s.window_block_ids = window_kv_->table(e.id).block_ids();
     // A verification needs logits at every position; otherwise only the step
     // that reaches the last known token does (step_plan.h).
     if (e.num_draft > 0) s.num_logit_rows = s.num_new_tokens;
@@ -385,9 +463,12 @@ StepPlan Scheduler::schedule() {
   }
   // Fork copies first: their sources are shared, full or partial blocks that
   // nothing in this step writes before the copy.
-  for (const BlockCopy& c : pending_copies_) plan.block_copies.emplace_back(c.src.value, c.dst.value);
+  const auto emit = [&plan](const GroupCopy& c) {
+    (c.group == 0 ? plan.block_copies : plan.window_block_copies).emplace_back(c.copy.src.value, c.copy.dst.value);
+  };
+  for (const GroupCopy& c : pending_copies_) emit(c);
   pending_copies_.clear();
-  for (const auto& [id, c] : step.copies) plan.block_copies.emplace_back(c.src.value, c.dst.value);
+  for (const GroupCopy& c : step.copies) emit(c);
   drafts_.clear();  // a draft that did not get scheduled is stale next step
   plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
   in_flight_ = !plan.empty();
@@ -410,14 +491,14 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
                    "on_step_done: one StepToken per request with logit rows, in plan order");
       num_accepted = sampled[next_sample].num_accepted_draft;
       GB_CHECK_MSG(num_accepted >= 0 && num_accepted <= num_draft, "on_step_done: more accepted drafts than drafted");
-      kv_.truncate(s.id, num_draft - num_accepted);
+      kv_truncate(s.id, num_draft - num_accepted);
     } else {
       GB_CHECK_MSG(next_sample >= sampled.size() || sampled[next_sample].id != s.id ||
                        sampled[next_sample].num_accepted_draft == 0,
                    "on_step_done: accepted drafts for a request that had none");
     }
     r.num_tokens_computed += s.num_new_tokens - (num_draft - num_accepted);
-    kv_.mark_computed(s.id, r.num_tokens_computed);
+    kv_mark_computed(s.id, r.num_tokens_computed);
     if (!s.needs_logits()) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
                  "on_step_done: one StepToken per request with logit rows, in plan order");
@@ -434,7 +515,7 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
       if (config_.max_retained > 0 && static_cast<int32_t>(retained_.size()) > config_.max_retained)
         release_lru_retained(s.id);
     } else {
-      kv_.free_request(s.id);
+      kv_free(s.id);
     }
     remove_from(running_, s.id);
     finished.push_back({s.id, reason, std::move(r.tokens), r.num_prompt});
@@ -449,12 +530,37 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
 
 void Scheduler::on_step_failed(const StepPlan& plan) {
   in_flight_ = false;
-  for (const ScheduledRequest& s : plan.requests) kv_.truncate(s.id, s.num_new_tokens);
+  for (const ScheduledRequest& s : plan.requests) kv_truncate(s.id, s.num_new_tokens);
 }
 
 Status Scheduler::check_invariants() const {
   GB_TRY(kv_.check_invariants());
   auto fail = [](const std::string& what) { return Status(make_error("Scheduler invariant: " + what)); };
+  if (window_kv_) {
+    GB_TRY(window_kv_->check_invariants());
+    // The groups hold the same requests, token for token, under one chain.
+    if (window_kv_->num_requests() != kv_.num_requests()) return fail("the layer groups hold different requests");
+    for (const auto& [id, unused] : requests_) {
+      (void)unused;
+      if (kv_.has_request(id) != window_kv_->has_request(id)) return fail("a request is in one layer group only");
+    }
+    for (const auto& [id, unused] : retained_) {
+      (void)unused;
+      if (!window_kv_->has_request(id)) return fail("a retained request is in one layer group only");
+    }
+    for (const auto& [id, unused] : requests_) {
+      (void)unused;
+      if (!kv_.has_request(id)) continue;
+      const BlockTable& a = kv_.table(id);
+      const BlockTable& b = window_kv_->table(id);
+      if (a.num_tokens != b.num_tokens || a.num_computed != b.num_computed ||
+          a.num_committed_blocks != b.num_committed_blocks || a.prefix_chain.size() != b.prefix_chain.size())
+        return fail("the layer groups' tables of a request disagree");
+      for (size_t i = 0; i < a.prefix_chain.size(); ++i)
+        if (a.prefix_chain[i].hash != b.prefix_chain[i].hash || a.prefix_chain[i].serial != b.prefix_chain[i].serial)
+          return fail("the window group's chain is not its leader's");
+    }
+  }
   if (running_.size() + waiting_.size() != requests_.size()) return fail("a request is in no list or in two");
   for (RequestId id : running_) {
     auto it = requests_.find(id);

@@ -43,6 +43,18 @@
 // block_size - W + 1 tokens: the most that, with the window before it, spans
 // num_blocks blocks however it is aligned, so one request alone always fits.
 //
+// Layer groups (config.window_group, models whose layers do not all slide:
+// Gemma 2/3): the sliding layers keep their K/V in a pool of their own, with a
+// block table per request that holds only the window (a follower
+// KvCacheManager), beside the global layers' tables (kv_cache(), the leader).
+// Both groups move in lockstep, token for token: a request is admitted, gets
+// slots, is computed, truncated, forked, preempted and freed in both at once,
+// and a step that needs a block either group lacks preempts as above. A prefix
+// hit is the longest one both groups can serve (the follower needs only its
+// window's blocks cached). The chunk cap above then comes from the window
+// group's pool, and the limit from the leader's. StepPlan carries both
+// groups' tables and copies.
+//
 // The engine loop (runtime/) -- one step:
 //
 //   StepPlan plan = scheduler.schedule();
@@ -77,6 +89,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -88,6 +101,12 @@
 #include "kv/step_plan.h"
 
 namespace gb {
+
+// A layer group's pool beside the leader's (SchedulerConfig::window_group).
+struct KvGroupSpec {
+  int32_t num_blocks = 0;  // 0: no such group
+  int32_t window = 0;      // the group's sliding window W
+};
 
 struct SchedulerConfig {
   int32_t num_blocks = 0;
@@ -105,6 +124,10 @@ struct SchedulerConfig {
   // W when every layer of the model slides (ModelConfig::kv_release_window),
   // else 0: blocks that leave a request's window are released (KvCacheManager).
   int32_t sliding_window = 0;
+  // The sliding layers of a model whose other layers are global (see above);
+  // num_blocks 0: every layer uses the one table. Needs (num_blocks - 1) x
+  // block_size >= window, so one request alone always fits.
+  KvGroupSpec window_group;
 };
 
 struct StepToken {
@@ -178,6 +201,9 @@ class Scheduler {
   int32_t max_tokens_per_request() const { return max_total_tokens_; }
   KvCacheManager& kv_cache() { return kv_; }
   const KvCacheManager& kv_cache() const { return kv_; }
+  // The sliding layers' group (config.window_group), or null.
+  const KvCacheManager* window_kv_cache() const { return window_kv_.get(); }
+  KvCacheManager* window_kv_cache() { return window_kv_.get(); }
 
   Status check_invariants() const;
 
@@ -188,9 +214,14 @@ class Scheduler {
     bool is_decode;
     int32_t num_draft = 0;  // of num_new_tokens, drafted tokens to verify
   };
+  struct GroupCopy {
+    RequestId id;
+    BlockCopy copy;
+    int32_t group = 0;  // 0: the leader's pool, 1: the window group's
+  };
   struct StepState {
     std::vector<Entry> entries;
-    std::vector<std::pair<RequestId, BlockCopy>> copies;
+    std::vector<GroupCopy> copies;
     int32_t budget = 0;
     StepPlan* plan = nullptr;
   };
@@ -211,6 +242,15 @@ class Scheduler {
   // Releases the longest-unused retained request other than `keep`; false when
   // there is none.
   bool release_lru_retained(RequestId keep = kNoRequest);
+  // --- both layer groups in lockstep (see above) ---
+  void kv_free(RequestId id);
+  // append_slots in every group, or nullopt (nothing changed) when one is short.
+  std::optional<std::vector<GroupCopy>> kv_append(RequestId id, std::span<const TokenId> tokens);
+  // Blocks append_slots would take leaves fewer than `keep` available in some group.
+  bool kv_short(RequestId id, int32_t num_new_tokens, int32_t keep) const;
+  std::optional<std::vector<GroupCopy>> kv_fork(RequestId parent, RequestId child, int32_t num_tokens);
+  void kv_truncate(RequestId id, int32_t num_tokens);
+  void kv_mark_computed(RequestId id, int32_t num_computed);
   struct Retained {
     int32_t num_computed = 0;  // tokens whose K/V the kept blocks hold
     uint64_t last_used = 0;    // finish or fork order (LRU)
@@ -218,14 +258,16 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager kv_;
+  std::unique_ptr<KvCacheManager> window_kv_;  // the window group (follower), or null
   int32_t max_total_tokens_;
   int32_t watermark_blocks_;
+  int32_t window_watermark_blocks_ = 0;
   int32_t window_chunk_cap_ = 0;  // > 0: the sliding-window chunk cap (see above)
   std::unordered_map<RequestId, Request> requests_;  // waiting, preempted and running
   std::vector<RequestId> running_;                   // holds blocks
   std::vector<RequestId> waiting_;                   // holds none (waiting + preempted)
   std::unordered_map<RequestId, Retained> retained_;  // finished, blocks kept
-  std::vector<BlockCopy> pending_copies_;            // fork copies to run before the next forward
+  std::vector<GroupCopy> pending_copies_;            // fork copies to run before the next forward
   std::unordered_map<RequestId, std::vector<TokenId>> drafts_;  // set_draft(), consumed by schedule()
   uint64_t next_arrival_ = 0;
   uint64_t next_use_ = 0;  // Retained::last_used clock

@@ -33,6 +33,9 @@ struct ScheduledRequest {
   int32_t num_new_tokens = 0;
   std::vector<TokenId> token_ids;  // (num_new_tokens)
   std::vector<int32_t> block_ids;  // (ceil((start_pos + num_new_tokens) / block_size))
+  // The sliding layers' own table when the model has a window group
+  // (SchedulerConfig::window_group), same length; else empty.
+  std::vector<int32_t> window_block_ids;
   int32_t num_logit_rows = 0;      // 0, 1 or num_new_tokens (see above)
   bool is_decode = false;          // the last known token (+ drafts) after a computed prompt (else prefill/recompute)
 
@@ -53,6 +56,7 @@ struct StepStats {
 struct StepPlan {
   std::vector<ScheduledRequest> requests;
   std::vector<std::pair<int32_t, int32_t>> block_copies;  // (src, dst), run first, in order
+  std::vector<std::pair<int32_t, int32_t>> window_block_copies;  // the same in the window group's pool
   std::vector<RequestId> preempted;                       // lost their blocks this step
   int32_t block_size = 16;
   StepStats stats;

@@ -68,12 +68,22 @@ struct ModelConfig {
   }
   // The window after which a position is read by no layer at all, so its KV
   // block can be released: sliding_window when every layer slides (Mistral,
-  // Phi-3), 0 when none does or some layer is global (Gemma 2/3 keep every block).
+  // Phi-3), 0 when none does or some layer is global (Gemma 2/3: their
+  // sliding layers can keep a window group, has_window_group()).
   int32_t kv_release_window() const {
     if (sliding_window <= 0) return 0;
     for (int32_t l = 0; l < num_layers; ++l)
       if (!is_sliding(l)) return 0;
     return sliding_window;
+  }
+  // Some layers slide and some do not (Gemma 2/3): the sliding layers can keep
+  // only their window in a KV pool of their own (a window group; backend.h,
+  // kv/scheduler.h) while the others keep the whole context.
+  bool has_window_group() const { return sliding_window > 0 && kv_release_window() == 0 && num_sliding_layers() > 0; }
+  int32_t num_sliding_layers() const {
+    int32_t n = 0;
+    for (int32_t l = 0; l < num_layers; ++l) n += is_sliding(l) ? 1 : 0;
+    return n;
   }
   float query_scale() const { return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 

@@ -79,6 +79,10 @@ Status Engine::start() {
   request.contexts = config_.kv_full_contexts > 0 ? config_.kv_full_contexts : std::max(1, config_.max_seqs / 4);
   request.block_size = config_.block_size;
   request.types = config_.kv_types;
+  request.window_group = config_.release_window_blocks && c.has_window_group() && backend_->supports_window_group();
+  request.window_seqs = config_.max_seqs;
+  request.max_chunk = config_.max_prefill_chunk > 0 ? std::min(config_.max_prefill_chunk, config_.max_batch_tokens)
+                                                    : config_.max_batch_tokens;
   const DeviceInfo device = backend_->device_info();
   MemoryBudget budget;
   if (device.backend == "cpu")
@@ -94,7 +98,8 @@ Status Engine::start() {
   // Self-draft scratch blocks are a lookahead reserve in the scheduler's own
   // pool: requests never take them, the SpeculativeDecoder borrows them.
   const int32_t num_scratch = std::max(0, config_.num_scratch_blocks);
-  GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size, config_.kv_types.k, config_.kv_types.v}));
+  GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size, config_.kv_types.k, config_.kv_types.v,
+                                 kv_plan_.num_window_blocks}));
   SchedulerConfig sc;
   sc.num_blocks = num_blocks_;
   sc.num_lookahead_blocks = num_scratch;
@@ -110,11 +115,14 @@ Status Engine::start() {
   // to the pool. A backend reads a released slot only if its window masking is
   // wrong; the CPU backend checks that every slot a query reads is present.
   sc.sliding_window = config_.release_window_blocks ? c.kv_release_window() : 0;
+  // Some layers slide (Gemma 2/3): theirs is a window group (plan_kv sized it).
+  sc.window_group = {kv_plan_.num_window_blocks, kv_plan_.window};
   scheduler_ = std::make_unique<Scheduler>(sc);
   SpeculativeLimits limits;
   limits.max_context = max_context_;
   limits.max_seqs = config_.max_seqs;
   limits.block_size = config_.block_size;
+  limits.window_group = kv_plan_.num_window_blocks > 0;
   spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, scheduler_->kv_cache(), limits);
   logits_.clear();
   return {};
@@ -197,6 +205,11 @@ Engine::KvUsage Engine::kv_usage() const {
   u.num_free = kv.num_free();
   u.num_cached = kv.num_cached();
   u.num_running = scheduler_->num_running();
+  if (const KvCacheManager* w = scheduler_->window_kv_cache()) {
+    u.num_window_blocks = w->num_blocks();
+    u.num_window_owned = w->num_owned();
+    u.num_window_cached = w->num_cached();
+  }
   // Straight from the pool (no snapshot copies), so measuring does not slow
   // the run it measures.
   const BlockPool& pool = kv.pool();
@@ -219,6 +232,16 @@ void Engine::forward_kv_events() {
         pool.block(e.block).state() == BlockState::Free)
       freed.push_back(e.block.value);
   if (!freed.empty()) backend_->release_block_memory(freed);
+  // The window group's blocks leave its pool as they leave the window: their
+  // memory goes back the same way. (Its events are not traced: the trace's
+  // KV map is the main pool's.)
+  if (KvCacheManager* w = scheduler_->window_kv_cache()) {
+    std::vector<int32_t> window_freed;
+    for (const KvEvent& e : w->drain_events())
+      if (e.kind == KvEventKind::Freed && e.block.value >= 0 && w->pool().block(e.block).state() == BlockState::Free)
+        window_freed.push_back(e.block.value);
+    if (!window_freed.empty()) backend_->release_block_memory(window_freed, KvGroup::Window);
+  }
   if (!config_.record_kv_events) return;
   for (const KvEvent& e : kv) publish(KvTraceEvent{step_index_, e});
 }
@@ -331,6 +354,7 @@ bool Engine::begin_step(const StepPlan& plan, double start_ms) {
 // back and an ErrorEvent says why.
 Status Engine::run_forward(const StepPlan& plan) {
   Status st = backend_->copy_blocks(plan.block_copies);
+  if (st && !plan.window_block_copies.empty()) st = backend_->copy_blocks(plan.window_block_copies, KvGroup::Window);
   if (st) {
     const BatchLayout layout = to_batch_layout(plan);
     logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(model_->config.vocab_size));

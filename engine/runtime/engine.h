@@ -98,7 +98,10 @@ struct EngineConfig {
   bool evict_retained = true;
   // When every layer of the model slides (ModelConfig::kv_release_window),
   // give back the KV blocks that have left a request's window, so a generation
-  // can be longer than the pool. false keeps every block (comparison runs).
+  // can be longer than the pool; when only some do (Gemma 2/3,
+  // ModelConfig::has_window_group) and the backend can, keep the sliding
+  // layers in a window group of their own that holds only the window
+  // (kv/scheduler.h). false keeps every block of every layer (comparison runs).
   bool release_window_blocks = true;
   // Finished (or cancelled) requests remembered so they can still be forked
   // after their blocks are gone (re-prefill, mostly prefix hits); oldest
@@ -205,6 +208,10 @@ class Engine {
     int32_t num_cached = 0;              // free but holding a reusable prefix
     int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (internal fragmentation)
     int32_t num_running = 0;             // requests holding blocks this step
+    // The window group's pool (0 blocks: the model has none).
+    int32_t num_window_blocks = 0;
+    int32_t num_window_owned = 0;
+    int32_t num_window_cached = 0;
   };
   KvUsage kv_usage() const;
   // Drafted / accepted counts, acceptance by position, timings of a request

@@ -12,6 +12,8 @@ BatchLayout to_batch_layout(const StepPlan& plan) {
     GB_CHECK(static_cast<int32_t>(r.token_ids.size()) == r.num_new_tokens && r.num_new_tokens > 0);
     layout.add_sequence_rows(r.token_ids.data(), r.num_new_tokens, r.start_pos, r.block_ids.data(),
                              static_cast<int32_t>(r.block_ids.size()), r.num_logit_rows);
+    if (!r.window_block_ids.empty())
+      layout.add_window_table(r.window_block_ids.data(), static_cast<int32_t>(r.window_block_ids.size()));
   }
   return layout;
 }

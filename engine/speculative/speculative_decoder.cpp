@@ -89,6 +89,10 @@ Status SpeculativeDecoder::add_request(RequestId id, const SpeculativeConfig& co
         return make_error("speculative: self-draft layers must be in 1.." + std::to_string(num_layers - 1) + " for " +
                           target_->path + " (" + std::to_string(num_layers) + " layers), got " +
                           std::to_string(config.self_layers));
+      if (limits_.window_group)
+        return make_error("speculative: self-draft does not run on " + target_->path +
+                          ", whose sliding layers keep only their window in a KV pool of their own; use an n-gram "
+                          "or draft-model drafter, or start the engine with window release off");
       // Scratch blocks are lent per drafting step while the request runs (see
       // propose()); here only check that the engine has any to lend.
       const int32_t need = self_draft_scratch_blocks(config.k_max, limits_.block_size);

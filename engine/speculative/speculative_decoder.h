@@ -60,6 +60,10 @@ struct SpeculativeLimits {
   int32_t max_context = 0;
   int32_t max_seqs = 1;
   int32_t block_size = 16;
+  // The engine keeps the sliding layers in a window group (kv/scheduler.h):
+  // self-drafting writes its drafts into one table of scratch blocks and is
+  // refused (ngram and draft models are unaffected).
+  bool window_group = false;
 };
 
 // Scratch blocks one self-drafting request needs for drafts of up to k_max tokens.

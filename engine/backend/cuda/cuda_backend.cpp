@@ -80,6 +80,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     GB_CUDA_TRY(cudaSetDevice(options_.device_index));
     if (spec.num_blocks <= 0 || spec.block_size <= 0)
       return make_error("CUDA backend: KV pool needs a positive block count and block size");
+    // Sliding layers share the one table here (supports_window_group() is false).
+    if (spec.num_window_blocks > 0) return make_error("CUDA backend: the KV pool keeps no window group");
     // The CUDA attention kernels read F32, F16 and BF16 K/V (kv_types()).
     if (!cuda::kv_type_supported(spec.k_type) || !cuda::kv_type_supported(spec.v_type))
       return make_error(std::string("CUDA backend: KV types K ") + std::string(dtype_info(spec.k_type).name) + " / V " +
@@ -147,8 +149,9 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     return {};
   }
 
-  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
+  Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group) override {
     GB_TRY(require_pool());
+    if (group != KvGroup::Main) return make_error("CUDA backend: the KV pool has no window group");
     const size_t block_values = layer_floats_ / static_cast<size_t>(pool_.num_blocks);
     for (const auto& [src, dst] : src_dst) {
       if (src < 0 || dst < 0 || src >= pool_.num_blocks || dst >= pool_.num_blocks)

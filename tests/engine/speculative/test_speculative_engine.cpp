@@ -296,9 +296,9 @@ class PoolWatchingBackend final : public gb::Backend {
       }
     return inner_->forward(b, logits);
   }
-  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
+  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, gb::KvGroup group) override {
     for (const auto& [src, dst] : src_dst) check(dst, "a block copy");
-    return inner_->copy_blocks(src_dst);
+    return inner_->copy_blocks(src_dst, group);
   }
   gb::Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
                           std::span<float> v) const override {
