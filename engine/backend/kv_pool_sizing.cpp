@@ -175,6 +175,15 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
     const int64_t chunk = blocks_for(std::max(1, request.max_chunk), bs) + 1;
     window_min = per_seq + chunk;
     int64_t blocks = per_seq * std::max(1, request.window_seqs) + chunk;
+    if (request.num_window_blocks > 0) {
+      // Asked for exactly: at least a window and a block (kv/scheduler.h).
+      const int64_t least = blocks_for(plan.window, bs) + 1;
+      if (request.num_window_blocks < least)
+        return make_error("window-group pool of " + std::to_string(request.num_window_blocks) + " blocks: the " +
+                          std::to_string(plan.window) + "-token window needs at least " + std::to_string(least) +
+                          " blocks of " + std::to_string(bs));
+      blocks = window_min = request.num_window_blocks;
+    }
     if (known && static_cast<size_t>(blocks) * window_block_bytes > room)
       blocks = std::max<int64_t>(window_min, static_cast<int64_t>(room / window_block_bytes));
     if (known && static_cast<size_t>(blocks) * window_block_bytes > room)

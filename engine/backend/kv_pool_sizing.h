@@ -94,6 +94,7 @@ struct KvPlanRequest {
   bool window_group = false;
   int32_t window_seqs = 1;
   int32_t max_chunk = 512;
+  int64_t num_window_blocks = 0;  // the window group's pool exactly; 0: sized as above
 };
 
 struct KvPlan {

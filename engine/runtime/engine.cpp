@@ -81,6 +81,7 @@ Status Engine::start() {
   request.types = config_.kv_types;
   request.window_group = config_.release_window_blocks && c.has_window_group() && backend_->supports_window_group();
   request.window_seqs = config_.max_seqs;
+  request.num_window_blocks = config_.num_window_blocks;
   request.max_chunk = config_.max_prefill_chunk > 0 ? std::min(config_.max_prefill_chunk, config_.max_batch_tokens)
                                                     : config_.max_batch_tokens;
   const DeviceInfo device = backend_->device_info();

@@ -103,6 +103,9 @@ struct EngineConfig {
   // layers in a window group of their own that holds only the window
   // (kv/scheduler.h). false keeps every block of every layer (comparison runs).
   bool release_window_blocks = true;
+  // The window group's pool in blocks (0: plan_kv sizes it from max_seqs and
+  // the prefill chunk); at least a window and a block.
+  int32_t num_window_blocks = 0;
   // Finished (or cancelled) requests remembered so they can still be forked
   // after their blocks are gone (re-prefill, mostly prefix hits); oldest
   // forgotten first.

@@ -3,7 +3,9 @@
 // windows' worth of tokens in KV pools far smaller than the sequence, giving
 // blocks back as they leave the window, and every greedy token and top-8
 // logit equals a run in a pool big enough for everything with release off.
-// Models with global layers (gemma2, gemma3) never release.
+// Models with global layers (gemma2, gemma3) keep their sliding layers in a
+// window group: its blocks go back as they leave the window while the global
+// layers keep everything, and the tokens and logits equal release off.
 #include <cmath>
 #include <map>
 #include <random>
@@ -34,6 +36,8 @@ struct Run {
   int32_t num_prefix_hit_tokens = 0;
   int32_t num_blocks = 0;
   int32_t sliding_window = 0;
+  int32_t num_window_blocks = 0;           // the window group's pool (0: none)
+  int64_t num_window_group_released = 0;   // its WindowReleased events
   std::string error;
 };
 
@@ -74,6 +78,8 @@ Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::ve
   }
   out.num_blocks = engine.num_blocks();
   out.sliding_window = engine.scheduler().kv_cache().sliding_window();
+  const gb::KvCacheManager* window = engine.scheduler().window_kv_cache();
+  out.num_window_blocks = window ? window->num_blocks() : 0;
   std::vector<uint64_t> ids;
   for (const auto& p : prompts) {
     gb::GenerationRequest r;
@@ -90,6 +96,7 @@ Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::ve
     ids.push_back(id->value);
   }
   if (auto st = engine.run_until_idle(); !st) out.error = st.error().message;
+  if (window) out.num_window_group_released = window->pool().num_window_released_total();
   for (const gb::TraceEvent& e : engine.drain_events()) {
     if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) {
       Output& o = out.outputs[t->request.value];
@@ -122,11 +129,12 @@ std::string compare(const Output& got, const Output& want) {
   return {};
 }
 
-gb::EngineConfig pool(int32_t num_blocks, int32_t block_size, bool release) {
+gb::EngineConfig pool(int32_t num_blocks, int32_t block_size, bool release, int32_t num_window_blocks = 0) {
   gb::EngineConfig c;
   c.num_blocks = num_blocks;
   c.block_size = block_size;
   c.release_window_blocks = release;
+  c.num_window_blocks = num_window_blocks;
   c.max_seqs = 4;
   return c;
 }
@@ -190,16 +198,68 @@ GB_TEST(mistral_concurrent_requests_with_a_shared_prompt_release_and_hit) {
   QVERIFY(together.num_window_released > 50);
 }
 
-GB_TEST(models_with_global_layers_keep_every_block) {
+GB_TEST(models_with_global_layers_release_only_the_window_group_and_keep_every_token) {
   for (const char* arch : {"gemma2", "gemma3"}) {
     const auto model = synth_model(arch);
     QVERIFY(model->config.sliding_window > 0);
     QCOMPARE(model->config.kv_release_window(), 0);
-    const Run r = run(model, {make_prompt(10, 3)}, 30, pool(16, 4, true));
-    QVERIFY2(r.error.empty(), r.error.c_str());
-    QCOMPARE(r.sliding_window, 0);
-    QCOMPARE(r.num_window_released, 0);
+    QVERIFY(model->config.has_window_group());
+    const int32_t w = model->config.sliding_window;
+    const int kMaxTokens = 120;
+    const std::vector<gb::TokenId> prompt = make_prompt(10, 3);
+    const Run off = run(model, {prompt}, kMaxTokens, pool(64, 4, false));
+    QVERIFY2(off.error.empty(), off.error.c_str());
+    QCOMPARE(off.num_window_blocks, 0);
+    QCOMPARE(static_cast<int>(off.outputs.begin()->second.tokens.size()), kMaxTokens);
+    // Window pools from the least (a window and a block) to the planned one.
+    for (const int32_t window_blocks : {(w + 3) / 4 + 1, (w + 3) / 4 + 3, 0}) {
+      const std::string name = std::string(arch) + ", " + std::to_string(window_blocks) + " window blocks";
+      const Run on = run(model, {prompt}, kMaxTokens, pool(64, 4, true, window_blocks));
+      QVERIFY2(on.error.empty(), (name + ": " + on.error).c_str());
+      QCOMPARE(on.sliding_window, 0);        // the global layers release nothing
+      QCOMPARE(on.num_window_released, 0);
+      QVERIFY2(on.num_window_blocks > 0, name.c_str());
+      if (window_blocks > 0) QCOMPARE(on.num_window_blocks, window_blocks);
+      // 130 positions through a pool of a few blocks: nearly all released.
+      QVERIFY2(on.num_window_group_released >= (10 + kMaxTokens - w) / 4 - 1,
+               (name + ": " + std::to_string(on.num_window_group_released)).c_str());
+      const std::string diff = compare(on.outputs.begin()->second, off.outputs.begin()->second);
+      QVERIFY2(diff.empty(), (name + ": " + diff).c_str());
+    }
   }
+}
+
+GB_TEST(window_group_concurrent_requests_with_a_shared_prompt_hit_in_both_groups) {
+  const auto model = synth_model("gemma3");
+  const std::vector<gb::TokenId> shared = make_prompt(40, 9);
+  std::vector<std::vector<gb::TokenId>> prompts;
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<gb::TokenId> p = shared;
+    for (gb::TokenId t : make_prompt(3 + static_cast<int>(i), 20 + i)) p.push_back(t);
+    prompts.push_back(std::move(p));
+  }
+  std::vector<Output> want;
+  for (const auto& p : prompts) {
+    const Run alone = run(model, {p}, 50, pool(64, 4, false));
+    QVERIFY2(alone.error.empty(), alone.error.c_str());
+    want.push_back(alone.outputs.begin()->second);
+  }
+  // The first request alone, then the three at once in a window pool of
+  // three windows: the shared prompt is a hit in both groups (the window
+  // group's blocks before the window need not be cached), some wait or are
+  // preempted for window blocks.
+  gb::EngineConfig config = pool(160, 4, true, 3 * ((6 + 3) / 4 + 2));
+  const Run together = run(model, prompts, 50, config);
+  QVERIFY2(together.error.empty(), together.error.c_str());
+  QCOMPARE(together.outputs.size(), size_t{3});
+  size_t i = 0;
+  for (const auto& [id, out] : together.outputs) {
+    const std::string diff = compare(out, want[i]);
+    QVERIFY2(diff.empty(), ("request " + std::to_string(i) + ": " + diff).c_str());
+    ++i;
+  }
+  QVERIFY2(together.num_prefix_hit_tokens >= 2 * 40 - 8, std::to_string(together.num_prefix_hit_tokens).c_str());
+  QVERIFY(together.num_window_group_released > 50);
 }
 
 }  // namespace test_sliding_window_engine
