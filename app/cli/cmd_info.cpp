@@ -31,6 +31,7 @@ struct InfoArgs {
   std::string compare;
   KvTypes kv_types;  // --kv-type-k / --kv-type-v
   std::string kv_type_k = "f16", kv_type_v = "f16";
+  bool swa_full = false;
 };
 
 // The KV plan on this host for --ctx and the KV types (what generate would
@@ -44,6 +45,7 @@ InfoPlan info_plan(const Model& m, const InfoArgs& a) {
   KvPlanRequest request;
   request.context = a.context_length;
   request.types = a.kv_types;
+  request.window_group = !a.swa_full && c.has_window_group();
   const MemoryBudget budget =
       host_budget(m.weight_bytes(), work_bytes(c, 512, 1, a.context_length > 0 ? a.context_length : c.context_length, 1));
   auto plan = plan_kv(c, request, budget);
@@ -137,7 +139,21 @@ void print_info_json(const Model& m, const InfoArgs& a) {
   if (plan.plan) {
     p["context"] = plan.plan->context;
     p["context_lowered"] = plan.plan->context_lowered;
-    p["kv_bytes"] = static_cast<uint64_t>(plan.plan->bytes_per_token) * static_cast<uint64_t>(plan.plan->context);
+    p["kv_bytes"] = static_cast<uint64_t>(plan.plan->bytes_per_token) * static_cast<uint64_t>(plan.plan->context) +
+                    plan.plan->window_pool_bytes;
+    // One entry per layer group: the global (or only) one, then the window group.
+    nlohmann::json groups = nlohmann::json::array();
+    groups.push_back({{"layers", c.num_layers - plan.plan->num_window_layers},
+                      {"window", 0},
+                      {"bytes_per_token", plan.plan->bytes_per_token},
+                      {"tokens", plan.plan->context}});
+    if (plan.plan->num_window_blocks > 0)
+      groups.push_back({{"layers", plan.plan->num_window_layers},
+                        {"window", plan.plan->window},
+                        {"bytes_per_token", plan.plan->window_bytes_per_token},
+                        {"pool_blocks", plan.plan->num_window_blocks},
+                        {"pool_bytes", plan.plan->window_pool_bytes}});
+    p["groups"] = groups;
     p["budget_for_kv_bytes"] = plan.plan->budget.for_kv();
     p["available_bytes"] = plan.plan->budget.available;
     p["note"] = plan.plan->note;
@@ -210,9 +226,20 @@ void print_weights(const Model& m, const InfoArgs& a) {
   else
     std::printf("plan here      context %d (KV %s of %s for KV: %s available less weights, work and margin)%s%s\n",
                 plan.plan->context,
-                format_bytes(plan.plan->bytes_per_token * static_cast<size_t>(plan.plan->context)).c_str(),
+                format_bytes(plan.plan->bytes_per_token * static_cast<size_t>(plan.plan->context) +
+                             plan.plan->window_pool_bytes)
+                    .c_str(),
                 format_bytes(plan.plan->budget.for_kv()).c_str(), format_bytes(plan.plan->budget.available).c_str(),
                 plan.plan->note.empty() ? "" : "\n               ", plan.plan->note.c_str());
+  if (plan.plan && plan.plan->num_window_blocks > 0)
+    std::printf("KV groups      global: %d layers, %s per token, the whole context\n"
+                "               sliding (window %d): %d layers, %s per token, only the window: a pool of %d blocks "
+                "(%s) for all requests (--swa-full keeps every token: %s per context)\n",
+                c.num_layers - plan.plan->num_window_layers, format_bytes(plan.plan->bytes_per_token).c_str(),
+                plan.plan->window, plan.plan->num_window_layers,
+                format_bytes(plan.plan->window_bytes_per_token).c_str(), plan.plan->num_window_blocks,
+                format_bytes(plan.plan->window_pool_bytes).c_str(),
+                format_bytes(plan.plan->window_bytes_per_token * static_cast<size_t>(plan.plan->context)).c_str());
   if (a.check_tensors) std::printf("tensor check   every block's scales are finite\n");
   std::printf("vocabulary     %s\n", m.vocabulary ? (std::to_string(m.vocabulary->tokens.size()) + " tokens (" +
                                                      m.vocabulary->model + ")").c_str()
@@ -260,6 +287,8 @@ const CommandRegistrar info_command("info", "Describe a model file (GGUF or llam
                                         ->capture_default_str();
                                     sub.add_flag("--check-tensors", args->check_tensors,
                                                  "Scan every weight block for NaN/Inf scales");
+                                    sub.add_flag("--swa-full", args->swa_full,
+                                                 "Plan as if sliding-window layers kept every token");
                                     sub.add_option("--compare", args->compare,
                                                    "Print each weight type's RMSE against this model's tensors");
                                     return [args] { return run_info(*args); };

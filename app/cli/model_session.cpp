@@ -30,11 +30,15 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool model_required) {
                  "KV cache type of K (also -ctk): " + kernels::kv_type_names() + " (default f16)");
   sub.add_option("--kv-type-v", o.kv_type_v,
                  "KV cache type of V (also -ctv): " + kernels::kv_type_names() + " (default f16)");
+  sub.add_flag("--swa-full", o.swa_full,
+               "Sliding-window layers keep every token (as llama.cpp's --swa-full); by default they keep only "
+               "their window (Gemma 2/3: in a pool of their own; Mistral: blocks released)");
 }
 
 void apply_session(const ModelSession& session, EngineConfig& config) {
   config.kv_types = session.kv_types;
   config.max_context = session.context_length;
+  config.release_window_blocks = !session.swa_full;
 }
 
 Result<ModelSession> open_model_session(const ModelOptions& o) {
@@ -61,6 +65,7 @@ Result<ModelSession> open_model_session(const ModelOptions& o) {
     KvPlanRequest request;
     request.context = o.context_length;
     request.types = types;
+    request.window_group = !o.swa_full && o.device != "cuda" && c.has_window_group();
     const MemoryBudget budget =
         o.device == "cuda" ? MemoryBudget{}
                            : host_budget(s.model->weight_bytes(),
@@ -95,6 +100,7 @@ Result<ModelSession> open_model_session(const ModelOptions& o) {
   }
   s.kv_types = types;
   s.kv_plan.types = types;
+  s.swa_full = o.swa_full;
   return s;
 }
 

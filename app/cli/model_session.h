@@ -29,10 +29,11 @@ struct ModelOptions {
   std::string kv_type_k;       // --kv-type-k / -ctk; empty: the default (f16 where the backend reads it)
   std::string kv_type_v;       // --kv-type-v / -ctv
   bool allow_longer_context = false;  // bench: --ctx past the file's context
+  bool swa_full = false;  // --swa-full: sliding layers keep every token (no window group, no release)
 };
 
 // Adds --model, --tokenizer, --ctx, --threads, --device, --check-tensors,
-// --bf16-matmuls, --kv-type-k, --kv-type-v (-ctk, -ctv) to a subcommand
+// --bf16-matmuls, --kv-type-k, --kv-type-v (-ctk, -ctv), --swa-full to a subcommand
 // (--model optional where another source can stand in, e.g. generate --remote).
 void add_model_options(CLI::App& sub, ModelOptions& options, bool model_required = true);
 
@@ -45,6 +46,7 @@ struct ModelSession {
   int32_t context_length = 0;
   KvTypes kv_types;  // what the backend's KV pool stores
   KvPlan kv_plan;    // one context at kv_types under this host's budget
+  bool swa_full = false;
 };
 
 // Loads the model and picks its backend. Before the weights are read into a
@@ -54,7 +56,7 @@ struct ModelSession {
 // what there is; a lowered default context is printed as one line on stderr.
 Result<ModelSession> open_model_session(const ModelOptions& options);
 
-// Sets an engine's KV types and context from the session.
+// Sets an engine's KV types, context and window release from the session.
 void apply_session(const ModelSession& session, EngineConfig& config);
 
 }  // namespace gb::cli

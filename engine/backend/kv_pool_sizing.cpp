@@ -184,8 +184,9 @@ Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, 
                           " blocks of " + std::to_string(bs));
       blocks = window_min = request.num_window_blocks;
     }
-    if (known && static_cast<size_t>(blocks) * window_block_bytes > room)
-      blocks = std::max<int64_t>(window_min, static_cast<int64_t>(room / window_block_bytes));
+    // At most half of what there is when short, so the global layers keep a context.
+    if (known && static_cast<size_t>(blocks) * window_block_bytes > room / 2)
+      blocks = std::max<int64_t>(window_min, static_cast<int64_t>(room / 2 / window_block_bytes));
     if (known && static_cast<size_t>(blocks) * window_block_bytes > room)
       return make_error("not enough memory for the sliding layers' window (" + std::to_string(window_layers) +
                         " layers, " + std::to_string(plan.window) + " tokens: " +
