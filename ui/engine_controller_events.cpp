@@ -130,7 +130,13 @@ UiModelInfo EngineController::modelInfo() const {
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
   const gb::KvPlan& plan = state_->engine->kv_plan();
-  info.kvBytesPerTokenFormula = gb::kv_bytes_per_token(c, plan.types);
+  info.kvBytesPerTokenFormula = plan.bytes_per_token;
+  info.kvMainLayers = c.num_layers - plan.num_window_layers;
+  info.kvWindow = plan.window;
+  info.kvWindowLayers = plan.num_window_layers;
+  info.kvWindowBlocks = plan.num_window_blocks;
+  info.kvWindowBytesPerToken = plan.window_bytes_per_token;
+  info.kvWindowPoolBytes = plan.window_pool_bytes;
   info.kvTypeK = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.k)));
   info.kvTypeV = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.v)));
   info.kvRowBytesK = gb::kernels::kv_row_bytes(plan.types.k, c.kv_dim());
@@ -283,6 +289,7 @@ void EngineController::openTrace(const QString& path) {
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
   info.kvBytesPerTokenFormula = c.kv_bytes_per_token(4);
+  info.kvMainLayers = c.num_layers;
   info.kvRowBytesK = info.kvRowBytesV = static_cast<quint64>(c.kv_dim()) * 4;
   // The recorded KV types ("k/v"; absent in older traces: F32).
   if (const auto slash = h.kv_types.find('/'); slash != std::string::npos) {

@@ -205,7 +205,7 @@ QString KvCachePanel::statsText() const {
   QString memory = tr("KV %1 B/token = %2 layers \u00d7 (K %3 %4 B + V %5 %6 B) %7; holding %8 in %9 blocks of %10 "
                       "reserved (%11 blocks, %12 self-draft scratch)")
                        .arg(info.kvBytesPerTokenFormula)
-                       .arg(info.numLayers)
+                       .arg(info.kvMainLayers > 0 ? info.kvMainLayers : info.numLayers)
                        .arg(info.kvTypeK)
                        .arg(info.kvRowBytesK)
                        .arg(info.kvTypeV)
@@ -216,6 +216,15 @@ QString KvCachePanel::statsText() const {
                        .arg(size(info.kvPoolBytes))
                        .arg(info.numBlocks)
                        .arg(info.numScratchBlocks);
+  if (info.kvWindowBlocks > 0)
+    memory += tr("\nsliding layers (window %1): %2 layers \u00d7 %3 B/token, only the window, in a pool of their own: "
+                 "%4 blocks (%5); every token would take %6 per context")
+                  .arg(info.kvWindow)
+                  .arg(info.kvWindowLayers)
+                  .arg(info.kvWindowLayers > 0 ? info.kvWindowBytesPerToken / quint64(info.kvWindowLayers) : 0)
+                  .arg(info.kvWindowBlocks)
+                  .arg(size(info.kvWindowPoolBytes))
+                  .arg(size(info.kvWindowBytesPerToken * quint64(std::max(0, info.contextLength))));
   if (info.kvBudgetBytes > 0) memory += tr("; budget %1").arg(size(info.kvBudgetBytes));
   if (!info.kvPlanNote.isEmpty()) memory += QStringLiteral("\n") + info.kvPlanNote;
   return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "

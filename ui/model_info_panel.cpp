@@ -58,7 +58,7 @@ void ModelInfoPanel::refresh() {
   new QTreeWidgetItem(kv, {tr("bytes/token (formula)"),
                            tr("%1 = %2 layers x (K %3 + V %4), rows of %5 x %6 values")
                                .arg(m.kvBytesPerTokenFormula)
-                               .arg(m.numLayers)
+                               .arg(m.kvMainLayers > 0 ? m.kvMainLayers : m.numLayers)
                                .arg(m.kvRowBytesK)
                                .arg(m.kvRowBytesV)
                                .arg(m.numKvHeads)
@@ -66,6 +66,14 @@ void ModelInfoPanel::refresh() {
   const quint64 measured = m.kvBytesPerTokenMeasured();
   new QTreeWidgetItem(kv, {tr("bytes/token (measured)"), measured > 0 ? QString::number(measured) : tr("n/a")});
   new QTreeWidgetItem(kv, {tr("pool"), tr("%1 blocks x %2 tokens = %3 tokens").arg(numRequestBlocks).arg(m.blockSize).arg(poolTokens)});
+  if (m.kvWindowBlocks > 0)
+    new QTreeWidgetItem(kv, {tr("sliding layers"),
+                             tr("%1 layers, window %2: %3 bytes/token, only the window, in a pool of %4 blocks (%5)")
+                                 .arg(m.kvWindowLayers)
+                                 .arg(m.kvWindow)
+                                 .arg(m.kvWindowBytesPerToken)
+                                 .arg(m.kvWindowBlocks)
+                                 .arg(locale.formattedDataSize(static_cast<qint64>(m.kvWindowPoolBytes)))});
   new QTreeWidgetItem(kv, {tr("allocated"), tr("%1 for %2 blocks (%3 self-draft scratch)")
                                                 .arg(locale.formattedDataSize(static_cast<qint64>(m.kvPoolBytes)))
                                                 .arg(m.numBlocks)

@@ -162,7 +162,12 @@ struct UiModelInfo {
   quint64 numParameters = 0;
   quint64 weightBytes = 0;
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
-  quint64 kvBytesPerTokenFormula = 0;  // layers x (K row + V row) in their KV types (gb::kv_bytes_per_token)
+  quint64 kvBytesPerTokenFormula = 0;  // the main pool's layers x (K row + V row) in their KV types (gb::kv_bytes_per_token)
+  int kvMainLayers = 0;                // layers in the main pool (all of them without a window group)
+  // The window group (kvWindowBlocks 0: none): the sliding layers keep only
+  // their window, in a pool of their own (gb::KvPlan).
+  int kvWindow = 0, kvWindowLayers = 0, kvWindowBlocks = 0;
+  quint64 kvWindowBytesPerToken = 0, kvWindowPoolBytes = 0;
   QString kvTypeK = QStringLiteral("f32"), kvTypeV = QStringLiteral("f32");  // KV types (replay: f32 unless the header says)
   quint64 kvRowBytesK = 0, kvRowBytesV = 0;  // one layer's K / V row of a token
   quint64 kvBudgetBytes = 0;    // what the memory budget left for KV (0: not known)
@@ -185,7 +190,7 @@ struct UiModelInfo {
   // when unknown (replay). Equals kvBytesPerTokenFormula for an F32 cache.
   quint64 kvBytesPerTokenMeasured() const {
     const quint64 numSlots = quint64(std::max(0, numBlocks)) * quint64(std::max(0, blockSize));
-    return numSlots > 0 ? kvPoolBytes / numSlots : 0;
+    return numSlots > 0 && kvPoolBytes >= kvWindowPoolBytes ? (kvPoolBytes - kvWindowPoolBytes) / numSlots : 0;
   }
 };
 
