@@ -82,3 +82,37 @@ GB_TEST(synth_arch_then_info_shows_windows_caps_and_rope) {
   QVERIFY(bad.exit_code != 0);
   QVERIFY2(bad.output.find("unknown --arch 'nope'") != std::string::npos, bad.output.c_str());
 }
+
+// A model with global and sliding layers: the plan's two layer groups, one
+// with --swa-full; generate gives the same greedy tokens either way.
+GB_TEST(info_and_generate_on_a_window_group_model) {
+  const std::string path = gbtest::temp_dir() + "/gemma3-groups.gguf";
+  QCOMPARE(run_cli("synth --arch gemma3 --seed 4 --out '" + path + "'").exit_code, 0);
+  const RunResult r = run_cli("info --json '" + path + "'");
+  QCOMPARE(r.exit_code, 0);
+  // 6 layers, layers 0-4 slide over 6 tokens; 2 KV heads of 32, f16: 256 bytes a layer.
+  QVERIFY2(r.output.find("\"groups\": [") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("\"layers\": 5") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("\"bytes_per_token\": 1280") != std::string::npos, r.output.c_str());
+  QVERIFY2(r.output.find("\"window\": 6") != std::string::npos, r.output.c_str());
+  const RunResult text = run_cli("info '" + path + "'");
+  QVERIFY2(text.output.find("sliding (window 6): 5 layers") != std::string::npos, text.output.c_str());
+  const RunResult full = run_cli("info --json --swa-full '" + path + "'");
+  QCOMPARE(full.exit_code, 0);
+  QVERIFY2(full.output.find("\"window\": 6") == std::string::npos, full.output.c_str());
+  QVERIFY2(full.output.find("\"bytes_per_token\": 1536") != std::string::npos, full.output.c_str());
+
+  const std::string gen = "generate -m '" + path + "' -p 'a b c d e f g h i j k l' -n 40 --json";
+  const RunResult on = run_cli(gen);
+  const RunResult off = run_cli(gen + " --swa-full");
+  QCOMPARE(on.exit_code, 0);
+  QCOMPARE(off.exit_code, 0);
+  const auto ids = [](const std::string& out) {  // the generated token ids, in order
+    std::string found;
+    for (size_t at = out.find("\"id\":"); at != std::string::npos; at = out.find("\"id\":", at + 5))
+      found += out.substr(at, out.find_first_of(",}", at) - at) + " ";
+    return found;
+  };
+  QVERIFY(!ids(on.output).empty());
+  QCOMPARE(ids(on.output), ids(off.output));
+}

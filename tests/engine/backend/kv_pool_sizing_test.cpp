@@ -198,3 +198,97 @@ GB_TEST(plan_properties_on_random_budgets) {
   }
   QVERIFY(lowered > 50 && refused > 50);  // both paths were exercised
 }
+
+namespace {
+// Gemma 3 270M's shape: 18 layers, 15 sliding over 512 tokens (pattern 6), 1
+// KV head of 256, context 32768.
+gb::ModelConfig gemma3_270m_like() {
+  gb::ModelConfig c;
+  c.num_layers = 18;
+  c.num_heads = 4;
+  c.num_kv_heads = 1;
+  c.head_dim = 256;
+  c.context_length = 32768;
+  c.sliding_window = 512;
+  c.swa_pattern = 6;
+  return c;
+}
+}  // namespace
+
+GB_TEST(plan_gives_the_sliding_layers_a_window_group_sized_to_their_windows) {
+  const gb::ModelConfig c = gemma3_270m_like();
+  QVERIFY(c.has_window_group());
+  QCOMPARE(c.num_sliding_layers(), 15);
+  gb::KvPlanRequest r;  // f16 K and V: a layer's token is 2 x 256 x 2 = 1 KiB
+  r.window_group = true;
+  r.window_seqs = 4;
+  r.max_chunk = 512;
+  auto plan = gb::plan_kv(c, r, {});
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->bytes_per_token, size_t{3 * 1024});
+  QCOMPARE(plan->window_bytes_per_token, size_t{15 * 1024});
+  QCOMPARE(plan->num_window_layers, 15);
+  QCOMPARE(plan->window, 512);
+  // (512 / 16 + 2) per sequence x 4, and a 512-token chunk: 512 / 16 + 1.
+  QCOMPARE(plan->num_window_blocks, 34 * 4 + 33);
+  QCOMPARE(plan->window_pool_bytes, size_t(34 * 4 + 33) * 16 * 15 * 1024);
+  QCOMPARE(plan->num_blocks, 32768 / 16);
+  QCOMPARE(plan->total_bytes(), plan->pool_bytes + plan->window_pool_bytes);
+
+  // Off, or a model whose every layer slides (released by blocks) or none: one pool.
+  r.window_group = false;
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->num_window_blocks, 0);
+  QCOMPARE(plan->bytes_per_token, size_t{18 * 1024});
+  r.window_group = true;
+  gb::ModelConfig mistral = c;
+  mistral.swa_pattern = 1;
+  QVERIFY(!mistral.has_window_group());
+  QCOMPARE(gb::plan_kv(mistral, r, {})->num_window_blocks, 0);
+  gb::ModelConfig global = c;
+  global.sliding_window = 0;
+  QCOMPARE(gb::plan_kv(global, r, {})->num_window_blocks, 0);
+
+  // Exactly as asked, not below a window and a block.
+  r.num_window_blocks = 512 / 16 + 1;
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->num_window_blocks, 33);
+  r.num_window_blocks = 32;
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(!plan.ok());
+  QVERIFY2(plan.error().message.find("needs at least 33 blocks") != std::string::npos, plan.error().message.c_str());
+  r.num_window_blocks = 0;
+
+  // A pool of a few contexts never gets a window pool larger than it needs.
+  r.context = 256;
+  r.window_seqs = 64;
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->num_blocks, 16);
+  QCOMPARE(plan->num_window_blocks, 16 + 34 + 33);
+  r.context = 0;
+
+  // --kv-bytes is the whole KV: the window's share first.
+  r.window_seqs = 1;
+  r.num_bytes = static_cast<int64_t>(67 * 16 * 15 * 1024);  // the window pool alone
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(!plan.ok());
+  QVERIFY2(plan.error().message.find("window alone needs") != std::string::npos, plan.error().message.c_str());
+  r.num_bytes += 10 * 16 * 3 * 1024;
+  plan = gb::plan_kv(c, r, {});
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->num_blocks, 10);
+  r.num_bytes = 0;
+
+  // Short memory: the windows take at most half of the room, the global
+  // layers the rest (a lowered context, said so).
+  r.window_seqs = 1000;
+  plan = gb::plan_kv(c, r, budget(512 * kMiB + 64 * kMiB));
+  QVERIFY(plan.ok());
+  QVERIFY(plan->window_pool_bytes <= 32 * kMiB);
+  QVERIFY(plan->num_window_blocks >= 34 + 33);
+  QVERIFY(plan->context_lowered);
+  QVERIFY(plan->pool_bytes + plan->window_pool_bytes <= 64 * kMiB);
+}
