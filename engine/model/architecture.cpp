@@ -76,10 +76,12 @@ std::string describe_sliding_window(const ModelConfig& c) {
   std::string s = std::to_string(c.sliding_window) + " tokens on " + std::to_string(sliding) + " of " +
                   std::to_string(c.num_layers) + " layers";
   if (c.swa_pattern > 1) s += " (" + std::to_string(c.swa_pattern - 1) + " sliding per global layer)";
-  // Whether the paged KV cache can give blocks back (KvCacheManager): only when
-  // no layer reads the whole context.
+  // How the paged KV cache gives blocks back (kv/scheduler.h): every layer's
+  // blocks when no layer reads the whole context, else the sliding layers'
+  // own (a window group) while the global layers keep every block.
   s += c.kv_release_window() > 0 ? "; KV blocks that leave the window are released"
-                                 : "; global layers keep every KV block";
+                                 : "; sliding layers keep only their window (a KV pool of their own), global layers every "
+                                   "token";
   return s;
 }
 
