@@ -45,7 +45,9 @@ Scheduler::Scheduler(const SchedulerConfig& config)
   }
   if (const KvGroupSpec& g = config.window_group; g.num_blocks > 0) {
     GB_CHECK_MSG(config.sliding_window == 0 && g.window > 0, "Scheduler: a window group beside a sliding leader");
-    window_kv_ = std::make_unique<KvCacheManager>(g.num_blocks, config.block_size, 0, g.window, /*follower=*/true);
+    // The same lookahead reserve: self-drafting borrows scratch in both pools.
+    window_kv_ = std::make_unique<KvCacheManager>(g.num_blocks, config.block_size, config.num_lookahead_blocks, g.window,
+                                                  /*follower=*/true);
     window_chunk_cap_ = (g.num_blocks - 1) * config.block_size - g.window + 1;
     GB_CHECK_MSG(window_chunk_cap_ > 0, "Scheduler: the window group's pool holds less than a window and a block");
     window_watermark_blocks_ =

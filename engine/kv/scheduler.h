@@ -126,7 +126,8 @@ struct SchedulerConfig {
   int32_t sliding_window = 0;
   // The sliding layers of a model whose other layers are global (see above);
   // num_blocks 0: every layer uses the one table. Needs (num_blocks - 1) x
-  // block_size >= window, so one request alone always fits.
+  // block_size >= window, so one request alone always fits. Its pool has the
+  // same lookahead reserve (num_lookahead_blocks) beside num_blocks.
   KvGroupSpec window_group;
 };
 

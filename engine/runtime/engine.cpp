@@ -100,7 +100,7 @@ Status Engine::start() {
   // pool: requests never take them, the SpeculativeDecoder borrows them.
   const int32_t num_scratch = std::max(0, config_.num_scratch_blocks);
   GB_TRY(backend_->init_kv_pool({num_blocks_ + num_scratch, config_.block_size, config_.kv_types.k, config_.kv_types.v,
-                                 kv_plan_.num_window_blocks}));
+                                 kv_plan_.num_window_blocks > 0 ? kv_plan_.num_window_blocks + num_scratch : 0}));
   SchedulerConfig sc;
   sc.num_blocks = num_blocks_;
   sc.num_lookahead_blocks = num_scratch;
@@ -123,8 +123,8 @@ Status Engine::start() {
   limits.max_context = max_context_;
   limits.max_seqs = config_.max_seqs;
   limits.block_size = config_.block_size;
-  limits.window_group = kv_plan_.num_window_blocks > 0;
-  spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, scheduler_->kv_cache(), limits);
+  spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, scheduler_->kv_cache(), limits,
+                                               scheduler_->window_kv_cache());
   logits_.clear();
   return {};
 }
@@ -285,7 +285,9 @@ void Engine::propose_drafts() {
     if (max_k < 1) continue;
     const std::span<const TokenId> tokens = r->all_tokens();
     const std::vector<int32_t> blocks = scheduler_->kv_cache().table(id).block_ids();
-    auto draft = spec_->propose(id, tokens, r->num_tokens_prompt(), max_k, blocks, rs.rng.counter());
+    const KvCacheManager* window = scheduler_->window_kv_cache();
+    const std::vector<int32_t> window_blocks = window ? window->table(id).block_ids() : std::vector<int32_t>{};
+    auto draft = spec_->propose(id, tokens, r->num_tokens_prompt(), max_k, blocks, rs.rng.counter(), window_blocks);
     if (!draft) {
       publish(ErrorEvent{id, "request " + std::to_string(id.value) + ": drafting failed, decoding plainly: " +
                                  draft.error().message});

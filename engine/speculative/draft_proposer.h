@@ -43,6 +43,8 @@ struct DraftInput {
   // The target's block table and block size (self-draft reads the context's
   // K/V of the skipped-to layers from it; it never writes there).
   std::span<const int32_t> target_block_ids;
+  // The target's window-group table (its sliding layers; empty: none).
+  std::span<const int32_t> target_window_block_ids;
   int32_t block_size = 16;
 };
 

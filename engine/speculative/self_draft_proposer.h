@@ -39,13 +39,19 @@ class SelfDraftProposer final : public DraftProposer {
   // Scratch is lent while the request drafts (SpeculativeDecoder); without
   // any, propose() drafts nothing.
   const std::vector<int32_t>& scratch_blocks() const { return scratch_; }
-  void set_scratch_blocks(std::vector<int32_t> scratch) { scratch_ = std::move(scratch); }
+  // window_scratch: as many blocks of the window group's pool, when the
+  // target keeps one (its sliding layers' drafts go there).
+  void set_scratch_blocks(std::vector<int32_t> scratch, std::vector<int32_t> window_scratch = {}) {
+    scratch_ = std::move(scratch);
+    window_scratch_ = std::move(window_scratch);
+  }
 
  private:
   Backend& target_;
   int32_t num_layers_;
   int32_t vocab_size_;
   std::vector<int32_t> scratch_;
+  std::vector<int32_t> window_scratch_;
   std::vector<float> logits_;  // (vocab)
 };
 

@@ -38,11 +38,18 @@ struct SpeculativeDecoder::PerRequest {
   SelfDraftProposer* self_draft = nullptr;
   int32_t num_scratch_needed = 0;
   std::vector<int32_t> scratch;
+  std::vector<int32_t> window_scratch;  // as many in the window group's pool, when there is one
 };
 
 SpeculativeDecoder::SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
-                                       Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits)
-    : target_(std::move(target)), tokenizer_(std::move(tokenizer)), backend_(target_backend), kv_(kv), limits_(limits) {}
+                                       Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits,
+                                       KvCacheManager* window_kv)
+    : target_(std::move(target)),
+      tokenizer_(std::move(tokenizer)),
+      backend_(target_backend),
+      kv_(kv),
+      window_kv_(window_kv),
+      limits_(limits) {}
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
 
@@ -89,10 +96,6 @@ Status SpeculativeDecoder::add_request(RequestId id, const SpeculativeConfig& co
         return make_error("speculative: self-draft layers must be in 1.." + std::to_string(num_layers - 1) + " for " +
                           target_->path + " (" + std::to_string(num_layers) + " layers), got " +
                           std::to_string(config.self_layers));
-      if (limits_.window_group)
-        return make_error("speculative: self-draft does not run on " + target_->path +
-                          ", whose sliding layers keep only their window in a KV pool of their own; use an n-gram "
-                          "or draft-model drafter, or start the engine with window release off");
       // Scratch blocks are lent per drafting step while the request runs (see
       // propose()); here only check that the engine has any to lend.
       const int32_t need = self_draft_scratch_blocks(config.k_max, limits_.block_size);
@@ -131,7 +134,8 @@ void SpeculativeDecoder::set_sampler_settings(RequestId id, const SamplerSetting
 
 Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span<const TokenId> tokens,
                                                          int32_t num_prompt, int32_t max_k,
-                                                         std::span<const int32_t> block_ids, uint64_t output_index) {
+                                                         std::span<const int32_t> block_ids, uint64_t output_index,
+                                                         std::span<const int32_t> window_block_ids) {
   PerRequest& pr = *requests_.at(id);
   pr.pending = Draft{};
   pr.pending_draft_ms = 0.0;
@@ -140,7 +144,16 @@ Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span
   if (pr.self_draft != nullptr && pr.scratch.empty()) {
     pr.scratch = take_scratch(id, pr.num_scratch_needed);
     if (pr.scratch.empty()) return std::vector<TokenId>{};  // none free now: decode plainly
-    pr.self_draft->set_scratch_blocks(pr.scratch);
+    if (window_kv_ != nullptr) {
+      const std::optional<std::vector<BlockId>> blocks = window_kv_->allocate_lookahead(id, pr.num_scratch_needed);
+      if (!blocks) {  // both pools or neither
+        kv_.free_lookahead(id);
+        pr.scratch.clear();
+        return std::vector<TokenId>{};
+      }
+      for (BlockId b : *blocks) pr.window_scratch.push_back(b.value);
+    }
+    pr.self_draft->set_scratch_blocks(pr.scratch, pr.window_scratch);
   }
   DraftInput in;
   in.tokens = tokens;
@@ -151,6 +164,7 @@ Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span
   in.spec_rng = pr.spec_rng;
   in.first_output_index = output_index;
   in.target_block_ids = block_ids;
+  in.target_window_block_ids = window_block_ids;
   in.block_size = limits_.block_size;
   const auto t0 = Clock::now();
   auto draft = pr.proposer->propose(in);
@@ -265,6 +279,7 @@ void SpeculativeDecoder::finish(RequestId id) {
   PerRequest& pr = *it->second;
   pr.proposer->release();
   kv_.free_lookahead(id);
+  if (window_kv_ != nullptr) window_kv_->free_lookahead(id);
   finished_[id] = pr.stats;
   requests_.erase(it);
 }

@@ -60,10 +60,6 @@ struct SpeculativeLimits {
   int32_t max_context = 0;
   int32_t max_seqs = 1;
   int32_t block_size = 16;
-  // The engine keeps the sliding layers in a window group (kv/scheduler.h):
-  // self-drafting writes its drafts into one table of scratch blocks and is
-  // refused (ngram and draft models are unaffected).
-  bool window_group = false;
 };
 
 // Scratch blocks one self-drafting request needs for drafts of up to k_max tokens.
@@ -84,7 +80,8 @@ class SpeculativeDecoder {
  public:
   // kv: the target's block pool (the scheduler's), lending self-draft scratch.
   SpeculativeDecoder(std::shared_ptr<const Model> target, std::shared_ptr<const Tokenizer> tokenizer,
-                     Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits);
+                     Backend& target_backend, KvCacheManager& kv, const SpeculativeLimits& limits,
+                     KvCacheManager* window_kv = nullptr);
   ~SpeculativeDecoder();
 
   // Sets up the request's drafter (loading a draft model on first use, with the
@@ -94,9 +91,11 @@ class SpeculativeDecoder {
 
   // Before schedule(): the draft for a decoding request, at most max_k tokens
   // (the engine's bound from max_tokens and the context). Empty: decode plainly.
-  // tokens: prompt + output; block_ids: the request's target block table.
+  // tokens: prompt + output; block_ids: the request's target block table;
+  // window_block_ids: its window-group table (empty: the target has none).
   Result<std::vector<TokenId>> propose(RequestId id, std::span<const TokenId> tokens, int32_t num_prompt, int32_t max_k,
-                                       std::span<const int32_t> block_ids, uint64_t output_index);
+                                       std::span<const int32_t> block_ids, uint64_t output_index,
+                                       std::span<const int32_t> window_block_ids = {});
   // After the forward: verify the first num_drafted tokens of the draft
   // (schedule() may have cut it) against logits (num_drafted + 1 rows of vocab).
   // history: prompt + output before the draft; chain/rng: the request's own.
@@ -125,6 +124,7 @@ class SpeculativeDecoder {
   std::shared_ptr<const Tokenizer> tokenizer_;
   Backend& backend_;
   KvCacheManager& kv_;
+  KvCacheManager* window_kv_ = nullptr;  // the window group's pool (kv/scheduler.h), lending its scratch too
   SpeculativeLimits limits_;
   std::map<std::string, std::shared_ptr<DraftModel>> draft_models_;  // by path
   std::unordered_map<RequestId, std::unique_ptr<PerRequest>> requests_;

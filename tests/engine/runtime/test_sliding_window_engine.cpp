@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/synthetic_model.h"
 #include "runtime/engine.h"
+#include "speculative/speculative_config.h"
 #include "tokenizer/tokenizer.h"
 
 // A namespace of its own: the folder's test files may share a unity batch.
@@ -38,6 +39,7 @@ struct Run {
   int32_t sliding_window = 0;
   int32_t num_window_blocks = 0;           // the window group's pool (0: none)
   int64_t num_window_group_released = 0;   // its WindowReleased events
+  int32_t num_verifications = 0;           // SpeculativeEvents
   std::string error;
 };
 
@@ -63,7 +65,7 @@ std::vector<gb::TokenId> make_prompt(int n, uint32_t seed) {
 
 // Greedy requests (ignore_eos: fixed lengths) through one engine.
 Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::vector<gb::TokenId>>& prompts,
-        int max_tokens, gb::EngineConfig config) {
+        int max_tokens, gb::EngineConfig config, const std::string& speculative = "") {
   Run out;
   config.check_invariants = true;
   config.max_context = 256;
@@ -88,6 +90,12 @@ Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::ve
     r.sampling.max_tokens = max_tokens;
     r.sampling.top_n_record = 8;
     r.ignore_eos = true;
+    if (!speculative.empty()) {
+      auto spec = gb::parse_speculative_spec(speculative);
+      GB_CHECK(spec.ok());
+      spec->timing_fallback = false;
+      r.speculative = *spec;
+    }
     auto id = engine.submit(r);
     if (!id) {
       out.error = id.error().message;
@@ -106,6 +114,8 @@ Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::ve
       o.top.push_back(std::move(top));
     } else if (const auto* kv = std::get_if<gb::KvTraceEvent>(&e.body)) {
       out.num_window_released += kv->kv.kind == gb::KvEventKind::WindowReleased && kv->kv.block.value >= 0;
+    } else if (std::holds_alternative<gb::SpeculativeEvent>(e.body)) {
+      ++out.num_verifications;
     } else if (const auto* a = std::get_if<gb::RequestAdmittedEvent>(&e.body)) {
       out.num_prefix_hit_tokens += a->num_cached_tokens;
     } else if (const auto* err = std::get_if<gb::ErrorEvent>(&e.body)) {
@@ -260,6 +270,23 @@ GB_TEST(window_group_concurrent_requests_with_a_shared_prompt_hit_in_both_groups
   }
   QVERIFY2(together.num_prefix_hit_tokens >= 2 * 40 - 8, std::to_string(together.num_prefix_hit_tokens).c_str());
   QVERIFY(together.num_window_group_released > 50);
+}
+
+GB_TEST(window_group_self_drafting_borrows_scratch_in_both_pools_and_keeps_the_tokens) {
+  const auto model = synth_model("gemma3");
+  const std::vector<gb::TokenId> prompt = make_prompt(11, 17);
+  const Run plain = run(model, {prompt}, 60, pool(64, 4, false));
+  QVERIFY2(plain.error.empty(), plain.error.c_str());
+  for (const char* spec : {"self:3:k=3,fallback=off", "self:5:k=4,fallback=off", "ngram:n=2,k=4,fallback=off"}) {
+    gb::EngineConfig config = pool(64, 4, true, 4);
+    config.num_scratch_blocks = 3;
+    const Run drafted = run(model, {prompt}, 60, config, spec);
+    QVERIFY2(drafted.error.empty(), (std::string(spec) + ": " + drafted.error).c_str());
+    QCOMPARE(drafted.num_window_blocks, 4 + 3);  // the lookahead reserve beside the window pool
+    QVERIFY(drafted.num_window_group_released > 10);
+    QVERIFY2(drafted.num_verifications > 5, spec);  // it did draft
+    QVERIFY2(drafted.outputs.begin()->second.tokens == plain.outputs.begin()->second.tokens, spec);
+  }
 }
 
 }  // namespace test_sliding_window_engine
