@@ -373,23 +373,28 @@ void Soak::on_event(const TraceEvent& e) {
 void Soak::check_invariants() {
   ++summary_.invariant_checks;
   const Scheduler& s = engine_->scheduler();
-  const KvCacheManager& kv = s.kv_cache();
   if (Status st = s.check_invariants(); !st) fail("after step " + std::to_string(summary_.steps) + ": " + st.error().message);
-  if (kv.num_owned() + kv.num_free() + kv.num_cached() != kv.num_blocks())
-    fail("owned + free + cached blocks != the pool after step " + std::to_string(summary_.steps));
-  std::set<int32_t> held;
-  const auto hold = [&](RequestId id) {
-    for (BlockId b : kv.lookahead_blocks(id)) held.insert(b.value);  // self-draft scratch
-    if (!kv.has_request(id)) return;
-    for (int32_t b : kv.table(id).block_ids()) held.insert(b);
-  };
-  for (const auto& [v, t] : tracked_)
-    if (t.reason.empty()) hold(t.id);
   const std::vector<RequestId> kept = engine_->retained_requests();
-  for (RequestId id : kept) hold(id);
-  if (static_cast<int32_t>(held.size()) != kv.num_owned())
-    fail("after step " + std::to_string(summary_.steps) + ": " + std::to_string(kv.num_owned()) +
-         " blocks owned but live and retained requests hold " + std::to_string(held.size()));
+  // Every pool: the main one, and the sliding layers' window group if any.
+  for (const KvCacheManager* kv : {&s.kv_cache(), s.window_kv_cache()}) {
+    if (kv == nullptr) continue;
+    const std::string pool = kv == &s.kv_cache() ? "" : " (window group)";
+    if (kv->num_owned() + kv->num_free() + kv->num_cached() != kv->num_blocks())
+      fail("owned + free + cached blocks != the pool" + pool + " after step " + std::to_string(summary_.steps));
+    std::set<int32_t> held;
+    const auto hold = [&](RequestId id) {
+      for (BlockId b : kv->lookahead_blocks(id)) held.insert(b.value);  // self-draft scratch
+      if (!kv->has_request(id)) return;
+      for (int32_t b : kv->table(id).block_ids())
+        if (b >= 0) held.insert(b);  // -1: released by the sliding window
+    };
+    for (const auto& [v, t] : tracked_)
+      if (t.reason.empty()) hold(t.id);
+    for (RequestId id : kept) hold(id);
+    if (static_cast<int32_t>(held.size()) != kv->num_owned())
+      fail("after step " + std::to_string(summary_.steps) + ": " + std::to_string(kv->num_owned()) + " blocks owned" +
+           pool + " but live and retained requests hold " + std::to_string(held.size()));
+  }
   if (options_.max_retained > 0 && static_cast<int32_t>(kept.size()) > options_.max_retained)
     fail(std::to_string(kept.size()) + " requests keep blocks, more than max_retained");
   if (!unclaimed_.empty()) fail("tokens for a request nobody submitted");
@@ -503,9 +508,11 @@ void Soak::finish_checks() {
   drain();
   check_invariants();
   const KvCacheManager& kv = engine_->scheduler().kv_cache();
-  summary_.blocks_owned_at_end = kv.num_owned();
-  if (kv.num_owned() != 0)
-    fail(std::to_string(kv.num_owned()) + " blocks still owned at the end (every block must be free or cached)");
+  const KvCacheManager* window = engine_->scheduler().window_kv_cache();
+  summary_.blocks_owned_at_end = kv.num_owned() + (window ? window->num_owned() : 0);
+  if (summary_.blocks_owned_at_end != 0)
+    fail(std::to_string(summary_.blocks_owned_at_end) +
+         " blocks still owned at the end (every block must be free or cached)");
   summary_.rss_end_kib = proc_status_kib("VmRSS");
   summary_.peak_rss_kib = proc_status_kib("VmHWM");
   if (kRssBoundMeaningful && summary_.rss_end_kib - summary_.rss_warm_kib > options_.rss_growth_mib * 1024)
