@@ -51,6 +51,7 @@ struct DeviceInfo {
   std::string name;        // processor or GPU name
   size_t memory_used_bytes = 0;   // weights + KV pool + workspace held by this backend
   size_t memory_total_bytes = 0;  // device memory (0 when not meaningful)
+  size_t memory_free_bytes = 0;   // device memory free now, after what this backend holds (0: not known)
   int32_t num_threads = 0;
   // Bytes of weights one decode step reads as this backend holds them (0: as
   // the model file holds them), and whether float matrices run as bf16 dot

@@ -137,6 +137,15 @@ MemoryBudget host_budget(size_t weights, size_t work, size_t available) {
   return b;
 }
 
+MemoryBudget device_budget(size_t free, size_t total, size_t work) {
+  MemoryBudget b;
+  b.available = free;
+  b.weights = 0;  // already resident: free is what is left after them
+  b.work = work;
+  b.margin = std::max<size_t>(size_t{256} << 20, total / 20);
+  return b;
+}
+
 Result<KvPlan> plan_kv(const ModelConfig& config, const KvPlanRequest& request, const MemoryBudget& budget) {
   const int32_t bs = request.block_size;
   if (bs <= 0) return make_error("KV pool: block size must be positive, got " + std::to_string(bs));

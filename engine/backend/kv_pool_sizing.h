@@ -75,6 +75,11 @@ size_t work_bytes(const ModelConfig& config, int32_t max_batch_tokens, int32_t m
 // The budget of a host: available_host_memory() (or `available` when given),
 // the margin max(512 MiB, 5% of it).
 MemoryBudget host_budget(size_t weights, size_t work, size_t available = 0);
+// The budget of a device whose weights are already in its memory: `free`
+// (cudaMemGetInfo after loading, plus a KV pool it would replace) is what is
+// available, the work buffers of a step come off it, and a margin of
+// max(256 MiB, 5% of total) is left to the driver and other users.
+MemoryBudget device_budget(size_t free, size_t total, size_t work);
 
 // What a command asks for; every field optional.
 struct KvPlanRequest {

@@ -71,7 +71,7 @@ Status Engine::start() {
   const ModelConfig& c = model_->config;
   // The pool and context: explicit blocks, a byte budget, or what the host's
   // memory holds (plan_kv states the rules; the CPU backend's budget is the
-  // host's, a device's is not known here and fits everything).
+  // host's, a device's its free memory after the weights, when it says).
   KvPlanRequest request;
   request.context = config_.max_context;
   request.num_blocks = config_.num_blocks;
@@ -86,11 +86,15 @@ Status Engine::start() {
                                                     : config_.max_batch_tokens;
   const DeviceInfo device = backend_->device_info();
   MemoryBudget budget;
+  const size_t work = work_bytes(c, config_.max_batch_tokens, config_.max_seqs,
+                                 request.context > 0 ? request.context : c.context_length, device.num_threads);
   if (device.backend == "cpu")
     budget = host_budget(device.memory_used_bytes - std::min(device.memory_used_bytes, backend_->kv_pool_bytes()),
-                         work_bytes(c, config_.max_batch_tokens, config_.max_seqs,
-                                    request.context > 0 ? request.context : c.context_length, device.num_threads),
-                         config_.memory_available);
+                         work, config_.memory_available);
+  else if (device.memory_free_bytes > 0)  // a device: its free memory after the weights (a pool it holds is replaced)
+    budget = device_budget(config_.memory_available > 0 ? config_.memory_available
+                                                        : device.memory_free_bytes + backend_->kv_pool_bytes(),
+                           device.memory_total_bytes, work);
   auto plan = plan_kv(c, request, budget);
   if (!plan) return plan.error();
   kv_plan_ = *plan;

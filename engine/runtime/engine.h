@@ -70,7 +70,8 @@ struct EngineConfig {
   size_t kv_bytes = 0;             // KV pool size in bytes (used when num_blocks == 0)
   int32_t kv_full_contexts = 0;    // > 0 (and no blocks/bytes): this many whole contexts
   KvTypes kv_types;                // K and V element types (default F16, kernels/cpu/kv_type.h)
-  // The host memory the budget starts from (0: read MemAvailable): tests.
+  // The memory the budget starts from (0: read MemAvailable, or the device's
+  // free memory): tests.
   size_t memory_available = 0;
   int32_t block_size = 16;
   int32_t max_batch_tokens = 512;

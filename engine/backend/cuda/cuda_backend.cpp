@@ -198,7 +198,10 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
                                   &summary_, &quant_tile_})
       info.memory_used_bytes += b->bytes();
     size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) info.memory_total_bytes = total_bytes;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      info.memory_total_bytes = total_bytes;
+      info.memory_free_bytes = free_bytes;
+    }
     return info;
   }
 

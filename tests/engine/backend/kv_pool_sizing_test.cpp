@@ -292,3 +292,22 @@ GB_TEST(plan_gives_the_sliding_layers_a_window_group_sized_to_their_windows) {
   QVERIFY(plan->context_lowered);
   QVERIFY(plan->pool_bytes + plan->window_pool_bytes <= 64 * kMiB);
 }
+
+GB_TEST(a_device_budget_is_its_free_memory_less_work_and_margin) {
+  // 80 GiB card, 10 GiB free after the weights, 1 GiB of work buffers: the
+  // margin is 5% of the card (4 GiB), 5 GiB is left for KV.
+  const gb::MemoryBudget b = gb::device_budget(10 * kGiB, 80 * kGiB, 1 * kGiB);
+  QCOMPARE(b.available, 10 * kGiB);
+  QCOMPARE(b.weights, size_t{0});
+  QCOMPARE(b.margin, 4 * kGiB);
+  QCOMPARE(b.for_kv(), 5 * kGiB);
+  // A small card keeps at least 256 MiB; nothing free is nothing for KV.
+  QCOMPARE(gb::device_budget(kGiB, 2 * kGiB, 0).margin, 256 * kMiB);
+  QCOMPARE(gb::device_budget(100 * kMiB, 2 * kGiB, 0).for_kv(), size_t{0});
+  // The 8B shape at f16 (128 KiB a token): 5 GiB holds 40960 tokens, so the
+  // 131072-token context is lowered to that and said.
+  auto plan = gb::plan_kv(llama31_8b_like(), {}, b);
+  QVERIFY(plan.ok());
+  QCOMPARE(plan->context, 40960);
+  QVERIFY(plan->context_lowered);
+}
