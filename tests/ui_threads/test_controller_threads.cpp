@@ -183,7 +183,13 @@ GB_TEST(controller_forks_cancels_and_exports_across_threads) {
   ct.controller->setPaused(false);
   ct.post([=](gbui::EngineController* c) { c->cancel(sampled); });
   QVERIFY(ct.waitFinished(sampled));
-  QVERIFY(ct.observer.finished[sampled].numGenerated < 4000);
+  // It ended because it was cancelled, before its natural end (the 512-token
+  // context), with exactly the tokens that streamed (the trace is checked below).
+  const gbui::UiFinished& cancelled = ct.observer.finished[sampled];
+  QCOMPARE(cancelled.reason, QStringLiteral("cancelled"));
+  QVERIFY2(cancelled.numPromptTokens + cancelled.numGenerated < 512,
+           qPrintable(QString::number(cancelled.numGenerated)));
+  QCOMPARE(static_cast<size_t>(cancelled.numGenerated), ct.observer.tokens[sampled].size());
 
   // Every kept branch released (none on screen), then the trace of all of it.
   ct.post([](gbui::EngineController* c) { c->releaseBranches({}); });
@@ -195,9 +201,16 @@ GB_TEST(controller_forks_cancels_and_exports_across_threads) {
   QCOMPARE(*ct.observer.exportError, QString());
   QFile trace(tracePath);
   QVERIFY(trace.open(QIODevice::ReadOnly));
-  int tokenLines = 0;
-  while (!trace.atEnd())
-    if (trace.readLine().contains("\"type\":\"token_sampled\"")) ++tokenLines;
+  int tokenLines = 0, sampledLines = 0;
+  while (!trace.atEnd()) {
+    const QByteArray line = trace.readLine();
+    if (!line.contains("\"type\":\"token_sampled\"")) continue;
+    ++tokenLines;
+    if (QJsonDocument::fromJson(line).object().value(QStringLiteral("request")).toInteger() ==
+        static_cast<qint64>(sampled))
+      ++sampledLines;
+  }
+  QCOMPARE(static_cast<size_t>(sampledLines), ct.observer.tokens[sampled].size());
   const size_t streamed = ct.observer.tokens[parent].size() + ct.observer.tokens[child].size() +
                           ct.observer.tokens[sampled].size();
   QCOMPARE(static_cast<size_t>(tokenLines), streamed);
