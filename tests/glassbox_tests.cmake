@@ -139,6 +139,19 @@ function(glassbox_add_test name)
   glassbox_register_test(${name} ${exe} SKIPPABLE LABELS ${T_LABELS} TIMEOUT ${T_TIMEOUT})
 endfunction()
 
+# glassbox_add_bench(NAME SOURCES ... LIBS ...): a benchmark in the folder's
+# executable (`EXE NAME` runs it) that CTest does not run: a benchmark measures,
+# a test asserts behaviour (docs/testing.md).
+function(glassbox_add_bench name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  glassbox_test_executable(exe)
+  add_library(${name} INTERFACE)
+  target_link_libraries(${name} INTERFACE glassbox_test_main ${T_LIBS})
+  target_sources(${exe} PRIVATE ${T_SOURCES})
+  glassbox_test_files(${exe} ${name} ${T_SOURCES})
+  target_link_libraries(${exe} PRIVATE ${name})
+endfunction()
+
 # glassbox_register_test(NAME EXE [SKIPPABLE] LABELS ... [TIMEOUT s]): the CTest
 # entry NAME runs `EXE NAME`; SKIPPABLE: exit code 77 means skipped.
 function(glassbox_register_test name exe)
@@ -151,6 +164,13 @@ function(glassbox_register_test name exe)
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "QT_QPA_PLATFORM=offscreen;GLASSBOX_SHARED_DIR=${GLASSBOX_SHARED_DIR}")
+  # The one switch for the engine's invariant sweep after every step
+  # (EngineConfig::check_invariants' default, runtime/engine.h): on for every
+  # test but the workbench's, which run as the application does. It reaches the
+  # CLI subprocesses the tests start too.
+  if(NOT "gui" IN_LIST T_LABELS)
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "GLASSBOX_CHECK_INVARIANTS=1")
+  endif()
   if(T_SKIPPABLE)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
   endif()

@@ -217,6 +217,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"prefill_gflops", prefill_gflops},
       {"fma_peak_gflops_per_thread", peak_gflops},
       {"fma_peak_gflops", peak_all_gflops},
+      {"fma_peak_threads", threads > 1 && probe ? threads : 1},  // the threads fma_peak_gflops was measured on
       {"prefill_fraction_of_fma_peak", peak_all > 0 ? prefill_gflops / peak_all : 0.0},
       {"bf16_dot_peak_gflops_per_thread", bf16_peak},
       {"bf16_dot_peak_gflops", bf16_peak_all},

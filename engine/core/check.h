@@ -25,10 +25,3 @@ namespace gb::detail {
     if (!(expr)) ::gb::detail::check_failed(#expr, __FILE__, __LINE__, msg); \
   } while (0)
 
-// Checks that cost real time (invariant sweeps) run in debug builds and in tests,
-// which define GLASSBOX_EXPENSIVE_CHECKS.
-#if !defined(NDEBUG) || defined(GLASSBOX_EXPENSIVE_CHECKS)
-#define GB_EXPENSIVE_CHECKS_ENABLED 1
-#else
-#define GB_EXPENSIVE_CHECKS_ENABLED 0
-#endif

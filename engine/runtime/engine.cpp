@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "backend/kv_pool_sizing.h"
 #include "kv/block_pool.h"
@@ -65,6 +67,15 @@ std::vector<TraceEvent> Engine::drain_events() {
   std::vector<TraceEvent> out;
   out.swap(events_);
   return out;
+}
+
+bool invariant_checks_by_default() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char* v = std::getenv("GLASSBOX_CHECK_INVARIANTS");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+#endif
 }
 
 Status Engine::start() {

@@ -61,6 +61,9 @@ class SamplerRng;
 class StopStringMatcher;
 class SpeculativeDecoder;
 
+// EngineConfig::check_invariants' default (see there).
+bool invariant_checks_by_default();
+
 struct EngineConfig {
   // The KV pool (plan_kv in backend/kv_pool_sizing.h): explicit blocks, or
   // bytes, or sized from the memory budget of the host: the context (max_context,
@@ -81,9 +84,11 @@ struct EngineConfig {
   float admission_watermark = 0.01f;
   bool record_kv_events = true;    // emit KvTraceEvents
   bool record_tokens = true;       // fill TokenRecords (top-N candidates per token)
-  // Sweep the scheduler's and block pool's invariants after every step (always
-  // on in debug builds; tests turn it on everywhere).
-  bool check_invariants = GB_EXPENSIVE_CHECKS_ENABLED != 0;
+  // Sweep the scheduler's and block pool's invariants after every step. The
+  // default is one switch, decided in one place (engine.cpp): on in debug
+  // builds of the engine and wherever GLASSBOX_CHECK_INVARIANTS=1 is set (every
+  // CTest test but the workbench's, tests/glassbox_tests.cmake), else off.
+  bool check_invariants = invariant_checks_by_default();
   // Extra KV blocks for self-drafting requests' drafted positions
   // (self_draft_scratch_blocks(k_max, block_size) each): a lookahead reserve in
   // the scheduler's pool that requests' tables never take

@@ -44,6 +44,15 @@
 
 #if defined(GLASSBOX_WITH_QTEST)
 #include <QtTest/QtTest>
+// Qt Test's QSKIP, counted (gbtest::note_skip) so the runner can report the
+// test Skipped; Qt Test itself exits 0 when cases skip.
+#undef QSKIP
+#define QSKIP(message)                                         \
+  do {                                                         \
+    ::gbtest::note_skip(message);                              \
+    QTest::qSkip(static_cast<const char*>(message), __FILE__, __LINE__); \
+    return;                                                    \
+  } while (false)
 #else
 #include "qtest_lite.h"
 #endif

@@ -101,6 +101,23 @@ int dispatch(int argc, char** argv, int (*run_cases)(const char* group, int argc
   return run_cases(group, num_args, args.data());
 }
 
+namespace {
+int g_num_skips = 0;
+}
+
+void note_skip(const std::string& reason) {
+  ++g_num_skips;
+  if (const char* log = std::getenv("GLASSBOX_SKIP_LOG"); log && *log) {
+    std::ofstream out(log, std::ios::app);
+    std::string line = reason;
+    for (char& c : line)
+      if (c == '\n' || c == '\t') c = ' ';
+    out << (g_current_test ? g_current_test : "?") << '\t' << line << '\n';
+  }
+}
+
+int num_skips() { return g_num_skips; }
+
 std::string shared_dir() {
   if (const char* env = std::getenv("GLASSBOX_SHARED_DIR"); env && *env) return env;
   return GLASSBOX_SHARED_DIR_DEFAULT;

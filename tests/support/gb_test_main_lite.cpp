@@ -21,6 +21,7 @@ void gbtest::lite::record_failure(const std::string& what, const char* file, int
 }
 void gbtest::lite::record_skip(const std::string& why, const char* file, int line) {
   g_skipped = true;
+  gbtest::note_skip(why);
   std::printf("SKIP   : %s\n   Loc: [%s(%d)]\n", why.c_str(), file, line);
 }
 
@@ -31,6 +32,7 @@ int run_cases(const char* group, int argc, char** argv) {
   if (gb_test_setup) gb_test_setup();
   if (!g_skip_all_reason.empty()) {
     std::printf("SKIP   : all cases: %s\n", g_skip_all_reason.c_str());
+    gbtest::note_skip(g_skip_all_reason);
     return gbtest::kSkipExitCode;
   }
   // Optional filter after the test name: `cases:name` or `name` runs one case.
@@ -53,7 +55,13 @@ int run_cases(const char* group, int argc, char** argv) {
     }
   }
   std::printf("Totals: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  return failed == 0 ? 0 : 1;
+  // As Qt Test: a case name that matches nothing is an error, not an empty pass.
+  if (only && passed + failed + skipped == 0) {
+    std::printf("FAIL!  : unknown case '%s'\n", only);
+    return 1;
+  }
+  if (failed > 0) return 1;
+  return skipped > 0 ? gbtest::kSkipExitCode : 0;
 }
 }  // namespace
 

@@ -48,10 +48,14 @@ int run_cases(const char* group, int argc, char** argv) {
   if (gb_test_setup) gb_test_setup();
   if (!g_skip_all_reason.empty()) {
     std::printf("SKIP   : all cases: %s\n", g_skip_all_reason.c_str());
+    gbtest::note_skip(g_skip_all_reason);
     return gbtest::kSkipExitCode;
   }
   GbTestRunner runner(group);
-  return QTest::qExec(&runner, argc, argv);
+  const int failures = QTest::qExec(&runner, argc, argv);
+  // Qt Test exits 0 when cases skip: a skipped case (and no failure) makes the
+  // test Skipped for CTest (SKIP_RETURN_CODE).
+  return failures == 0 && gbtest::num_skips() > 0 ? gbtest::kSkipExitCode : failures;
 }
 }  // namespace
 

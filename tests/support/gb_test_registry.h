@@ -78,5 +78,11 @@ std::string read_text(const std::string& path);
 constexpr int kSkipExitCode = 77;
 // Set by a test main before running to skip the whole binary (e.g. no CUDA device).
 void skip_all(const std::string& reason);
+// A case skipped (QSKIP) or the whole test (skip_all): counted, so a test with a
+// skipped case and no failure exits kSkipExitCode (CTest reports it Skipped, not
+// Passed), and appended as "TEST<TAB>REASON" to $GLASSBOX_SKIP_LOG when set
+// (tools/test.sh counts them by reason).
+void note_skip(const std::string& reason);
+int num_skips();
 
 }  // namespace gbtest

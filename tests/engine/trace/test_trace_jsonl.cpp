@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gb_test.h"
@@ -262,18 +263,45 @@ GB_TEST(failed_write_at_any_stage_keeps_the_old_file) {
   QCOMPARE(count_files(dir), size_t{1});
 }
 
+// Directory permissions do not stop root, so as root (CI) the write runs in a
+// child process that has become the unprivileged user nobody (65534).
 GB_TEST(unwritable_directory_keeps_the_old_file) {
-  if (::geteuid() == 0) QSKIP("running as root: directory permissions do not stop writes (the hook test covers this)");
-  const std::string dir = gbtest::temp_dir() + "/readonly";
+  const std::string base = gbtest::temp_dir();
+  const std::string dir = base + "/readonly";
   ::mkdir(dir.c_str(), 0755);
   const std::string path = dir + "/trace.jsonl";
   QVERIFY(gb::write_file_atomically(path, "old\n").ok());
   ::chmod(dir.c_str(), 0555);
-  const gb::Status s = gb::write_trace_jsonl(path, sample_header(), gbtest::every_event_type());
+  // The write that must fail, and what it must leave: "" when it behaved.
+  const auto attempt = [&]() -> std::string {
+    const gb::Status s = gb::write_trace_jsonl(path, sample_header(), gbtest::every_event_type());
+    if (s.ok()) return "the write into a read-only directory succeeded";
+    if (s.error().message.find("cannot create temporary file") == std::string::npos) return s.error().message;
+    if (gbtest::read_text(path) != "old\n") return "the old file changed";
+    return {};
+  };
+  std::string failure;
+  if (::geteuid() != 0) {
+    failure = attempt();
+  } else {
+    ::chmod(base.c_str(), 0755);  // nobody may walk to the directory
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    QVERIFY(child >= 0);
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+      const std::string why = attempt();
+      if (!why.empty()) std::fprintf(stderr, "as nobody: %s\n", why.c_str());
+      ::_exit(why.empty() ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failure = "the unprivileged child exited with " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                " (3: could not become nobody)";
+  }
   ::chmod(dir.c_str(), 0755);
-  QVERIFY(!s.ok());
-  QVERIFY2(s.error().message.find("cannot create temporary file") != std::string::npos, s.error().message.c_str());
-  QCOMPARE(gbtest::read_text(path), std::string("old\n"));
+  QVERIFY2(failure.empty(), failure.c_str());
 }
 
 namespace {
