@@ -41,6 +41,11 @@ fi
 echo "test.sh: main build and suite took $SECONDS s"
 unset GLASSBOX_SKIP_LOG
 [[ $status -eq 0 ]] || exit "$status"
+# CI: the tests that guard the KV invariants must fail when they are broken
+# (tools/mutation-check.sh; docs/testing.md, "Mutation check").
+if [[ "${CI:-}" == "true" || "${GLASSBOX_MUTATIONS:-0}" == 1 ]]; then
+  "$root/tools/mutation-check.sh" "$build"
+fi
 if [[ "${GLASSBOX_SANITIZERS:-0}" == 1 ]]; then
   start=$SECONDS
   GLASSBOX_SANITIZE_BUILD_ROOT="$build-sanitizers" GLASSBOX_SHARED_DIR="$shared" "$root/tools/sanitize.sh" all

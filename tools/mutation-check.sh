@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Mutation check: flips one known condition in the engine at a time, rebuilds
+# the test executable that guards it and expects the named test to FAIL; then
+# restores the source. A test that still passes with its invariant broken
+# cannot fail, and this script says so and exits 1. Run by tools/test.sh in CI
+# (docs/testing.md, "Mutation check"); by hand:
+#   tools/mutation-check.sh [BUILD_DIR]        (default build/test, configured)
+# Each row: file | the exact line text | its mutation | target | test.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build/test}"
+mutations=(
+  # Pool conservation: a block whose last holder leaves is not counted back.
+  "engine/kv/block_pool.cpp|  --num_owned_;|  (void)0;|glassbox_tests_engine_kv|block_pool_test"
+  # Copy-on-write: a write into a partial block another request still reads
+  # (a truncation into a shared block) is not copied first.
+  "engine/kv/kv_cache_manager.cpp|    if (pool_.block(last).ref_count > 1) {|    if (pool_.block(last).ref_count > 2) {|glassbox_tests_engine_kv|kv_cache_manager_test"
+  # The window group releases a block one step too early (a slot still read).
+  "engine/kv/kv_cache_manager.cpp|  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());|  const int32_t target = std::min(num_releasable_blocks(t.num_computed + (follower_ ? 1 : 0)), t.num_blocks());|glassbox_tests_engine_kv|sliding_window_test"
+)
+backup=""
+restore() {
+  if [[ -n "$backup" && -f "$backup" ]]; then cp "$backup" "${backup%.mutation-orig}"; rm -f "$backup"; fi
+  backup=""
+}
+trap restore EXIT
+failures=0
+for row in "${mutations[@]}"; do
+  IFS='|' read -r file line mutated target test <<<"$row"
+  path="$root/$file"
+  count=$(grep -cxF -- "$line" "$path" || true)
+  if [[ "$count" != 1 ]]; then
+    echo "mutation-check: '$line' occurs $count times in $file (want 1): update the table" >&2
+    failures=$((failures + 1)); continue
+  fi
+  backup="$path.mutation-orig"
+  cp "$path" "$backup"
+  python3 - "$path" "$line" "$mutated" <<'PY'
+import sys
+path, line, mutated = sys.argv[1:]
+text = open(path).read().split("\n")
+text[text.index(line)] = mutated
+open(path, "w").write("\n".join(text))
+PY
+  if ! cmake --build "$build" --target "$target" >/dev/null 2>&1; then
+    echo "mutation-check: $file mutated does not build" >&2; failures=$((failures + 1)); restore; continue
+  fi
+  if ctest --test-dir "$build" -R "^${test}\$" >/dev/null 2>&1; then
+    echo "mutation-check: FAIL: $test still passes with '$mutated' in $file" >&2
+    failures=$((failures + 1))
+  else
+    echo "mutation-check: ok: $test fails when $file says '$(echo "$mutated" | sed 's/^ *//')'"
+  fi
+  restore
+done
+cmake --build "$build" --target glassbox_tests_engine_kv >/dev/null  # the real sources again
+[[ $failures -eq 0 ]] || { echo "mutation-check: $failures mutation(s) not caught" >&2; exit 1; }
