@@ -6,6 +6,13 @@
 #   tools/fuzz.sh --regression NAME RUNS the committed corpus and the shared seeds,
 #                                       then RUNS fresh mutations (fixed seed);
 #                                       what CTest runs (label fuzz)
+#   tools/fuzz.sh --explore SECONDS [NAME ...]
+#                                       every harness (or those named) for
+#                                       SECONDS each, two at a time, then merges
+#                                       what each found into its committed
+#                                       corpus, minimised (libFuzzer -merge=1:
+#                                       only inputs that add coverage); CI runs
+#                                       it for 120 s a harness (tools/sanitize.sh)
 #   tools/fuzz.sh --list                the harness names
 # Options: --build DIR (default build/fuzz, the `fuzz` preset's folder; built
 # here if the harness is missing). Shared data: ../shared or $GLASSBOX_SHARED_DIR.
@@ -43,11 +50,25 @@ chat_template       16384 -         testdata/chat-templates/templates/*.jinja
 EOF
 }
 
-usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --regression) mode=regression; shift ;;
+    --explore-one) mode=explore; shift ;;
+    --explore)
+      shift
+      [[ $# -ge 1 ]] || usage
+      seconds="$1"; shift
+      names=("$@")
+      [[ ${#names[@]} -gt 0 ]] || mapfile -t names < <(harness_table | awk '{print $1}')
+      # Built first, one at a time (the harnesses share the build).
+      for n in "${names[@]}"; do
+        [[ -x "$build/tests/fuzz/fuzz_$n" ]] || cmake --build "$build" -j2 --target "fuzz_$n"
+      done
+      printf '%s\n' "${names[@]}" |
+        xargs -P 2 -I{} "${BASH_SOURCE[0]}" --build "$build" --explore-one {} "$seconds"
+      exit $? ;;
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
     --list) harness_table | awk '{print $1}'; exit 0 ;;
     -h|--help) usage ;;
@@ -97,6 +118,18 @@ if [[ "$mode" == regression ]]; then
   trap 'rm -rf "$scratch"' EXIT
   num_inputs=$(find "$committed" "$work/seeds" -type f | wc -l)
   exec "$bin" "${flags[@]}" -seed=1 -runs=$(( num_inputs + amount )) "$scratch" "$committed" "$work/seeds"
+fi
+if [[ "$mode" == explore ]]; then
+  # Explore from the committed corpus and the seeds, then keep (minimised) what
+  # adds coverage. A crash stops here with its artifact, as in a long run.
+  echo "fuzz.sh: exploring $name for $amount s" >&2
+  "$bin" "${flags[@]}" -seed=$RANDOM -max_total_time="$amount" "$work/corpus" "$committed" "$work/seeds" \
+    >"$work/explore.log" 2>&1 || { tail -40 "$work/explore.log" >&2; echo "fuzz.sh: $name: a finding, see $work/artifacts" >&2; exit 1; }
+  before=$(find "$committed" -type f | wc -l)
+  "$bin" "${flags[@]}" -merge=1 -use_counters=0 "$committed" "$work/corpus" >"$work/merge.log" 2>&1 || { tail -20 "$work/merge.log" >&2; exit 1; }
+  after=$(find "$committed" -type f | wc -l)
+  echo "fuzz.sh: $name: $(grep -o 'cov: [0-9]*' "$work/explore.log" | tail -1), corpus $before -> $after files ($committed)" >&2
+  exit 0
 fi
 # GLASSBOX_FUZZ_KEEP_GOING=1: libFuzzer's fork mode, which records a crash and
 # carries on (for long unattended runs; fix every artifact afterwards).

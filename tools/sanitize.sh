@@ -61,6 +61,14 @@ run_asan() {
   ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -LE "$ASAN_EXCLUDE_LABELS" -E "$ASAN_EXCLUDE" "$@"
   section "fuzz regression (corpus + fixed mutations per harness)"
   ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" -L fuzz "$@"
+  # CI also explores: GLASSBOX_FUZZ_EXPLORE_SECONDS per harness (CI: 120), two
+  # at a time, from the committed corpora (a finding fails the run).
+  local explore="${GLASSBOX_FUZZ_EXPLORE_SECONDS:-}"
+  [[ -z "$explore" && "${CI:-}" == "true" ]] && explore=120
+  if [[ -n "$explore" && "$explore" != 0 ]]; then
+    section "fuzz exploration ($explore s per harness)"
+    "$root/tools/fuzz.sh" --build "$dir" --explore "$explore"
+  fi
 }
 
 run_tsan() {
