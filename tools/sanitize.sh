@@ -2,8 +2,9 @@
 # Sanitizer builds and their tests (docs/testing.md); .ci/run calls it after the
 # main suite. Any sanitizer report fails the run.
 #   tools/sanitize.sh asan    ASan+UBSan (clang, the `fuzz` preset: also builds the
-#                             fuzz harnesses on the same objects): engine, CLI and
-#                             their tests, then the fuzz regression pass
+#                             fuzz harnesses on the same objects): engine, CLI,
+#                             workbench and their tests, then the fuzz regression
+#                             pass (and in CI a fuzz exploration)
 #   tools/sanitize.sh tsan    TSan (the `tsan` preset): the thread pool and the
 #                             server's engine worker
 #   tools/sanitize.sh all     both
@@ -21,14 +22,16 @@ jobs="${GLASSBOX_SANITIZE_JOBS:-$(nproc)}"
 supp="$root/tools/sanitizers"
 GLASSBOX_SANITIZERS=1 "$root/tools/install-deps.sh"
 
-# The ASan run: every engine, CLI and kernel test except the benchmarks (they
+# The ASan run: every engine, CLI, kernel and workbench test (the workbench's
+# run offscreen, one at a time, as in the main suite; no Qt suppression has been
+# needed: tools/sanitizers/*.supp) except the benchmarks (they
 # measure speed, which means nothing here), the `slow` statistical tests and
 # speculative_distribution_test (millions of draws through code the short tests
 # cover -- speculative_verifier_test and speculative_engine_test run the same
 # verifier under ASan; 360 s alone under ASan, a quarter of the stage) and the
 # openai Python client test (it installs a package from PyPI into a venv).
 ASAN_EXCLUDE='_bench$|^openai_python_client$|^speculative_distribution_test$'
-ASAN_EXCLUDE_LABELS='gui|cuda|fuzz|slow'
+ASAN_EXCLUDE_LABELS='cuda|fuzz|slow'
 # The TSan run: the tests whose code runs on several threads. A TSan build takes
 # the Qt-free test runner (CMakeLists.txt), so no Qt Test thread is in the
 # process: the thread pool, the server's engine worker and HTTP threads, and
