@@ -174,16 +174,17 @@ GB_TEST(controller_forks_cancels_and_exports_across_threads) {
   // A long sampled request whose settings change while it streams, cancelled
   // from the main thread after its first tokens; pausing and resuming the
   // engine (an atomic flag, set directly from this thread) on the way.
-  // EOS (id 2) is banned, so its natural end is the 512-token context; the
+  // The end tokens are banned (BOS 1, which llama2.c models end a story with,
+  // and EOS 2), so its natural end is the 512-token context; the
   // cancel is posted while the engine is paused, so no step runs between the
   // settings change and the cancel.
   const quint64 sampled = ct.submit(3, QStringLiteral("Lily"),
-                                    QStringLiteral(R"({"temperature":1.0,"seed":11,"logit_bias":[[2,"-inf"]]})"), 4000);
+                                    QStringLiteral(R"({"temperature":1.0,"seed":11,"logit_bias":[[1,"-inf"],[2,"-inf"]]})"), 4000);
   QVERIFY(sampled != 0);
   QVERIFY(waitFor([&] { return ct.observer.tokens[sampled].size() >= 8 || ct.observer.finished.count(sampled); }));
   ct.controller->setPaused(true);
   ct.post([=](gbui::EngineController* c) {
-    c->setSamplerSettings(sampled, QStringLiteral(R"({"temperature":0.5,"logit_bias":[[2,"-inf"]]})"));
+    c->setSamplerSettings(sampled, QStringLiteral(R"({"temperature":0.5,"logit_bias":[[1,"-inf"],[2,"-inf"]]})"));
   });
   ct.post([=](gbui::EngineController* c) { c->cancel(sampled); });
   ct.controller->setPaused(false);
