@@ -185,6 +185,8 @@ TARGETS=(glassbox-cli glassbox_cuda_bench glassbox_tests_kernels_cuda)
 run_stage build 240 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}" || exit 1
 
 # --- 3. tests ------------------------------------------------------------------
+# A GPU machine: a CUDA test that finds no usable device fails, never skips.
+export GLASSBOX_REQUIRE_GPU=1
 run_stage ctest_cuda 120 ctest --test-dir "$BUILD" -L cuda --output-on-failure --output-junit "$OUT/ctest-cuda.xml"
 
 # --- 4. compute-sanitizer memcheck ----------------------------------------------

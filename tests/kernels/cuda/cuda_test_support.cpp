@@ -1,14 +1,24 @@
 #include "cuda_test_support.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_backend.h"
 #include "gb_test.h"
 
-// Runs before any case: without a usable device every case is skipped (exit 77).
+// Runs before any case: without a usable device every case is skipped (exit
+// 77) -- unless the machine was supposed to have one (GLASSBOX_REQUIRE_GPU=1,
+// set by tools/device-check.sh): then a missing or unusable device fails the
+// test, so a broken driver cannot pass as skipped.
 void gb_test_setup() {
   std::string why;
-  if (!gb::cuda_device_available(&why)) gbtest::skip_all("no CUDA device: " + why);
+  if (gb::cuda_device_available(&why)) return;
+  if (const char* require = std::getenv("GLASSBOX_REQUIRE_GPU"); require && std::string(require) == "1") {
+    std::fprintf(stderr, "FAIL!  : GLASSBOX_REQUIRE_GPU=1 but no usable CUDA device: %s\n", why.c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  gbtest::skip_all("no CUDA device: " + why);
 }
 
 namespace gbtest::cuda {
