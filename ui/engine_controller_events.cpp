@@ -134,9 +134,14 @@ UiModelInfo EngineController::modelInfo() const {
   info.kvMainLayers = c.num_layers - plan.num_window_layers;
   info.kvWindow = plan.window;
   info.kvWindowLayers = plan.num_window_layers;
-  info.kvWindowBlocks = plan.num_window_blocks;
+  // The window pool as allocated: the plan's blocks and the same self-draft
+  // reserve as the main pool (kv/scheduler.h).
+  const gb::KvCacheManager* windowKv = state_->engine->scheduler().window_kv_cache();
+  info.kvWindowBlocks = windowKv ? windowKv->num_blocks() : 0;
   info.kvWindowBytesPerToken = plan.window_bytes_per_token;
-  info.kvWindowPoolBytes = plan.window_pool_bytes;
+  info.kvWindowPoolBytes = windowKv ? plan.window_bytes_per_token * static_cast<size_t>(windowKv->num_blocks()) *
+                                          static_cast<size_t>(windowKv->block_size())
+                                    : 0;
   info.kvTypeK = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.k)));
   info.kvTypeV = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.v)));
   info.kvRowBytesK = gb::kernels::kv_row_bytes(plan.types.k, c.kv_dim());

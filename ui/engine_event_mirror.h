@@ -135,7 +135,10 @@ struct MirrorOf<gb::StepEvent> {
                                           to(&E::num_blocks_cached, &U::cached),
                                           to(&E::num_blocks_total, &U::total),
                                           to(&E::num_prefix_hit_tokens, &U::prefixHitTokens),
-                                          to(&E::num_preemptions, &U::preemptions)};
+                                          to(&E::num_preemptions, &U::preemptions),
+                                          to(&E::num_window_blocks_owned, &U::windowOwned),
+                                          to(&E::num_window_blocks_cached, &U::windowCached),
+                                          to(&E::num_window_blocks_total, &U::windowTotal)};
 };
 template <>
 struct MirrorOf<gb::KvEvent> {
@@ -287,7 +290,7 @@ void convert(const From& from, To& out) {
     out = from.value;
   } else if constexpr (std::is_same_v<From, std::optional<gb::RequestId>>) {
     out = from ? std::optional<RequestKey>(from->value) : std::nullopt;
-  } else if constexpr (std::is_same_v<From, std::optional<gb::TokenId>>) {
+  } else if constexpr (std::is_same_v<From, std::optional<gb::TokenId>>) {  // also optional<int32_t> counts
     out = from ? *from : -1;  // the UI's "none"
   } else if constexpr (std::is_enum_v<From>) {
     out = static_cast<To>(from);  // the enum mirrors are pinned above

@@ -216,7 +216,19 @@ QString KvCachePanel::statsText() const {
                        .arg(size(info.kvPoolBytes))
                        .arg(info.numBlocks)
                        .arg(info.numScratchBlocks);
-  if (info.kvWindowBlocks > 0)
+  if (info.kvWindowBlocks > 0) {
+    // Live from the last step: what the window group holds now.
+    const std::deque<UiStep>& steps = model_->stepHistory().items;
+    if (!steps.empty() && steps.back().windowTotal > 0) {
+      const UiStep& last = steps.back();
+      const quint64 windowBlockBytes = info.kvWindowBytesPerToken * quint64(std::max(0, model_->blockSize()));
+      memory += tr("\nsliding layers hold %1 in %2 blocks (%3 used, %4 cached) of %5")
+                    .arg(size(windowBlockBytes * quint64(last.windowOwned + last.windowCached)))
+                    .arg(last.windowOwned + last.windowCached)
+                    .arg(last.windowOwned)
+                    .arg(last.windowCached)
+                    .arg(last.windowTotal);
+    }
     memory += tr("\nsliding layers (window %1): %2 layers \u00d7 %3 B/token, only the window, in a pool of their own: "
                  "%4 blocks (%5); every token would take %6 per context")
                   .arg(info.kvWindow)
@@ -225,6 +237,7 @@ QString KvCachePanel::statsText() const {
                   .arg(info.kvWindowBlocks)
                   .arg(size(info.kvWindowPoolBytes))
                   .arg(size(info.kvWindowBytesPerToken * quint64(std::max(0, info.contextLength))));
+  }
   if (info.kvBudgetBytes > 0) memory += tr("; budget %1").arg(size(info.kvBudgetBytes));
   if (!info.kvPlanNote.isEmpty()) memory += QStringLiteral("\n") + info.kvPlanNote;
   return tr("blocks: %1 used, %2 cached, %3 free of %4 (%5 tokens each, %6 tokens); kept for branching: %7 "

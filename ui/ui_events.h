@@ -123,6 +123,7 @@ struct UiStep {
   double startMs = 0.0, scheduleMs = 0.0, forwardMs = 0.0, sampleMs = 0.0;
   int numSeqs = 0, numPrefill = 0, numDecode = 0, numRunning = 0, numWaiting = 0;
   int owned = 0, free = 0, cached = 0, total = 0, prefixHitTokens = 0, preemptions = 0;
+  int windowOwned = -1, windowCached = -1, windowTotal = -1;  // the window group's pool; -1: none
 };
 // Same numbering as gb::KvEventKind.
 enum class UiKvKind { Allocated, Evicted, Cached, PrefixHit, Shared, Copied, Released, Freed, Uncached, WindowReleased, Lookahead };

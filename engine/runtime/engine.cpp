@@ -427,6 +427,11 @@ void Engine::publish_step_event(const StepPlan& plan, const StepTimes& t, double
   se.num_blocks_free = scheduler_->kv_cache().num_free();
   se.num_blocks_cached = scheduler_->kv_cache().num_cached();
   se.num_blocks_total = num_pool_blocks();  // the lookahead reserve included
+  if (const KvCacheManager* w = scheduler_->window_kv_cache()) {
+    se.num_window_blocks_owned = w->num_owned();
+    se.num_window_blocks_cached = w->num_cached();
+    se.num_window_blocks_total = w->num_blocks();
+  }
   se.num_prefix_hit_tokens = plan.stats.num_prefix_hit_tokens;
   se.num_preemptions = plan.stats.num_preemptions;
   publish(se);

@@ -103,6 +103,11 @@ struct StepEvent {
   int32_t num_blocks_total = 0;
   int32_t num_prefix_hit_tokens = 0;
   int32_t num_preemptions = 0;
+  // The window group's pool after the step (kv/scheduler.h: the sliding layers
+  // of Gemma 2/3); absent when the model has none.
+  std::optional<int32_t> num_window_blocks_owned;
+  std::optional<int32_t> num_window_blocks_cached;
+  std::optional<int32_t> num_window_blocks_total;
 };
 
 // A change in the KV block pool (see kv/kv_event.h).

@@ -58,7 +58,10 @@ inline constexpr bool is_enum_vector<std::vector<T>> = std::is_enum_v<T>;
 namespace gb::trace_fields {
 
 // How a member appears in JSON when its C++ type alone does not say.
-enum class Form : uint8_t { Plain, Text, Hash, NoRequestIsNull };
+// OmitWhenAbsent: an optional member written only when it holds a value, and
+// read as absent when its key is missing (a field added after traces were
+// written, e.g. a step's window-group counts).
+enum class Form : uint8_t { Plain, Text, Hash, NoRequestIsNull, OmitWhenAbsent };
 
 template <class Owner, class Member>
 struct Field {
@@ -272,7 +275,10 @@ struct FieldsOf<StepEvent> {
                                           field("num_blocks_cached", &T::num_blocks_cached),
                                           field("num_blocks_total", &T::num_blocks_total),
                                           field("num_prefix_hit_tokens", &T::num_prefix_hit_tokens),
-                                          field("num_preemptions", &T::num_preemptions)};
+                                          field("num_preemptions", &T::num_preemptions),
+                                          field("num_window_blocks_owned", &T::num_window_blocks_owned, Form::OmitWhenAbsent),
+                                          field("num_window_blocks_cached", &T::num_window_blocks_cached, Form::OmitWhenAbsent),
+                                          field("num_window_blocks_total", &T::num_window_blocks_total, Form::OmitWhenAbsent)};
 };
 
 template <>

@@ -69,6 +69,8 @@ void write_fields(json& j, const T& value) {
       if (entry.form == Form::Text) put_text(j, std::string(entry.name), member);
       else j[std::string(entry.name)] = member;
     } else {
+      if constexpr (is_optional<typename Entry::member_type>)
+        if (entry.form == Form::OmitWhenAbsent && !member) return;
       j[std::string(entry.name)] = value_json(member, entry.form);
     }
   });

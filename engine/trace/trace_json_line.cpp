@@ -157,6 +157,8 @@ void add_keys(std::vector<KeyWriter<Owner>>& keys, Get get) {
         }
       }
       keys.push_back({"", name, [member, form](std::string& out, const Owner& o) {
+                        if constexpr (is_optional<M>)
+                          if (form == Form::OmitWhenAbsent && !member(o)) return false;  // no key at all
                         put_value(out, member(o), form);
                         return true;
                       }});

@@ -94,7 +94,9 @@ FieldSpec spec_for(const char* name, Form form, std::span<const std::string_view
   else if constexpr (std::is_same_v<M, RequestId>)
     return {name, form == Form::NoRequestIsNull ? Kind::NullOrUInt : Kind::UInt};
   else if constexpr (std::is_same_v<M, std::optional<RequestId>>) return {name, Kind::NullOrUInt};
-  else if constexpr (std::is_same_v<M, std::optional<int32_t>>) return {name, Kind::NullOrInt32};
+  // Form::OmitWhenAbsent: written only with a value, so it may be absent.
+  else if constexpr (std::is_same_v<M, std::optional<int32_t>>)
+    return {name, Kind::NullOrInt32, {}, nullptr, form == Form::OmitWhenAbsent};
   else if constexpr (std::is_same_v<M, float> || std::is_same_v<M, double>) return {name, Kind::Real};
   else if constexpr (std::is_same_v<M, bool>) return {name, Kind::Bool};
   else if constexpr (std::is_same_v<M, std::string>)

@@ -6,6 +6,7 @@
 // Models with global layers (gemma2, gemma3) keep their sliding layers in a
 // window group: its blocks go back as they leave the window while the global
 // layers keep everything, and the tokens and logits equal release off.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -40,6 +41,8 @@ struct Run {
   int32_t num_window_blocks = 0;           // the window group's pool (0: none)
   int64_t num_window_group_released = 0;   // its WindowReleased events
   int32_t num_verifications = 0;           // SpeculativeEvents
+  int32_t num_steps_with_window_counts = 0; // StepEvents that carry the window group's pool
+  int32_t max_window_owned = 0;
   std::string error;
 };
 
@@ -114,6 +117,12 @@ Run run(const std::shared_ptr<const gb::Model>& model, const std::vector<std::ve
       o.top.push_back(std::move(top));
     } else if (const auto* kv = std::get_if<gb::KvTraceEvent>(&e.body)) {
       out.num_window_released += kv->kv.kind == gb::KvEventKind::WindowReleased && kv->kv.block.value >= 0;
+    } else if (const auto* step = std::get_if<gb::StepEvent>(&e.body)) {
+      if (step->num_window_blocks_total) {
+        ++out.num_steps_with_window_counts;
+        out.max_window_owned = std::max(out.max_window_owned, step->num_window_blocks_owned.value_or(0));
+        GB_CHECK(*step->num_window_blocks_total == out.num_window_blocks);
+      }
     } else if (std::holds_alternative<gb::SpeculativeEvent>(e.body)) {
       ++out.num_verifications;
     } else if (const auto* a = std::get_if<gb::RequestAdmittedEvent>(&e.body)) {
@@ -220,6 +229,7 @@ GB_TEST(models_with_global_layers_release_only_the_window_group_and_keep_every_t
     const Run off = run(model, {prompt}, kMaxTokens, pool(64, 4, false));
     QVERIFY2(off.error.empty(), off.error.c_str());
     QCOMPARE(off.num_window_blocks, 0);
+    QCOMPARE(off.num_steps_with_window_counts, 0);  // no window group: the fields are absent
     QCOMPARE(static_cast<int>(off.outputs.begin()->second.tokens.size()), kMaxTokens);
     // Window pools from the least (a window and a block) to the planned one.
     for (const int32_t window_blocks : {(w + 3) / 4 + 1, (w + 3) / 4 + 3, 0}) {
@@ -227,6 +237,10 @@ GB_TEST(models_with_global_layers_release_only_the_window_group_and_keep_every_t
       const Run on = run(model, {prompt}, kMaxTokens, pool(64, 4, true, window_blocks));
       QVERIFY2(on.error.empty(), (name + ": " + on.error).c_str());
       QCOMPARE(on.sliding_window, 0);        // the global layers release nothing
+      // Every step reports the window group's pool; it never held more than a
+      // window and a block of 4 tokens plus the prompt's first chunk.
+      QVERIFY2(on.num_steps_with_window_counts >= kMaxTokens, name.c_str());
+      QVERIFY2(on.max_window_owned >= (w + 3) / 4 && on.max_window_owned <= on.num_window_blocks, name.c_str());
       QCOMPARE(on.num_window_released, 0);
       QVERIFY2(on.num_window_blocks > 0, name.c_str());
       if (window_blocks > 0) QCOMPARE(on.num_window_blocks, window_blocks);
