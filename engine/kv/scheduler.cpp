@@ -542,16 +542,13 @@ Status Scheduler::check_invariants() const {
     GB_TRY(window_kv_->check_invariants());
     // The groups hold the same requests, token for token, under one chain.
     if (window_kv_->num_requests() != kv_.num_requests()) return fail("the layer groups hold different requests");
-    for (const auto& [id, unused] : requests_) {
-      (void)unused;
-      if (kv_.has_request(id) != window_kv_->has_request(id)) return fail("a request is in one layer group only");
-    }
-    for (const auto& [id, unused] : retained_) {
-      (void)unused;
+    for (const auto& [id, kept] : retained_) {
+      (void)kept;
       if (!window_kv_->has_request(id)) return fail("a retained request is in one layer group only");
     }
-    for (const auto& [id, unused] : requests_) {
-      (void)unused;
+    for (const auto& [id, request] : requests_) {
+      (void)request;
+      if (kv_.has_request(id) != window_kv_->has_request(id)) return fail("a request is in one layer group only");
       if (!kv_.has_request(id)) continue;
       const BlockTable& a = kv_.table(id);
       const BlockTable& b = window_kv_->table(id);

@@ -221,11 +221,6 @@ Engine::KvUsage Engine::kv_usage() const {
   u.num_free = kv.num_free();
   u.num_cached = kv.num_cached();
   u.num_running = scheduler_->num_running();
-  if (const KvCacheManager* w = scheduler_->window_kv_cache()) {
-    u.num_window_blocks = w->num_blocks();
-    u.num_window_owned = w->num_owned();
-    u.num_window_cached = w->num_cached();
-  }
   // Straight from the pool (no snapshot copies), so measuring does not slow
   // the run it measures.
   const BlockPool& pool = kv.pool();
@@ -236,28 +231,30 @@ Engine::KvUsage Engine::kv_usage() const {
   return u;
 }
 
+namespace {
+// Blocks of `pool` that these events left free (not cached): they hold nothing
+// anyone reads, so the backend may give their memory back (the CPU pool's
+// pages) and a pool's resident memory follows the blocks held, not the most
+// ever held.
+std::vector<int32_t> freed_blocks(std::span<const KvEvent> events, const BlockPool& pool) {
+  std::vector<int32_t> freed;
+  for (const KvEvent& e : events)
+    if (e.kind == KvEventKind::Freed && e.block.value >= 0 && pool.block(e.block).state() == BlockState::Free)
+      freed.push_back(e.block.value);
+  return freed;
+}
+}  // namespace
+
 void Engine::forward_kv_events() {
   std::vector<KvEvent> kv = scheduler_->kv_cache().drain_events();
-  // Blocks that went free (not cached) hold nothing anyone reads: the backend
-  // may give their memory back (the CPU pool's pages), so a pool's resident
-  // memory follows the blocks held, not the most ever held.
-  std::vector<int32_t> freed;
-  const BlockPool& pool = scheduler_->kv_cache().pool();
-  for (const KvEvent& e : kv)
-    if (e.kind == KvEventKind::Freed && e.block.value >= 0 &&
-        pool.block(e.block).state() == BlockState::Free)
-      freed.push_back(e.block.value);
-  if (!freed.empty()) backend_->release_block_memory(freed);
+  if (auto freed = freed_blocks(kv, scheduler_->kv_cache().pool()); !freed.empty())
+    backend_->release_block_memory(freed);
   // The window group's blocks leave its pool as they leave the window: their
   // memory goes back the same way. (Its events are not traced: the trace's
-  // KV map is the main pool's.)
-  if (KvCacheManager* w = scheduler_->window_kv_cache()) {
-    std::vector<int32_t> window_freed;
-    for (const KvEvent& e : w->drain_events())
-      if (e.kind == KvEventKind::Freed && e.block.value >= 0 && w->pool().block(e.block).state() == BlockState::Free)
-        window_freed.push_back(e.block.value);
-    if (!window_freed.empty()) backend_->release_block_memory(window_freed, KvGroup::Window);
-  }
+  // per-block KV map is the main pool's; step events count the window pool.)
+  if (KvCacheManager* w = scheduler_->window_kv_cache())
+    if (auto freed = freed_blocks(w->drain_events(), w->pool()); !freed.empty())
+      backend_->release_block_memory(freed, KvGroup::Window);
   if (!config_.record_kv_events) return;
   for (const KvEvent& e : kv) publish(KvTraceEvent{step_index_, e});
 }

@@ -217,10 +217,6 @@ class Engine {
     int32_t num_cached = 0;              // free but holding a reusable prefix
     int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (internal fragmentation)
     int32_t num_running = 0;             // requests holding blocks this step
-    // The window group's pool (0 blocks: the model has none).
-    int32_t num_window_blocks = 0;
-    int32_t num_window_owned = 0;
-    int32_t num_window_cached = 0;
   };
   KvUsage kv_usage() const;
   // Drafted / accepted counts, acceptance by position, timings of a request
