@@ -12,7 +12,7 @@
 // warm-up costs, if anything, count against it. The chat then shows the
 // speculative branch. --bench-chat streams N synthetic tokens through the live
 // event path into the window and prints frame times and memory as JSON
-// (ui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen). --bench-chat-turns
+// (app/gui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen). --bench-chat-turns
 // sends N messages with synthetic answers to a chat panel and prints the time
 // per submit as JSON.
 #include <QApplication>
@@ -30,16 +30,16 @@
 #include <utility>
 
 #include "chat_bench.h"
-#include "chat_panel.h"
-#include "compare_view.h"
-#include "score_view.h"
-#include "engine_controller.h"
-#include "main_window.h"
-#include "panel_registry.h"
-#include "session_model.h"
-#include "speculative_settings.h"
-#include "sampling_panel.h"
-#include "token_inspector_panel.h"
+#include "chat/chat_panel.h"
+#include "panels/compare_view.h"
+#include "panels/score_view.h"
+#include "bridge/engine_controller.h"
+#include "window/main_window.h"
+#include "window/panel_registry.h"
+#include "session/session_model.h"
+#include "panels/speculative_settings.h"
+#include "panels/sampling_panel.h"
+#include "panels/token_inspector_panel.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // JSON type name and a tuple of (JSON key, member pointer, form). The JSON writer
 // (trace_json.cpp), the reader (trace_json_parse.cpp), equality
 // (trace_event_compare.cpp), the strict schema (trace_schema.cpp) and the UI
-// mirror's completeness check (ui/engine_event_mirror.h) all walk these
+// mirror's completeness check (ui/bridge/engine_event_mirror.h) all walk these
 // tuples. Adding a field: the struct member, its entry here, its UI mirror entry
 // (or a `skip`), and docs/trace-format.md (the contract). The checks below hold
 // each list to its struct's member count, and the UI mirror's to the list, so a

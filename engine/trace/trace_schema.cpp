@@ -51,7 +51,7 @@ struct FieldSpec {
   bool optional = false;                        // may be absent
 };
 
-// The workbench's branch tree (header "branches"; ui/branch_tree.h writes it).
+// The workbench's branch tree (header "branches"; ui/session/branch_tree.h writes it).
 const std::vector<FieldSpec> kBranchNode = {{"request", Kind::UInt},
                                             {"parent", Kind::NullOrUInt},
                                             {"fork_position", Kind::Int32},

@@ -1,14 +1,14 @@
-// Workbench session files (ui/session_file.h), restored as MainWindow::restoreSession
+// Workbench session files (ui/session/session_file.h), restored as MainWindow::restoreSession
 // does: readSessionFile, branchTreeFromJson with restored keys, SessionModel::
 // restoreRequests; then the restored tree written back (branchTreeToJson), as
 // the next autosave would. Links the Qt Core parts of ui/ only (no widgets).
 #include <QJsonObject>
 #include <QString>
 
-#include "branch_tree.h"
+#include "session/branch_tree.h"
 #include "fuzz_support.h"
-#include "session_file.h"
-#include "session_model.h"
+#include "session/session_file.h"
+#include "session/session_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static gbfuzz::InputFile input("session.json");

@@ -4,9 +4,9 @@
 #include <QApplication>
 #include <cstdio>
 
-#include "conversation.h"
-#include "chat_panel.h"
-#include "main_window.h"
+#include "session/conversation.h"
+#include "chat/chat_panel.h"
+#include "window/main_window.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

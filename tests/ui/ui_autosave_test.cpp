@@ -16,10 +16,10 @@
 #include <sys/types.h>
 
 #include "gb_qtest_main.h"
-#include "chat_panel.h"
-#include "conversation.h"
-#include "main_window.h"
-#include "session_file.h"
+#include "chat/chat_panel.h"
+#include "session/conversation.h"
+#include "window/main_window.h"
+#include "session/session_file.h"
 
 namespace {
 

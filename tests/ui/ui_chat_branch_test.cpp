@@ -25,11 +25,11 @@
 
 #include <tuple>
 
-#include "branches_panel.h"
-#include "compare_view.h"
-#include "engine_controller.h"
+#include "panels/branches_panel.h"
+#include "panels/compare_view.h"
+#include "bridge/engine_controller.h"
 #include "gb_qtest_main.h"
-#include "token_view.h"
+#include "chat/token_view.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

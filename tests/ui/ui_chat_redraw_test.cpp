@@ -23,10 +23,10 @@
 #include <optional>
 #include <vector>
 
-#include "chat_panel.h"
+#include "chat/chat_panel.h"
 #include "gb_qtest_main.h"
-#include "session_model.h"
-#include "token_view.h"
+#include "session/session_model.h"
+#include "chat/token_view.h"
 
 namespace {
 

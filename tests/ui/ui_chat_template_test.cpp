@@ -9,7 +9,7 @@
 #include <QLabel>
 
 #include "gb_qtest_main.h"
-#include "prompt_view.h"
+#include "chat/prompt_view.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

@@ -21,18 +21,18 @@
 #include <map>
 
 #include "gb_qtest_main.h"
-#include "branches_panel.h"
-#include "compare_view.h"
-#include "distribution_bars.h"
+#include "panels/branches_panel.h"
+#include "panels/compare_view.h"
+#include "widgets/distribution_bars.h"
 #include "backend/backend.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "tokenizer/tokenizer.h"
-#include "score_view.h"
-#include "engine_controller.h"
-#include "token_inspector_panel.h"
+#include "panels/score_view.h"
+#include "bridge/engine_controller.h"
+#include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

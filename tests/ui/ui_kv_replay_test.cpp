@@ -10,15 +10,15 @@
 
 #include <QLabel>
 
-#include "branch_tree.h"
+#include "session/branch_tree.h"
 #include "chat_bench.h"
 #include "gb_qtest_main.h"
-#include "engine_controller.h"
-#include "kv_cache_panel.h"
-#include "kv_grid_widget.h"
+#include "bridge/engine_controller.h"
+#include "panels/kv_cache_panel.h"
+#include "widgets/kv_grid_widget.h"
 #include <qcustomplot.h>
-#include "performance_panel.h"
-#include "token_inspector_panel.h"
+#include "panels/performance_panel.h"
+#include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
 #include "trace/trace_jsonl.h"
 #include "model/synthetic_model.h"

@@ -10,11 +10,12 @@
 #include <QSignalSpy>
 #include <QTreeWidget>
 
-#include "main_window.h"
-#include "model_info_panel.h"
+#include "window/main_window.h"
+#include "panels/model_info_panel.h"
 
 #include "gb_qtest_main.h"
-#include "model_file_summary.h"
+#include "bridge/model_file_summary.h"
+#include "window/model_file_dialog.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

@@ -14,14 +14,14 @@
 #include <cmath>
 
 #include "gb_qtest_main.h"
-#include "engine_controller.h"
-#include "kv_cache_panel.h"
-#include "compare_view.h"
-#include "performance_panel.h"
-#include "score_view.h"
-#include "serve_panel.h"
-#include "token_inspector_panel.h"
-#include "session_model.h"
+#include "bridge/engine_controller.h"
+#include "panels/kv_cache_panel.h"
+#include "panels/compare_view.h"
+#include "panels/performance_panel.h"
+#include "panels/score_view.h"
+#include "panels/serve_panel.h"
+#include "panels/token_inspector_panel.h"
+#include "session/session_model.h"
 #include "ui_test_support.h"
 
 class UiRemoteTest : public QObject {

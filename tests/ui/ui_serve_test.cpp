@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "gb_qtest_main.h"
-#include "engine_controller.h"
-#include "serve_panel.h"
+#include "bridge/engine_controller.h"
+#include "panels/serve_panel.h"
 #include "ui_test_support.h"
 
 class UiServeTest : public QObject {

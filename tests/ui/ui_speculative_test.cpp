@@ -14,9 +14,9 @@
 #include <QMessageBox>
 
 #include "gb_qtest_main.h"
-#include "speculative_panel.h"
-#include "speculative_settings.h"
-#include "token_view.h"
+#include "panels/speculative_panel.h"
+#include "panels/speculative_settings.h"
+#include "chat/token_view.h"
 #include "trace/trace_jsonl.h"
 #include "ui_test_support.h"
 

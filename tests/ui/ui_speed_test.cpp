@@ -21,7 +21,7 @@
 
 #include "gb_qtest_main.h"
 #include "chat_bench.h"
-#include "engine_controller.h"
+#include "bridge/engine_controller.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

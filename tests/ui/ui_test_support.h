@@ -8,10 +8,10 @@
 #include <QTest>
 #include <memory>
 
-#include "chat_panel.h"
-#include "main_window.h"
-#include "sampling_panel.h"
-#include "session_model.h"
+#include "chat/chat_panel.h"
+#include "window/main_window.h"
+#include "panels/sampling_panel.h"
+#include "session/session_model.h"
 
 namespace gbuitest {
 

@@ -1,9 +1,9 @@
-// TokenList and TokenSeq (ui/token_list.h), randomized: tokens with every kind
+// TokenList and TokenSeq (ui/session/token_list.h), randomized: tokens with every kind
 // of text (empty, surrogate pairs, a piece that differs from the text), several
 // sampler chains, remote and XTC flags and speculative origins are pushed, the
 // whole records are trimmed at random points, and every token read back is
 // compared with the one pushed: all fields while it is whole, and after
-// trimming everything the compact record promises (ui/token_list.h) with the
+// trimming everything the compact record promises (ui/session/token_list.h) with the
 // candidates, counts and draft gone. TokenSeq is checked against a plain vector
 // built the same way.
 #include <QTest>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gb_qtest_main.h"
-#include "session_model.h"
-#include "token_list.h"
+#include "session/session_model.h"
+#include "session/token_list.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "gb_qtest_main.h"
-#include "token_view.h"
+#include "chat/token_view.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <QTest>
 
 #include "gb_qtest_main.h"
-#include "trace_spool.h"
+#include "bridge/trace_spool.h"
 
 namespace {
 

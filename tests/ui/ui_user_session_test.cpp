@@ -35,9 +35,9 @@
 #include <set>
 
 #include "gb_qtest_main.h"
-#include "engine_controller.h"
-#include "kv_cache_panel.h"
-#include "token_inspector_panel.h"
+#include "bridge/engine_controller.h"
+#include "panels/kv_cache_panel.h"
+#include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

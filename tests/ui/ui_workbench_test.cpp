@@ -13,13 +13,13 @@
 #include <QScreen>
 
 #include "gb_qtest_main.h"
-#include "engine_controller.h"
-#include "panel_registry.h"
+#include "bridge/engine_controller.h"
+#include "window/panel_registry.h"
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include "performance_panel.h"
-#include "token_inspector_panel.h"
+#include "panels/performance_panel.h"
+#include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;

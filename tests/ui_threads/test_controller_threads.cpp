@@ -22,9 +22,9 @@
 #include <optional>
 #include <vector>
 
-#include "engine_controller.h"
+#include "bridge/engine_controller.h"
 #include "gb_test.h"
-#include "ui_events.h"
+#include "session/ui_events.h"
 
 namespace {
 

@@ -1,0 +1,51 @@
+// SettingsCodec: what the panels may ask the engine about settings, without
+// naming it. Sampler settings are parsed and validated once, here, into a
+// SamplerChoice that UI commands carry to the bridge as they are (no second
+// parse there); speculative-decoding specs and KV type names are checked by the
+// engine's own parsers. The window builds the one implementation
+// (ui/bridge/engine_settings_codec.h) and hands it to the panels that edit
+// settings (ui/window/panel_registry.h: PanelContext).
+// Threads: any (const, stateless).
+#pragma once
+
+#include <QString>
+#include <QVector>
+#include <memory>
+
+namespace gb {
+struct SamplerSettings;  // engine/sampling: only the bridge reads it
+}
+
+namespace gbui {
+
+// Sampler settings as the engine parsed them. `settings` is null when the JSON
+// did not validate (then `error` says why); `json` is the canonical compact
+// JSON (what the session file, presets and the trace show).
+struct SamplerChoice {
+  std::shared_ptr<const gb::SamplerSettings> settings;
+  QString json;
+  QString error;
+  bool ok() const { return settings != nullptr; }
+};
+
+struct KvTypeOption {
+  QString name;         // "f16", "q8_0", ...
+  QString description;  // one line for tooltips
+};
+
+class SettingsCodec {
+ public:
+  virtual ~SettingsCodec() = default;
+  // The engine's default sampler settings, as indented JSON.
+  virtual QString defaultSamplerJson() const = 0;
+  virtual SamplerChoice parseSampler(const QString& json) const = 0;
+  // The choice's settings as JSON with `indent` (-1: compact); "" when not ok.
+  virtual QString samplerJson(const SamplerChoice& choice, int indent) const = 0;
+  // "" when the speculative spec parses ("" = off), else the engine's message.
+  virtual QString validateSpeculative(const QString& spec) const = 0;
+  // Every KV cache element type the engine offers, and the default one.
+  virtual QVector<KvTypeOption> kvTypes() const = 0;
+  virtual QString defaultKvType() const = 0;
+};
+
+}  // namespace gbui

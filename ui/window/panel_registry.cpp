@@ -1,0 +1,74 @@
+// The panel table. Order matters: it is the creation and docking order, and a
+// row may only tabify with a row above it. Tab groups today: kv | performance |
+// speculative | model | compare | serve | score (tabifyDockWidget puts the new tab
+// right after the one named) and inspector | branches.
+#include "panel_registry.h"
+
+#include <QCoreApplication>
+
+#include "panels/branches_panel.h"
+#include "chat/chat_panel.h"
+#include "panels/compare_view.h"
+#include "panels/kv_cache_panel.h"
+#include "panels/model_info_panel.h"
+#include "panels/performance_panel.h"
+#include "panels/sampling_panel.h"
+#include "panels/score_view.h"
+#include "panels/serve_panel.h"
+#include "panels/speculative_panel.h"
+#include "panels/token_inspector_panel.h"
+
+namespace gbui {
+namespace {
+
+template <class Panel>
+QWidget* withModel(const PanelContext& context) {
+  return new Panel(context.model);
+}
+template <class Panel>
+QWidget* withCodec(const PanelContext& context) {
+  return new Panel(*context.codec);
+}
+template <class Panel>
+QWidget* standalone(const PanelContext&) {
+  return new Panel;
+}
+
+}  // namespace
+
+const std::vector<PanelSpec>& panelSpecs() {
+  // QT_TRANSLATE_NOOP keeps the titles visible to lupdate in MainWindow's context.
+  static const std::vector<PanelSpec> specs = {
+      {"chat", QT_TRANSLATE_NOOP("gbui::MainWindow", "Chat"), Qt::NoDockWidgetArea, nullptr, withModel<ChatPanel>},
+      // Sampling has the left column to itself (its sliders need the height).
+      {"sampling", QT_TRANSLATE_NOOP("gbui::MainWindow", "Sampling"), Qt::LeftDockWidgetArea, nullptr,
+       withCodec<SamplingPanel>},
+      {"inspector", QT_TRANSLATE_NOOP("gbui::MainWindow", "Token inspector"), Qt::RightDockWidgetArea, nullptr,
+       withModel<TokenInspectorPanel>},
+      {"kv", QT_TRANSLATE_NOOP("gbui::MainWindow", "KV cache"), Qt::BottomDockWidgetArea, nullptr,
+       withModel<KvCachePanel>},
+      {"performance", QT_TRANSLATE_NOOP("gbui::MainWindow", "Performance"), Qt::BottomDockWidgetArea, "kv",
+       withModel<PerformancePanel>},
+      {"speculative", QT_TRANSLATE_NOOP("gbui::MainWindow", "Speculative"), Qt::BottomDockWidgetArea, "performance",
+       withModel<SpeculativePanel>},
+      {"model", QT_TRANSLATE_NOOP("gbui::MainWindow", "Model"), Qt::BottomDockWidgetArea, "speculative",
+       withModel<ModelInfoPanel>},
+      {"compare", QT_TRANSLATE_NOOP("gbui::MainWindow", "Compare"), Qt::BottomDockWidgetArea, "model",
+       withModel<CompareView>},
+      {"score", QT_TRANSLATE_NOOP("gbui::MainWindow", "Score"), Qt::BottomDockWidgetArea, "compare",
+       standalone<ScoreView>},
+      {"branches", QT_TRANSLATE_NOOP("gbui::MainWindow", "Branches"), Qt::RightDockWidgetArea, "inspector",
+       withModel<BranchesPanel>},
+      {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
+       standalone<ServePanel>},
+  };
+  return specs;
+}
+
+QStringList panelNames() {
+  QStringList names;
+  for (const PanelSpec& spec : panelSpecs()) names << QLatin1String(spec.name);
+  return names;
+}
+
+}  // namespace gbui
