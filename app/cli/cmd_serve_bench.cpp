@@ -150,7 +150,7 @@ Status replay(Engine& engine, const std::vector<WorkloadItem>& workload, bool no
     auto stepped = engine.step();
     if (!stepped) return stepped.error();
     for (const TraceEvent& e : engine.drain_events()) stats.on_event(e);
-    stats.sample_kv_waste(engine.kv_usage());
+    stats.sample_kv_waste(engine.kv_usage(/*count_empty_slots=*/true));
   }
   stats.wall_s = elapsed_ms() / 1000.0;
   return {};

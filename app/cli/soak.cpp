@@ -507,9 +507,8 @@ void Soak::finish_checks() {
   for (RequestId id : engine_->retained_requests()) engine_->release(id);
   drain();
   check_invariants();
-  const KvCacheManager& kv = engine_->scheduler().kv_cache();
-  const KvCacheManager* window = engine_->scheduler().window_kv_cache();
-  summary_.blocks_owned_at_end = kv.num_owned() + (window ? window->num_owned() : 0);
+  const Engine::KvUsage usage = engine_->kv_usage();
+  summary_.blocks_owned_at_end = usage.num_owned + usage.num_window_owned;
   if (summary_.blocks_owned_at_end != 0)
     fail(std::to_string(summary_.blocks_owned_at_end) +
          " blocks still owned at the end (every block must be free or cached)");
@@ -530,7 +529,7 @@ SoakSummary Soak::run() {
     fail(st.error().message);
     return summary_;
   }
-  max_total_ = engine_->scheduler().max_tokens_per_request();
+  max_total_ = engine_->max_tokens_per_request();
   const int64_t warm_at = std::max<int64_t>(1, std::min<int64_t>(50, options_.num_requests / 10));
   int stalls = 0;
   while ((summary_.requests < options_.num_requests || engine_->has_work()) && stalls <= 2) {

@@ -232,7 +232,7 @@ double elapsedMs(const QElapsedTimer& t) { return static_cast<double>(t.nsecsEla
 QJsonObject runChatTurnsBench(int turns, int answerTokens) {
   constexpr int kPerFrame = 34;
   TurnsBench b;
-  QObject::connect(&b.chat, &ChatPanel::generateChat, &b.chat, [&b](quint64 tag) { b.tag = tag; });
+  QObject::connect(&b.chat, &ChatPanel::generate, &b.chat, [&b](const TurnCommand& turn) { b.tag = turn.tag; });
   b.chat.resize(700, 850);
   b.chat.show();
   QApplication::processEvents();

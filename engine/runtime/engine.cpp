@@ -212,7 +212,7 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
 
 bool Engine::has_work() const { return scheduler_ && scheduler_->has_work(); }
 
-Engine::KvUsage Engine::kv_usage() const {
+Engine::KvUsage Engine::kv_usage(bool count_empty_slots) const {
   KvUsage u;
   if (!scheduler_) return u;
   const KvCacheManager& kv = scheduler_->kv_cache();
@@ -221,6 +221,12 @@ Engine::KvUsage Engine::kv_usage() const {
   u.num_free = kv.num_free();
   u.num_cached = kv.num_cached();
   u.num_running = scheduler_->num_running();
+  u.num_waiting = scheduler_->num_waiting();
+  if (const KvCacheManager* window = scheduler_->window_kv_cache()) {
+    u.num_window_blocks = window->num_blocks();
+    u.num_window_owned = window->num_owned();
+  }
+  if (!count_empty_slots) return u;
   // Straight from the pool (no snapshot copies), so measuring does not slow
   // the run it measures.
   const BlockPool& pool = kv.pool();
@@ -230,6 +236,21 @@ Engine::KvUsage Engine::kv_usage() const {
   }
   return u;
 }
+
+KvSnapshot Engine::kv_snapshot() const { return scheduler_ ? scheduler_->kv_cache().snapshot() : KvSnapshot{}; }
+
+bool Engine::is_live(RequestId id) const { return scheduler_ && scheduler_->find(id) != nullptr; }
+
+std::vector<TokenId> Engine::live_tokens(RequestId id) const {
+  std::vector<TokenId> out;
+  const Request* r = scheduler_ ? scheduler_->find(id) : nullptr;
+  if (!r) return out;
+  out.reserve(static_cast<size_t>(r->num_tokens_total()));
+  for (int32_t i = 0; i < r->num_tokens_total(); ++i) out.push_back(r->token_at(i));
+  return out;
+}
+
+int32_t Engine::max_tokens_per_request() const { return scheduler_ ? scheduler_->max_tokens_per_request() : 0; }
 
 namespace {
 // Blocks of `pool` that these events left free (not cached): they hold nothing

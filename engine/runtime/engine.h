@@ -42,6 +42,7 @@
 #include "core/ids.h"
 #include "core/result.h"
 #include "kv/isolation_key.h"
+#include "kv/kv_snapshot.h"
 #include "kv/request.h"
 #include "model/model.h"
 #include "sampling/sampler_settings.h"
@@ -215,10 +216,25 @@ class Engine {
     int32_t num_owned = 0;               // held by running or retained requests
     int32_t num_free = 0;
     int32_t num_cached = 0;              // free but holding a reusable prefix
-    int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (internal fragmentation)
+    int64_t num_empty_owned_slots = 0;   // unwritten slots in owned blocks (with count_empty_slots)
     int32_t num_running = 0;             // requests holding blocks this step
+    int32_t num_waiting = 0;             // requests queued, not yet admitted
+    // The window group's pool (num_window_blocks 0: none; sliding-window layers
+    // keep only their window there), its lookahead reserve included.
+    int32_t num_window_blocks = 0;
+    int32_t num_window_owned = 0;
   };
-  KvUsage kv_usage() const;
+  // O(1), unless count_empty_slots (internal fragmentation): then O(blocks).
+  KvUsage kv_usage(bool count_empty_slots = false) const;
+  // The main pool block by block (ref counts, hashes, the sliding window's
+  // releases), for front ends that draw or check it. O(blocks).
+  KvSnapshot kv_snapshot() const;
+  // Whether a request is queued or running (not finished, cancelled or unknown).
+  bool is_live(RequestId id) const;
+  // A live request's tokens, prompt then output; empty when it is not live.
+  std::vector<TokenId> live_tokens(RequestId id) const;
+  // The most tokens (prompt + output) one request may hold.
+  int32_t max_tokens_per_request() const;
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.
   std::optional<SpeculativeStats> speculative_stats(RequestId id) const;

@@ -96,7 +96,7 @@ SubmitOutcome ServeHub::handle_submit(Engine& engine, SubmitCommand& command) {
     std::lock_guard lock(mutex_);
     if (closed_ || !healthy_) return {SubmitStatus::Unavailable, "the server is shutting down or its engine failed", {}};
   }
-  const int32_t waiting = engine.scheduler().num_waiting();
+  const int32_t waiting = engine.kv_usage().num_waiting;
   if (waiting + static_cast<int32_t>(command.items.size()) > config_.max_queue)
     return {SubmitStatus::QueueFull,
             "the server's queue is full (" + std::to_string(waiting) + " requests waiting); retry later", {}};
@@ -217,13 +217,13 @@ void ServeHub::fail_all(Engine& engine, const std::string& message, bool unhealt
 }
 
 void ServeHub::update_gauges(const Engine& engine) {
-  const Scheduler& s = engine.scheduler();
+  const Engine::KvUsage u = engine.kv_usage();
   KvGauges g;
-  g.num_running = s.num_running();
-  g.num_waiting = s.num_waiting();
+  g.num_running = u.num_running;
+  g.num_waiting = u.num_waiting;
   g.num_blocks_total = engine.num_pool_blocks();  // owned and cached count over the whole pool
-  g.num_blocks_owned = s.kv_cache().num_owned();
-  g.num_blocks_cached = s.kv_cache().num_cached();
+  g.num_blocks_owned = u.num_owned;
+  g.num_blocks_cached = u.num_cached;
   metrics_.set_kv(g);
 }
 

@@ -31,6 +31,7 @@
 #include "gb_qtest_main.h"
 #include "chat/token_view.h"
 #include "ui_test_support.h"
+#include "session/ui_commands.h"
 
 using namespace gbuitest;
 
@@ -293,7 +294,7 @@ class UiChatBranchTest : public QObject {
     QVERIFY(r && r->tokens.size() >= 2 && r->tokens[1].top.size() >= 2);
     const int alt = r->tokens[1].top[1].id;
     QMetaObject::invokeMethod(window_->controller(), [c = window_->controller(), shown, n = int(r->promptIds.size()) + 1, alt] {
-      c->fork(1, shown, n, alt, 4);
+      c->fork(gbui::ForkCommand{1, shown, n, alt, 4});
     });
     QTRY_VERIFY_WITH_TIMEOUT(conv().turns[1].branches.size() == 3 && chat()->activeRequest() == 0 &&
                                  request(conv().turns[1].currentRequest())->finished, 30000);

@@ -223,8 +223,8 @@ class UiChatRedrawTest : public QObject {
     c.completionMode = completionMode;
     c.systemPrompt = systemPrompt;
     chat_->setConversation(c);
-    connect(chat_.get(), &gbui::ChatPanel::generate, this, [this](quint64 tag) { tags_.push_back(tag); });
-    connect(chat_.get(), &gbui::ChatPanel::generateChat, this, [this](quint64 tag) { tags_.push_back(tag); });
+    connect(chat_.get(), &gbui::ChatPanel::generate, this,
+            [this](const gbui::TurnCommand& turn) { tags_.push_back(turn.tag); });
   }
 
   void apply(std::vector<gbui::UiEvent> events) {

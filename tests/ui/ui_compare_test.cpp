@@ -34,6 +34,8 @@
 #include "bridge/engine_controller.h"
 #include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
+#include "../ui_threads/controller_commands.h"
+#include "bridge/engine_probe.h"
 
 using namespace gbuitest;
 
@@ -48,7 +50,7 @@ QJsonArray idsOf(const gbui::SessionModel& model, gbui::RequestKey request) {
 
 int ownedBlocks(gbui::MainWindow& window) {
   QString summary;
-  QMetaObject::invokeMethod(window.controller(), [&] { summary = window.controller()->kvSnapshotSummary(); },
+  QMetaObject::invokeMethod(window.controller(), [&] { summary = gbui::EngineProbe(*window.controller()).kvSnapshotSummary(); },
                             Qt::BlockingQueuedConnection);
   return summary.section(QLatin1Char(' '), 0, 0).toInt();
 }

@@ -20,6 +20,8 @@
 #include "panels/performance_panel.h"
 #include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
+#include "../ui_threads/controller_commands.h"
+#include "bridge/engine_probe.h"
 #include "trace/trace_jsonl.h"
 #include "model/synthetic_model.h"
 #include <QLabel>
@@ -178,20 +180,20 @@ class UiKvReplayTest : public QObject {
     connect(&controller, &gbui::EngineController::eventsReady, &model, &gbui::SessionModel::apply);
     connect(&controller, &gbui::EngineController::modelLoaded, &model, &gbui::SessionModel::setModelInfo);
     controller.setPaused(true);
-    controller.loadModel(storiesPath(), "cpu", 0);
+    controller.loadModel(gbuitest::loadCommand(storiesPath(), "cpu"));
     QVERIFY(model.hasModel());
     QCOMPARE(grid.numCells(), model.modelInfo().numBlocks);
     // Two requests with a shared 30-token prefix, the second after the first
     // committed its full blocks: prefix hits, cached blocks and frees all happen.
     const QString prefix = "Once upon a time there was a little girl named Lily. She liked to play in the park";
-    controller.submit(1, prefix, kGreedyJson, 24);
+    controller.submit(gbuitest::completionCommand(1, prefix, kGreedyJson, 24));
     int steps = 0;
     bool second = false;
     while (controller.stepOnce()) {
       controller.flush();
       ++steps;
       const gbui::KvCounts k = model.kvCounts();
-      const QString engine = controller.kvSnapshotSummary();
+      const QString engine = gbui::EngineProbe(controller).kvSnapshotSummary();
       QCOMPARE(QStringLiteral("%1 %2 %3 %4").arg(k.owned).arg(k.free).arg(k.cached).arg(k.total), engine);
       QCOMPARE(grid.numCells(), k.total);
       // And the step event's own statistics agree.
@@ -200,7 +202,7 @@ class UiKvReplayTest : public QObject {
       QCOMPARE(s.cached, k.cached);
       QCOMPARE(s.free, k.free);
       if (!second && steps == 3) {
-        controller.submit(2, prefix + " with her dog", kGreedyJson, 16);
+        controller.submit(gbuitest::completionCommand(2, prefix + " with her dog", kGreedyJson, 16));
         second = true;
       }
     }
@@ -210,7 +212,7 @@ class UiKvReplayTest : public QObject {
     for (const auto& [key, r] : model.requests()) hit += r.finish.numCachedTokens;
     QVERIFY2(hit >= 16, qPrintable(QString("prefix hit tokens %1").arg(hit)));
     // Every owned block's refcount equals the engine's.
-    const QVector<int> refs = controller.kvRefCounts();
+    const QVector<int> refs = gbui::EngineProbe(controller).kvRefCounts();
     QCOMPARE(refs.size(), model.kvCells().size());
     for (int b = 0; b < refs.size(); ++b) QCOMPARE(model.kvCells()[b].refCount, refs[b]);
   }
@@ -226,18 +228,18 @@ class UiKvReplayTest : public QObject {
     connect(&controller, &gbui::EngineController::eventsReady, &model, &gbui::SessionModel::apply);
     connect(&controller, &gbui::EngineController::modelLoaded, &model, &gbui::SessionModel::setModelInfo);
     controller.setPaused(true);
-    controller.loadModel(path, "cpu", 0);
+    controller.loadModel(gbuitest::loadCommand(path, "cpu"));
     QVERIFY(model.hasModel());
-    controller.submit(1, QStringLiteral("once upon a time"), kGreedyJson, 120);
+    controller.submit(gbuitest::completionCommand(1, QStringLiteral("once upon a time"), kGreedyJson, 120));
     int steps = 0;
     while (controller.stepOnce()) {
       controller.flush();
       ++steps;
       const gbui::KvCounts k = model.kvCounts();
       QCOMPARE(QStringLiteral("%1 %2 %3 %4").arg(k.owned).arg(k.free).arg(k.cached).arg(k.total),
-               controller.kvSnapshotSummary());
+               gbui::EngineProbe(controller).kvSnapshotSummary());
       QCOMPARE(QStringLiteral("%1 %2").arg(k.windowReleased).arg(model.kvWindowReleasedTotal()),
-               controller.kvWindowSummary());
+               gbui::EngineProbe(controller).kvWindowSummary());
       // Between steps one request holds at most ceil((8 + 16 - 2) / 16) = 2 blocks.
       QVERIFY2(k.owned <= 2, qPrintable(QString::number(k.owned)));
     }
@@ -287,7 +289,7 @@ class UiKvReplayTest : public QObject {
     const int fullBlocks = c->forkPosition / window->sessionModel()->blockSize();
     QCOMPARE(static_cast<int>(shared.size()), fullBlocks);
     QVector<int> engineRefs;
-    QMetaObject::invokeMethod(window->controller(), [&] { engineRefs = window->controller()->kvRefCounts(); },
+    QMetaObject::invokeMethod(window->controller(), [&] { engineRefs = gbui::EngineProbe(*window->controller()).kvRefCounts(); },
                               Qt::BlockingQueuedConnection);
     for (int b : shared) {
       QCOMPARE(window->sessionModel()->kvCells()[b].refCount, 2);

@@ -23,6 +23,8 @@
 #include "panels/token_inspector_panel.h"
 #include "session/session_model.h"
 #include "ui_test_support.h"
+#include "../ui_threads/controller_commands.h"
+#include "bridge/engine_probe.h"
 
 class UiRemoteTest : public QObject {
   Q_OBJECT
@@ -97,7 +99,7 @@ void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
   // A greedy completion on B runs on A's engine.
   gbui::EngineController* controller = b->controller();
   QMetaObject::invokeMethod(controller, [controller] {
-    controller->submit(1, QStringLiteral("Once upon a time"), QString::fromLatin1(gbuitest::kGreedyJson), 12);
+    controller->submit(gbuitest::completionCommand(1, QStringLiteral("Once upon a time"), QString::fromLatin1(gbuitest::kGreedyJson), 12));
   });
   QVERIFY(QTest::qWaitFor([&] { return onlyFinished(*b->sessionModel()) && onlyFinished(*a->sessionModel()); }, 60000));
   const gbui::RequestInfo& remote = *onlyFinished(*b->sessionModel());
@@ -145,9 +147,9 @@ void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
   // Chat goes to /v1/chat/completions; branching is refused with a message.
   QSignalSpy failed(controller, &gbui::EngineController::requestFailed);
   QMetaObject::invokeMethod(controller, [controller] {
-    controller->submitChat(2, {{QStringLiteral("user"), QStringLiteral("Tell me a story")}}, QStringLiteral("model"),
-                           QString::fromLatin1(gbuitest::kGreedyJson), 8);
-    controller->fork(3, 1, 4, -1, 4);
+    controller->submit(gbuitest::chatCommand(2, {{QStringLiteral("user"), QStringLiteral("Tell me a story")}},
+                                             QStringLiteral("model"), QString::fromLatin1(gbuitest::kGreedyJson), 8));
+    controller->fork(gbui::ForkCommand{3, 1, 4, -1, 4});
   });
   QVERIFY(QTest::qWaitFor([&] {
     int n = 0;

@@ -39,6 +39,9 @@
 #include "panels/kv_cache_panel.h"
 #include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
+#include "../ui_threads/controller_commands.h"
+#include "bridge/engine_probe.h"
+#include "bridge/local_engine_source.h"
 
 using namespace gbuitest;
 
@@ -172,7 +175,7 @@ class UiUserSessionTest : public QObject {
     const auto blocks = QRegularExpression(R"(blocks: (\d+) used, (\d+) cached, (\d+) free of (\d+))").match(text);
     QVERIFY2(blocks.hasMatch(), qPrintable(text));
     gbui::EngineController* c = window_->controller();
-    const QString engine = onEngineThread([c] { return c->kvSnapshotSummary(); });
+    const QString engine = onEngineThread([c] { return gbui::EngineProbe(*c).kvSnapshotSummary(); });
     QCOMPARE(QStringLiteral("%1 %2 %3 %4").arg(blocks.captured(1), blocks.captured(3), blocks.captured(2), blocks.captured(4)),
              engine);
     const auto hit = QRegularExpression(R"(prefix hit rate ([\d.]+)% \((\d+) of (\d+) prompt tokens reused, over (\d+))")
@@ -185,9 +188,9 @@ class UiUserSessionTest : public QObject {
     QVERIFY2(text.contains("= measured"), qPrintable(text));
     const auto kept = QRegularExpression(R"(kept for branching: (\d+) finished answer)").match(text);
     QVERIFY(kept.hasMatch());
-    const QVector<quint64> engineKept = onEngineThread([c] { return c->keptRequests(); });
+    const QVector<quint64> engineKept = onEngineThread([c] { return gbui::EngineProbe(*c).keptRequests(); });
     QCOMPARE(kept.captured(1).toInt(), static_cast<int>(engineKept.size()));
-    QVERIFY(engineKept.size() <= gbui::EngineController::kMaxKeptBranches);
+    QVERIFY(engineKept.size() <= gbui::LocalEngineSource::kMaxKeptBranches);
   }
 
   const gbui::RequestInfo* shownRequest() const {
@@ -447,7 +450,7 @@ class UiUserSessionTest : public QObject {
     QVERIFY(!button("regenerate")->isEnabled());
     QTRY_VERIFY(window_->kvCache()->releaseButton()->isEnabled());
     click(window_->kvCache()->releaseButton());
-    QTRY_VERIFY(onEngineThread([c] { return c->keptRequests().isEmpty(); }));
+    QTRY_VERIFY(onEngineThread([c] { return gbui::EngineProbe(*c).keptRequests().isEmpty(); }));
     QTRY_VERIFY(!window_->kvCache()->releaseButton()->isEnabled());
     checkKvPanel();
     liveBlocks_ = find<QLabel>("kvStats")->text().section('\n', 0, 0);
@@ -479,7 +482,7 @@ class UiUserSessionTest : public QObject {
     // Idle, not scheduled while idle, every block free or cached.
     gbui::EngineController* c = window_->controller();
     QVERIFY(!onEngineThread([c] { return c->hasWork(); }));
-    const QStringList snap = onEngineThread([c] { return c->kvSnapshotSummary(); }).split(' ');
+    const QStringList snap = onEngineThread([c] { return gbui::EngineProbe(*c).kvSnapshotSummary(); }).split(' ');
     QCOMPARE(snap.at(0), QStringLiteral("0"));
     QCOMPARE(snap.at(1).toInt() + snap.at(2).toInt(), snap.at(3).toInt());
     QTest::qWait(100);  // let the last queued call return to the event loop

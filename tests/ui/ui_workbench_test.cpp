@@ -21,6 +21,8 @@
 #include "panels/performance_panel.h"
 #include "panels/token_inspector_panel.h"
 #include "ui_test_support.h"
+#include "../ui_threads/controller_commands.h"
+#include "bridge/engine_probe.h"
 
 using namespace gbuitest;
 
@@ -236,7 +238,7 @@ class UiWorkbenchTest : public QObject {
     gbui::EngineController* c = window->controller();
     auto kept = [c] {
       QVector<quint64> out;
-      QMetaObject::invokeMethod(c, [&] { out = c->keptRequests(); }, Qt::BlockingQueuedConnection);
+      QMetaObject::invokeMethod(c, [&] { out = gbui::EngineProbe(*c).keptRequests(); }, Qt::BlockingQueuedConnection);
       return out;
     };
     QCOMPARE(kept().size(), 2);

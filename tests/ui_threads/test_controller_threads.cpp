@@ -25,6 +25,7 @@
 #include "bridge/engine_controller.h"
 #include "gb_test.h"
 #include "session/ui_events.h"
+#include "controller_commands.h"
 
 namespace {
 
@@ -108,13 +109,13 @@ struct ControllerThread {
   }
   bool load() {
     const QString path = sharedPath("models/stories260K/stories260K.bin");
-    post([path](gbui::EngineController* c) { c->loadModel(path, QStringLiteral("cpu"), 0); });
+    post([path](gbui::EngineController* c) { c->loadModel(gbuitest::loadCommand(path, QStringLiteral("cpu"))); });
     return waitFor([this] { return observer.model.has_value() || !observer.loadError.isEmpty(); }) &&
            observer.model.has_value();
   }
   // Submits `prompt` under `tag` and waits for the request id.
   quint64 submit(quint64 tag, const QString& prompt, const QString& sampler, int maxTokens) {
-    post([=](gbui::EngineController* c) { c->submit(tag, prompt, sampler, maxTokens); });
+    post([=](gbui::EngineController* c) { c->submit(gbuitest::completionCommand(tag, prompt, sampler, maxTokens)); });
     if (!waitFor([&] { return observer.submitted.count(tag) || observer.failed.count(tag); })) return 0;
     return observer.submitted.count(tag) ? observer.submitted[tag] : 0;
   }
@@ -163,7 +164,7 @@ GB_TEST(controller_forks_cancels_and_exports_across_threads) {
   const int numPrompt = ct.observer.finished[parent].numPromptTokens;
   QVERIFY(numPrompt > 1);
   const int forced = ct.observer.tokens[parent].at(1) == 42 ? 43 : 42;
-  ct.post([=](gbui::EngineController* c) { c->fork(2, parent, numPrompt + 1, forced, 8); });
+  ct.post([=](gbui::EngineController* c) { c->fork(gbui::ForkCommand{2, parent, numPrompt + 1, forced, 8}); });
   QVERIFY(waitFor([&] { return ct.observer.submitted.count(2) || ct.observer.failed.count(2); }));
   QVERIFY2(ct.observer.submitted.count(2), qPrintable(ct.observer.failed[2]));
   const quint64 child = ct.observer.submitted[2];
@@ -184,7 +185,8 @@ GB_TEST(controller_forks_cancels_and_exports_across_threads) {
   QVERIFY(waitFor([&] { return ct.observer.tokens[sampled].size() >= 8 || ct.observer.finished.count(sampled); }));
   ct.controller->setPaused(true);
   ct.post([=](gbui::EngineController* c) {
-    c->setSamplerSettings(sampled, QStringLiteral(R"({"temperature":0.5,"logit_bias":[[1,"-inf"],[2,"-inf"]]})"));
+    c->setSamplerSettings(sampled, gbui::engineSettingsCodec().parseSampler(
+        QStringLiteral(R"({"temperature":0.5,"logit_bias":[[1,"-inf"],[2,"-inf"]]})")));
   });
   ct.post([=](gbui::EngineController* c) { c->cancel(sampled); });
   ct.controller->setPaused(false);

@@ -1,22 +1,19 @@
 // EngineController: commands in, UiEvent batches out. See engine_controller.h.
-// Translation of engine values into ui_events.h values lives in
-// engine_controller_events.cpp (same class, split to keep files small).
 #include "engine_controller.h"
 
 #include <QElapsedTimer>
-#include <QFileInfo>
 #include <QThread>
-#include <map>
 
-#include "engine_controller_state.h"
-
-#include "backend/kv_pool_sizing.h"
-#include "runtime/make_backend.h"
+#include "engine_source.h"
+#include "engine_translation.h"
+#include "local_engine_source.h"
+#include "remote_engine_source.h"
+#include "serving.h"
 
 namespace gbui {
 
 EngineController::EngineController(QObject* parent)
-    : QObject(parent), commands_(new Mailbox(this)), outbox_(new Mailbox), state_(std::make_unique<State>()) {
+    : QObject(parent), commands_(new Mailbox(this)), outbox_(new Mailbox) {
   stepTimer_ = new QTimer(this);
   stepTimer_->setInterval(0);
   connect(stepTimer_, &QTimer::timeout, this, &EngineController::runSteps);
@@ -27,6 +24,8 @@ EngineController::EngineController(QObject* parent)
 
 EngineController::~EngineController() {
   stopServingNow(false);
+  comparison_.reset();  // before the source it watches
+  source_.reset();
   // Signals not yet delivered name this object: they go with it. The outbox
   // lives on the constructing thread, so it is deleted there.
   outbox_->close();
@@ -44,198 +43,213 @@ void EngineController::stopThread() {
   commands_->post([this] { thread()->quit(); }, Mailbox::Delivery::Queued);
 }
 
-void EngineController::loadModel(const QString& path, const QString& device, int contextLength, int generation,
-                                 bool bf16Matmuls, const QString& kvTypes) {
-  if (generation < 0) generation = loadGeneration_.load();
+void EngineController::loadModel(const LoadCommand& command) {
+  const int generation = command.generation < 0 ? loadGeneration_.load() : command.generation;
   if (generation != loadGeneration_.load()) return;  // cancelled before it started
-  gb::LoadOptions options;
-  options.context_length = contextLength;
-  // The loader reads every page with progress; a Cancel (a newer generation)
-  // stops it between chunks.
-  int lastPercent = -1;
-  options.progress = [&](double fraction) {
-    if (loadGeneration_.load() != generation) return false;
-    const int percent = static_cast<int>(fraction * 100.0);
-    if (percent != lastPercent) notify(&EngineController::loadProgress, lastPercent = percent);
-    return true;
-  };
-  auto model = gb::load_model(path.toStdString(), options);
-  if (!model) {
-    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(model.error().message));
-    return;
-  }
-  auto tokenizer = gb::load_tokenizer(**model, "");
-  if (!tokenizer) {
-    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(tokenizer.error().message));
-    return;
-  }
-  // The device policy is the engine's (make_backend); anything but "cpu" or
-  // "cuda" means auto.
-  if (device == "cuda" && !gb::cuda_backend_built()) {
-    notify(&EngineController::modelLoadFailed, path, tr("This build of Glassbox has no CUDA backend."));
-    return;
-  }
-  gb::BackendOptions backendOptions;
-  backendOptions.device = gb::parse_device(device.toStdString()).value_or(gb::Device::Auto);
-  backendOptions.bf16_matmuls = bf16Matmuls;
-  auto backend = gb::make_backend(*model, backendOptions);
-  if (!backend) {
-    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(backend.error().message));
-    return;
-  }
-  gb::EngineConfig config;
-  // KV types: "K/V" names, each falling back to F32 where the backend's
-  // attention does not read it (CUDA reads F32 only).
-  const QStringList kvNames = kvTypes.split('/');
-  const std::vector<gb::DType> readable = (*backend)->kv_types();
-  for (int i = 0; i < 2; ++i) {
-    gb::DType& t = i == 0 ? config.kv_types.k : config.kv_types.v;
-    if (i < kvNames.size() && !kvNames[i].isEmpty()) {
-      auto parsed = gb::parse_kv_type(kvNames[i].toStdString(), i == 0 ? "K type" : "V type");
-      if (!parsed) {
-        notify(&EngineController::modelLoadFailed, path, QString::fromStdString(parsed.error().message));
-        return;
-      }
-      t = *parsed;
-    }
-    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::DType::F32;
-  }
-  // The context: the one asked for, else the model's if its KV fits the host's
-  // memory, else the largest that does; a pool of a few such contexts (room to
-  // show sharing and branches), fewer where they do not fit. Committed as used.
-  config.max_context = contextLength;
-  config.kv_full_contexts = 4;
-  // Self drafting writes drafted positions to lookahead blocks of the pool; room
-  // for a few drafting requests at the default K bound (more decode plainly).
-  config.num_scratch_blocks =
-      kSelfDraftSeqs * gb::self_draft_scratch_blocks(gb::SpeculativeConfig{}.k_max, config.block_size);
-  config.max_retained = kMaxKeptBranches;
-  auto engine = std::make_unique<gb::Engine>(*model, *tokenizer, std::move(*backend), config);
-  if (gb::Status s = engine->start(); !s.ok()) {
-    notify(&EngineController::modelLoadFailed, path, QString::fromStdString(s.error().message));
-    return;
-  }
+  QString error;
+  auto source = LocalEngineSource::open(
+      command,
+      [this, generation](int percent) {
+        if (loadGeneration_.load() != generation) return false;  // a Cancel stops the read
+        notify(&EngineController::loadProgress, percent);
+        return true;
+      },
+      error);
   if (generation != loadGeneration_.load()) return;  // cancelled while loading: drop it
+  if (!source) return notify(&EngineController::modelLoadFailed, command.path, error);
+  adopt(std::move(source));
+}
+
+void EngineController::connectRemote(const QString& url, const QString& apiKey, int generation) {
+  if (generation < 0) generation = loadGeneration_.load();
+  if (generation != loadGeneration_.load()) return;
+  QString error;
+  auto source = RemoteEngineSource::connect(url, apiKey, error);
+  if (generation != loadGeneration_.load()) return;  // cancelled while connecting
+  if (!source) return notify(&EngineController::modelLoadFailed, url, error);
+  adopt(std::move(source));
+}
+
+void EngineController::adopt(std::unique_ptr<EngineSource> source) {
   stopServingNow(true);  // the server served the old engine
   stepTimer_->stop();
   pending_.clear();
-  state_->reset();
-  state_->model = *model;
-  state_->tokenizer = *tokenizer;
-  state_->engine = std::move(engine);
-  state_->numScratchBlocks = config.num_scratch_blocks;
-  state_->vocab = vocabularyTexts();
-  startTraceSpool();
-  notify(&EngineController::modelLoaded, modelInfo());
+  comparison_.reset();
+  source_ = std::move(source);  // the old one's spool is flushed and closed; the file stays
+  busy_ = false;
+  notify(&EngineController::modelLoaded, source_->info());
+  if (!source_->steps()) flushTimer_->start();  // a remote source is drained from now on
 }
 
-bool EngineController::localSettings(quint64 tag, const QString& samplerJson, int maxTokens,
-                                     gb::SamplerSettings& out) {
-  if (!state_->engine) {
-    notify(&EngineController::requestFailed, tag, tr("No model is loaded."));
-    return false;
-  }
-  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
-  if (!settings) {
-    notify(&EngineController::requestFailed, tag, QString::fromStdString(settings.error().message));
-    return false;
-  }
-  out = std::move(*settings);
-  out.max_tokens = maxTokens;
-  return true;
+QString EngineController::refusal(Capability what) const {
+  if (!source_) return tr("No model is loaded.");
+  return source_->refusal(what);
 }
 
-void EngineController::submitLocal(quint64 tag, gb::GenerationRequest request, const QVector<quint64>& branchFrom,
-                                   const QString& speculativeSpec) {
-  request.retain_kv = true;  // so any token can be branched later
-  // An edited or regenerated turn forks the earlier request that shares the
-  // longest token prefix with this prompt (KV reused up to it).
-  for (quint64 k : branchFrom) request.branch_from.push_back(gb::RequestId{k});
-  if (!speculativeSpec.isEmpty()) {
-    auto spec = gb::parse_speculative_spec(speculativeSpec.toStdString());
-    if (!spec) {
-      notify(&EngineController::requestFailed, tag, QString::fromStdString(spec.error().message));
-      return;
-    }
-    request.speculative = std::move(*spec);
-  }
-  auto id = state_->engine->submit(std::move(request));
+void EngineController::submit(const SubmitCommand& command) {
+  const quint64 tag = command.turn.tag;
+  QString refused;
+  if (!source_) refused = tr("No model is loaded.");
+  else if (!command.speculative.isEmpty()) refused = refusal(Capability::Speculative);
+  if (!refused.isEmpty()) return notify(&EngineController::requestFailed, tag, refused);
+  const SubmitResult r = source_->submit(command);
+  if (r.prompt) notify(&EngineController::chatPromptReady, *r.prompt);
   collectEvents();
-  if (!id) {
+  if (!r.ok()) {
     flush();
-    notify(&EngineController::requestFailed, tag, QString::fromStdString(id.error().message));
-    return;
+    return notify(&EngineController::requestFailed, tag, r.error);
   }
-  notify(&EngineController::requestSubmitted, tag, id->value);
+  notify(&EngineController::requestSubmitted, tag, r.request);
   scheduleSteps();
 }
 
-void EngineController::submit(quint64 tag, const QString& prompt, const QString& samplerJson, int maxTokens,
-                              const QString& speculativeSpec, const QVector<quint64>& branchFrom) {
-  if (!speculativeSpec.isEmpty() && refuseRemote(tag, tr("Speculative decoding"))) return;
-  if (submitRemote(tag, prompt, samplerJson, maxTokens)) return;
-  gb::GenerationRequest request;
-  if (!localSettings(tag, samplerJson, maxTokens, request.sampling)) return;
-  request.prompt_ids = state_->tokenizer->encode(prompt.toStdString(), true);
-  submitLocal(tag, std::move(request), branchFrom, speculativeSpec);
-}
-
-void EngineController::fork(quint64 tag, quint64 parent, int numTokens, int forcedToken, int maxTokens) {
-  if (refuseRemote(tag, tr("Branching"))) return;
-  if (!state_->engine) {
-    notify(&EngineController::requestFailed, tag, tr("No model is loaded."));
-    return;
-  }
-  std::optional<gb::TokenId> forced;
-  if (forcedToken >= 0) forced = forcedToken;
-  auto id = state_->engine->fork(gb::RequestId{parent}, numTokens, forced, maxTokens);
+void EngineController::fork(const ForkCommand& command) {
+  if (const QString refused = refusal(Capability::Branching); !refused.isEmpty())
+    return notify(&EngineController::requestFailed, command.tag, refused);
+  const SubmitResult r = source_->fork(command);
   collectEvents();
-  if (!id) {
+  if (!r.ok()) {
     flush();
-    notify(&EngineController::requestFailed, tag, QString::fromStdString(id.error().message));
-    return;
+    return notify(&EngineController::requestFailed, command.tag, r.error);
   }
-  notify(&EngineController::requestSubmitted, tag, id->value);
+  notify(&EngineController::requestSubmitted, command.tag, r.request);
   scheduleSteps();
 }
 
 void EngineController::cancel(quint64 request) {
-  if (state_->remote) state_->remote->cancel(request);  // its stream is closed; the finish arrives as an event
-  if (!state_->engine) return;
-  state_->engine->cancel(gb::RequestId{request});
+  if (!source_) return;
+  source_->cancel(request);
   collectEvents();
   scheduleSteps();
 }
 
+void EngineController::release(quint64 request) {
+  if (!source_) return;
+  source_->release(request);
+  collectEvents();
+  scheduleSteps();  // starts the flush timer, so the release reaches the UI
+}
+
 void EngineController::releaseBranches(const QVector<quint64>& keep) {
-  if (!state_->engine) {
-    if (state_->remote) notify(&EngineController::branchesReleased, 0);  // a remote keeps no KV for us
-    return;
-  }
-  int released = 0;
-  for (gb::RequestId id : state_->engine->retained_requests())
-    if (!keep.contains(id.value)) released += state_->engine->release(id) ? 1 : 0;
+  if (!source_) return;
+  const int released = source_->releaseBranches(keep);
   collectEvents();
   scheduleSteps();
   notify(&EngineController::branchesReleased, released);
 }
 
-void EngineController::setSamplerSettings(quint64 request, const QString& samplerJson) {
-  if (!state_->engine) return;
-  // A slider moved just as the request finished: nothing is left to sample.
-  if (!state_->engine->scheduler().find(gb::RequestId{request})) return;
-  auto settings = gb::sampler_settings_from_json(samplerJson.toStdString(), "sampler settings");
-  if (!settings) {
-    notify(&EngineController::engineError, QString::fromStdString(settings.error().message));
-    return;
+void EngineController::setSamplerSettings(quint64 request, const SamplerChoice& sampler) {
+  if (!source_) return;
+  if (const QString error = source_->setSamplerSettings(request, sampler); !error.isEmpty())
+    notify(&EngineController::engineError, error);
+}
+
+void EngineController::startComparison(const CompareCommand& command) {
+  closeComparison();
+  if (const QString refused = refusal(Capability::Compare); !refused.isEmpty())
+    return notify(&EngineController::comparisonFailed, command.tag, refused);
+  QString error;
+  comparison_ = source_->startComparison(command, error);
+  collectEvents();
+  if (!comparison_) return notify(&EngineController::comparisonFailed, command.tag, error);
+  scheduleSteps();
+}
+
+void EngineController::closeComparison() {
+  if (!comparison_) return;
+  comparison_.reset();  // releases its KV (local) or cancels its samples (remote)
+  collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::pollComparison() {
+  if (!comparison_) return;
+  const ComparisonRun::Update u = comparison_->poll();
+  const quint64 tag = comparison_->tag();
+  if (u.started) notify(&EngineController::comparisonStarted, tag, *u.started);
+  if (!u.finished && !u.failed) return;
+  // The samples' last tokens reach the view before the result does.
+  if (!pending_.empty()) {
+    auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
+    pending_.clear();
+    notify(&EngineController::eventsReady, batch);
   }
-  if (gb::Status s = state_->engine->set_sampler_settings(gb::RequestId{request}, *settings); !s.ok())
-    notify(&EngineController::engineError, QString::fromStdString(s.error().message));
+  if (u.failed) {
+    comparison_.reset();
+    notify(&EngineController::comparisonFailed, tag, *u.failed);
+  } else {
+    notify(&EngineController::comparisonFinished, tag, u.json, u.csv);
+  }
+}
+
+void EngineController::scoreText(const ScoreCommand& command) {
+  QString refused = refusal(Capability::Score);
+  if (refused.isEmpty() && !command.basePath.isEmpty()) refused = refusal(Capability::ScoreBase);
+  if (!refused.isEmpty()) return notify(&EngineController::scoreFailed, command.tag, refused);
+  QString error;
+  const QString json = source_->score(command, error);
+  if (!error.isEmpty()) return notify(&EngineController::scoreFailed, command.tag, error);
+  notify(&EngineController::scoreFinished, command.tag, json);
+}
+
+void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
+  if (!source_) return notify(&EngineController::exportFinished, path, tr("Nothing to export: no model is loaded."));
+  if (const QString refused = refusal(Capability::TraceExport); !refused.isEmpty())
+    return notify(&EngineController::exportFinished, path, refused);
+  notify(&EngineController::exportFinished, path, source_->exportTrace(path, format, branchesJson));
+}
+
+void EngineController::openTrace(const QString& path) {
+  UiModelInfo info;
+  UiEventBatch events;
+  QString error;
+  if (!readTraceForReplay(path, info, events, error)) return notify(&EngineController::traceOpenFailed, path, error);
+  notify(&EngineController::traceOpened, info, events);
+}
+
+void EngineController::startServing(const QString& host, int port, const QString& apiKey) {
+  if (const QString refused = source_ ? refusal(Capability::Serve) : tr("Load a model before serving it.");
+      !refused.isEmpty())
+    return notify(&EngineController::servingFailed, refused);
+  stopServingNow(false);
+  QString error;
+  // From handler threads: a queued call is the thread-safe way into this thread.
+  serving_ = Serving::start(
+      static_cast<LocalEngineSource&>(*source_), host, port, apiKey,
+      [this] { commands_->post([this] { serviceHub(); }, Mailbox::Delivery::Queued); }, error);
+  if (!serving_) return notify(&EngineController::servingFailed, error);
+  notify(&EngineController::servingStarted, serving_->address());
+}
+
+void EngineController::stopServing() { stopServingNow(true); }
+
+void EngineController::stopServingNow(bool announce) {
+  if (!serving_) return;
+  serving_.reset();
+  collectEvents();  // the cancellations
+  scheduleSteps();
+  if (announce) notify(&EngineController::servingStopped);
+}
+
+void EngineController::serviceHub() {
+  if (!serving_) return;
+  serving_->service();
+  collectEvents();
+  scheduleSteps();
+}
+
+void EngineController::collectEvents() {
+  if (!source_) return;
+  QStringList warnings;
+  source_->drain(pending_, warnings);
+  for (const QString& w : warnings) notify(&EngineController::engineError, w);
+  pollComparison();
 }
 
 void EngineController::scheduleSteps() {
   numIdleSteps_ = 0;
-  if (state_->remote) {  // nothing to step: the flush timer drains the remote session
+  busy_ = busy_ || hasWork();
+  if (source_ && !source_->steps()) {  // nothing to step: the flush timer drains the source
     if (!flushTimer_->isActive()) flushTimer_->start();
     return;
   }
@@ -249,20 +263,21 @@ void EngineController::scheduleSteps() {
 }
 
 bool EngineController::stepOnce() {
-  if (!state_->engine) return false;
+  if (!source_ || !source_->steps()) return false;
   QElapsedTimer timer;
   timer.start();
-  auto did = state_->engine->step();
+  QString error;
+  const bool did = source_->step(error);
   stepMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
   timer.restart();
   collectEvents();
   translateMs_ += static_cast<double>(timer.nsecsElapsed()) / 1e6;
-  if (!did) {
-    if (state_->hub) state_->hub->fail_all(*state_->engine, "engine failure: " + did.error().message, true);
-    notify(&EngineController::engineError, QString::fromStdString(did.error().message));
+  if (!error.isEmpty()) {
+    if (serving_) serving_->failAll(error);
+    notify(&EngineController::engineError, error);
     return false;
   }
-  return *did;
+  return did;
 }
 
 void EngineController::runSteps() {
@@ -271,7 +286,7 @@ void EngineController::runSteps() {
   QElapsedTimer budget;
   budget.start();
   int idleSteps = numIdleSteps_;
-  while (!paused_.load() && state_->engine && state_->engine->has_work() && budget.elapsed() < 8) {
+  while (!paused_.load() && hasWork() && budget.elapsed() < 8) {
     // A step that runs nothing is normal once (it preempted, or failed a
     // request that can never start); several in a row with work left would
     // only spin. The engine reports such a request itself, so this is a guard.
@@ -280,67 +295,36 @@ void EngineController::runSteps() {
   }
   numIdleSteps_ = idleSteps;
   const bool stalled = idleSteps > 3;
-  if (paused_.load() || !state_->engine || !state_->engine->has_work() || stalled) {
+  if (paused_.load() || !hasWork() || stalled) {
     stepTimer_->stop();
     flush();
-    flushTraceSpool();
+    if (source_) {
+      QStringList warnings;
+      source_->flushTrace(warnings);
+      for (const QString& w : warnings) notify(&EngineController::engineError, w);
+    }
     // Idle: nothing wakes this thread until the next command.
     flushTimer_->stop();
-    if (stalled) notify(&EngineController::engineError, tr("The engine has requests it cannot run (KV pool full?). Release old branches."));
-    else if (state_->engine && !state_->engine->has_work()) notify(&EngineController::idle);
+    if (stalled)
+      notify(&EngineController::engineError,
+             tr("The engine has requests it cannot run (KV pool full?). Release old branches."));
   }
 }
 
 void EngineController::flush() {
-  drainRemote();
-  if (pending_.empty()) return;
-  auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
-  pending_.clear();
-  notify(&EngineController::eventsReady, batch);
+  if (source_ && !source_->steps()) collectEvents();  // a remote source's events arrive on their own
+  if (!pending_.empty()) {
+    auto batch = std::make_shared<std::vector<UiEvent>>(std::move(pending_));
+    pending_.clear();
+    notify(&EngineController::eventsReady, batch);
+  }
+  // Work ended since the last look: the panels may settle.
+  if (busy_ && !hasWork()) {
+    busy_ = false;
+    notify(&EngineController::idle);
+  }
 }
 
-QString EngineController::kvSnapshotSummary() const {
-  if (!state_->engine) return {};
-  const gb::KvSnapshot snap = state_->engine->scheduler().kv_cache().snapshot();
-  return QStringLiteral("%1 %2 %3 %4")
-      .arg(snap.num_owned)
-      .arg(snap.num_free)
-      .arg(snap.num_cached)
-      .arg(static_cast<int>(snap.blocks.size()));
-}
-
-QString EngineController::kvWindowSummary() const {
-  if (!state_->engine) return {};
-  const gb::KvSnapshot snap = state_->engine->scheduler().kv_cache().snapshot();
-  return QStringLiteral("%1 %2").arg(snap.num_window_released).arg(snap.num_window_released_total);
-}
-
-QVector<int> EngineController::kvRefCounts() const {
-  QVector<int> out;
-  if (!state_->engine) return out;
-  for (const gb::KvBlockView& b : state_->engine->scheduler().kv_cache().snapshot().blocks) out.push_back(b.ref_count);
-  return out;
-}
-
-QVector<quint64> EngineController::keptRequests() const {
-  QVector<quint64> out;
-  if (!state_->engine) return out;
-  for (gb::RequestId id : state_->engine->retained_requests()) out.push_back(id.value);
-  return out;
-}
-
-bool EngineController::hasWork() const {
-  if (state_->remote) return state_->remote->num_active() > 0;
-  return state_->engine && state_->engine->has_work();
-}
-
-QVector<int> EngineController::tokensOf(quint64 request) const {
-  QVector<int> out;
-  if (!state_->engine) return out;
-  const gb::Request* r = state_->engine->scheduler().find(gb::RequestId{request});
-  if (!r) return out;
-  for (int i = 0; i < r->num_tokens_total(); ++i) out.push_back(r->token_at(i));
-  return out;
-}
+bool EngineController::hasWork() const { return source_ && source_->hasWork(); }
 
 }  // namespace gbui

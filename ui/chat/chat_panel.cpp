@@ -464,20 +464,25 @@ qint64 ChatPanel::shownSeed() const {
   return r ? r->seed : -1;
 }
 
-void ChatPanel::submitTurn(int assistantTurn, const QVector<quint64>& branchFrom) {
+void ChatPanel::submitTurn(int assistantTurn, const QVector<quint64>& branchFrom, bool regenerate) {
   status_->setText(tr("generating..."));
   pending_ = true;
   updateButtons();
+  TurnCommand turn;
+  turn.tag = static_cast<quint64>(assistantTurn);
+  turn.maxTokens = maxTokens_->value();
+  turn.branchFrom = branchFrom;
+  turn.regenerate = regenerate;
   if (conversation_.completionMode) {
     // Notebook mode: the text continues as written (BOS is added by the engine).
-    QString prompt;
-    for (const UiChatMessage& m : conversation_.messagesBefore(assistantTurn)) prompt += m.text;
-    emit generate(static_cast<quint64>(assistantTurn), prompt, maxTokens_->value(), branchFrom);
-    return;
+    for (const UiChatMessage& m : conversation_.messagesBefore(assistantTurn)) turn.prompt += m.text;
+  } else {
+    prompts_.remove(turn.tag);
+    turn.chat = true;
+    turn.messages = conversation_.messagesBefore(assistantTurn);
+    turn.format = format();
   }
-  prompts_.remove(static_cast<quint64>(assistantTurn));
-  emit generateChat(static_cast<quint64>(assistantTurn), conversation_.messagesBefore(assistantTurn), format(),
-                    maxTokens_->value(), branchFrom);
+  emit generate(turn);
 }
 
 void ChatPanel::send() {
@@ -524,7 +529,7 @@ void ChatPanel::regenerate() {
   if (turn.currentRequest() != 0) from.push_back(turn.currentRequest());
   for (RequestKey k : turn.branches)
     if (!from.contains(k)) from.push_back(k);
-  submitTurn(static_cast<int>(conversation_.turns.size()) - 1, from);
+  submitTurn(static_cast<int>(conversation_.turns.size()) - 1, from, /*regenerate=*/true);
 }
 
 void ChatPanel::editLast() {

@@ -30,6 +30,7 @@
 #include "session/token_list.h"
 #include "token_view.h"
 #include "session/ui_chat_prompt.h"
+#include "session/ui_commands.h"
 
 class QCheckBox;
 class QComboBox;
@@ -106,12 +107,9 @@ class ChatPanel : public QWidget {
   void rerenderFrom(int turn);
 
  signals:
-  // tag: the assistant turn index the request answers.
-  // branchFrom: requests the new one may branch from (regenerate, edit; empty for a new turn).
-  void generate(quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom);
-  // Chat mode: the conversation up to the assistant turn `tag`, in `format`.
-  void generateChat(quint64 tag, const QVector<gbui::UiChatMessage>& messages, const QString& format, int maxTokens,
-                    const QVector<quint64>& branchFrom);
+  // One answer to get: the turn it answers, its prompt or messages, what it
+  // may branch from, and whether it is a regeneration (ui/session/ui_commands.h).
+  void generate(const gbui::TurnCommand& turn);
   void stopRequested(quint64 request);
   void conversationChanged();
   void tokenClicked(quint64 request, int index);
@@ -123,7 +121,7 @@ class ChatPanel : public QWidget {
   void connectControls();
   void onBatch();
   void updateButtons();
-  void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {});
+  void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {}, bool regenerate = false);
   QString turnText(RequestKey request) const;
   void appendAnswer(const TokenSeq& tokens);
   qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none

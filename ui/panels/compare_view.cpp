@@ -57,7 +57,8 @@ QString fmt(const QJsonValue& v, int digits = 3) {
 
 }  // namespace
 
-CompareView::CompareView(SessionModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+CompareView::CompareView(SessionModel* model, const SettingsCodec& codec, QWidget* parent)
+    : QWidget(parent), model_(model), codec_(codec) {
   createControls();
   // The view needs about 1060x610 pixels for its rows, columns, bars and table;
   // in a dock smaller than that (the default layout on a laptop screen) it
@@ -320,10 +321,17 @@ quint64 CompareView::requestOf(int lane, int sample) const {
 }
 
 void CompareView::run() {
-  QStringList names, json;
+  CompareCommand command;
+  QStringList names;
   for (int i = 0; i < laneCount(); ++i) {
     names << laneName(i);
-    json << laneSettings(i);
+    CompareCommand::Lane lane{laneName(i), codec_.parseSampler(laneSettings(i))};
+    if (!lane.sampler.ok()) {
+      error_ = tr("Lane %1: %2").arg(lane.name, lane.sampler.error);
+      status_->setText(error_);
+      return;
+    }
+    command.lanes.push_back(std::move(lane));
   }
   requests_.clear();
   json_.clear();
@@ -335,12 +343,14 @@ void CompareView::run() {
   runNames_ = names;
   running_ = true;
   status_->setText(tr("Running..."));
-  if (useChat_->isChecked())
-    emit runChatRequested(++tag_, names, json, samples_->value(), static_cast<quint64>(seed_->value()),
-                          crn_->isChecked(), maxTokens_->value());
-  else
-    emit runRequested(++tag_, prompt_->text(), names, json, samples_->value(), static_cast<quint64>(seed_->value()),
-                      crn_->isChecked(), maxTokens_->value());
+  command.tag = ++tag_;
+  command.fromChat = useChat_->isChecked();
+  if (!command.fromChat) command.prompt = prompt_->text();
+  command.samples = samples_->value();
+  command.seed = static_cast<quint64>(seed_->value());
+  command.crn = crn_->isChecked();
+  command.maxTokens = maxTokens_->value();
+  emit runRequested(command);
 }
 
 void CompareView::onStarted(quint64 tag, const QVector<quint64>& requests) {

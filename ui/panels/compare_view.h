@@ -21,6 +21,8 @@
 #include <QVector>
 #include <QWidget>
 
+#include "session/settings_codec.h"
+#include "session/ui_commands.h"
 #include "session/ui_events.h"
 
 class QCheckBox;
@@ -45,7 +47,7 @@ class SessionModel;
 class CompareView : public QWidget {
   Q_OBJECT
  public:
-  explicit CompareView(SessionModel* model, QWidget* parent = nullptr);
+  CompareView(SessionModel* model, const SettingsCodec& codec, QWidget* parent = nullptr);
 
   // Lanes (the columns).
   int laneCount() const { return static_cast<int>(lanes_.size()); }
@@ -93,11 +95,10 @@ class CompareView : public QWidget {
   void onFailed(quint64 tag, const QString& message);
 
  signals:
-  void runRequested(quint64 tag, const QString& prompt, const QStringList& laneNames, const QStringList& laneJson,
-                    int samples, quint64 seed, bool crn, int maxTokens);
-  // "Current chat": the same run with the chat's messages as the prompt.
-  void runChatRequested(quint64 tag, const QStringList& laneNames, const QStringList& laneJson, int samples,
-                        quint64 seed, bool crn, int maxTokens);
+  // A run whose lanes the settings codec accepted (a lane it refuses is
+  // reported in the status line instead). With "Current chat" the command's
+  // fromChat is set and the wiring supplies the chat's messages.
+  void runRequested(const gbui::CompareCommand& command);
   void releaseRequested();
   void finished();
 
@@ -123,6 +124,7 @@ class CompareView : public QWidget {
   void exportDialog(const QString& filter, int kind);  // kind: 0 JSON, 1 CSV, 2 PNG
 
   SessionModel* model_;
+  const SettingsCodec& codec_;
   QLineEdit* prompt_;
   QCheckBox* useChat_;
   QSpinBox* samples_;

@@ -78,7 +78,8 @@ SamplingPanel::SamplingPanel(const SettingsCodec& codec, QWidget* parent) : QWid
   seed_ = new QSpinBox;
   seed_->setObjectName(QStringLiteral("seed"));
   seed_->setRange(0, 2147483647);
-  seed_->setToolTip(tr("Seed of the next request; Regenerate draws a new one unless it is pinned"));
+  seed_->setToolTip(tr("The seed of the next request, used as it is (0 is a seed like any other, not \"random\"). "
+                       "Regenerate draws a new one and shows it here unless the seed is pinned."));
   pinSeed_ = new QCheckBox(tr("pin"));
   pinSeed_->setObjectName(QStringLiteral("pinSeed"));
   pinSeed_->setToolTip(tr("Pinned: Regenerate keeps this seed (the same settings give the same answer)"));
@@ -190,11 +191,19 @@ QString SamplingPanel::settingsJson() const {
   return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
-QString SamplingPanel::submitJson(bool newSeed) {
+SamplerChoice SamplingPanel::choice() const { return codec_.parseSampler(settingsJson()); }
+
+SamplerChoice SamplingPanel::submitChoice(bool newSeed) {
   // The new seed is shown (and autosaved) before the request goes out, so what
   // the box says is what the request used.
-  if (newSeed && !pinSeed_->isChecked()) seed_->setValue(QRandomGenerator::global()->bounded(2147483647));
-  return settingsJson();
+  if (newSeed && !pinSeed_->isChecked()) {
+    // Another seed than the one shown (a draw that repeats it would repeat the answer).
+    const int old = seed_->value();
+    int seed = old;
+    while (seed == old) seed = static_cast<int>(QRandomGenerator::global()->bounded(2147483647));
+    seed_->setValue(seed);
+  }
+  return choice();
 }
 
 bool SamplingPanel::seedPinned() const { return pinSeed_->isChecked(); }

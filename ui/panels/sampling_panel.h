@@ -32,9 +32,11 @@ class SamplingPanel : public QWidget {
 
   // The settings as shown (seed as entered).
   QString settingsJson() const;
-  // For a new request: settingsJson(). With newSeed (a regeneration) and the
-  // seed not pinned, a fresh seed is drawn first and shown in the seed box.
-  QString submitJson(bool newSeed = false);
+  // The settings as the engine parsed them (the settings codec), for commands.
+  SamplerChoice choice() const;
+  // For a new request: choice(). With newSeed (a regeneration) and the seed
+  // not pinned, a fresh seed is drawn first and shown in the seed box.
+  SamplerChoice submitChoice(bool newSeed = false);
   bool seedPinned() const;
   void setSeedPinned(bool pinned);
   int seed() const;

@@ -19,28 +19,21 @@ void connectCompareAndBranches(MainWindow& w) {
   BranchesPanel* branches = w.branchesPanel();
   // The lambdas run on the UI thread (their context is a UI object) and post
   // the command to the controller's thread.
-  QObject::connect(compare, &CompareView::runRequested, compare,
-                   [c](quint64 tag, const QString& prompt, const QStringList& names, const QStringList& json,
-                       int samples, quint64 seed, bool crn, int maxTokens) {
-                     c->post([=](EngineController* ec) { ec->startComparison(tag, prompt, names, json, samples, seed, crn, maxTokens); });
-                   });
-  QObject::connect(compare, &CompareView::runChatRequested, compare,
-                   [c, &w](quint64 tag, const QStringList& names, const QStringList& json, int samples, quint64 seed,
-                           bool crn, int maxTokens) {
-                     // The chat up to its last answer: the lanes answer its last message again.
-                     const Conversation& conv = w.chat()->conversation();
-                     int end = static_cast<int>(conv.turns.size());
-                     if (end > 0 && conv.turns.back().role == QLatin1String("assistant")) --end;
-                     Conversation chatOnly = conv;
-                     chatOnly.completionMode = false;
-                     const QVector<UiChatMessage> messages = chatOnly.messagesBefore(end);
-                     const QString format = w.chat()->format();
-                     if (messages.isEmpty() || messages.back().role == QLatin1String("assistant"))
-                       return w.compareView()->onFailed(tag, QObject::tr("The chat has no message to answer yet."));
-                     c->post([=](EngineController* ec) {
-                       ec->startComparison(tag, {}, names, json, samples, seed, crn, maxTokens, messages, format);
-                     });
-                   });
+  QObject::connect(compare, &CompareView::runRequested, compare, [c, &w](CompareCommand command) {
+    if (command.fromChat) {
+      // The chat up to its last answer: the lanes answer its last message again.
+      const Conversation& conv = w.chat()->conversation();
+      int end = static_cast<int>(conv.turns.size());
+      if (end > 0 && conv.turns.back().role == QLatin1String("assistant")) --end;
+      Conversation chatOnly = conv;
+      chatOnly.completionMode = false;
+      command.chat = chatOnly.messagesBefore(end);
+      command.chatFormat = w.chat()->format();
+      if (command.chat.isEmpty() || command.chat.back().role == QLatin1String("assistant"))
+        return w.compareView()->onFailed(command.tag, QObject::tr("The chat has no message to answer yet."));
+    }
+    c->post([command](EngineController* ec) { ec->startComparison(command); });
+  });
   QObject::connect(compare, &CompareView::releaseRequested, compare,
                    [c] { c->post([](EngineController* ec) { ec->closeComparison(); }); });
   QObject::connect(c, &EngineController::comparisonStarted, compare, &CompareView::onStarted);
@@ -49,7 +42,8 @@ void connectCompareAndBranches(MainWindow& w) {
 
   ScoreView* score = w.scoreView();
   QObject::connect(score, &ScoreView::scoreRequested, score, [c](quint64 tag, const QString& text, const QString& base) {
-    c->post([=](EngineController* ec) { ec->scoreText(tag, text, base); });
+    const ScoreCommand command{tag, text, base};
+    c->post([command](EngineController* ec) { ec->scoreText(command); });
   });
   QObject::connect(c, &EngineController::scoreFinished, score, &ScoreView::onFinished);
   QObject::connect(c, &EngineController::scoreFailed, score, &ScoreView::onFailed);

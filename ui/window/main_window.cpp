@@ -241,33 +241,20 @@ void MainWindow::connectServePanel() {
 
 // UI -> engine: queued invocations only.
 void MainWindow::connectUiToEngine() {
-  connect(chat_, &ChatPanel::generate, this,
-          [this](quint64 tag, const QString& prompt, int maxTokens, const QVector<quint64>& branchFrom) {
-    // A turn that has an answer already is being regenerated: another sample,
-    // so a new seed unless the user pinned it.
-    const QVector<Turn>& turns = chat_->conversation().turns;
-    const bool regenerating = tag < quint64(turns.size()) && !turns[int(tag)].branches.isEmpty();
-    const QString json = sampling_->submitJson(regenerating);
-    const QString spec = sampling_->speculative()->spec();
-    controller_->post([=](EngineController* c) { c->submit(tag, prompt, json, maxTokens, spec, branchFrom); });
+  connect(chat_, &ChatPanel::generate, this, [this](const TurnCommand& turn) {
+    // A regeneration is another sample: a new seed unless the user pinned it.
+    const SubmitCommand command{turn, sampling_->submitChoice(turn.regenerate), sampling_->speculative()->spec()};
+    controller_->post([command](EngineController* c) { c->submit(command); });
   });
-  connect(chat_, &ChatPanel::generateChat, this,
-          [this](quint64 tag, const QVector<UiChatMessage>& messages, const QString& format, int maxTokens,
-                 const QVector<quint64>& branchFrom) {
-            const QString json = sampling_->submitJson();
-            const QString spec = sampling_->speculative()->spec();
-            controller_->post([=](EngineController* c) {
-              c->submitChat(tag, messages, format, json, maxTokens, spec, branchFrom);
-            });
-          });
   connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);
   connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
     controller_->post([=](EngineController* c) { c->cancel(request); });
   });
   connect(chat_, &ChatPanel::tokenClicked, model_, &SessionModel::selectToken);
-  connect(sampling_, &SamplingPanel::settingsChanged, this, [this](const QString& json) {
+  connect(sampling_, &SamplingPanel::settingsChanged, this, [this] {
     const RequestKey active = chat_->activeRequest();
-    if (active != 0) controller_->post([=](EngineController* c) { c->setSamplerSettings(active, json); });
+    if (active != 0)
+      controller_->post([active, choice = sampling_->choice()](EngineController* c) { c->setSamplerSettings(active, choice); });
     autosave_->start();
   });
   connect(inspector_, &TokenInspectorPanel::branchRequested, this, [this](quint64 request, int index, int tokenId) {
@@ -281,7 +268,8 @@ void MainWindow::connectUiToEngine() {
     }
     const int numTokens = static_cast<int>(r->promptIds.size()) + index;
     const int maxTokens = chat_->maxTokens();
-    controller_->post([=](EngineController* c) { c->fork(quint64(turn), request, numTokens, tokenId, maxTokens); });
+    const ForkCommand command{quint64(turn), request, numTokens, tokenId, maxTokens};
+    controller_->post([command](EngineController* c) { c->fork(command); });
   });
 }
 
@@ -455,11 +443,13 @@ void MainWindow::openModel(const QString& path) {
   progress_->setVisible(true);
   cancelLoad_->setVisible(true);
   statusModel_->setText(tr("Loading %1...").arg(QFileInfo(path).fileName()));
-  const QString device = device_;
-  const bool bf16 = bf16Matmuls();
-  const QString kv = kvTypes();
-  const int generation = controller_->beginLoad();
-  controller_->post([=](EngineController* c) { c->loadModel(path, device, 0, generation, bf16, kv); });
+  LoadCommand command;
+  command.path = path;
+  command.device = device_;
+  command.bf16Matmuls = bf16Matmuls();
+  command.kvTypes = kvTypes();
+  command.generation = controller_->beginLoad();
+  controller_->post([command](EngineController* c) { c->loadModel(command); });
 }
 
 void MainWindow::connectToServer(const QString& url, const QString& apiKey) {

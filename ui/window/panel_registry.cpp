@@ -30,6 +30,10 @@ QWidget* withCodec(const PanelContext& context) {
   return new Panel(*context.codec);
 }
 template <class Panel>
+QWidget* withModelAndCodec(const PanelContext& context) {
+  return new Panel(context.model, *context.codec);
+}
+template <class Panel>
 QWidget* standalone(const PanelContext&) {
   return new Panel;
 }
@@ -54,7 +58,7 @@ const std::vector<PanelSpec>& panelSpecs() {
       {"model", QT_TRANSLATE_NOOP("gbui::MainWindow", "Model"), Qt::BottomDockWidgetArea, "speculative",
        withModel<ModelInfoPanel>},
       {"compare", QT_TRANSLATE_NOOP("gbui::MainWindow", "Compare"), Qt::BottomDockWidgetArea, "model",
-       withModel<CompareView>},
+       withModelAndCodec<CompareView>},
       {"score", QT_TRANSLATE_NOOP("gbui::MainWindow", "Score"), Qt::BottomDockWidgetArea, "compare",
        standalone<ScoreView>},
       {"branches", QT_TRANSLATE_NOOP("gbui::MainWindow", "Branches"), Qt::RightDockWidgetArea, "inspector",

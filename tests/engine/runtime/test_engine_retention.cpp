@@ -335,11 +335,21 @@ GB_TEST(kv_usage_counts_the_blocks_and_empty_slots_a_kept_request_holds) {
   config.num_blocks = 32;
   auto engine = gbtest::make_test_engine(f, config);
   QCOMPARE(engine->kv_usage().num_owned, 0);
-  QCOMPARE(engine->kv_usage().num_empty_owned_slots, int64_t{0});
-  auto id = engine->submit(kept(make_prompt(40, 5), 10, 1, 0.0f));
+  QCOMPARE(engine->kv_usage(true).num_empty_owned_slots, int64_t{0});
+  const std::vector<gb::TokenId> prompt = make_prompt(40, 5);
+  auto id = engine->submit(kept(prompt, 10, 1, 0.0f));
   QVERIFY(id.ok());
+  // Queued: live, holding its prompt; waiting until a step admits it.
+  QVERIFY(engine->is_live(*id));
+  QVERIFY(engine->live_tokens(*id) == prompt);
+  QCOMPARE(engine->kv_usage().num_waiting, 1);
   QVERIFY(run_bounded(*engine, 100));
-  const gb::Engine::KvUsage u = engine->kv_usage();
+  QVERIFY(!engine->is_live(*id));
+  QVERIFY(engine->live_tokens(*id).empty());
+  QCOMPARE(engine->kv_usage().num_waiting, 0);
+  QCOMPARE(engine->kv_usage().num_empty_owned_slots, int64_t{0});  // not counted unless asked
+  QCOMPARE(engine->kv_snapshot().num_owned, kept_blocks(*engine));
+  const gb::Engine::KvUsage u = engine->kv_usage(/*count_empty_slots=*/true);
   QCOMPARE(u.num_blocks, 32);
   QCOMPARE(u.num_running, 0);
   QCOMPARE(u.num_owned, kept_blocks(*engine));

@@ -1,22 +1,19 @@
-// EngineController, part two: engine values -> ui_events.h values, the model
-// info summary, and trace export / import. Runs on the controller's thread.
+// Engine values -> ui_events.h values (engine_translation.h).
+#include "engine_translation.h"
+
 #include <QCoreApplication>
-#include <QDateTime>
-#include <QDir>
-#include <QFile>
-#include <QStandardPaths>
-#include <atomic>
-#include <map>
+#include <algorithm>
 #include <type_traits>
 
-#include "backend/kv_pool_sizing.h"
-#include "engine_controller_state.h"
-#include "trace_spool.h"
-#include "core/utf8.h"
 #include "engine_event_mirror.h"
+
+#include "backend/kv_pool_sizing.h"
+#include "core/utf8.h"
 #include "model/architecture.h"
 #include "model/weight_report.h"
-#include "runtime/make_trace_header.h"
+#include "runtime/engine.h"
+#include "tokenizer/tokenizer.h"
+#include "trace/trace_jsonl.h"
 
 namespace gbui {
 namespace {
@@ -59,40 +56,15 @@ UiEvent toUiEvent(const gb::TraceEvent& event, const QVector<QString>& vocab) {
   return out;
 }
 
-void EngineController::collectEvents() {
-  if (!state_->engine) return;
-  std::vector<gb::TraceEvent> events = state_->engine->drain_events();
-  pending_.reserve(pending_.size() + events.size());
-  for (const gb::TraceEvent& e : events) {
-    pending_.push_back(toUiEvent(e, state_->vocab));
-    if (state_->comparison) state_->comparison->observe(e);
-  }
-  if (state_->hub) {  // server requests' tokens go to their HTTP clients too
-    for (const gb::TraceEvent& e : events) state_->hub->on_event(e, *state_->tokenizer);
-    state_->hub->update_gauges(*state_->engine);
-  }
-  // Last: the spool takes the events themselves (its thread writes them).
-  if (state_->spool) {
-    if (gb::Status st = state_->spool->append(std::move(events)); !st) {
-      notify(&EngineController::engineError, tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
-      state_->spool.reset();
-      state_->spoolFailed = true;
-    }
-  }
-  if (state_->comparison) advanceComparison();
-}
-
-QVector<QString> EngineController::vocabularyTexts() const {
+QVector<QString> vocabularyTexts(const gb::Tokenizer& tok) {
   QVector<QString> out;
-  const gb::Tokenizer& tok = *state_->tokenizer;
   out.reserve(tok.vocab_size());
   // Byte-level tokens that hold part of a character read as <0xE2>, not U+FFFD.
   for (int i = 0; i < tok.vocab_size(); ++i) out.push_back(QString::fromStdString(gb::utf8_readable(tok.token_bytes(i))));
   return out;
 }
 
-UiModelInfo EngineController::modelInfo() const {
-  const gb::Model& m = *state_->model;
+UiModelInfo modelInfo(const gb::Model& m, const gb::Tokenizer& tokenizer, gb::Engine& engine, int numScratchBlocks) {
   const gb::ModelConfig& c = m.config;
   UiModelInfo info;
   info.path = QString::fromStdString(m.path);
@@ -101,7 +73,7 @@ UiModelInfo EngineController::modelInfo() const {
   info.format = QString::fromUtf8(format.data(), static_cast<qsizetype>(format.size()));
   info.architecture = QString::fromStdString(c.architecture);
   info.chatTemplate = QString::fromStdString(m.chat_template);
-  const std::string_view kind = state_->tokenizer->kind();
+  const std::string_view kind = tokenizer.kind();
   info.tokenizerKind = QString::fromUtf8(kind.data(), static_cast<qsizetype>(kind.size()));
   info.shapes = {{"dim", QString::number(c.dim)},           {"hidden_dim", QString::number(c.hidden_dim)},
                  {"layers", QString::number(c.num_layers)}, {"heads", QString::number(c.num_heads)},
@@ -124,155 +96,84 @@ UiModelInfo EngineController::modelInfo() const {
   info.tensorTypes.push_back({QStringLiteral("total"), QString::fromStdString(gb::weight_type_label(m))});
   info.numParameters = m.num_parameters();
   info.weightBytes = m.weight_bytes();
-  info.contextLength = state_->engine->max_context();
+  info.contextLength = engine.max_context();
   info.vocabSize = c.vocab_size;
   info.numLayers = c.num_layers;
   info.numKvHeads = c.num_kv_heads;
   info.headDim = c.head_dim;
-  const gb::KvPlan& plan = state_->engine->kv_plan();
+  const gb::KvPlan& plan = engine.kv_plan();
   info.kvBytesPerTokenFormula = plan.bytes_per_token;
   info.kvMainLayers = c.num_layers - plan.num_window_layers;
   info.kvWindow = plan.window;
   info.kvWindowLayers = plan.num_window_layers;
   // The window pool as allocated: the plan's blocks and the same self-draft
   // reserve as the main pool (kv/scheduler.h).
-  const gb::KvCacheManager* windowKv = state_->engine->scheduler().window_kv_cache();
-  info.kvWindowBlocks = windowKv ? windowKv->num_blocks() : 0;
+  info.kvWindowBlocks = engine.kv_usage().num_window_blocks;
   info.kvWindowBytesPerToken = plan.window_bytes_per_token;
-  info.kvWindowPoolBytes = windowKv ? plan.window_bytes_per_token * static_cast<size_t>(windowKv->num_blocks()) *
-                                          static_cast<size_t>(windowKv->block_size())
-                                    : 0;
+  info.kvWindowPoolBytes = plan.window_bytes_per_token * static_cast<size_t>(info.kvWindowBlocks) *
+                           static_cast<size_t>(engine.block_size());
   info.kvTypeK = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.k)));
   info.kvTypeV = QString::fromStdString(std::string(gb::kernels::kv_type_name(plan.types.v)));
   info.kvRowBytesK = gb::kernels::kv_row_bytes(plan.types.k, c.kv_dim());
   info.kvRowBytesV = gb::kernels::kv_row_bytes(plan.types.v, c.kv_dim());
   info.kvBudgetBytes = plan.budget.for_kv();
-  info.kvResidentBytes = state_->engine->backend().kv_resident_bytes();
+  info.kvResidentBytes = engine.backend().kv_resident_bytes();
   info.kvPlanNote = QString::fromStdString(plan.note);
-  info.kvPoolBytes = state_->engine->backend().kv_pool_bytes();
-  info.numBlocks = state_->engine->num_pool_blocks();  // the lookahead reserve included
-  info.numScratchBlocks = state_->numScratchBlocks;
-  info.blockSize = state_->engine->scheduler().kv_cache().snapshot().block_size;
-  const gb::DeviceInfo d = state_->engine->backend().device_info();
+  info.kvPoolBytes = engine.backend().kv_pool_bytes();
+  info.numBlocks = engine.num_pool_blocks();  // the lookahead reserve included
+  info.numScratchBlocks = numScratchBlocks;
+  info.blockSize = engine.block_size();
+  const gb::DeviceInfo d = engine.backend().device_info();
   info.deviceBackend = QString::fromStdString(d.backend);
   info.deviceName = QString::fromStdString(d.name);
   info.deviceMemoryUsed = d.memory_used_bytes;
   info.deviceMemoryTotal = d.memory_total_bytes;
   info.numThreads = d.num_threads;
   info.bf16Matmuls = d.bf16_matmuls;
-  info.bosId = state_->tokenizer->bos_id();
-  info.eosId = state_->tokenizer->eos_id();
-  info.vocab = state_->vocab;
+  info.bosId = tokenizer.bos_id();
+  info.eosId = tokenizer.eos_id();
   return info;
 }
 
-namespace {
-QString traceSpoolDir() {
-  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/traces");
-}
-}  // namespace
-
-void EngineController::startTraceSpool() {
-  const QString dir = traceSpoolDir();
-  QDir().mkpath(dir);
-  QDir d(dir);
-  // Earlier sessions' files go, oldest first, beyond the size cap; this
-  // process's own and other running processes' stay (trace_spool.h).
-  pruneTraceSpools(dir, traceSpoolCapBytes(), QStringLiteral("-%1-").arg(QCoreApplication::applicationPid()));
-  auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
-  if (!header) return;
-  header->kv_block_size = state_->engine->block_size();
-  header->kv_num_blocks = state_->engine->num_pool_blocks();
-  header->kv_types = gb::kv_types_name(state_->engine->kv_plan().types);
-  // Time, process and a per-process sequence number: two controllers of one
-  // process (two windows, or a model reopened) that start a spool in the same
-  // second must not share a file (the second truncated the first's, and an
-  // export then missed the first window's requests).
-  static std::atomic<int> sequence{0};
-  const QString path = d.filePath(QStringLiteral("session-%1-%2-%3.jsonl")
-                                      .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-hhmmss")))
-                                      .arg(QCoreApplication::applicationPid())
-                                      .arg(sequence.fetch_add(1)));
-  auto spool = gb::BackgroundTraceWriter::open(QFile::encodeName(path).toStdString(), *header);
-  if (!spool) {
-    notify(&EngineController::engineError, tr("The session trace is not recorded: %1").arg(QString::fromStdString(spool.error().message)));
-    state_->spoolFailed = true;
-    return;
+UiChatPrompt toUiPrompt(quint64 tag, const gb::ChatRequest& chat, const gb::Tokenizer& tokenizer, int contextLength) {
+  UiChatPrompt p;
+  p.tag = tag;
+  p.text = QString::fromStdString(chat.prompt.text);
+  p.format = QString::fromStdString(chat.prompt.format);
+  p.warning = QString::fromStdString(chat.prompt.warning);
+  p.templateHash = QString::fromStdString(chat.prompt.template_hash);
+  p.contextLength = contextLength;
+  for (gb::TokenId id : chat.request.prompt_ids) {
+    p.ids.push_back(id);
+    p.pieces.push_back(QString::fromStdString(tokenizer.token_piece(id)));
+    p.control.push_back(tokenizer.is_control(id));
   }
-  state_->spool = std::move(*spool);
-  state_->spoolLock = std::make_unique<QLockFile>(spoolLockPath(path));
-  state_->spoolLock->setStaleLockTime(0);  // a live writer's lock never goes stale
-  if (!state_->spoolLock->tryLock(0)) state_->spoolLock.reset();  // the process marker still protects it
+  return p;
 }
 
-void EngineController::flushTraceSpool() {
-  if (!state_->spool) return;
-  if (gb::Status st = state_->spool->flush(); !st) {
-    notify(&EngineController::engineError, tr("The session trace is no longer recorded: %1").arg(QString::fromStdString(st.error().message)));
-    state_->spool.reset();
-    state_->spoolFailed = true;
+gb::ChatRequest renderChatRequest(const gb::Model& model, const gb::Tokenizer& tokenizer,
+                                  const QVector<UiChatMessage>& messages, const QString& format,
+                                  const gb::SamplerSettings& settings) {
+  std::optional<gb::BuiltinChatFormat> forced;
+  if (format != QLatin1String("model")) forced = gb::builtin_chat_format_from_name(format.toStdString());
+  const gb::ChatFormatter formatter = gb::chat_formatter_for(model, tokenizer, forced);
+  std::vector<gb::ChatMessage> history;
+  for (const UiChatMessage& m : messages) {
+    if (m.role == QLatin1String("assistant")) history.push_back(gb::assistant_history_message(m.text.toStdString()));
+    else history.push_back({m.role.toStdString(), m.text.toStdString(), {}});
   }
+  return gb::make_chat_request(formatter, tokenizer, history, settings);
 }
 
-void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
-  if (!state_->model) {
-    notify(&EngineController::exportFinished, path, state_->remote ? tr("A remote engine writes no engine trace (the API does not show its steps).")
-                                             : tr("Nothing to export: no model is loaded."));
-    return;
-  }
-  auto header = gb::make_trace_header(*state_->model, state_->tokenizer.get(), "", gb::SamplerSettings{}, false);
-  if (!header) {
-    notify(&EngineController::exportFinished, path, QString::fromStdString(header.error().message));
-    return;
-  }
-  if (state_->engine) {
-    header->kv_block_size = state_->engine->block_size();
-    header->kv_num_blocks = state_->engine->num_pool_blocks();
-    header->kv_types = gb::kv_types_name(state_->engine->kv_plan().types);
-  }
-  header->branches = branchesJson.toStdString();
-  // The events come back from the spool (the session's events are not kept in
-  // memory); the export's header names the branch tree as it is now.
-  if (!state_->spool) {
-    notify(&EngineController::exportFinished, path, state_->spoolFailed ? tr("The session trace could not be recorded (see the earlier error).")
-                                                  : tr("Nothing to export: no session trace."));
-    return;
-  }
-  flushTraceSpool();
-  const std::string spoolPath = state_->spool ? state_->spool->path() : std::string();
-  if (format != QLatin1String("chrome")) {
-    // The spool's event lines are already canonical: the export is the new
-    // header line and those lines, copied without parsing them.
-    auto text = gb::read_whole_file(spoolPath);
-    if (!text) {
-      notify(&EngineController::exportFinished, path, QString::fromStdString(text.error().message));
-      return;
-    }
-    const size_t firstEnd = text->find('\n');
-    std::string out = gb::trace_header_line(*header) + "\n";
-    if (firstEnd != std::string::npos) out.append(*text, firstEnd + 1, std::string::npos);
-    const gb::Status s = gb::write_file_atomically(path.toStdString(), out);
-    notify(&EngineController::exportFinished, path, s.ok() ? QString() : QString::fromStdString(s.error().message));
-    return;
-  }
-  auto spooled = gb::read_trace_jsonl(spoolPath);
-  if (!spooled) {
-    notify(&EngineController::exportFinished, path, QString::fromStdString(spooled.error().message));
-    return;
-  }
-  const gb::Status s = gb::write_chrome_trace(path.toStdString(), *header, spooled->events);
-  notify(&EngineController::exportFinished, path, s.ok() ? QString() : QString::fromStdString(s.error().message));
-}
-
-void EngineController::openTrace(const QString& path) {
+bool readTraceForReplay(const QString& path, UiModelInfo& info, UiEventBatch& batch, QString& error) {
+  const auto tr = [](const char* text) { return QCoreApplication::translate("gbui::EngineController", text); };
   auto file = gb::read_trace_jsonl(path.toStdString());
   if (!file) {
-    notify(&EngineController::traceOpenFailed, path, QString::fromStdString(file.error().message));
-    return;
+    error = QString::fromStdString(file.error().message);
+    return false;
   }
   const gb::TraceHeader& h = file->header;
   const gb::ModelConfig& c = h.model.config;
-  UiModelInfo info;
   info.path = QString::fromStdString(h.model.path);
   info.name = QString::fromStdString(h.model.name) + tr(" (replay)");
   info.format = QString::fromStdString(h.model.format);
@@ -326,7 +227,8 @@ void EngineController::openTrace(const QString& path) {
     events->push_back(toUiEvent(e, info.vocab));
     if (const auto* step = std::get_if<gb::StepEvent>(&e.body)) info.numBlocks = std::max(info.numBlocks, step->num_blocks_total);
   }
-  notify(&EngineController::traceOpened, info, events);
+  batch = std::move(events);
+  return true;
 }
 
 }  // namespace gbui
