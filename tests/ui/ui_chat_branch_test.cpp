@@ -195,7 +195,9 @@ class UiChatBranchTest : public QObject {
     QTreeWidgetItem* item = panel->itemOf(oldLast);
     QVERIFY(item);
     panel->tree()->scrollToItem(item);
-    QTest::mouseClick(panel->tree()->viewport(), Qt::LeftButton, {}, panel->tree()->visualItemRect(item).center());
+    // On the item's first column (the row may be wider than the dock).
+    const QRect row = panel->tree()->visualItemRect(item);
+    QTest::mouseClick(panel->tree()->viewport(), Qt::LeftButton, {}, QPoint(row.left() + 8, row.center().y()));
     QCOMPARE(panel->selectedRequest(), oldLast);
     click(button("branchesSwitch"));
     QCOMPARE(conv().turns.size(), 4);

@@ -55,6 +55,9 @@ class UiChatTemplateTest : public QObject {
   void chatTurnsAreRenderedByTheEngine() {
     gbui::ChatPanel* chat = window_->chat();
     chat->clearConversation();
+    // The stories model has no chat template: it opens in completion mode.
+    QVERIFY(chat->completionMode());
+    chat->setCompletionMode(false);
     QCOMPARE(chat->format(), QStringLiteral("model"));
     chat->setFormat(QStringLiteral("chatml"));
     QVERIFY(chatTurn(*window_, QStringLiteral("Once upon a time"), 8));

@@ -69,6 +69,15 @@ QHBoxLayout* ChatPanel::buildToolBar() {
   bar->addWidget(branchLabel_);
   bar->addWidget(nextBranch_);
   bar->addWidget(copySeed_);
+  // The navigator has its room from the start, shown or not, and a label of
+  // fixed width: nothing in the window moves when the first answer arrives
+  // (a wider chat row would squeeze the docks, buttons would move under the pointer).
+  branchLabel_->setFixedWidth(branchLabel_->fontMetrics().horizontalAdvance(QStringLiteral("888/888 \u00b7 seed 2147483647")) + 8);
+  for (QWidget* w : std::initializer_list<QWidget*>{prevBranch_, branchLabel_, nextBranch_, copySeed_}) {
+    QSizePolicy policy = w->sizePolicy();
+    policy.setRetainSizeWhenHidden(true);
+    w->setSizePolicy(policy);
+  }
   return bar;
 }
 
@@ -557,6 +566,16 @@ void ChatPanel::cancelEdit() {
   input_->clear();
   status_->clear();
   updateButtons();
+}
+
+void ChatPanel::setCompletionMode(bool completion) { mode_->setCurrentIndex(completion ? 1 : 0); }
+bool ChatPanel::completionMode() const { return conversation_.completionMode; }
+
+bool ChatPanel::hasBranches() const {
+  if (!conversation_.otherPaths.isEmpty()) return true;
+  for (const Turn& t : conversation_.turns)
+    if (t.branches.size() > 1) return true;
+  return false;
 }
 
 void ChatPanel::clearConversation() {

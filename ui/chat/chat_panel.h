@@ -78,6 +78,12 @@ class ChatPanel : public QWidget {
   int maxTokens() const;
   TokenView* view() const { return view_; }
   RequestKey activeRequest() const { return active_; }
+  // Completion mode (the text continues as written) or chat mode.
+  void setCompletionMode(bool completion);
+  bool completionMode() const;
+  // Whether the conversation holds answers besides the path shown (regenerated
+  // or branched turns, or paths left by an edit): what starting anew would lose.
+  bool hasBranches() const;
   // The turn whose branches include `request` (or one of its forks), -1 if none.
   int turnOf(RequestKey request) const;
   // Tokens shown for `request`: its fork ancestors' tokens before each fork point, then its own.

@@ -24,6 +24,10 @@ BranchesPanel::BranchesPanel(SessionModel* model, QWidget* parent) : QWidget(par
   release_ = new QPushButton(tr("Release"));
   release_->setToolTip(tr("Free the branch's KV blocks (it cannot be continued afterwards)"));
   summary_ = new QLabel;
+  // Its text grows with the tree; it must not widen the dock (and with it the
+  // inspector's tab group, squeezing the window's other docks): it is cut at
+  // the dock's edge instead, whole in its tooltip.
+  summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   tree_->setObjectName(QStringLiteral("branchesTree"));
   switch_->setObjectName(QStringLiteral("branchesSwitch"));
   release_->setObjectName(QStringLiteral("branchesRelease"));
@@ -114,6 +118,7 @@ void BranchesPanel::rebuild() {
   }
   tree_->expandAll();
   summary_->setText(tr("%1 requests, %2 branches").arg(items.size()).arg(numBranches));
+  summary_->setToolTip(summary_->text());
   if (selected) selectRequest(selected);
 }
 

@@ -75,9 +75,13 @@ void TokenInspectorPanel::clearView() {
   shown_.reset();
   plot_->clearPlottables();
   plot_->clearItems();
+  // No candidates: no token labels under the axis, and no columns in the table.
+  plot_->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+  plot_->legend->clearItems();
   plot_->replot(QCustomPlot::rpQueuedReplot);
   table_->clear();
   table_->setRowCount(0);
+  table_->setColumnCount(0);
   header_->setText(tr("Click a generated token to inspect it."));
 }
 

@@ -220,6 +220,7 @@ void MainWindow::onTraceOpened(const UiModelInfo& info, const UiEventBatch& even
     if (!tree.conversation.turns.isEmpty()) replay = tree.conversation;  // else every request, as before
   }
   chat_->setConversation(replay);
+  conversationSource_ = QStringLiteral("replay:") + info.path;
   statusModel_->setText(tr("Replay: %1").arg(info.name));
   emit traceReady();
 }
@@ -436,7 +437,42 @@ void MainWindow::setKvTypes(const QString& kTypeName, const QString& vTypeName) 
       if (a->data().toString().compare(name, Qt::CaseInsensitive) == 0) a->setChecked(true);
 }
 
+namespace {
+// What a conversation belongs to: a model file (its canonical path) or a server.
+QString conversationKey(const UiModelInfo& info) {
+  if (!info.remoteUrl.isEmpty()) return info.remoteUrl;
+  const QString canonical = QFileInfo(info.path).canonicalFilePath();
+  return canonical.isEmpty() ? info.path : canonical;
+}
+}  // namespace
+
+void MainWindow::confirmNewConversation(const QString& key, const QString& name, const std::function<void()>& proceed) {
+  const QString canonical = QFileInfo(key).canonicalFilePath();
+  const QString target = canonical.isEmpty() ? key : canonical;
+  if (!chat_->hasBranches() || conversationSource_.isEmpty() || target == conversationSource_) return proceed();
+  // Window-modal but non-blocking: the event loop (and the engine) keep running.
+  auto* box = new QMessageBox(QMessageBox::Question, tr("Start a new conversation?"),
+                              tr("Opening %1 starts a new conversation. The answers on the current conversation's "
+                                 "other branches will be gone (File > Export trace keeps them).")
+                                  .arg(name),
+                              QMessageBox::NoButton, this);
+  box->setObjectName(QStringLiteral("newConversationDialog"));
+  QPushButton* open = box->addButton(tr("Open"), QMessageBox::AcceptRole);
+  open->setObjectName(QStringLiteral("confirmNewConversation"));
+  box->addButton(QMessageBox::Cancel);
+  box->setDefaultButton(open);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  connect(box, &QMessageBox::buttonClicked, this, [open, proceed](QAbstractButton* clicked) {
+    if (clicked == open) proceed();
+  });
+  box->open();
+}
+
 void MainWindow::openModel(const QString& path) {
+  confirmNewConversation(path, QFileInfo(path).fileName(), [this, path] { loadModelFile(path); });
+}
+
+void MainWindow::loadModelFile(const QString& path) {
   loading_ = true;
   lastError_.clear();
   progress_->setRange(0, 0);  // busy until the loader reports progress
@@ -453,14 +489,16 @@ void MainWindow::openModel(const QString& path) {
 }
 
 void MainWindow::connectToServer(const QString& url, const QString& apiKey) {
-  loading_ = true;
-  lastError_.clear();
-  progress_->setRange(0, 0);
-  progress_->setVisible(true);
-  cancelLoad_->setVisible(true);
-  statusModel_->setText(tr("Connecting to %1...").arg(url));
-  const int generation = controller_->beginLoad();
-  controller_->post([=](EngineController* c) { c->connectRemote(url, apiKey, generation); });
+  confirmNewConversation(url, url, [this, url, apiKey] {
+    loading_ = true;
+    lastError_.clear();
+    progress_->setRange(0, 0);
+    progress_->setVisible(true);
+    cancelLoad_->setVisible(true);
+    statusModel_->setText(tr("Connecting to %1...").arg(url));
+    const int generation = controller_->beginLoad();
+    controller_->post([=](EngineController* c) { c->connectRemote(url, apiKey, generation); });
+  });
 }
 
 void MainWindow::cancelLoad() {
@@ -478,12 +516,35 @@ void MainWindow::onModelLoaded(const UiModelInfo& info) {
   progress_->setVisible(false);
   cancelLoad_->setVisible(false);
   model_->setReplay(false);
-  model_->setModelInfo(info);
+  model_->setModelInfo(info);  // every panel's selection and stale view goes (SessionModel::cleared)
   chat_->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
   statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
+  // Another model (or the first one): a new conversation, in the mode the model
+  // suits. A conversation restored for this same model stays.
+  const QString key = conversationKey(info);
+  if (chat_->conversation().turns.isEmpty() || key != conversationSource_) startConversation(info);
+  conversationSource_ = key;
   if (info.remoteUrl.isEmpty()) rememberRecent(info.path);  // Recent lists model files only
   autosave_->start();
   emit modelReady();
+}
+
+void MainWindow::startConversation(const UiModelInfo& info) {
+  // A base model (no chat template in the file) continues text: chat turns
+  // would be rendered in a format it was never trained on.
+  const bool base = info.remoteUrl.isEmpty() && info.chatTemplate.isEmpty();
+  model_->forgetRestored();
+  chat_->clearConversation();
+  Conversation fresh;
+  fresh.completionMode = base;
+  fresh.format = QStringLiteral("model");
+  fresh.systemPrompt = chat_->conversation().systemPrompt;
+  chat_->setConversation(fresh);
+  if (base)
+    statusBar()->showMessage(tr("%1 has no chat template: opened in completion mode (the text is continued as "
+                                "written). Chat mode would use a built-in format.")
+                                 .arg(info.name),
+                             15000);
 }
 
 void MainWindow::onLoadFailed(const QString& path, const QString& message) {
@@ -594,6 +655,10 @@ void MainWindow::restoreSession() {
   RestoredTree restored = branchTreeFromJson(tree, [](quint64 id) { return restoredKey(id); });
   model_->restoreRequests(restored.requests);
   chat_->setConversation(restored.conversation);
+  // The model the conversation was saved with ("" when unknown: it stays with whatever opens).
+  const QString saved = session.value("model").toString();
+  const QString canonical = QFileInfo(saved).canonicalFilePath();
+  conversationSource_ = canonical.isEmpty() ? saved : canonical;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -10,6 +10,7 @@
 #include <QHash>
 #include <QMainWindow>
 #include <QThread>
+#include <functional>
 
 #include "session/ui_events.h"
 
@@ -115,6 +116,13 @@ class MainWindow : public QMainWindow {
   Panel* panelAs(const char* name) const;
   QDockWidget* addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);
   void onModelLoaded(const UiModelInfo& info);
+  // Opening `key` (a model path or a server URL) replaces the conversation:
+  // asks first when it has branches that would be lost, then runs proceed.
+  void confirmNewConversation(const QString& key, const QString& name, const std::function<void()>& proceed);
+  void loadModelFile(const QString& path);
+  // A new, empty conversation for the model just opened: completion mode for a
+  // base model (no chat template), said in the status bar.
+  void startConversation(const UiModelInfo& info);
   void onLoadFailed(const QString& path, const QString& message);
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
@@ -153,6 +161,9 @@ class MainWindow : public QMainWindow {
   QActionGroup* kvTypeK_ = nullptr;  // Engine > KV cache > K type (checked action's data: the name)
   QActionGroup* kvTypeV_ = nullptr;
   QString lastError_;
+  // The model file (canonical path) or server URL the chat's conversation
+  // belongs to; "" when unknown (a restored session that did not say).
+  QString conversationSource_;
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
