@@ -107,9 +107,9 @@ void EngineController::loadModel(const QString& path, const QString& device, int
   // KV types: "K/V" names, each falling back to F32 where the backend's
   // attention does not read it (CUDA reads F32 only).
   const QStringList kvNames = kvTypes.split('/');
-  const std::vector<gb::DType> readable = (*backend)->kv_types();
+  const std::vector<gb::WeightType> readable = (*backend)->kv_types();
   for (int i = 0; i < 2; ++i) {
-    gb::DType& t = i == 0 ? config.kv_types.k : config.kv_types.v;
+    gb::WeightType& t = i == 0 ? config.kv_types.k : config.kv_types.v;
     if (i < kvNames.size() && !kvNames[i].isEmpty()) {
       auto parsed = gb::parse_kv_type(kvNames[i].toStdString(), i == 0 ? "K type" : "V type");
       if (!parsed) {
@@ -118,7 +118,7 @@ void EngineController::loadModel(const QString& path, const QString& device, int
       }
       t = *parsed;
     }
-    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::DType::F32;
+    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::WeightType::F32;
   }
   // The context: the one asked for, else the model's if its KV fits the host's
   // memory, else the largest that does; a pool of a few such contexts (room to
