@@ -7,10 +7,14 @@ A function is a brace block that follows a parenthesised signature at namespace
 or class scope; its length counts from the line of the signature's opening
 parenthesis to its closing brace, both included (the code review's convention).
 Lambdas and local blocks count toward the function that holds them. Comments,
-string and character literals are skipped, so braces in them do not count.
-A heuristic, not a parser: macros that open braces can confuse it, which is
-rare in this tree. Kernels (kernels/) are not scanned by default: long kernels
-and data tables are allowed (docs/architecture.md, STYLE.md "Functions").
+string and character literals are skipped, so braces in them do not count;
+so are preprocessor directives (with their backslash-continued lines), so
+`#if defined(__AVX2__)` before a namespace is not read as a signature and a
+`#define` body's braces do not count.
+A heuristic, not a parser: macros used like statements that open braces can
+confuse it, which is rare in this tree. Kernels (kernels/) are not scanned by
+default: long kernels and data tables are allowed (docs/architecture.md,
+STYLE.md "Functions").
 
 Exit status 0 always; this is a report, not a gate. Tooling only.
 """
@@ -65,6 +69,21 @@ def strip_code(text):
     return "".join(out)
 
 
+def blank_directives(code):
+    """`code` (already through strip_code) with preprocessor directive lines,
+    and the lines a trailing backslash continues them onto, blanked (newlines
+    kept, so line numbers hold). A directive is a line whose first non-blank
+    character is '#'; strip_code has blanked literals, so a '#' inside a string
+    cannot start one."""
+    lines = code.split("\n")
+    continued = False
+    for i, line in enumerate(lines):
+        if continued or line.lstrip().startswith("#"):
+            continued = line.rstrip().endswith("\\")
+            lines[i] = " " * len(line)
+    return "\n".join(lines)
+
+
 def classify(head):
     """What a '{' after `head` (the text since the last ; { or }) opens."""
     flat = " ".join(head.split())
@@ -87,7 +106,7 @@ def classify(head):
 def functions(path):
     """(start_line, end_line, name) of each function definition in the file."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        code = strip_code(f.read())
+        code = blank_directives(strip_code(f.read()))
     found = []
     stack = []  # per open brace: (kind, start line, name)
     stmt_start = 0  # index just after the last ';', '{' or '}' that ends a statement head

@@ -183,7 +183,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
   // BF16 weights run as bf16 dot products where the processor has them (twice
   // the products per instruction): measure their prefill against that peak.
   const std::vector<WeightTypeRow> types = weight_type_table(model);
-  const bool bf16_dots = device.bf16_matmuls || (!types.empty() && types.front().type == DType::BF16);
+  const bool bf16_dots = device.bf16_matmuls || (!types.empty() && types.front().type == WeightType::BF16);
   const double bf16_peak = probe && bf16_dots ? kernels::bf16_dot_peak_gflops() : 0.0;
   const double bf16_peak_all = threads > 1 && probe && bf16_dots ? kernels::bf16_dot_peak_gflops(threads) : bf16_peak;
   const double prefill_gflops = 2.0 * static_cast<double>(model.num_parameters()) * median(prefill_tok_s) / 1e9;

@@ -26,7 +26,7 @@ int run_quantize(const QuantizeArgs& a) {
   options.type = a.type;
   options.pure = a.pure;
   options.num_threads = a.threads;
-  options.on_tensor = [](size_t i, size_t n, const std::string& name, DType to) {
+  options.on_tensor = [](size_t i, size_t n, const std::string& name, WeightType to) {
     std::fprintf(stderr, "\rquantize: [%3zu/%3zu] %-32s -> %-6s", i + 1, n, name.c_str(),
                  std::string(dtype_info(to).name).c_str());
     std::fflush(stderr);

@@ -46,10 +46,10 @@ int run_synth(const SynthArgs& a) {
   }
   // f32, f16 or a quantized type every matrix is written in (Q4_0: the
   // llama-3.1-8b shape in 4.2 GiB).
-  const DType dtype = a.dtype == "f16"    ? DType::F16
-                      : a.dtype == "q4_0" ? DType::Q4_0
-                      : a.dtype == "q8_0" ? DType::Q8_0
-                                          : DType::F32;
+  const WeightType dtype = a.dtype == "f16"    ? WeightType::F16
+                      : a.dtype == "q4_0" ? WeightType::Q4_0
+                      : a.dtype == "q8_0" ? WeightType::Q8_0
+                                          : WeightType::F32;
   SyntheticSpec spec{*shape, dtype, a.seed};
   // A shape with another layer count: per-token overhead is measured by
   // regressing decode time on the number of layers (docs/performance.md).

@@ -88,15 +88,15 @@ Result<ModelSession> open_model_session(const ModelOptions& o) {
   s.backend = std::move(*backend);
   // The backend's attention must read the types: a named type it cannot is an
   // error; the default falls back to F32 where F16 is not read (CUDA).
-  const std::vector<DType> readable = s.backend->kv_types();
-  const auto reads = [&](DType t) { return std::find(readable.begin(), readable.end(), t) != readable.end(); };
+  const std::vector<WeightType> readable = s.backend->kv_types();
+  const auto reads = [&](WeightType t) { return std::find(readable.begin(), readable.end(), t) != readable.end(); };
   for (auto [type, given, option] : {std::tuple{&types.k, !o.kv_type_k.empty(), "--kv-type-k"},
                                      std::tuple{&types.v, !o.kv_type_v.empty(), "--kv-type-v"}}) {
     if (reads(*type)) continue;
     if (given)
       return make_error(std::string(option) + " " + std::string(kernels::kv_type_name(*type)) + ": the " +
                         s.backend->device_info().backend + " backend's attention does not read this type");
-    *type = DType::F32;
+    *type = WeightType::F32;
   }
   s.kv_types = types;
   s.kv_plan.types = types;

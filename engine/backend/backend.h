@@ -38,8 +38,8 @@ namespace gb {
 struct KvPoolSpec {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
-  DType k_type = DType::F32;  // a KV type (kernels/cpu/kv_type.h)
-  DType v_type = DType::F32;
+  WeightType k_type = WeightType::F32;  // a KV type (kernels/cpu/kv_type.h)
+  WeightType v_type = WeightType::F32;
   int32_t num_window_blocks = 0;  // the window group's pool (see above); 0: none
 };
 
@@ -74,7 +74,7 @@ class Backend {
   virtual size_t kv_pool_bytes() const = 0;
   virtual size_t kv_resident_bytes() const { return kv_pool_bytes(); }
   // The KV types this backend's attention reads (for K and for V alike).
-  virtual std::vector<DType> kv_types() const { return {DType::F32}; }
+  virtual std::vector<WeightType> kv_types() const { return {WeightType::F32}; }
   // Whether this backend keeps a window group (KvPoolSpec::num_window_blocks).
   virtual bool supports_window_group() const { return false; }
   // These blocks hold nothing anyone will read (free, not cached): a backend

@@ -89,7 +89,7 @@ Status CpuBackend::init_kv_pool(const KvPoolSpec& spec) {
   if (spec.num_window_blocks > 0 && !c.has_window_group())
     return make_error("KV pool: a window group needs a model whose layers do not all slide (" +
                       describe_sliding_window(c) + ")");
-  for (const DType t : {spec.k_type, spec.v_type})
+  for (const WeightType t : {spec.k_type, spec.v_type})
     if (const std::string why = kernels::kv_type_unsupported(t, c.kv_dim()); !why.empty())
       return make_error("KV type: " + why);
   const size_t k_row = kernels::kv_row_bytes(spec.k_type, c.kv_dim());
@@ -137,8 +137,8 @@ void CpuBackend::release_block_memory(std::span<const int32_t> blocks, KvGroup g
   }
 }
 
-std::vector<DType> CpuBackend::kv_types() const {
-  std::vector<DType> out;
+std::vector<WeightType> CpuBackend::kv_types() const {
+  std::vector<WeightType> out;
   for (const kernels::KvTypeRow& r : kernels::kv_type_rows()) out.push_back(r.type);
   return out;
 }

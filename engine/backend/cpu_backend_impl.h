@@ -35,7 +35,7 @@ class CpuBackend final : public Backend, private LayerOps {
   Status init_kv_pool(const KvPoolSpec& spec) override;
   size_t kv_pool_bytes() const override;
   size_t kv_resident_bytes() const override;
-  std::vector<DType> kv_types() const override;
+  std::vector<WeightType> kv_types() const override;
   bool supports_window_group() const override { return true; }
   void release_block_memory(std::span<const int32_t> blocks, KvGroup group) override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;

@@ -45,13 +45,13 @@ std::string kv_types_name(KvTypes types) {
   return std::string(kernels::kv_type_name(types.k)) + "/" + std::string(kernels::kv_type_name(types.v));
 }
 
-Result<DType> parse_kv_type(const std::string& name, const char* option) {
+Result<WeightType> parse_kv_type(const std::string& name, const char* option) {
   if (auto t = kernels::kv_type_from_name(name)) return *t;
   return make_error(std::string(option) + " " + name + ": not a KV type (one of " + kernels::kv_type_names() + ")");
 }
 
 std::string kv_types_unsupported(const ModelConfig& config, KvTypes types) {
-  for (const DType t : {types.k, types.v})
+  for (const WeightType t : {types.k, types.v})
     if (std::string why = kernels::kv_type_unsupported(t, config.kv_dim()); !why.empty()) return why;
   return {};
 }

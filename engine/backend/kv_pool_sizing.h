@@ -25,14 +25,14 @@
 namespace gb {
 
 struct KvTypes {
-  DType k = kernels::kDefaultKvType;
-  DType v = kernels::kDefaultKvType;
+  WeightType k = kernels::kDefaultKvType;
+  WeightType v = kernels::kDefaultKvType;
   friend bool operator==(const KvTypes&, const KvTypes&) = default;
 };
 // "f16/f16" (K/V).
 std::string kv_types_name(KvTypes types);
 // A KV type by name ("q8_0", case-insensitive), or an error listing the names.
-Result<DType> parse_kv_type(const std::string& name, const char* option);
+Result<WeightType> parse_kv_type(const std::string& name, const char* option);
 // Empty when a model with this config can keep K and V in these types, else why not.
 std::string kv_types_unsupported(const ModelConfig& config, KvTypes types);
 

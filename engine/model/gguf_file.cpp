@@ -197,7 +197,7 @@ class GgufParser {
                   ", which Glassbox cannot run (supported: " + supported_type_list() + ")");
     t.dtype = *dtype;
     // Blocks never straddle rows: the row length (ne[0]) must be whole blocks.
-    const DTypeInfo info = dtype_info(t.dtype);
+    const WeightTypeInfo info = dtype_info(t.dtype);
     if (t.dims[0] % info.block_elements != 0)
       return fail("tensor " + t.name + " has rows of " + std::to_string(t.dims[0]) + " values, not a whole number of " +
                   std::string(info.name) + " blocks of " + std::to_string(info.block_elements));

@@ -36,7 +36,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<uint64_t> dims;  // GGUF ne order: dims[0] = innermost (columns), dims[1] = rows ...
   uint32_t ggml_type = 0;      // as stored
-  DType dtype = DType::F32;    // the supported type it maps to
+  WeightType dtype = WeightType::F32;    // the supported type it maps to
   uint64_t offset = 0;         // from the start of the data section; a multiple of the alignment
   uint64_t num_bytes = 0;      // checked to lie inside the file
 

@@ -90,7 +90,7 @@ void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> dims, uint32
   tensors_.push_back({std::move(name), std::move(dims), ggml_type, num_bytes, std::move(fill)});
 }
 
-void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> dims, DType dtype, std::vector<std::byte> bytes) {
+void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> dims, WeightType dtype, std::vector<std::byte> bytes) {
   auto shared = std::make_shared<std::vector<std::byte>>(std::move(bytes));
   const uint64_t n = shared->size();
   add_tensor(std::move(name), std::move(dims), dtype_info(dtype).gguf_code, n,

@@ -37,7 +37,7 @@ class GgufWriter {
   // (tests use unsupported codes); num_bytes is what fill must produce.
   void add_tensor(std::string name, std::vector<uint64_t> dims, uint32_t ggml_type, uint64_t num_bytes, FillFn fill);
   // Convenience: a tensor of a supported type from bytes already in memory.
-  void add_tensor(std::string name, std::vector<uint64_t> dims, DType dtype, std::vector<std::byte> bytes);
+  void add_tensor(std::string name, std::vector<uint64_t> dims, WeightType dtype, std::vector<std::byte> bytes);
 
   Status write(const std::string& path, const ProgressFn& progress = {}) const;
 

@@ -25,7 +25,7 @@ class ViewCursor {
   explicit ViewCursor(const std::byte* start) : at_(start) {}
 
   TensorView take(std::string name, int64_t rows, int64_t cols) {
-    TensorView v{std::move(name), DType::F32, at_, rows, cols};
+    TensorView v{std::move(name), WeightType::F32, at_, rows, cols};
     at_ += static_cast<size_t>(rows * cols) * sizeof(float);
     return v;
   }

@@ -322,8 +322,8 @@ class GgufLlamaReader {
     if (!shape_ok)
       return fail("tensor " + name + " has shape " + shape_text(t->dims) + " but the config expects [" +
                   std::to_string(n) + "]");
-    out = TensorView{name, DType::F32, f_.tensor_data(*t), 1, n};
-    if (t->dtype == DType::F32) return Status::success();
+    out = TensorView{name, WeightType::F32, f_.tensor_data(*t), 1, n};
+    if (t->dtype == WeightType::F32) return Status::success();
     std::vector<std::byte> converted(static_cast<size_t>(n) * sizeof(float));  // (n) f32
     kernels::weight_traits(t->dtype).dequantize_row(f_.tensor_data(*t), reinterpret_cast<float*>(converted.data()), n);
     m_.owned_buffers.push_back(std::move(converted));

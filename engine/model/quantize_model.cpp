@@ -28,17 +28,17 @@ enum class Layers {
 struct Rule {
   std::string_view role;  // "attn_v", "attn_output", "ffn_down"
   Layers layers;
-  DType type;
+  WeightType type;
 };
 struct Mixture {
   std::string_view name;
-  DType base;
+  WeightType base;
   uint32_t file_type;     // llama_ftype value written as general.file_type
   std::vector<Rule> rules;  // first match wins
 };
 
 const std::vector<Mixture>& mixtures() {
-  using T = DType;
+  using T = WeightType;
   static const std::vector<Mixture> kMixtures = {
       {"F32", T::F32, 0, {}},
       {"F16", T::F16, 1, {}},
@@ -93,23 +93,23 @@ bool layer_matches(Layers which, int64_t i, int64_t n, int64_t gqa) {
 
 // K-types need rows of whole 256-value super-blocks; llama.cpp falls back to
 // these 32-value types for other widths.
-DType fit_row_length(DType t, uint64_t cols) {
+WeightType fit_row_length(WeightType t, uint64_t cols) {
   const auto be = static_cast<uint64_t>(kernels::weight_traits(t).block_elements);
   if (cols % be == 0) return t;
-  DType fallback = DType::F16;
+  WeightType fallback = WeightType::F16;
   switch (t) {
-    case DType::Q2_K: case DType::Q3_K: case DType::IQ4_XS: fallback = DType::IQ4_NL; break;
-    case DType::Q4_K: fallback = DType::Q5_0; break;
-    case DType::Q5_K: fallback = DType::Q5_1; break;
-    case DType::Q6_K: fallback = DType::Q8_0; break;
+    case WeightType::Q2_K: case WeightType::Q3_K: case WeightType::IQ4_XS: fallback = WeightType::IQ4_NL; break;
+    case WeightType::Q4_K: fallback = WeightType::Q5_0; break;
+    case WeightType::Q5_K: fallback = WeightType::Q5_1; break;
+    case WeightType::Q6_K: fallback = WeightType::Q8_0; break;
     default: break;
   }
-  return cols % 32 == 0 ? fallback : DType::F16;
+  return cols % 32 == 0 ? fallback : WeightType::F16;
 }
 
 struct Plan {
   const GgufTensorInfo* info;
-  DType to;
+  WeightType to;
 };
 
 int64_t uint_key(const GgufFile& f, const std::string& key, int64_t fallback) {
@@ -136,9 +136,9 @@ std::vector<Plan> plan_types(const GgufFile& f, const Mixture& mix, bool pure) {
       plan.push_back({&t, t.dtype});
       continue;
     }
-    DType to = mix.base;
+    WeightType to = mix.base;
     const bool is_output = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
-    if (!pure && is_output && kernels::is_quantized(mix.base)) to = mix.base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;
+    if (!pure && is_output && kernels::is_quantized(mix.base)) to = mix.base == WeightType::Q8_0 ? WeightType::Q8_0 : WeightType::Q6_K;
     for (int r = 0; r < 3 && !pure; ++r) {
       if (t.name.find(std::string(roles[r]) + ".weight") == std::string::npos) continue;
       for (const Rule& rule : mix.rules)
@@ -161,13 +161,13 @@ std::vector<std::string> quantize_type_names() {
   return names;
 }
 
-Result<std::vector<std::pair<std::string, DType>>> plan_quantization(const std::string& in_path,
+Result<std::vector<std::pair<std::string, WeightType>>> plan_quantization(const std::string& in_path,
                                                                      const QuantizeOptions& options) {
   auto mix = find_mixture(options.type);
   if (!mix) return make_error("unknown quantization type '" + options.type + "'");
   auto opened = GgufFile::open(in_path);
   if (!opened) return opened.error();
-  std::vector<std::pair<std::string, DType>> out;
+  std::vector<std::pair<std::string, WeightType>> out;
   for (const Plan& p : plan_types(opened.value(), *mix, options.pure)) out.emplace_back(p.info->name, p.to);
   return out;
 }
@@ -197,7 +197,7 @@ Result<std::vector<QuantizedTensor>> quantize_model(const std::string& in_path, 
   auto report = std::make_shared<std::vector<QuantizedTensor>>(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) {
     const GgufTensorInfo& t = *plan[i].info;
-    const DType to = plan[i].to;
+    const WeightType to = plan[i].to;
     const auto cols = static_cast<int64_t>(t.dims[0]);
     const auto rows = static_cast<int64_t>(t.num_elements()) / cols;
     const uint64_t bytes = *dtype_bytes(to, t.num_elements());
@@ -205,7 +205,7 @@ Result<std::vector<QuantizedTensor>> quantize_model(const std::string& in_path, 
     const std::byte* src = f.tensor_data(t);
     writer.add_tensor(t.name, t.dims, dtype_info(to).gguf_code, bytes,
                       [&, i, src, to, cols, rows, count = plan.size()](std::span<std::byte> out) {
-      const DType from = (*report)[i].from;
+      const WeightType from = (*report)[i].from;
       if (options.on_tensor) options.on_tensor(i, count, (*report)[i].name, to);
       if (from == to) {
         std::memcpy(out.data(), src, out.size());

@@ -22,12 +22,12 @@ struct QuantizeOptions {
   bool pure = false;  // every 2-D weight in the base type, no mixture rules
   int num_threads = 0;
   // (tensor index, tensor count, name, chosen type) before each tensor is written.
-  std::function<void(size_t, size_t, const std::string&, DType)> on_tensor;
+  std::function<void(size_t, size_t, const std::string&, WeightType)> on_tensor;
 };
 
 struct QuantizedTensor {
   std::string name;
-  DType from = DType::F32, to = DType::F32;
+  WeightType from = WeightType::F32, to = WeightType::F32;
   int64_t num_elements = 0;
   double rmse = 0;      // sqrt(mean((dequantized - source)^2)); 0 for copied tensors
   double source_rms = 0;
@@ -37,7 +37,7 @@ struct QuantizedTensor {
 std::vector<std::string> quantize_type_names();
 
 // The type every tensor of in_path would get (name, type), without writing.
-Result<std::vector<std::pair<std::string, DType>>> plan_quantization(const std::string& in_path,
+Result<std::vector<std::pair<std::string, WeightType>>> plan_quantization(const std::string& in_path,
                                                                      const QuantizeOptions& options);
 
 Result<std::vector<QuantizedTensor>> quantize_model(const std::string& in_path, const std::string& out_path,

@@ -35,12 +35,12 @@ float approx_normal(uint64_t& state) {
 
 // A filler for a (rows, cols) tensor of `dtype`: N(constant, std^2), or all
 // `constant` when std == 0.
-GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, float stddev, float constant) {
+GgufWriter::FillFn make_fill(WeightType dtype, uint64_t seed, uint64_t tensor_index, float stddev, float constant) {
   return [=](std::span<std::byte> out) {
     uint64_t state = seed * 0x2545f4914f6cdd1dull + tensor_index;
     const size_t n = out.size() / dtype_info(dtype).block_bytes;
     auto value = [&] { return stddev > 0.0f ? constant + stddev * approx_normal(state) : constant; };
-    if (dtype == DType::F32) {
+    if (dtype == WeightType::F32) {
       auto* dst = reinterpret_cast<float*>(out.data());
       for (size_t i = 0; i < n; ++i) dst[i] = value();
     } else if (kernels::is_quantized(dtype)) {
@@ -61,7 +61,7 @@ GgufWriter::FillFn make_fill(DType dtype, uint64_t seed, uint64_t tensor_index, 
       }
     } else {
       auto* dst = reinterpret_cast<uint16_t*>(out.data());
-      const bool half = dtype == DType::F16;
+      const bool half = dtype == WeightType::F16;
       for (size_t i = 0; i < n; ++i) dst[i] = half ? kernels::f32_to_f16(value()) : kernels::f32_to_bf16(value());
     }
   };
@@ -158,10 +158,10 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   GgufWriter w;
   w.add_metadata("general.architecture", GgufValue::str("llama"));
   w.add_metadata("general.name", GgufValue::str("synthetic-" + s.name));
-  const uint32_t file_type = spec.dtype == DType::F32    ? 0
-                             : spec.dtype == DType::F16  ? 1
-                             : spec.dtype == DType::Q4_0 ? 2
-                             : spec.dtype == DType::Q8_0 ? 7
+  const uint32_t file_type = spec.dtype == WeightType::F32    ? 0
+                             : spec.dtype == WeightType::F16  ? 1
+                             : spec.dtype == WeightType::Q4_0 ? 2
+                             : spec.dtype == WeightType::Q8_0 ? 7
                                                          : 32;
   w.add_metadata("general.file_type", GgufValue::u32(file_type));
   w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(spec.seed));
@@ -185,8 +185,8 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
                  *dtype_bytes(spec.dtype, n), make_fill(spec.dtype, spec.seed, index++, 0.02f, 0.0f));
   };
   auto norm = [&](const std::string& name) {
-    w.add_tensor(name, {static_cast<uint64_t>(c.dim)}, dtype_info(DType::F32).gguf_code,
-                 static_cast<uint64_t>(c.dim) * sizeof(float), make_fill(DType::F32, spec.seed, index++, 0.0f, 1.0f));
+    w.add_tensor(name, {static_cast<uint64_t>(c.dim)}, dtype_info(WeightType::F32).gguf_code,
+                 static_cast<uint64_t>(c.dim) * sizeof(float), make_fill(WeightType::F32, spec.seed, index++, 0.0f, 1.0f));
   };
   matrix("token_embd.weight", c.vocab_size, c.dim);
   for (int32_t l = 0; l < c.num_layers; ++l) {
@@ -303,12 +303,12 @@ Status write_synthetic_arch_model(const SyntheticArch& a, uint64_t seed, const s
   // the final norm scaled so that logits have a standard deviation of about 10.
   uint64_t index = 0;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float stddev) {
-    w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, dtype_info(DType::F32).gguf_code,
-                 static_cast<uint64_t>(rows * cols) * sizeof(float), make_fill(DType::F32, seed, index++, stddev, 0.0f));
+    w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, dtype_info(WeightType::F32).gguf_code,
+                 static_cast<uint64_t>(rows * cols) * sizeof(float), make_fill(WeightType::F32, seed, index++, stddev, 0.0f));
   };
   auto vec = [&](const std::string& name, int64_t n, float mean, float stddev) {
-    w.add_tensor(name, {static_cast<uint64_t>(n)}, dtype_info(DType::F32).gguf_code,
-                 static_cast<uint64_t>(n) * sizeof(float), make_fill(DType::F32, seed, index++, stddev, mean));
+    w.add_tensor(name, {static_cast<uint64_t>(n)}, dtype_info(WeightType::F32).gguf_code,
+                 static_cast<uint64_t>(n) * sizeof(float), make_fill(WeightType::F32, seed, index++, stddev, mean));
   };
   const int64_t d = c.dim, hd = c.head_dim, q = int64_t{c.num_heads} * hd, kv = c.kv_dim(), h = c.hidden_dim;
   const auto fan = [](int64_t n) { return 1.28f / std::sqrt(static_cast<float>(n)); };
@@ -349,7 +349,7 @@ Status write_synthetic_arch_model(const SyntheticArch& a, uint64_t seed, const s
       std::vector<std::byte> bytes(f.size() * sizeof(float));
       std::memcpy(bytes.data(), f.data(), bytes.size());
       w.add_tensor(long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight",
-                   {static_cast<uint64_t>(f.size())}, DType::F32, std::move(bytes));
+                   {static_cast<uint64_t>(f.size())}, WeightType::F32, std::move(bytes));
     }
   }
   return w.write(path);

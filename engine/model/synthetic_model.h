@@ -42,7 +42,7 @@ std::optional<SyntheticShape> find_synthetic_shape(std::string_view name);
 
 struct SyntheticSpec {
   SyntheticShape shape;
-  DType dtype = DType::F32;  // matrices and embedding; norm vectors stay F32
+  WeightType dtype = WeightType::F32;  // matrices and embedding; norm vectors stay F32
   uint64_t seed = 1;
 };
 

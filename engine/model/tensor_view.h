@@ -14,7 +14,7 @@ namespace gb {
 
 struct TensorView {
   std::string name;
-  DType dtype = DType::F32;
+  WeightType dtype = WeightType::F32;
   const void* data = nullptr;
   int64_t rows = 0;  // output features (1 for a vector)
   int64_t cols = 0;  // input features (length for a vector)

@@ -28,7 +28,7 @@ std::string file_type_name(int64_t code) {
 // Sums tensors per weight type; rows() gives the largest share of bytes first.
 class TypeTally {
  public:
-  void add(DType type, uint64_t values, uint64_t bytes) {
+  void add(WeightType type, uint64_t values, uint64_t bytes) {
     WeightTypeRow& r = rows_[type];
     r.type = type;
     ++r.num_tensors;
@@ -43,7 +43,7 @@ class TypeTally {
   }
 
  private:
-  std::map<DType, WeightTypeRow> rows_;
+  std::map<WeightType, WeightTypeRow> rows_;
 };
 
 // "Q4_K_M, 4.9 bpw": the declared mixture name, else the type holding most bytes.

@@ -15,7 +15,7 @@
 namespace gb {
 
 struct WeightTypeRow {
-  DType type = DType::F32;
+  WeightType type = WeightType::F32;
   int num_tensors = 0;
   uint64_t num_values = 0;
   uint64_t num_bytes = 0;

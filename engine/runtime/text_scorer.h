@@ -65,8 +65,8 @@ struct ScoreOptions {
   // The KV types of the model's and the base's pools (the CLI's --kv-type-k/-v
   // and --base-kv-type-k/-v): quantized KV against an F32 base measures what
   // the KV type costs.
-  DType k_type = DType::F32, v_type = DType::F32;
-  DType base_k_type = DType::F32, base_v_type = DType::F32;
+  WeightType k_type = WeightType::F32, v_type = WeightType::F32;
+  WeightType base_k_type = WeightType::F32, base_v_type = WeightType::F32;
 };
 
 // The model (and optional base) run over `tokens` (>= 2, within both models'

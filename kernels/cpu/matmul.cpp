@@ -11,7 +11,7 @@
 namespace gb::kernels {
 
 namespace avx2 {
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
 float read_sum(const float* p, int64_t n);
 double fma_probe(int64_t iterations);
@@ -20,13 +20,13 @@ namespace avx512bf16 {
 double dot_probe(int64_t iterations);
 }  // namespace avx512bf16
 namespace avx512 {
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
 double fma_probe(int64_t iterations);
 }  // namespace avx512
 
 namespace {
-using MatmulFn = void (*)(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+using MatmulFn = void (*)(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
                           int64_t cols, int64_t row_begin, int64_t row_end);
 
 // The float matmul of each kernel level (index = Isa).
@@ -39,13 +39,13 @@ constexpr MatmulFn kMatmul[kIsaCount] = {&matmul_reference, &matmul_reference, &
 
 bool matmul_has_simd() { return active_isa() != Isa::Scalar; }
 
-void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
                  int64_t cols, int64_t row_begin, int64_t row_end) {
   if (!isa_supported(isa)) isa = Isa::Scalar;
   kMatmul[static_cast<int>(isa)](y, ldy, x, w, wtype, num_tokens, cols, row_begin, row_end);
 }
 
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
             int64_t cols, int64_t row_begin, int64_t row_end) {
   static const MatmulFn fn = kMatmul[static_cast<int>(active_isa())];
   fn(y, ldy, x, w, wtype, num_tokens, cols, row_begin, row_end);

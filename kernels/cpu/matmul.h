@@ -1,7 +1,8 @@
 // Matrix products y = W x for the forward pass, on a row range so the caller can
 // split rows across threads (the kernels never start threads themselves).
 //
-//   W: (rows, cols) row-major in `wtype` (rows = output features), row stride = cols
+//   W: (rows, cols) row-major in `wtype` (rows = output features), row stride = cols;
+//      a float type (F32, F16, BF16): quantized types go through matmul_quant.h
 //   x: (num_tokens, cols) float32, row-major
 //   y: (num_tokens, ldy) float32; rows [row_begin, row_end) of each token's output
 //      are written at y[t * ldy + r]
@@ -17,19 +18,19 @@
 #include <cstdint>
 
 #include "cpu/cpu_info.h"
-#include "cpu/elem_type.h"
+#include "cpu/weight_type.h"
 
 namespace gb::kernels {
 
-void matmul_reference(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype,
+void matmul_reference(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype,
                       int64_t num_tokens, int64_t cols, int64_t row_begin, int64_t row_end);
 
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
             int64_t cols, int64_t row_begin, int64_t row_end);
 
 // matmul with a given level (the reference when this CPU lacks it): for tests
 // and benchmarks that compare the levels.
-void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens,
+void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
                  int64_t cols, int64_t row_begin, int64_t row_end);
 
 // Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement.

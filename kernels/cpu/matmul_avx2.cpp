@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "cpu/elem_type.h"
+#include "cpu/weight_type.h"
 #include "cpu/simd_exp_avx2.h"
 #include "cpu/simd_load_elem.h"
 
@@ -21,11 +21,11 @@ namespace gb::kernels::avx2 {
 
 namespace {
 
-template <ElemType WT>
+template <WeightType WT>
 inline __m256 load8(const void* w, int64_t i) {
-  if constexpr (WT == ElemType::F32) {
+  if constexpr (WT == WeightType::F32) {
     return _mm256_loadu_ps(static_cast<const float*>(w) + i);
-  } else if constexpr (WT == ElemType::F16) {
+  } else if constexpr (WT == WeightType::F16) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
   } else {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
@@ -49,7 +49,7 @@ inline float hsum(__m256 v) {
 // and moving the shared prefetch block into a helper function lost the
 // prefetch's effect entirely (26 vs 70 tok/s on stories110M), so the two stay
 // near-copies on purpose.
-template <ElemType WT, int R, int T>
+template <WeightType WT, int R, int T>
 inline void tile_stream(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t r0, int64_t t0) {
   __m256 acc[R][T];
   for (int i = 0; i < R; ++i)
@@ -60,7 +60,7 @@ inline void tile_stream(float* y, int64_t ldy, const float* x, const void* w, in
   // ahead (the same columns) while this tile computes. On the 2-core EPYC
   // machines this took stories110M F32 decode from 23.5 to 63 tok/s (1 thread).
   constexpr bool kPrefetch = T <= 2;
-  constexpr int64_t kElemBytes = WT == ElemType::F32 ? 4 : 2;
+  constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
   const char* next_tile = static_cast<const char*>(w) + (r0 + 4 * R) * cols * kElemBytes;
   for (int64_t c = 0; c < cols8; c += 8) {
     if constexpr (kPrefetch) {
@@ -84,7 +84,7 @@ inline void tile_stream(float* y, int64_t ldy, const float* x, const void* w, in
 }
 
 // One R x T tile: rows r0..r0+R-1, tokens t0..t0+T-1.
-template <ElemType WT, int R, int T>
+template <WeightType WT, int R, int T>
 inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t r0, int64_t t0) {
   // Every loop over the tile is fully unrolled so the R x T accumulators live in
   // registers; without that GCC keeps them on the stack (a load and a store per
@@ -101,7 +101,7 @@ inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t c
   // ahead (the same columns) while this tile computes. On the 2-core EPYC
   // machines this took stories110M F32 decode from 23.5 to 63 tok/s (1 thread).
   constexpr bool kPrefetch = T <= 2;
-  constexpr int64_t kElemBytes = WT == ElemType::F32 ? 4 : 2;
+  constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
   const char* next_tile = static_cast<const char*>(w) + (r0 + 4 * R) * cols * kElemBytes;
   for (int64_t c = 0; c < cols8; c += 8) {
     if constexpr (kPrefetch) {
@@ -131,7 +131,7 @@ inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t c
   }
 }
 
-template <ElemType WT, int T>
+template <WeightType WT, int T>
 inline void rows_for_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t row_begin,
                             int64_t row_end, int64_t t0) {
   int64_t r = row_begin;
@@ -144,7 +144,7 @@ inline void rows_for_tokens(float* y, int64_t ldy, const float* x, const void* w
   }
 }
 
-template <ElemType WT>
+template <WeightType WT>
 void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols,
                   int64_t row_begin, int64_t row_end) {
   // Rows in panels of 64 so a panel of weights stays in L2 while all token
@@ -161,12 +161,12 @@ void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t 
 
 }  // namespace
 
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end) {
   switch (wtype) {
-    case ElemType::F32: matmul_typed<ElemType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
-    case ElemType::F16: matmul_typed<ElemType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
-    case ElemType::BF16: matmul_typed<ElemType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::F32: matmul_typed<WeightType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::F16: matmul_typed<WeightType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::BF16: matmul_typed<WeightType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
     default: break;  // quantized types go through matmul_quant_avx2.cpp
   }
 }

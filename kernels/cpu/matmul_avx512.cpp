@@ -26,18 +26,18 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#include "cpu/elem_type.h"
+#include "cpu/weight_type.h"
 #include "cpu/simd_load_elem.h"
 
 namespace gb::kernels::avx512 {
 
 namespace {
 
-template <ElemType WT>
+template <WeightType WT>
 inline __m512 load16(const void* w, int64_t i) {
-  if constexpr (WT == ElemType::F32) {
+  if constexpr (WT == WeightType::F32) {
     return _mm512_loadu_ps(static_cast<const float*>(w) + i);
-  } else if constexpr (WT == ElemType::F16) {
+  } else if constexpr (WT == WeightType::F16) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(w) + i)));
   } else {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(w) + i));
@@ -45,8 +45,8 @@ inline __m512 load16(const void* w, int64_t i) {
   }
 }
 
-template <ElemType WT>
-constexpr int64_t kElemBytes = WT == ElemType::F32 ? 4 : 2;
+template <WeightType WT>
+constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
 
 // The fixed lane tree: 16 -> 8 -> 4 -> 2 -> 1 (halves added).
 inline float hsum(__m512 v) {
@@ -58,7 +58,7 @@ inline float hsum(__m512 v) {
 }
 
 // Final result of one (row, token): lane tree, then the tail columns.
-template <ElemType WT>
+template <WeightType WT>
 inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int64_t cols, int64_t cols16) {
   float s = hsum(acc);
   for (int64_t c = cols16; c < cols; ++c) s += load_elem<WT>(w, row * cols + c) * x[c];
@@ -81,7 +81,7 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 // -> 23-26; 4 KB and 8 KB ahead in between, 32 KB no better). F32 decode was
 // already at the bandwidth and stays there.
 constexpr int64_t kGemvAhead = 16384;
-template <ElemType WT>
+template <WeightType WT>
 void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
   const int64_t cols16 = cols & ~int64_t{15};
   for (int64_t r = row_begin; r < row_end; ++r) {
@@ -102,7 +102,7 @@ void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_beg
 
 #include "cpu/matmul_tiles_avx512.inc"
 
-template <ElemType WT>
+template <WeightType WT>
 struct FmaKernel {
   using Act = float;
   static constexpr int64_t kStep = 16;
@@ -131,7 +131,7 @@ struct FmaKernel {
   }
 };
 
-template <ElemType WT>
+template <WeightType WT>
 void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t num_tokens, int64_t cols,
                   int64_t row_begin, int64_t row_end) {
   if (num_tokens == 1) {
@@ -143,12 +143,12 @@ void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t 
 
 }  // namespace
 
-void matmul(float* y, int64_t ldy, const float* x, const void* w, ElemType wtype, int64_t num_tokens, int64_t cols,
+void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end) {
   switch (wtype) {
-    case ElemType::F32: matmul_typed<ElemType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
-    case ElemType::F16: matmul_typed<ElemType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
-    case ElemType::BF16: matmul_typed<ElemType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::F32: matmul_typed<WeightType::F32>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::F16: matmul_typed<WeightType::F16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
+    case WeightType::BF16: matmul_typed<WeightType::BF16>(y, ldy, x, w, num_tokens, cols, row_begin, row_end); break;
     default: break;  // quantized types go through matmul_quant
   }
 }

@@ -13,4 +13,13 @@
 
 #define GB_QUANT_NAMESPACE avx512
 #define GB_QUANT_VNNI 1
-#include "cpu/matmul_quant_simd.inc"
+// The pieces of the quantized-weight kernels, in this order (the overview:
+// matmul_quant_simd_common.inc).
+#include "cpu/matmul_quant_simd_common.inc"
+#include "cpu/matmul_quant_simd_blocks32.inc"
+#include "cpu/matmul_quant_simd_superblocks.inc"
+#include "cpu/matmul_quant_simd_transposed.inc"
+#include "cpu/matmul_quant_simd_kernel.inc"
+#include "cpu/matmul_quant_simd_prefill.inc"
+#include "cpu/matmul_quant_simd_decode.inc"
+#include "cpu/matmul_quant_simd_entry.inc"

@@ -11,16 +11,16 @@
 
 #include <cstdint>
 
-#include "cpu/elem_type.h"
+#include "cpu/weight_type.h"
 
 namespace gb::kernels {
 namespace {
 
-template <ElemType WT>
+template <WeightType WT>
 inline float load_elem(const void* w, int64_t i) {
-  if constexpr (WT == ElemType::F32) {
+  if constexpr (WT == WeightType::F32) {
     return static_cast<const float*>(w)[i];
-  } else if constexpr (WT == ElemType::F16) {
+  } else if constexpr (WT == WeightType::F16) {
     return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]);
   } else {
     const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16;

@@ -21,17 +21,17 @@
 
 namespace gb::cuda {
 
-using DType = kernels::WeightType;  // the engine's gb::DType is the same type
+using kernels::WeightType;  // the engine's gb::WeightType is the same type
 
 // --- embedding.cu ------------------------------------------------------------
 // out (num_tokens, dim) float = table[token_ids[t]] converted to float.
 // table: (vocab_size, dim) of `dtype`; a quantized table's looked-up rows are
 // dequantized (launch_dequantize_gather). Ids must already be validated.
-cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, DType dtype,
+cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, WeightType dtype,
                              int32_t dim, float* out, cudaStream_t stream);
 
 // out (n) of `dtype` = x (n) rounded to nearest even. For feeding F16/BF16 GEMMs.
-cudaError_t launch_cast(const float* x, int64_t n, void* out, DType dtype, cudaStream_t stream);
+cudaError_t launch_cast(const float* x, int64_t n, void* out, WeightType dtype, cudaStream_t stream);
 
 // --- rmsnorm.cu --------------------------------------------------------------
 // out (num_rows, dim) = x[row_index[r]] / sqrt(mean(x^2) + eps) * weight.
@@ -86,9 +86,9 @@ cudaError_t launch_rope_ex(float* x, int32_t num_tokens, int64_t row_stride, int
 // flat slot index slot_mapping[t] = block * block_size + slot.
 cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, int32_t num_tokens,
                             int32_t kv_dim, const int32_t* slot_mapping, void* k_cache, void* v_cache,
-                            cudaStream_t stream, DType k_type = DType::F32, DType v_type = DType::F32);
+                            cudaStream_t stream, WeightType k_type = WeightType::F32, WeightType v_type = WeightType::F32);
 // The KV types the CUDA attention kernels read: F32, F16, BF16.
-bool kv_type_supported(DType type);
+bool kv_type_supported(WeightType type);
 
 // --- swiglu.cu ---------------------------------------------------------------
 // out (num_tokens, hidden) = silu(gate) * up, where gate_up (num_tokens, 2*hidden)
@@ -115,8 +115,8 @@ struct PagedKv {
   int32_t block_size = 16;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
-  DType k_type = DType::F32;
-  DType v_type = DType::F32;
+  WeightType k_type = WeightType::F32;
+  WeightType v_type = WeightType::F32;
 };
 
 // Queries and output: q row of token t at q + t*q_row_stride, head h at +h*head_dim;
@@ -166,22 +166,22 @@ cudaError_t launch_paged_attention_prefill(const AttentionIo& io, const PagedKv&
 // cols must be a whole number of the type's blocks. Every launcher returns
 // cudaErrorInvalidValue for a type without kernels (quant_kernels_support).
 constexpr int32_t kMaxGemvTokens = 8;
-bool quant_kernels_support(DType type);
+bool quant_kernels_support(WeightType type);
 
 // y[t * ldy + r] = sum_c w[r, c] x[t * cols + c] + beta * y[t * ldy + r], for
 // t < num_tokens <= kMaxGemvTokens (decode and small batches). beta 0 never reads y.
-cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, DType type, int64_t rows, int64_t cols,
+cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, WeightType type, int64_t rows, int64_t cols,
                               const float* x, int32_t num_tokens, float* y, int64_t ldy, float beta,
                               cudaStream_t stream);
 
 // out (num_rows, cols) float = rows [row_begin, row_begin + num_rows) of w,
 // dequantized exactly as the CPU reference does (prefill tiles for cuBLAS).
-cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, DType type, int64_t row_begin,
+cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, WeightType type, int64_t row_begin,
                                    int64_t num_rows, int64_t cols, float* out, cudaStream_t stream);
 
 // out (num_rows, cols) float = rows row_ids[0 .. num_rows) of w, dequantized
 // (the embedding lookup of a quantized table). Ids must already be validated.
-cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, DType type, const int32_t* row_ids,
+cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, WeightType type, const int32_t* row_ids,
                                      int64_t num_rows, int64_t cols, float* out, cudaStream_t stream);
 
 // --- logits_topn.cu ----------------------------------------------------------

@@ -14,20 +14,20 @@
 namespace gb::cuda::detail {
 
 // Element i of a row stored as `dtype`, widened to float exactly.
-__device__ __forceinline__ float load_as_float(const void* row, int64_t i, DType dtype) {
+__device__ __forceinline__ float load_as_float(const void* row, int64_t i, WeightType dtype) {
   switch (dtype) {
-    case DType::F16: return __half2float(static_cast<const __half*>(row)[i]);
-    case DType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(row)[i]);
+    case WeightType::F16: return __half2float(static_cast<const __half*>(row)[i]);
+    case WeightType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(row)[i]);
     default: break;  // F32 (quantized types never reach this loader)
   }
   return static_cast<const float*>(row)[i];
 }
 
 // Stores x as element i of a row of `dtype` (F32, F16 or BF16; rounded to nearest even).
-__device__ __forceinline__ void store_from_float(void* row, int64_t i, DType dtype, float x) {
+__device__ __forceinline__ void store_from_float(void* row, int64_t i, WeightType dtype, float x) {
   switch (dtype) {
-    case DType::F16: static_cast<__half*>(row)[i] = __float2half_rn(x); return;
-    case DType::BF16: static_cast<__nv_bfloat16*>(row)[i] = __float2bfloat16_rn(x); return;
+    case WeightType::F16: static_cast<__half*>(row)[i] = __float2half_rn(x); return;
+    case WeightType::BF16: static_cast<__nv_bfloat16*>(row)[i] = __float2bfloat16_rn(x); return;
     default: break;
   }
   static_cast<float*>(row)[i] = x;

@@ -10,11 +10,11 @@ namespace gb::cuda {
 namespace {
 
 // grid (num_tokens), block 256: one block copies one embedding row.
-__global__ void embedding_kernel(const int32_t* token_ids, const void* table, DType dtype, int32_t dim,
+__global__ void embedding_kernel(const int32_t* token_ids, const void* table, WeightType dtype, int32_t dim,
                                  float* out) {
   const int64_t t = blockIdx.x;
   const int64_t id = token_ids[t];
-  const size_t elem_bytes = dtype == DType::F32 ? 4 : 2;
+  const size_t elem_bytes = dtype == WeightType::F32 ? 4 : 2;
   const void* row = static_cast<const char*>(table) + static_cast<size_t>(id) * dim * elem_bytes;
   for (int32_t i = threadIdx.x; i < dim; i += blockDim.x) out[t * dim + i] = detail::load_as_float(row, i, dtype);
 }
@@ -31,7 +31,7 @@ __global__ void cast_bf16_kernel(const float* x, int64_t n, __nv_bfloat16* out) 
 
 }  // namespace
 
-cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, DType dtype,
+cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const void* table, WeightType dtype,
                              int32_t dim, float* out, cudaStream_t stream) {
   if (num_tokens <= 0) return cudaSuccess;
   if (kernels::is_quantized(dtype)) {
@@ -44,16 +44,16 @@ cudaError_t launch_embedding(const int32_t* token_ids, int32_t num_tokens, const
   return cudaGetLastError();
 }
 
-cudaError_t launch_cast(const float* x, int64_t n, void* out, DType dtype, cudaStream_t stream) {
+cudaError_t launch_cast(const float* x, int64_t n, void* out, WeightType dtype, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 4096));
   switch (dtype) {
-    case DType::F16: cast_f16_kernel<<<blocks, threads, 0, stream>>>(x, n, static_cast<__half*>(out)); break;
-    case DType::BF16:
+    case WeightType::F16: cast_f16_kernel<<<blocks, threads, 0, stream>>>(x, n, static_cast<__half*>(out)); break;
+    case WeightType::BF16:
       cast_bf16_kernel<<<blocks, threads, 0, stream>>>(x, n, static_cast<__nv_bfloat16*>(out));
       break;
-    case DType::F32:
+    case WeightType::F32:
       return cudaMemcpyAsync(out, x, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream);
     default: return cudaErrorInvalidValue;  // quantized types are never cast targets
   }

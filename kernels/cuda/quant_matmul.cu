@@ -164,7 +164,7 @@ const QuantKernels kQuantKernels[kernels::kNumWeightTypes] = {
 };
 static_assert(kernels::kNumWeightTypes == 18, "a new weight type needs its row in kQuantKernels");
 
-const QuantKernels* kernels_for(DType t) {
+const QuantKernels* kernels_for(WeightType t) {
   const auto i = static_cast<size_t>(t);
   if (i >= static_cast<size_t>(kernels::kNumWeightTypes) || kQuantKernels[i].gemv == nullptr) return nullptr;
   return &kQuantKernels[i];
@@ -176,15 +176,15 @@ unsigned dequantize_blocks(int64_t num_rows, int64_t cols) {
 }
 
 // A shape the kernels cannot walk: rows of whole blocks only.
-bool bad_cols(DType t, int64_t cols) {
+bool bad_cols(WeightType t, int64_t cols) {
   return cols <= 0 || cols % 32 != 0 || cols % kernels::weight_traits(t).block_elements != 0;
 }
 
 }  // namespace
 
-bool quant_kernels_support(DType t) { return kernels_for(t) != nullptr; }
+bool quant_kernels_support(WeightType t) { return kernels_for(t) != nullptr; }
 
-cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, DType type, int64_t rows, int64_t cols,
+cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, WeightType type, int64_t rows, int64_t cols,
                               const float* x, int32_t num_tokens, float* y, int64_t ldy, float beta,
                               cudaStream_t stream) {
   const QuantKernels* k = kernels_for(type);
@@ -196,7 +196,7 @@ cudaError_t launch_quant_gemv(const void* w, int64_t row_stride_bytes, DType typ
   return cudaGetLastError();
 }
 
-cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, DType type, int64_t row_begin,
+cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, WeightType type, int64_t row_begin,
                                    int64_t num_rows, int64_t cols, float* out, cudaStream_t stream) {
   const QuantKernels* k = kernels_for(type);
   if (k == nullptr || bad_cols(type, cols)) return cudaErrorInvalidValue;
@@ -206,7 +206,7 @@ cudaError_t launch_dequantize_rows(const void* w, int64_t row_stride_bytes, DTyp
   return cudaGetLastError();
 }
 
-cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, DType type, const int32_t* row_ids,
+cudaError_t launch_dequantize_gather(const void* w, int64_t row_stride_bytes, WeightType type, const int32_t* row_ids,
                                      int64_t num_rows, int64_t cols, float* out, cudaStream_t stream) {
   const QuantKernels* k = kernels_for(type);
   if (k == nullptr || bad_cols(type, cols) || row_ids == nullptr) return cudaErrorInvalidValue;

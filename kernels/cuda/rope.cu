@@ -54,8 +54,8 @@ __global__ void rope_ex_kernel(float* x, int32_t num_tokens, int64_t row_stride,
 
 // grid (num_tokens), block 128: copies one K row and one V row into the slot.
 __global__ void kv_write_kernel(const float* k, const float* v, int64_t row_stride, int32_t kv_dim,
-                                const int32_t* slot_mapping, void* k_cache, void* v_cache, DType k_type,
-                                DType v_type) {
+                                const int32_t* slot_mapping, void* k_cache, void* v_cache, WeightType k_type,
+                                WeightType v_type) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   for (int32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
@@ -88,11 +88,11 @@ cudaError_t launch_rope_ex(float* x, int32_t num_tokens, int64_t row_stride, int
   return cudaGetLastError();
 }
 
-bool kv_type_supported(DType type) { return type == DType::F32 || type == DType::F16 || type == DType::BF16; }
+bool kv_type_supported(WeightType type) { return type == WeightType::F32 || type == WeightType::F16 || type == WeightType::BF16; }
 
 cudaError_t launch_kv_write(const float* k, const float* v, int64_t row_stride, int32_t num_tokens,
                             int32_t kv_dim, const int32_t* slot_mapping, void* k_cache, void* v_cache,
-                            cudaStream_t stream, DType k_type, DType v_type) {
+                            cudaStream_t stream, WeightType k_type, WeightType v_type) {
   if (num_tokens <= 0) return cudaSuccess;
   if (!kv_type_supported(k_type) || !kv_type_supported(v_type)) return cudaErrorInvalidValue;
   kv_write_kernel<<<num_tokens, 128, 0, stream>>>(k, v, row_stride, kv_dim, slot_mapping, k_cache, v_cache, k_type,

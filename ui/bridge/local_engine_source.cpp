@@ -36,16 +36,16 @@ QString traceSpoolDir() {
 
 // KV types: "K/V" names, each falling back to F32 where the backend's attention
 // does not read it. "" on success, else the parser's message.
-QString chooseKvTypes(const QString& kvTypes, const std::vector<gb::DType>& readable, gb::KvTypes& out) {
+QString chooseKvTypes(const QString& kvTypes, const std::vector<gb::WeightType>& readable, gb::KvTypes& out) {
   const QStringList names = kvTypes.split('/');
   for (int i = 0; i < 2; ++i) {
-    gb::DType& t = i == 0 ? out.k : out.v;
+    gb::WeightType& t = i == 0 ? out.k : out.v;
     if (i < names.size() && !names[i].isEmpty()) {
       auto parsed = gb::parse_kv_type(names[i].toStdString(), i == 0 ? "K type" : "V type");
       if (!parsed) return qstr(parsed.error().message);
       t = *parsed;
     }
-    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::DType::F32;
+    if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::WeightType::F32;
   }
   return {};
 }

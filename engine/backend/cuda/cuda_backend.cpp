@@ -113,7 +113,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
           const auto cols = static_cast<size_t>(m.cols), all = static_cast<size_t>(m.rows) * cols;
           tile_floats = std::max(tile_floats, std::max(cols, std::min(all, kQuantTileFloats)));
         } else {
-          needs_cast_ |= m.dtype != DType::F32;
+          needs_cast_ |= m.dtype != WeightType::F32;
         }
       }
     };
@@ -125,7 +125,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   }
 
   size_t kv_pool_bytes() const override { return kv_pool_.bytes(); }
-  std::vector<DType> kv_types() const override { return {DType::F32, DType::F16, DType::BF16}; }
+  std::vector<WeightType> kv_types() const override { return {WeightType::F32, WeightType::F16, WeightType::BF16}; }
 
   Status forward(const BatchLayout& batch, std::span<float> logits) override {
     return forward_inspect(batch, 0, {}, logits);
@@ -255,7 +255,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
       return cuda::gemm_quant_rows(cublas_, w, x, n, y, ldy, beta, ws, stream_, options_.allow_tf32);
     }
     const void* input = x;
-    if (w.dtype != DType::F32) {
+    if (w.dtype != WeightType::F32) {
       GB_CUDA_TRY(cuda::launch_cast(x, int64_t{n} * w.cols, lowp_.get(), w.dtype, stream_));
       input = lowp_.get();
     }

@@ -23,7 +23,7 @@ Status gemm_typed(cublasHandle_t handle, const void* w, cudaDataType_t type, int
   return {};
 }
 
-std::string type_name(DType t) { return std::string(kernels::weight_traits(t).name); }
+std::string type_name(WeightType t) { return std::string(kernels::weight_traits(t).name); }
 
 }  // namespace
 
@@ -33,9 +33,9 @@ Status gemm_rows(cublasHandle_t handle, const DeviceMatrix& w, const void* x, in
   cudaDataType_t type = CUDA_R_32F;
   cublasComputeType_t compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   switch (w.dtype) {
-    case DType::F32: break;
-    case DType::F16: type = CUDA_R_16F; compute = CUBLAS_COMPUTE_32F; break;
-    case DType::BF16: type = CUDA_R_16BF; compute = CUBLAS_COMPUTE_32F; break;
+    case WeightType::F32: break;
+    case WeightType::F16: type = CUDA_R_16F; compute = CUBLAS_COMPUTE_32F; break;
+    case WeightType::BF16: type = CUDA_R_16BF; compute = CUBLAS_COMPUTE_32F; break;
     default: return make_error("cuBLAS GEMM: weight type " + type_name(w.dtype) + " is not a float type");
   }
   return gemm_typed(handle, w.data, type, w.rows, w.cols, x, num_rows, y, ldy, beta, compute);

@@ -26,7 +26,7 @@ namespace gb::cuda {
 
 struct DeviceMatrix {
   const void* data = nullptr;  // (rows, cols) row-major, `dtype` (quantized: GGUF blocks)
-  DType dtype = DType::F32;
+  WeightType dtype = WeightType::F32;
   int64_t rows = 0;        // output features
   int64_t cols = 0;        // input features
   int64_t row_stride = 0;  // bytes from one row to the next

@@ -7,7 +7,7 @@
 #include "backend/kv_pool_sizing.h"
 
 namespace {
-using gb::DType;
+using gb::WeightType;
 
 gb::ModelConfig llama7b_like() {
   gb::ModelConfig c;
@@ -40,22 +40,22 @@ gb::MemoryBudget budget(size_t available, size_t weights = 0) {
 
 GB_TEST(bytes_per_block_follow_the_formula) {
   // The seed doc's example: 2*32*32*128*2 = 512 KiB per token in FP16; x16 tokens = 8 MiB.
-  QCOMPARE(gb::kv_bytes_per_block(llama7b_like(), 16, {DType::F16, DType::F16}), size_t{8} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(llama7b_like(), 16, {WeightType::F16, WeightType::F16}), size_t{8} << 20);
   gb::ModelConfig gqa = llama7b_like();
   gqa.num_kv_heads = 8;  // GQA: a quarter of the KV
-  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {DType::F16, DType::F16}), size_t{2} << 20);
-  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {DType::F32, DType::F32}), size_t{4} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {WeightType::F16, WeightType::F16}), size_t{2} << 20);
+  QCOMPARE(gb::kv_bytes_per_block(gqa, 16, {WeightType::F32, WeightType::F32}), size_t{4} << 20);
   // Row of 1024 values: Q8_0 32 blocks x 34 bytes, Q4_0 32 x 18, Q4_1 32 x 20; K and V apart.
-  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::Q8_0, DType::Q8_0}), size_t{32} * 2 * 32 * 34);
-  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::Q8_0, DType::Q4_0}), size_t{32} * 32 * (34 + 18));
-  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::BF16, DType::Q4_1}), size_t{32} * (2048 + 32 * 20));
-  QCOMPARE(gb::kv_bytes_per_token(gqa, {DType::IQ4_NL, DType::F32}), size_t{32} * (32 * 18 + 4096));
-  QCOMPARE(gb::kv_types_name({DType::Q8_0, DType::F16}), std::string("q8_0/f16"));
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {WeightType::Q8_0, WeightType::Q8_0}), size_t{32} * 2 * 32 * 34);
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {WeightType::Q8_0, WeightType::Q4_0}), size_t{32} * 32 * (34 + 18));
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {WeightType::BF16, WeightType::Q4_1}), size_t{32} * (2048 + 32 * 20));
+  QCOMPARE(gb::kv_bytes_per_token(gqa, {WeightType::IQ4_NL, WeightType::F32}), size_t{32} * (32 * 18 + 4096));
+  QCOMPARE(gb::kv_types_name({WeightType::Q8_0, WeightType::F16}), std::string("q8_0/f16"));
 }
 
 GB_TEST(kv_types_by_name_and_what_a_model_can_hold) {
-  QVERIFY(gb::parse_kv_type("Q8_0", "--kv-type-k").value() == DType::Q8_0);
-  QVERIFY(gb::parse_kv_type("iq4_nl", "--kv-type-v").value() == DType::IQ4_NL);
+  QVERIFY(gb::parse_kv_type("Q8_0", "--kv-type-k").value() == WeightType::Q8_0);
+  QVERIFY(gb::parse_kv_type("iq4_nl", "--kv-type-v").value() == WeightType::IQ4_NL);
   auto bad = gb::parse_kv_type("q3_k", "--kv-type-k");
   QVERIFY(!bad.ok());
   QVERIFY2(bad.error().message.find("--kv-type-k q3_k") != std::string::npos, bad.error().message.c_str());
@@ -63,23 +63,23 @@ GB_TEST(kv_types_by_name_and_what_a_model_can_hold) {
   gb::ModelConfig odd = llama7b_like();
   odd.num_kv_heads = 3;
   odd.head_dim = 8;  // rows of 24 values: no 32-value blocks
-  QVERIFY(gb::kv_types_unsupported(odd, {DType::F16, DType::BF16}).empty());
-  const std::string why = gb::kv_types_unsupported(odd, {DType::F16, DType::Q4_0});
+  QVERIFY(gb::kv_types_unsupported(odd, {WeightType::F16, WeightType::BF16}).empty());
+  const std::string why = gb::kv_types_unsupported(odd, {WeightType::F16, WeightType::Q4_0});
   QVERIFY2(why.find("24") != std::string::npos && why.find("q4_0") != std::string::npos, why.c_str());
 }
 
 GB_TEST(pool_spec_from_blocks_or_bytes) {
   gb::KvPoolRequest r;
   r.num_blocks = 100;
-  r.types = {DType::Q8_0, DType::Q4_0};
+  r.types = {WeightType::Q8_0, WeightType::Q4_0};
   auto spec = gb::kv_pool_spec(llama7b_like(), r);
   QVERIFY(spec.ok());
   QCOMPARE(spec->num_blocks, 100);
   QCOMPARE(spec->block_size, 16);
-  QVERIFY(spec->k_type == DType::Q8_0 && spec->v_type == DType::Q4_0);
+  QVERIFY(spec->k_type == WeightType::Q8_0 && spec->v_type == WeightType::Q4_0);
 
   r = {};
-  r.types = {DType::F16, DType::F16};
+  r.types = {WeightType::F16, WeightType::F16};
   r.num_bytes = (int64_t{8} << 20) * 10 + 12345;  // 10 blocks and change: rounds down
   spec = gb::kv_pool_spec(llama7b_like(), r);
   QVERIFY(spec.ok());
@@ -116,7 +116,7 @@ GB_TEST(plan_lowers_the_default_context_to_what_fits_and_says_so) {
 
   // 24 GiB less 4.2 GiB of weights and the margin: 19.3 GiB -> all of 16 GiB fits
   // at F16 but not at F32 (32 GiB).
-  r.types = {DType::F32, DType::F32};
+  r.types = {WeightType::F32, WeightType::F32};
   auto f32 = gb::plan_kv(c, r, budget(24 * kGiB, 4506 * kMiB));
   QVERIFY(f32.ok());
   QVERIFY(f32->context_lowered);
@@ -167,7 +167,7 @@ GB_TEST(plan_refuses_what_does_not_fit_naming_need_and_room) {
 // context, and the default context is the model's whenever it fits.
 GB_TEST(plan_properties_on_random_budgets) {
   std::mt19937 rng(7);
-  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1};
+  const WeightType types[] = {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Q4_0, WeightType::Q4_1};
   int lowered = 0, refused = 0;
   for (int i = 0; i < 3000; ++i) {
     gb::ModelConfig c;

@@ -24,7 +24,7 @@ gb::ModelConfig arch_config(const char* name) {
 }
 
 gb::ModelConfig llama_config() {
-  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::DType::F32, 3};
+  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::WeightType::F32, 3};
   const std::string path = gbtest::temp_dir() + "/recipe-llama.gguf";
   GB_CHECK(gb::write_synthetic_model(spec, path).ok());
   auto model = gb::load_model(path);

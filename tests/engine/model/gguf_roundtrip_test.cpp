@@ -44,8 +44,8 @@ GB_TEST(metadata_of_every_type_round_trips) {
     std::vector<std::byte> a(10 * 4), b(3 * 2);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<std::byte>(i);
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::byte>(200 + i);
-    w.add_tensor("a", {5, 2}, gb::DType::F32, a);
-    w.add_tensor("b", {3}, gb::DType::F16, b);
+    w.add_tensor("a", {5, 2}, gb::WeightType::F32, a);
+    w.add_tensor("b", {3}, gb::WeightType::F16, b);
     const std::string path = gbtest::temp_dir() + "/roundtrip-v" + std::to_string(version) + ".gguf";
     gb::Status st = w.write(path);
     QVERIFY2(st.ok(), st.ok() ? "" : st.error().message.c_str());
@@ -78,7 +78,7 @@ GB_TEST(metadata_of_every_type_round_trips) {
     QCOMPARE(ta->dims, (std::vector<uint64_t>{5, 2}));
     QCOMPARE(ta->offset, uint64_t{0});
     QCOMPARE(tb->offset, uint64_t{64});  // 40 bytes rounded up to the alignment
-    QVERIFY(tb->dtype == gb::DType::F16);
+    QVERIFY(tb->dtype == gb::WeightType::F16);
     QVERIFY(std::memcmp(f->tensor_data(*ta), a.data(), a.size()) == 0);
     QVERIFY(std::memcmp(f->tensor_data(*tb), b.data(), b.size()) == 0);
   }

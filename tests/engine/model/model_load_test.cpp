@@ -105,11 +105,11 @@ GB_TEST(f16_gguf_loads_f16_matrices_equal_to_rounded_f32) {
   for (size_t i = 0; i < ta.size(); ++i) {
     QCOMPARE(ta[i]->name, tb[i]->name);
     if (tb[i]->rows == 1) {  // norms stay F32
-      QVERIFY(tb[i]->dtype == gb::DType::F32);
+      QVERIFY(tb[i]->dtype == gb::WeightType::F32);
       QVERIFY(std::memcmp(ta[i]->data, tb[i]->data, ta[i]->num_bytes()) == 0);
       continue;
     }
-    QVERIFY2(tb[i]->dtype == gb::DType::F16, tb[i]->name.c_str());
+    QVERIFY2(tb[i]->dtype == gb::WeightType::F16, tb[i]->name.c_str());
     ++num_f16;
     const auto* src = static_cast<const float*>(ta[i]->data);
     const auto* half = static_cast<const uint16_t*>(tb[i]->data);
@@ -135,7 +135,7 @@ GB_TEST(llama2_tiny_random_loads_untied_with_llama2_vocab) {
   QVERIFY(!c.tied_classifier);
   QVERIFY(m->weights.classifier.data != m->weights.token_embedding.data);
   QCOMPARE(m->weights.classifier.rows, int64_t{32000});
-  QVERIFY(m->weights.layers[0].wq.dtype == gb::DType::F16);
+  QVERIFY(m->weights.layers[0].wq.dtype == gb::WeightType::F16);
   QVERIFY(m->vocabulary.has_value());
   QCOMPARE(m->vocabulary->tokens.size(), size_t{32000});
   QCOMPARE(m->vocabulary->tokens[1], std::string("<s>"));

@@ -61,10 +61,10 @@ GB_TEST(tied_output_gets_q6_k_and_pure_keeps_one_type) {
   o.type = "Q4_0";
   auto plan = gb::plan_quantization(src, o);
   QVERIFY(plan.ok());
-  QVERIFY(plan->front().first == "token_embd.weight" && plan->front().second == gb::DType::Q6_K);
+  QVERIFY(plan->front().first == "token_embd.weight" && plan->front().second == gb::WeightType::Q6_K);
   o.pure = true;
   plan = gb::plan_quantization(src, o);
-  for (const auto& [name, t] : *plan) QVERIFY2(t == gb::DType::Q4_0 || t == gb::DType::F32, name.c_str());
+  for (const auto& [name, t] : *plan) QVERIFY2(t == gb::WeightType::Q4_0 || t == gb::WeightType::F32, name.c_str());
   o.type = "Q7_X";
   QVERIFY(!gb::plan_quantization(src, o).ok());
 }
@@ -81,7 +81,7 @@ GB_TEST(quantized_file_loads_and_runs) {
     if (t.from != t.to) {
       // Relative RMSE of 4- and 6-bit codes on Gaussian-like weights.
       const double rel = t.rmse / t.source_rms;
-      QVERIFY2(rel < (t.to == gb::DType::Q6_K ? 0.03 : 0.1), (t.name + " " + std::to_string(rel)).c_str());
+      QVERIFY2(rel < (t.to == gb::WeightType::Q6_K ? 0.03 : 0.1), (t.name + " " + std::to_string(rel)).c_str());
     }
   gb::LoadOptions load;
   load.check_tensors = true;
@@ -105,10 +105,10 @@ GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
   // search should land well inside them; these catch layout/packing slips,
   // which give errors of order 1).
-  const std::map<gb::DType, double> bound = {
-      {gb::DType::Q8_0, 0.006}, {gb::DType::Q6_K, 0.02}, {gb::DType::Q5_0, 0.045}, {gb::DType::Q5_1, 0.04},
-      {gb::DType::Q5_K, 0.04},  {gb::DType::Q4_0, 0.09}, {gb::DType::Q4_1, 0.085}, {gb::DType::Q4_K, 0.085},
-      {gb::DType::IQ4_NL, 0.085}, {gb::DType::IQ4_XS, 0.09}, {gb::DType::Q3_K, 0.19}, {gb::DType::Q2_K, 0.38}};
+  const std::map<gb::WeightType, double> bound = {
+      {gb::WeightType::Q8_0, 0.006}, {gb::WeightType::Q6_K, 0.02}, {gb::WeightType::Q5_0, 0.045}, {gb::WeightType::Q5_1, 0.04},
+      {gb::WeightType::Q5_K, 0.04},  {gb::WeightType::Q4_0, 0.09}, {gb::WeightType::Q4_1, 0.085}, {gb::WeightType::Q4_K, 0.085},
+      {gb::WeightType::IQ4_NL, 0.085}, {gb::WeightType::IQ4_XS, 0.09}, {gb::WeightType::Q3_K, 0.19}, {gb::WeightType::Q2_K, 0.38}};
   std::mt19937 rng(3);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x(4096), back(4096);

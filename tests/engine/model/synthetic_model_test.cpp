@@ -14,7 +14,7 @@
 
 namespace {
 
-std::string synth(const std::string& name, gb::DType dtype, uint64_t seed) {
+std::string synth(const std::string& name, gb::WeightType dtype, uint64_t seed) {
   gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), dtype, seed};
   const std::string path = gbtest::temp_dir() + "/" + name;
   gb::Status st = gb::write_synthetic_model(spec, path);
@@ -39,7 +39,7 @@ GB_TEST(named_shapes_match_the_brief) {
 }
 
 GB_TEST(synthetic_f32_round_trips_with_sane_weights) {
-  auto m = gb::load_model(synth("synth-f32.gguf", gb::DType::F32, 7));
+  auto m = gb::load_model(synth("synth-f32.gguf", gb::WeightType::F32, 7));
   QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
   const gb::ModelConfig& c = m.value()->config;
   QCOMPARE(c.dim, 64);
@@ -68,17 +68,17 @@ GB_TEST(synthetic_f32_round_trips_with_sane_weights) {
 }
 
 GB_TEST(synthetic_is_deterministic_and_f16_is_rounded_f32) {
-  const auto a = gbtest::read_bytes(synth("synth-a.gguf", gb::DType::F32, 42));
-  const auto b = gbtest::read_bytes(synth("synth-b.gguf", gb::DType::F32, 42));
-  const auto c = gbtest::read_bytes(synth("synth-c.gguf", gb::DType::F32, 43));
+  const auto a = gbtest::read_bytes(synth("synth-a.gguf", gb::WeightType::F32, 42));
+  const auto b = gbtest::read_bytes(synth("synth-b.gguf", gb::WeightType::F32, 42));
+  const auto c = gbtest::read_bytes(synth("synth-c.gguf", gb::WeightType::F32, 43));
   QVERIFY(a == b);
   QVERIFY(a != c);
   auto f32 = gb::load_model(gbtest::temp_dir() + "/synth-a.gguf");
-  auto f16 = gb::load_model(synth("synth-h.gguf", gb::DType::F16, 42));
+  auto f16 = gb::load_model(synth("synth-h.gguf", gb::WeightType::F16, 42));
   QVERIFY(f32.ok() && f16.ok());
   const gb::TensorView& w32 = f32.value()->weights.layers[0].w_down;
   const gb::TensorView& w16 = f16.value()->weights.layers[0].w_down;
-  QVERIFY(w16.dtype == gb::DType::F16);
+  QVERIFY(w16.dtype == gb::WeightType::F16);
   const auto* x = static_cast<const float*>(w32.data);
   const auto* h = static_cast<const uint16_t*>(w16.data);
   for (int64_t i = 0; i < w32.num_elements(); ++i)
@@ -86,7 +86,7 @@ GB_TEST(synthetic_is_deterministic_and_f16_is_rounded_f32) {
 }
 
 GB_TEST(synthetic_vocabulary_is_a_valid_bpe_vocabulary) {
-  auto m = gb::load_model(synth("synth-vocab.gguf", gb::DType::F32, 1));
+  auto m = gb::load_model(synth("synth-vocab.gguf", gb::WeightType::F32, 1));
   QVERIFY(m.ok());
   QVERIFY(m.value()->vocabulary.has_value());
   const gb::Vocabulary& v = *m.value()->vocabulary;

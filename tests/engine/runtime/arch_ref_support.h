@@ -32,7 +32,7 @@ inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& mode
                              const std::shared_ptr<const gb::Tokenizer>& tokenizer,
                              const std::vector<gb::TokenId>& prompt, int max_tokens, std::string& error) {
   gb::EngineConfig config;
-  config.kv_types = {gb::DType::F32, gb::DType::F32};  // transformers' float32 arithmetic
+  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};  // transformers' float32 arithmetic
   config.max_seqs = 1;
   config.max_context = 256;
   config.check_invariants = true;

@@ -112,10 +112,10 @@ void expect_same(const Output& got, const Output& want, const std::string& what)
 // of one type never hits blocks cached under another (the isolation key).
 GB_TEST(every_kv_type_keeps_prefix_hits_forks_and_preemption_exact) {
   REQUIRE_FIXTURE(f);
-  const gb::DType types[] = {gb::DType::F32, gb::DType::BF16, gb::DType::Q8_0, gb::DType::Q4_0, gb::DType::Q4_1,
-                             gb::DType::IQ4_NL};
-  for (const gb::DType t : types) {
-    g_kv_types = {t, t == gb::DType::Q4_0 ? gb::DType::Q8_0 : t};
+  const gb::WeightType types[] = {gb::WeightType::F32, gb::WeightType::BF16, gb::WeightType::Q8_0, gb::WeightType::Q4_0, gb::WeightType::Q4_1,
+                             gb::WeightType::IQ4_NL};
+  for (const gb::WeightType t : types) {
+    g_kv_types = {t, t == gb::WeightType::Q4_0 ? gb::WeightType::Q8_0 : t};
     const std::string what = gb::kv_types_name(g_kv_types);
     // Prefix hit.
     const auto prompt = make_prompt(100, 5);

@@ -59,7 +59,7 @@ struct Run {
 // Greedy generation through the Engine (the path every front end uses).
 // K/V in float32 unless kv says otherwise: the goldens are run.c's float32 arithmetic.
 Run run_greedy(const Loaded& m, const std::vector<gb::TokenId>& prompt, int max_tokens, bool stop_at_eos,
-               gb::KvTypes kv = {gb::DType::F32, gb::DType::F32}) {
+               gb::KvTypes kv = {gb::WeightType::F32, gb::WeightType::F32}) {
   gb::EngineConfig config;
   config.kv_types = kv;
   config.max_seqs = 1;
@@ -102,7 +102,7 @@ std::string describe(const std::string& what, const std::string& model, const st
 // Runs one golden case on one model file and checks ids, tokens and logits.
 void check_golden_case(const std::string& golden_rel, const std::string& model_rel, const std::string& tok_rel,
                        double logit_tolerance, bool check_logits,
-                       gb::KvTypes kv = {gb::DType::F32, gb::DType::F32}) {
+                       gb::KvTypes kv = {gb::WeightType::F32, gb::WeightType::F32}) {
   GB_REQUIRE_SHARED(golden_path, golden_rel);
   GB_REQUIRE_SHARED(model_path, model_rel);
   std::string tok_path;
@@ -171,7 +171,7 @@ GB_TEST(golden_gguf_embedded_vocab) { check_all_cases("models/stories260K/storie
 GB_TEST(golden_tokens_with_f16_kv) {
   for (const char* c : kCases) {
     check_golden_case(c, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin", 0, false,
-                      {gb::DType::F16, gb::DType::F16});
+                      {gb::WeightType::F16, gb::WeightType::F16});
     if (QTest::currentTestFailed()) return;
   }
 }

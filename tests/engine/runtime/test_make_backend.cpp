@@ -20,12 +20,12 @@ namespace test_make_backend {
 namespace {
 
 // stories260K-shaped, F32 or (quantized from that) Q8_0.
-std::shared_ptr<const gb::Model> synth_model(gb::DType dtype) {
-  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::DType::F32, 7};
+std::shared_ptr<const gb::Model> synth_model(gb::WeightType dtype) {
+  gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::WeightType::F32, 7};
   std::string path = gbtest::temp_dir() + "/synth-f32.gguf";
   gb::Status st = gb::write_synthetic_model(spec, path);
   GB_CHECK_MSG(st.ok(), st.ok() ? nullptr : st.error().message.c_str());
-  if (dtype != gb::DType::F32) {
+  if (dtype != gb::WeightType::F32) {
     gb::QuantizeOptions q;
     q.type = std::string(gb::dtype_info(dtype).name);
     q.pure = true;
@@ -54,7 +54,7 @@ GB_TEST(cpu_gives_the_cpu_backend_with_the_asked_threads) {
   gb::BackendOptions options;
   options.device = gb::Device::Cpu;
   options.num_threads = 2;
-  auto backend = gb::make_backend(synth_model(gb::DType::F32), options);
+  auto backend = gb::make_backend(synth_model(gb::WeightType::F32), options);
   QVERIFY(backend.ok());
   QCOMPARE((*backend)->device_info().backend, std::string("cpu"));
   QCOMPARE((*backend)->device_info().num_threads, 2);
@@ -62,7 +62,7 @@ GB_TEST(cpu_gives_the_cpu_backend_with_the_asked_threads) {
 
 namespace {
 
-void check_auto_and_cuda_agree(gb::DType dtype) {
+void check_auto_and_cuda_agree(gb::WeightType dtype) {
   auto model = synth_model(dtype);
   bool has_dtype = false;
   for (const gb::TensorView* t : model->all_tensors()) has_dtype |= t->dtype == dtype;
@@ -92,8 +92,8 @@ void check_auto_and_cuda_agree(gb::DType dtype) {
 
 }  // namespace
 
-GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) { check_auto_and_cuda_agree(gb::DType::F32); }
+GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) { check_auto_and_cuda_agree(gb::WeightType::F32); }
 
-GB_TEST(quantized_weights_follow_the_same_policy) { check_auto_and_cuda_agree(gb::DType::Q8_0); }
+GB_TEST(quantized_weights_follow_the_same_policy) { check_auto_and_cuda_agree(gb::WeightType::Q8_0); }
 
 }  // namespace test_make_backend

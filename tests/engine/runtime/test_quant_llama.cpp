@@ -313,8 +313,8 @@ GB_TEST(bf16_file_rounds_activations_to_bf16_only) {
   const json q8 = read_json(agreement_path)["quant-llama"]["Q8_0"]["llamacpp_no_extra_bufts_tf"];
   Harness bf16, f32;
   if (!bf16.open(bf16_path, 2) || !f32.open(f32_path, 2)) return;
-  QCOMPARE(bf16.model->weights.layers[0].wq.dtype, gb::DType::BF16);
-  QCOMPARE(f32.model->weights.layers[0].wq.dtype, gb::DType::F32);
+  QCOMPARE(bf16.model->weights.layers[0].wq.dtype, gb::WeightType::BF16);
+  QCOMPARE(f32.model->weights.layers[0].wq.dtype, gb::WeightType::F32);
   const Bf16Gap g = bf16_gap(bf16, f32, ref, q8);
   std::filesystem::remove(bf16_path);
   std::filesystem::remove(f32_path);

@@ -23,17 +23,17 @@ namespace {
 
 
 // Weights of type t holding the values of `w` (rounded to that type).
-std::vector<uint16_t> narrow(const std::vector<float>& w, ElemType t) {
+std::vector<uint16_t> narrow(const std::vector<float>& w, WeightType t) {
   std::vector<uint16_t> out(w.size());
-  for (size_t i = 0; i < w.size(); ++i) out[i] = t == ElemType::F16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+  for (size_t i = 0; i < w.size(); ++i) out[i] = t == WeightType::F16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
   return out;
 }
 
-void check_matmul(ElemType t, int64_t rows, int64_t cols, int64_t tokens) {
+void check_matmul(WeightType t, int64_t rows, int64_t cols, int64_t tokens) {
   const auto wf = gbtest::random_normals(static_cast<size_t>(rows * cols), 1u + static_cast<uint32_t>(rows * 7 + cols));
   const auto x = gbtest::random_normals(static_cast<size_t>(tokens * cols), 99u + static_cast<uint32_t>(tokens));
   const auto w16 = narrow(wf, t);
-  const void* w = t == ElemType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(w16.data());
+  const void* w = t == WeightType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(w16.data());
   std::vector<float> ref(static_cast<size_t>(tokens * rows), -1.0f), got(static_cast<size_t>(tokens * rows), -2.0f);
   matmul_reference(ref.data(), rows, x.data(), w, t, tokens, cols, 0, rows);
   // Split the rows in two uneven ranges, as the thread pool does.
@@ -56,7 +56,7 @@ GB_TEST(matmul_simd_matches_reference_awkward_sizes) {
   // Without AVX2/FMA/F16C matmul() is the reference: comparing it with itself proves nothing.
   if (!matmul_has_simd())
     QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): matmul runs the reference");
-  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16})
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16})
     for (int64_t rows : {1, 3, 4, 5, 67, 172})
       for (int64_t cols : {1, 7, 8, 9, 64, 172, 301})
         for (int64_t tokens : {1, 2, 3, 4, 7}) {

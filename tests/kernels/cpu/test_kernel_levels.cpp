@@ -32,19 +32,19 @@ struct FloatWeights {
   std::vector<uint8_t> bytes;
   std::vector<float> values;
 };
-FloatWeights float_weights(ElemType t, int64_t n, uint32_t seed) {
+FloatWeights float_weights(WeightType t, int64_t n, uint32_t seed) {
   FloatWeights w;
   w.values = gbtest::random_normals(static_cast<size_t>(n), seed);
-  const size_t elem = t == ElemType::F32 ? 4 : 2;
+  const size_t elem = t == WeightType::F32 ? 4 : 2;
   w.bytes.resize(static_cast<size_t>(n) * elem);
   for (int64_t i = 0; i < n; ++i) {
     const float v = w.values[static_cast<size_t>(i)];
-    if (t == ElemType::F32) {
+    if (t == WeightType::F32) {
       std::memcpy(w.bytes.data() + 4 * i, &v, 4);
     } else {
-      const uint16_t h = t == ElemType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+      const uint16_t h = t == WeightType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
       std::memcpy(w.bytes.data() + 2 * i, &h, 2);
-      w.values[static_cast<size_t>(i)] = t == ElemType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      w.values[static_cast<size_t>(i)] = t == WeightType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
   }
   return w;
@@ -52,7 +52,7 @@ FloatWeights float_weights(ElemType t, int64_t n, uint32_t seed) {
 
 
 void check_float_level(Isa isa) {
-  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) {
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
     for (int64_t cols : {1, 7, 15, 16, 17, 33, 100, 513, 1040}) {
       for (int64_t rows : {1, 3, 4, 5, 17}) {
         for (int64_t tokens : {1, 2, 5, 6, 7, 13}) {
@@ -83,7 +83,7 @@ void check_float_level(Isa isa) {
 // split into ranges the way the thread pool splits them; and across the
 // column blocks and row panels of the prefill kernel.
 void check_batch_invariance(Isa isa) {
-  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) {
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
     for (int64_t cols : {48, 1040, 2100}) {
       const int64_t rows = 203;
       const FloatWeights w = float_weights(t, rows * cols, static_cast<uint32_t>(cols));
@@ -175,7 +175,7 @@ void check_bf16_activation_level(Isa isa) {
   for (int64_t cols : {1, 31, 32, 33, 100, 1040, 2100}) {
     for (int64_t tokens : {1, 5, 6, 7, 13}) {
       const int64_t rows = 37;
-      const FloatWeights w = float_weights(ElemType::BF16, rows * cols, static_cast<uint32_t>(cols * 3 + tokens));
+      const FloatWeights w = float_weights(WeightType::BF16, rows * cols, static_cast<uint32_t>(cols * 3 + tokens));
       const auto xf = gbtest::random_normals(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(cols + 5 * tokens));
       std::vector<uint16_t> xb(xf.size());
       round_activations_bf16(xf.data(), cols, 0, tokens, xb.data());

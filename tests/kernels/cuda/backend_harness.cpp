@@ -8,7 +8,7 @@
 
 namespace gbtest::cuda {
 
-std::shared_ptr<const gb::Model> load_test_model(gb::DType dtype, bool tied, std::string* error) {
+std::shared_ptr<const gb::Model> load_test_model(gb::WeightType dtype, bool tied, std::string* error) {
   gb::SyntheticSpec spec;
   spec.shape = {"cuda-test", 96, 200, 3, 6, 2, 300, 512, tied};
   spec.dtype = dtype;

@@ -19,7 +19,7 @@
 namespace gbtest::cuda {
 
 // dim 96, hidden 200, 3 layers, 6 heads over 2 kv heads (head_dim 16), vocab 300.
-std::shared_ptr<const gb::Model> load_test_model(gb::DType dtype, bool tied, std::string* error);
+std::shared_ptr<const gb::Model> load_test_model(gb::WeightType dtype, bool tied, std::string* error);
 
 struct Sequence {
   std::vector<int32_t> tokens;        // every token so far (prompt + generated)

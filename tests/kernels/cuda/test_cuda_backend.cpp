@@ -36,7 +36,7 @@ struct Pair {
   int32_t vocab = 0;
   std::string error;
 
-  bool open(gb::DType dtype, bool tied) {
+  bool open(gb::WeightType dtype, bool tied) {
     model = load_test_model(dtype, tied, &error);
     if (!model) return false;
     vocab = model->config.vocab_size;
@@ -59,7 +59,7 @@ struct Pair {
 
 // Ragged prefill (one sequence wants every logit), then batched greedy decode
 // driven by the CPU's choices; every step's logits compared.
-void check_against_cpu(gb::DType dtype, bool tied, double tolerance) {
+void check_against_cpu(gb::WeightType dtype, bool tied, double tolerance) {
   Pair p;
   QVERIFY2(p.open(dtype, tied), p.error.c_str());
   std::vector<Sequence> cpu_seqs(3), gpu_seqs;
@@ -92,14 +92,14 @@ void check_against_cpu(gb::DType dtype, bool tied, double tolerance) {
 
 }  // namespace
 
-GB_TEST(f32_tied_matches_cpu_backend) { check_against_cpu(gb::DType::F32, true, 1e-4); }
-GB_TEST(f32_untied_matches_cpu_backend) { check_against_cpu(gb::DType::F32, false, 1e-4); }
-GB_TEST(f16_matches_cpu_backend_within_f16_rounding) { check_against_cpu(gb::DType::F16, false, 5e-3); }
-GB_TEST(bf16_matches_cpu_backend_within_bf16_rounding) { check_against_cpu(gb::DType::BF16, false, 3e-2); }
+GB_TEST(f32_tied_matches_cpu_backend) { check_against_cpu(gb::WeightType::F32, true, 1e-4); }
+GB_TEST(f32_untied_matches_cpu_backend) { check_against_cpu(gb::WeightType::F32, false, 1e-4); }
+GB_TEST(f16_matches_cpu_backend_within_f16_rounding) { check_against_cpu(gb::WeightType::F16, false, 5e-3); }
+GB_TEST(bf16_matches_cpu_backend_within_bf16_rounding) { check_against_cpu(gb::WeightType::BF16, false, 3e-2); }
 
 GB_TEST(batched_equals_alone_and_decode_kernel_equals_prefill_kernel) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   std::string error;
   // Alone: sequence 0 prefilled, then one decode step (decode kernel).
   std::vector<Sequence> alone(1);
@@ -126,7 +126,7 @@ GB_TEST(batched_equals_alone_and_decode_kernel_equals_prefill_kernel) {
 
 GB_TEST(chunked_prefill_equals_one_shot_and_scrambled_equals_contiguous) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   std::string error;
   const auto prompt = random_tokens(45, p.vocab, 9);
   std::vector<Sequence> one(1);
@@ -151,7 +151,7 @@ GB_TEST(chunked_prefill_equals_one_shot_and_scrambled_equals_contiguous) {
 
 GB_TEST(layer_skipping_matches_cpu_backend) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   std::string error;
   std::vector<Sequence> a(1), b;
   a[0].tokens = random_tokens(20, p.vocab, 5);
@@ -167,7 +167,7 @@ GB_TEST(layer_skipping_matches_cpu_backend) {
 
 GB_TEST(kv_slots_match_cpu_and_copy_blocks_copies_every_layer) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   std::string error;
   std::vector<Sequence> a(1), b;
   a[0].tokens = random_tokens(37, p.vocab, 6);
@@ -200,7 +200,7 @@ GB_TEST(kv_slots_match_cpu_and_copy_blocks_copies_every_layer) {
 
 GB_TEST(forward_inspect_summaries_agree_with_the_full_rows) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   gb::BatchLayout batch;
   batch.block_size = kBlockSize;
   const auto tokens = random_tokens(12, p.vocab, 3);
@@ -233,7 +233,7 @@ GB_TEST(forward_inspect_summaries_agree_with_the_full_rows) {
 
 GB_TEST(bad_batches_fail_with_a_message_and_the_backend_survives) {
   Pair p;
-  QVERIFY2(p.open(gb::DType::F32, true), p.error.c_str());
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
   gb::BatchLayout batch;
   batch.block_size = kBlockSize;
   const int32_t bad_token[] = {p.vocab};
@@ -273,7 +273,7 @@ GB_TEST(bad_batches_fail_with_a_message_and_the_backend_survives) {
 // One synthetic architecture on both backends with K/V in `kv_type` (both
 // pools), ragged prefill then batched decode; logits within tolerance x
 // max(1, max |logit|) of the CPU's.
-void check_architecture_against_cpu(const gb::SyntheticArch& arch, gb::DType kv_type, double tolerance) {
+void check_architecture_against_cpu(const gb::SyntheticArch& arch, gb::WeightType kv_type, double tolerance) {
   const std::string path = gbtest::temp_dir() + "/" + arch.name + ".gguf";
   QVERIFY(gb::write_synthetic_arch_model(arch, 1, path).ok());
   auto loaded = gb::load_model(path);
@@ -315,7 +315,7 @@ void check_architecture_against_cpu(const gb::SyntheticArch& arch, gb::DType kv_
 
 GB_TEST(every_synthetic_architecture_matches_cpu_backend) {
   for (const gb::SyntheticArch& arch : gb::synthetic_archs()) {
-    check_architecture_against_cpu(arch, gb::DType::F32, 1e-4);
+    check_architecture_against_cpu(arch, gb::WeightType::F32, 1e-4);
     if (QTest::currentTestFailed()) return;
   }
 }
@@ -327,8 +327,8 @@ GB_TEST(every_synthetic_architecture_matches_cpu_backend) {
 // device runs).
 GB_TEST(half_precision_kv_matches_cpu_backend_at_the_same_type) {
   for (const gb::SyntheticArch& arch : gb::synthetic_archs()) {
-    check_architecture_against_cpu(arch, gb::DType::F16, 2e-3);
-    check_architecture_against_cpu(arch, gb::DType::BF16, 2e-2);
+    check_architecture_against_cpu(arch, gb::WeightType::F16, 2e-3);
+    check_architecture_against_cpu(arch, gb::WeightType::BF16, 2e-2);
     if (QTest::currentTestFailed()) return;
   }
 }

@@ -38,17 +38,17 @@ std::vector<int32_t> random_ids(size_t n, int32_t bound, uint32_t seed) {
   return v;
 }
 
-void check_embedding(gb::cuda::DType dtype) {
+void check_embedding(gb::cuda::WeightType dtype) {
   const int32_t vocab = 111, dim = 259, num_tokens = 13;
   const std::vector<float> table_f32 = random_floats(size_t{vocab} * dim, 7);
   // Storage as the model file would hold it, and its exact float value.
   std::vector<uint16_t> table16(table_f32.size());
   std::vector<float> exact(table_f32.size());
   for (size_t i = 0; i < table_f32.size(); ++i) {
-    if (dtype == gb::cuda::DType::F16) {
+    if (dtype == gb::cuda::WeightType::F16) {
       table16[i] = gb::kernels::f32_to_f16(table_f32[i]);
       exact[i] = gb::kernels::f16_to_f32(table16[i]);
-    } else if (dtype == gb::cuda::DType::BF16) {
+    } else if (dtype == gb::cuda::WeightType::BF16) {
       table16[i] = gb::kernels::f32_to_bf16(table_f32[i]);
       exact[i] = gb::kernels::bf16_to_f32(table16[i]);
     } else {
@@ -60,7 +60,7 @@ void check_embedding(gb::cuda::DType dtype) {
   DeviceArray<float> d_f32(table_f32);
   DeviceArray<uint16_t> d_16(table16);
   DeviceArray<float> d_out(size_t{num_tokens} * dim);
-  const void* table = dtype == gb::cuda::DType::F32 ? static_cast<const void*>(d_f32.get()) : d_16.get();
+  const void* table = dtype == gb::cuda::WeightType::F32 ? static_cast<const void*>(d_f32.get()) : d_16.get();
   GB_CUDA_OK(gb::cuda::launch_embedding(d_ids.get(), num_tokens, table, dtype, dim, d_out.get(), nullptr));
   std::vector<float> ref(size_t{num_tokens} * dim);
   for (int32_t t = 0; t < num_tokens; ++t)
@@ -71,9 +71,9 @@ void check_embedding(gb::cuda::DType dtype) {
 
 }  // namespace
 
-GB_TEST(embedding_gathers_rows_exactly_f32) { check_embedding(gb::cuda::DType::F32); }
-GB_TEST(embedding_gathers_rows_exactly_f16) { check_embedding(gb::cuda::DType::F16); }
-GB_TEST(embedding_gathers_rows_exactly_bf16) { check_embedding(gb::cuda::DType::BF16); }
+GB_TEST(embedding_gathers_rows_exactly_f32) { check_embedding(gb::cuda::WeightType::F32); }
+GB_TEST(embedding_gathers_rows_exactly_f16) { check_embedding(gb::cuda::WeightType::F16); }
+GB_TEST(embedding_gathers_rows_exactly_bf16) { check_embedding(gb::cuda::WeightType::BF16); }
 
 GB_TEST(cast_rounds_to_nearest_even_like_the_host) {
   const size_t n = 100003;
@@ -81,8 +81,8 @@ GB_TEST(cast_rounds_to_nearest_even_like_the_host) {
   for (size_t i = 0; i < 1000; ++i) x[i] *= 1e-6f;                    // and F16 subnormals
   DeviceArray<float> d_x(x);
   DeviceArray<uint16_t> d_h(n), d_b(n);
-  GB_CUDA_OK(gb::cuda::launch_cast(d_x.get(), static_cast<int64_t>(n), d_h.get(), gb::cuda::DType::F16, nullptr));
-  GB_CUDA_OK(gb::cuda::launch_cast(d_x.get(), static_cast<int64_t>(n), d_b.get(), gb::cuda::DType::BF16, nullptr));
+  GB_CUDA_OK(gb::cuda::launch_cast(d_x.get(), static_cast<int64_t>(n), d_h.get(), gb::cuda::WeightType::F16, nullptr));
+  GB_CUDA_OK(gb::cuda::launch_cast(d_x.get(), static_cast<int64_t>(n), d_b.get(), gb::cuda::WeightType::BF16, nullptr));
   const auto h = d_h.download(), b = d_b.download();
   for (size_t i = 0; i < n; ++i) {
     QCOMPARE(h[i], gb::kernels::f32_to_f16(x[i]));
