@@ -8,8 +8,8 @@
 #include "cli/command_registry.h"
 #include "sampling/sampler_settings_json.h"
 #include "cli/token_json.h"
-#include "server/remote_client.h"
-#include "server/remote_score_json.h"
+#include "client/remote_client.h"
+#include "client/remote_score_json.h"
 
 namespace gb::cli {
 

@@ -6,7 +6,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/token_json.h"
-#include "server/remote_client.h"
+#include "client/remote_client.h"
 
 namespace gb::cli {
 

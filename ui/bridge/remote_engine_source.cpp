@@ -14,9 +14,9 @@
 #include <limits>
 
 #include "runtime/comparison.h"
-#include "server/remote_comparison_json.h"
-#include "server/remote_score_json.h"
-#include "server/remote_session.h"
+#include "client/remote_comparison_json.h"
+#include "client/remote_score_json.h"
+#include "client/remote_session.h"
 
 namespace gbui {
 namespace {

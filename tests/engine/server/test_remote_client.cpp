@@ -15,11 +15,11 @@
 
 #include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
-#include "server/remote_client.h"
-#include "server/remote_comparison_json.h"
-#include "server/remote_score_json.h"
-#include "server/remote_metrics.h"
-#include "server/remote_session.h"
+#include "client/remote_client.h"
+#include "client/remote_comparison_json.h"
+#include "client/remote_score_json.h"
+#include "client/remote_metrics.h"
+#include "client/remote_session.h"
 #include "server_test_support.h"
 
 using gb::server::RemoteClient;

@@ -1,5 +1,5 @@
 // JSON of a comparison run on a remote server (server/remote_comparison_json.h).
-#include "server/remote_comparison_json.h"
+#include "client/remote_comparison_json.h"
 
 #include <cmath>
 #include <map>

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "server/remote_client.h"
-#include "server/remote_metrics.h"
+#include "client/remote_client.h"
+#include "client/remote_metrics.h"
 
 namespace gb::server {
 

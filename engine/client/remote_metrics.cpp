@@ -1,4 +1,4 @@
-#include "server/remote_metrics.h"
+#include "client/remote_metrics.h"
 
 #include <initializer_list>
 #include <vector>

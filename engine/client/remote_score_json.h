@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "server/remote_client.h"
+#include "client/remote_client.h"
 
 namespace gb::server {
 

@@ -1,5 +1,5 @@
 // JSON of a remotely scored text (server/remote_score_json.h).
-#include "server/remote_score_json.h"
+#include "client/remote_score_json.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sampling/sampler_settings.h"
-#include "server/remote_client.h"
+#include "client/remote_client.h"
 
 namespace gb::server {
 

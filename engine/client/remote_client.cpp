@@ -1,4 +1,4 @@
-#include "server/remote_client.h"
+#include "client/remote_client.h"
 
 #include <httplib.h>
 

@@ -1,4 +1,4 @@
-#include "server/remote_session.h"
+#include "client/remote_session.h"
 
 #include <algorithm>
 
