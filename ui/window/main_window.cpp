@@ -77,30 +77,13 @@ MainWindow::MainWindow(const QString& sessionPath, QWidget* parent)
   engineThread_.setObjectName(QStringLiteral("glassbox-engine"));
   engineThread_.start();
 
-  buildPanels();  // the rows of panel_registry.cpp
-  chat_ = panelAs<ChatPanel>("chat");
-  sampling_ = panelAs<SamplingPanel>("sampling");
-  inspector_ = panelAs<TokenInspectorPanel>("inspector");
-  kv_ = panelAs<KvCachePanel>("kv");
-  performance_ = panelAs<PerformancePanel>("performance");
-  info_ = panelAs<ModelInfoPanel>("model");
-  speculative_ = panelAs<SpeculativePanel>("speculative");
-  compare_ = panelAs<CompareView>("compare");
-  branches_ = panelAs<BranchesPanel>("branches");
-  score_ = panelAs<ScoreView>("score");
-  serve_ = panelAs<ServePanel>("serve");
-  connectCompareAndBranches(*this);  // compare_wiring.cpp
-  buildStatusBar();
-  connectEngineToUi();
-  connectServePanel();
-  connectUiToEngine();
-
   autosave_ = new QTimer(this);
   autosave_->setSingleShot(true);
   autosave_->setInterval(500);
   connect(autosave_, &QTimer::timeout, this, &MainWindow::saveSession);
-  connect(chat_, &ChatPanel::conversationChanged, autosave_, qOverload<>(&QTimer::start));
-  connect(sampling_->speculative(), &SpeculativeSettings::specChanged, autosave_, qOverload<>(&QTimer::start));
+  buildPanels();  // the rows of panel_registry.cpp, each wired by its row (panel_wiring.cpp)
+  buildStatusBar();
+  connectEngineToUi();
 
   buildMenus();
   QSettings settings;
@@ -162,8 +145,6 @@ void MainWindow::connectEngineToUi() {
     progress_->setRange(0, 100);
     progress_->setValue(percent);
   });
-  connect(controller_, &EngineController::requestSubmitted, chat_, &ChatPanel::onRequestSubmitted);
-  connect(controller_, &EngineController::requestFailed, chat_, &ChatPanel::onRequestFailed);
   // A refused request (bad speculative spec, a draft model with another
   // vocabulary) is shown; the window and the loaded model stay as they were.
   connect(controller_, &EngineController::requestFailed, this,
@@ -172,7 +153,6 @@ void MainWindow::connectEngineToUi() {
   connect(model_, &SessionModel::errorReported, this, [this](const QString& m) {
     if (!model_->isReplay()) showEngineWarning(m);
   });
-  connect(kv_, &KvCachePanel::releaseRequested, this, &MainWindow::releaseOldBranches);
   connect(controller_, &EngineController::branchesReleased, this, [this](int n) {
     engineWarning_->hide();
     statusBar()->showMessage(tr("Released the KV of %n finished answer(s); their full blocks stay cached.", nullptr, n), 5000);
@@ -219,59 +199,10 @@ void MainWindow::onTraceOpened(const UiModelInfo& info, const UiEventBatch& even
     model_->restoreRequests(saved);
     if (!tree.conversation.turns.isEmpty()) replay = tree.conversation;  // else every request, as before
   }
-  chat_->setConversation(replay);
+  chat()->setConversation(replay);
   conversationSource_ = QStringLiteral("replay:") + info.path;
   statusModel_->setText(tr("Replay: %1").arg(info.name));
   emit traceReady();
-}
-
-// The server: its requests are engine requests, listed in the Serve panel.
-void MainWindow::connectServePanel() {
-  connect(controller_, &EngineController::eventsReady, serve_, &ServePanel::applyEvents);
-  connect(controller_, &EngineController::servingStarted, serve_, &ServePanel::onServingStarted);
-  connect(controller_, &EngineController::servingFailed, serve_, &ServePanel::onServingFailed);
-  connect(controller_, &EngineController::servingStopped, serve_, &ServePanel::onServingStopped);
-  connect(serve_, &ServePanel::startServing, this, [this](const QString& host, int port, const QString& key) {
-    controller_->post([=](EngineController* c) { c->startServing(host, port, key); });
-  });
-  // Selecting a request shows its first token in the inspector.
-  connect(serve_, &ServePanel::requestSelected, this, [this](quint64 request) { model_->selectToken(request, 0); });
-  connect(serve_, &ServePanel::stopServing, this,
-          [this] { controller_->post([](EngineController* c) { c->stopServing(); }); });
-}
-
-// UI -> engine: queued invocations only.
-void MainWindow::connectUiToEngine() {
-  connect(chat_, &ChatPanel::generate, this, [this](const TurnCommand& turn) {
-    // A regeneration is another sample: a new seed unless the user pinned it.
-    const SubmitCommand command{turn, sampling_->submitChoice(turn.regenerate), sampling_->speculative()->spec()};
-    controller_->post([command](EngineController* c) { c->submit(command); });
-  });
-  connect(controller_, &EngineController::chatPromptReady, chat_, &ChatPanel::onChatPrompt);
-  connect(chat_, &ChatPanel::stopRequested, this, [this](quint64 request) {
-    controller_->post([=](EngineController* c) { c->cancel(request); });
-  });
-  connect(chat_, &ChatPanel::tokenClicked, model_, &SessionModel::selectToken);
-  connect(sampling_, &SamplingPanel::settingsChanged, this, [this] {
-    const RequestKey active = chat_->activeRequest();
-    if (active != 0)
-      controller_->post([active, choice = sampling_->choice()](EngineController* c) { c->setSamplerSettings(active, choice); });
-    autosave_->start();
-  });
-  connect(inspector_, &TokenInspectorPanel::branchRequested, this, [this](quint64 request, int index, int tokenId) {
-    const RequestInfo* r = model_->request(request);
-    const int turn = chat_->turnOf(request);
-    if (!r || turn < 0 || chat_->activeRequest() != 0) return;
-    if (isRestoredKey(request)) {
-      // Restored from the session file: the running engine never saw it.
-      statusBar()->showMessage(tr("A saved answer cannot be branched at a token; regenerate it first."), 5000);
-      return;
-    }
-    const int numTokens = static_cast<int>(r->promptIds.size()) + index;
-    const int maxTokens = chat_->maxTokens();
-    const ForkCommand command{quint64(turn), request, numTokens, tokenId, maxTokens};
-    controller_->post([command](EngineController* c) { c->fork(command); });
-  });
 }
 
 MainWindow::~MainWindow() {
@@ -325,16 +256,30 @@ void MainWindow::buildPanels() {
     docks.insert(name, dock);
   }
   if (QDockWidget* kv = docks.value(QStringLiteral("kv"))) kv->raise();  // the bottom group opens on the KV map
+  // Then each row wires its panel (panel_wiring.cpp): every panel exists by now.
+  for (const PanelSpec& spec : panelSpecs())
+    if (spec.wire != nullptr) spec.wire(panels_.value(QLatin1String(spec.name)), *this);
 }
 
 QWidget* MainWindow::panel(const QString& name) const { return panels_.value(name); }
 
-template <class Panel>
-Panel* MainWindow::panelAs(const char* name) const {
-  auto* panel = qobject_cast<Panel*>(panels_.value(QLatin1String(name)));
-  if (panel == nullptr) qFatal("panel %s: missing from panel_registry.cpp or of another type", name);
-  return panel;
+void MainWindow::missingPanel(const char* name) {
+  qFatal("panel %s: missing from panel_registry.cpp or of another type", name);
 }
+
+ChatPanel* MainWindow::chat() const { return panelAs<ChatPanel>("chat"); }
+SamplingPanel* MainWindow::sampling() const { return panelAs<SamplingPanel>("sampling"); }
+TokenInspectorPanel* MainWindow::inspector() const { return panelAs<TokenInspectorPanel>("inspector"); }
+KvCachePanel* MainWindow::kvCache() const { return panelAs<KvCachePanel>("kv"); }
+PerformancePanel* MainWindow::performance() const { return panelAs<PerformancePanel>("performance"); }
+ModelInfoPanel* MainWindow::modelInfo() const { return panelAs<ModelInfoPanel>("model"); }
+SpeculativePanel* MainWindow::speculativePanel() const { return panelAs<SpeculativePanel>("speculative"); }
+CompareView* MainWindow::compareView() const { return panelAs<CompareView>("compare"); }
+BranchesPanel* MainWindow::branchesPanel() const { return panelAs<BranchesPanel>("branches"); }
+ScoreView* MainWindow::scoreView() const { return panelAs<ScoreView>("score"); }
+ServePanel* MainWindow::servePanel() const { return panelAs<ServePanel>("serve"); }
+
+void MainWindow::autosaveSoon() { autosave_->start(); }
 
 void MainWindow::buildMenus() {
   // Actions carry object names, like the widgets, for tests and accessibility tools.
@@ -366,7 +311,7 @@ void MainWindow::buildMenus() {
     if (!path.isEmpty()) exportTrace(path, "chrome");
   }), "actionExportChrome");
   file->addSeparator();
-  named(file->addAction(tr("New conversation"), QKeySequence::New, chat_, &ChatPanel::clearConversation),
+  named(file->addAction(tr("New conversation"), QKeySequence::New, chat(), &ChatPanel::clearConversation),
         "actionNewConversation");
   named(file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close), "actionQuit");
   QMenu* engine = menuBar()->addMenu(tr("&Engine"));
@@ -449,7 +394,7 @@ QString conversationKey(const UiModelInfo& info) {
 void MainWindow::confirmNewConversation(const QString& key, const QString& name, const std::function<void()>& proceed) {
   const QString canonical = QFileInfo(key).canonicalFilePath();
   const QString target = canonical.isEmpty() ? key : canonical;
-  if (!chat_->hasBranches() || conversationSource_.isEmpty() || target == conversationSource_) return proceed();
+  if (!chat()->hasBranches() || conversationSource_.isEmpty() || target == conversationSource_) return proceed();
   // Window-modal but non-blocking: the event loop (and the engine) keep running.
   auto* box = new QMessageBox(QMessageBox::Question, tr("Start a new conversation?"),
                               tr("Opening %1 starts a new conversation. The answers on the current conversation's "
@@ -517,12 +462,12 @@ void MainWindow::onModelLoaded(const UiModelInfo& info) {
   cancelLoad_->setVisible(false);
   model_->setReplay(false);
   model_->setModelInfo(info);  // every panel's selection and stale view goes (SessionModel::cleared)
-  chat_->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
+  chat()->setFormat(QStringLiteral("model"));  // the engine falls back (with a warning) when it has none
   statusModel_->setText(tr("%1 \u2014 %2, %3").arg(info.name, info.deviceBackend, info.deviceName));
   // Another model (or the first one): a new conversation, in the mode the model
   // suits. A conversation restored for this same model stays.
   const QString key = conversationKey(info);
-  if (chat_->conversation().turns.isEmpty() || key != conversationSource_) startConversation(info);
+  if (chat()->conversation().turns.isEmpty() || key != conversationSource_) startConversation(info);
   conversationSource_ = key;
   if (info.remoteUrl.isEmpty()) rememberRecent(info.path);  // Recent lists model files only
   autosave_->start();
@@ -534,12 +479,12 @@ void MainWindow::startConversation(const UiModelInfo& info) {
   // would be rendered in a format it was never trained on.
   const bool base = info.remoteUrl.isEmpty() && info.chatTemplate.isEmpty();
   model_->forgetRestored();
-  chat_->clearConversation();
+  chat()->clearConversation();
   Conversation fresh;
   fresh.completionMode = base;
   fresh.format = QStringLiteral("model");
-  fresh.systemPrompt = chat_->conversation().systemPrompt;
-  chat_->setConversation(fresh);
+  fresh.systemPrompt = chat()->conversation().systemPrompt;
+  chat()->setConversation(fresh);
   if (base)
     statusBar()->showMessage(tr("%1 has no chat template: opened in completion mode (the text is continued as "
                                 "written). Chat mode would use a built-in format.")
@@ -561,16 +506,16 @@ void MainWindow::showEngineWarning(const QString& message) {
   lastError_ = message;
   engineWarningText_->setText(message);
   engineWarningText_->setToolTip(message);
-  releaseNow_->setVisible(kv_->numKeptRequests() > 0);
+  releaseNow_->setVisible(panelAs<KvCachePanel>("kv")->numKeptRequests() > 0);
   engineWarning_->show();
 }
 
 void MainWindow::releaseOldBranches() {
   // The answers on screen keep their KV (a branch from them stays copy-on-write).
   QVector<quint64> keep;
-  for (const Turn& turn : chat_->conversation().turns)
+  for (const Turn& turn : chat()->conversation().turns)
     if (turn.currentRequest() != 0) keep.push_back(turn.currentRequest());
-  if (chat_->activeRequest() != 0) keep.push_back(chat_->activeRequest());
+  if (chat()->activeRequest() != 0) keep.push_back(chat()->activeRequest());
   controller_->post([=](EngineController* c) { c->releaseBranches(keep); });
 }
 
@@ -590,7 +535,7 @@ void MainWindow::openTrace(const QString& path) {
 void MainWindow::exportTrace(const QString& path, const QString& format) {
   // The branch tree and the conversation ride in the trace's header.
   const QString branches = QString::fromUtf8(
-      QJsonDocument(branchTreeToJson(chat_->conversation(), *model_)).toJson(QJsonDocument::Compact));
+      QJsonDocument(branchTreeToJson(chat()->conversation(), *model_)).toJson(QJsonDocument::Compact));
   controller_->post([=](EngineController* c) { c->exportTrace(path, format, branches); });
 }
 
@@ -616,13 +561,13 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::saveSession() {
   // The conversation and the branch tree under it (ui/branch_tree.h), ids
   // renumbered the same way in both.
-  QJsonObject tree = branchTreeToJson(chat_->conversation(), *model_);
+  QJsonObject tree = branchTreeToJson(chat()->conversation(), *model_);
   const QJsonValue conversation = tree.take("conversation");
   const QJsonObject session{{"model", model_->isReplay() || model_->isRemote() ? QString() : model_->modelInfo().path},
                             {"conversation", conversation},
                             {"branch_tree", tree},
-                            {"sampler", QJsonDocument::fromJson(sampling_->settingsJson().toUtf8()).object()},
-                            {"speculative", sampling_->speculative()->spec()}};
+                            {"sampler", QJsonDocument::fromJson(sampling()->settingsJson().toUtf8()).object()},
+                            {"speculative", sampling()->speculative()->spec()}};
   // Temporary file, fsync, rename, fsync of the folder: a crash or kill leaves
   // the previous autosave or this one, never a torn file (ui/bridge/atomic_write.h).
   const QString error = writeFileAtomically(sessionPath_, QJsonDocument(session).toJson());
@@ -646,15 +591,15 @@ void MainWindow::restoreSession() {
   const QJsonObject& session = read.session;
   if (session.isEmpty()) return;
   if (session.contains("sampler"))
-    sampling_->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
-  sampling_->speculative()->setSpec(session.value("speculative").toString());
+    sampling()->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
+  sampling()->speculative()->setSpec(session.value("speculative").toString());
   // The saved requests get restored keys: they never collide with the ids of
   // the engine that runs now. A file without a tree restores the conversation.
   QJsonObject tree = session.value("branch_tree").toObject();
   tree.insert("conversation", session.value("conversation"));
   RestoredTree restored = branchTreeFromJson(tree, [](quint64 id) { return restoredKey(id); });
   model_->restoreRequests(restored.requests);
-  chat_->setConversation(restored.conversation);
+  chat()->setConversation(restored.conversation);
   // The model the conversation was saved with ("" when unknown: it stays with whatever opens).
   const QString saved = session.value("model").toString();
   const QString canonical = QFileInfo(saved).canonicalFilePath();

@@ -48,20 +48,33 @@ class MainWindow : public QMainWindow {
 
   EngineController* controller() const { return controller_; }
   SessionModel* sessionModel() const { return model_; }
-  ChatPanel* chat() const { return chat_; }
-  SamplingPanel* sampling() const { return sampling_; }
-  TokenInspectorPanel* inspector() const { return inspector_; }
-  KvCachePanel* kvCache() const { return kv_; }
-  PerformancePanel* performance() const { return performance_; }
-  ModelInfoPanel* modelInfo() const { return info_; }
-  SpeculativePanel* speculativePanel() const { return speculative_; }
-  CompareView* compareView() const { return compare_; }
-  BranchesPanel* branchesPanel() const { return branches_; }
-  ScoreView* scoreView() const { return score_; }
-  ServePanel* servePanel() const { return serve_; }
   // The dock or central widget called name: a row of panelSpecs() (panel_registry.h),
   // e.g. "chat", "sampling", "inspector", "kv"; nullptr if there is none.
   QWidget* panel(const QString& name) const;
+  // That panel as its class (a fatal error when the row is missing or of another class).
+  template <class Panel>
+  Panel* panelAs(const char* name) const {
+    auto* p = qobject_cast<Panel*>(panel(QLatin1String(name)));
+    if (p == nullptr) missingPanel(name);
+    return p;
+  }
+  // The panels by name, for the window's own logic (the chat and its settings),
+  // the wiring and tests; the window keeps no member per panel.
+  ChatPanel* chat() const;
+  SamplingPanel* sampling() const;
+  TokenInspectorPanel* inspector() const;
+  KvCachePanel* kvCache() const;
+  PerformancePanel* performance() const;
+  ModelInfoPanel* modelInfo() const;
+  SpeculativePanel* speculativePanel() const;
+  CompareView* compareView() const;
+  BranchesPanel* branchesPanel() const;
+  ScoreView* scoreView() const;
+  ServePanel* servePanel() const;
+  // Autosaves the session half a second from now (coalesced).
+  void autosaveSoon();
+  // Releases the KV every finished answer keeps except the ones on screen.
+  void releaseOldBranches();
   // The size of a window opened without saved geometry: 1400x900, or the
   // screen's available area when that is smaller. The panels' minimum sizes
   // keep the whole window within 1280x720 (a laptop screen less its task bar).
@@ -109,11 +122,8 @@ class MainWindow : public QMainWindow {
   void buildPanels();
   void buildStatusBar();
   void connectEngineToUi();
-  void connectServePanel();
-  void connectUiToEngine();
   void onTraceOpened(const UiModelInfo& info, const UiEventBatch& events);
-  template <class Panel>
-  Panel* panelAs(const char* name) const;
+  [[noreturn]] static void missingPanel(const char* name);
   QDockWidget* addDock(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);
   void onModelLoaded(const UiModelInfo& info);
   // Opening `key` (a model path or a server URL) replaces the conversation:
@@ -129,23 +139,11 @@ class MainWindow : public QMainWindow {
   void restoreSession();
   void showError(const QString& title, const QString& message);
   void showEngineWarning(const QString& message);
-  void releaseOldBranches();
 
   QThread engineThread_;
   QHash<QString, QWidget*> panels_;  // by PanelSpec::name; owned by their docks / the window
   EngineController* controller_;
   SessionModel* model_;
-  ChatPanel* chat_;
-  SamplingPanel* sampling_;
-  TokenInspectorPanel* inspector_;
-  KvCachePanel* kv_;
-  PerformancePanel* performance_;
-  ModelInfoPanel* info_;
-  SpeculativePanel* speculative_;
-  CompareView* compare_;
-  BranchesPanel* branches_;
-  ScoreView* score_;
-  ServePanel* serve_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QProgressBar* progress_;
   QPushButton* cancelLoad_;
@@ -167,9 +165,5 @@ class MainWindow : public QMainWindow {
   bool loading_ = false;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
-
-// Wires the Compare view, the Score view and the Branches panel to the engine
-// controller and the chat (compare_wiring.cpp), so main_window.cpp only creates them.
-void connectCompareAndBranches(MainWindow& window);
 
 }  // namespace gbui

@@ -4,6 +4,8 @@
 // right after the one named) and inspector | branches.
 #include "panel_registry.h"
 
+#include "panel_wiring.h"
+
 #include <QCoreApplication>
 
 #include "panels/branches_panel.h"
@@ -43,28 +45,28 @@ QWidget* standalone(const PanelContext&) {
 const std::vector<PanelSpec>& panelSpecs() {
   // QT_TRANSLATE_NOOP keeps the titles visible to lupdate in MainWindow's context.
   static const std::vector<PanelSpec> specs = {
-      {"chat", QT_TRANSLATE_NOOP("gbui::MainWindow", "Chat"), Qt::NoDockWidgetArea, nullptr, withModel<ChatPanel>},
+      {"chat", QT_TRANSLATE_NOOP("gbui::MainWindow", "Chat"), Qt::NoDockWidgetArea, nullptr, withModel<ChatPanel>, wireChat},
       // Sampling has the left column to itself (its sliders need the height).
       {"sampling", QT_TRANSLATE_NOOP("gbui::MainWindow", "Sampling"), Qt::LeftDockWidgetArea, nullptr,
-       withCodec<SamplingPanel>},
+       withCodec<SamplingPanel>, wireSampling},
       {"inspector", QT_TRANSLATE_NOOP("gbui::MainWindow", "Token inspector"), Qt::RightDockWidgetArea, nullptr,
-       withModel<TokenInspectorPanel>},
+       withModel<TokenInspectorPanel>, wireInspector},
       {"kv", QT_TRANSLATE_NOOP("gbui::MainWindow", "KV cache"), Qt::BottomDockWidgetArea, nullptr,
-       withModel<KvCachePanel>},
+       withModel<KvCachePanel>, wireKvCache},
       {"performance", QT_TRANSLATE_NOOP("gbui::MainWindow", "Performance"), Qt::BottomDockWidgetArea, "kv",
-       withModel<PerformancePanel>},
+       withModel<PerformancePanel>, nullptr},
       {"speculative", QT_TRANSLATE_NOOP("gbui::MainWindow", "Speculative"), Qt::BottomDockWidgetArea, "performance",
-       withModel<SpeculativePanel>},
+       withModel<SpeculativePanel>, nullptr},
       {"model", QT_TRANSLATE_NOOP("gbui::MainWindow", "Model"), Qt::BottomDockWidgetArea, "speculative",
-       withModel<ModelInfoPanel>},
+       withModel<ModelInfoPanel>, nullptr},
       {"compare", QT_TRANSLATE_NOOP("gbui::MainWindow", "Compare"), Qt::BottomDockWidgetArea, "model",
-       withModelAndCodec<CompareView>},
+       withModelAndCodec<CompareView>, wireCompare},
       {"score", QT_TRANSLATE_NOOP("gbui::MainWindow", "Score"), Qt::BottomDockWidgetArea, "compare",
-       standalone<ScoreView>},
+       standalone<ScoreView>, wireScore},
       {"branches", QT_TRANSLATE_NOOP("gbui::MainWindow", "Branches"), Qt::RightDockWidgetArea, "inspector",
-       withModel<BranchesPanel>},
+       withModel<BranchesPanel>, wireBranches},
       {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
-       standalone<ServePanel>},
+       standalone<ServePanel>, wireServe},
   };
   return specs;
 }

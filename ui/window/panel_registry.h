@@ -1,9 +1,10 @@
 // PanelSpec: the workbench's panels as data. One row per panel: the name (the
 // dock's object name, what restoreState() and `glassbox --panel NAME` use), the
-// title, where it docks, which dock it shares tabs with, and the factory.
-// MainWindow walks panelSpecs() in order to build the window; adding a panel is
-// its own file plus one row in panel_registry.cpp (ui/CMakeLists.txt globs the
-// folder).
+// title, where it docks, which dock it shares tabs with, the factory and the
+// wiring (panel_wiring.h). MainWindow walks panelSpecs() in order to build the
+// window and then wires each row; it keeps no member per panel. Adding a panel
+// is its own file pair in ui/panels/ plus one row in panel_registry.cpp (and
+// its wiring function when it talks to the engine or another panel).
 // Threads: UI thread.
 #pragma once
 
@@ -16,6 +17,7 @@ class QWidget;
 
 namespace gbui {
 
+class MainWindow;
 class SessionModel;
 class SettingsCodec;
 
@@ -33,6 +35,8 @@ struct PanelSpec {
   Qt::DockWidgetArea area;
   const char* tabifyWith;  // an earlier row's name to share a tab group with, or nullptr
   QWidget* (*create)(const PanelContext& context);
+  // Connects the panel (once every panel exists); nullptr: it only watches the session model.
+  void (*wire)(QWidget* panel, MainWindow& window);
 };
 
 // Every panel, in the order MainWindow creates and docks them.
