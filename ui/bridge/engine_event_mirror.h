@@ -1,6 +1,6 @@
 // The UI mirror of the trace events (ui_events.h), generated from the engine's
 // field lists (engine/trace/trace_fields.h). Part of the EngineController bridge:
-// only engine_controller_events.cpp includes it, so the panels still never see
+// only engine_translation.cpp includes it, so the panels still never see
 // engine headers.
 //
 // Per engine type, MirrorOf<E> lists each engine member's UI member

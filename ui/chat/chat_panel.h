@@ -4,7 +4,7 @@
 // (Ctrl+Enter), stop (Esc), regenerate, edit-and-resend, a system prompt and
 // branch navigation (< 1/2 seed S >, the seed copyable) for the last answer.
 // Every interactive widget has an object name (tests, accessibility tools).
-// Requests go out as signals (generate / generateChat / stop); MainWindow
+// Requests go out as signals (generate with a TurnCommand, stop); MainWindow
 // forwards them to the EngineController and reports the request id back via
 // onRequestSubmitted. Chat turns go out as messages: the engine renders them with
 // the model's own chat template (the default "model" format) or a built-in one,
