@@ -372,31 +372,14 @@ void Soak::on_event(const TraceEvent& e) {
 // are exactly the ones live and retained requests hold.
 void Soak::check_invariants() {
   ++summary_.invariant_checks;
-  const Scheduler& s = engine_->scheduler();
-  if (Status st = s.check_invariants(); !st) fail("after step " + std::to_string(summary_.steps) + ": " + st.error().message);
-  const std::vector<RequestId> kept = engine_->retained_requests();
-  // Every pool: the main one, and the sliding layers' window group if any.
-  for (const KvCacheManager* kv : {&s.kv_cache(), s.window_kv_cache()}) {
-    if (kv == nullptr) continue;
-    const std::string pool = kv == &s.kv_cache() ? "" : " (window group)";
-    if (kv->num_owned() + kv->num_free() + kv->num_cached() != kv->num_blocks())
-      fail("owned + free + cached blocks != the pool" + pool + " after step " + std::to_string(summary_.steps));
-    std::set<int32_t> held;
-    const auto hold = [&](RequestId id) {
-      for (BlockId b : kv->lookahead_blocks(id)) held.insert(b.value);  // self-draft scratch
-      if (!kv->has_request(id)) return;
-      for (int32_t b : kv->table(id).block_ids())
-        if (b >= 0) held.insert(b);  // -1: released by the sliding window
-    };
-    for (const auto& [v, t] : tracked_)
-      if (t.reason.empty()) hold(t.id);
-    for (RequestId id : kept) hold(id);
-    if (static_cast<int32_t>(held.size()) != kv->num_owned())
-      fail("after step " + std::to_string(summary_.steps) + ": " + std::to_string(kv->num_owned()) + " blocks owned" +
-           pool + " but live and retained requests hold " + std::to_string(held.size()));
-  }
-  if (options_.max_retained > 0 && static_cast<int32_t>(kept.size()) > options_.max_retained)
-    fail(std::to_string(kept.size()) + " requests keep blocks, more than max_retained");
+  std::vector<RequestId> live;
+  for (const auto& [v, t] : tracked_)
+    if (t.reason.empty()) live.push_back(t.id);
+  if (Status st = engine_->check_kv_ownership(live); !st)
+    fail("after step " + std::to_string(summary_.steps) + ": " + st.error().message);
+  const size_t kept = engine_->retained_requests().size();
+  if (options_.max_retained > 0 && static_cast<int32_t>(kept) > options_.max_retained)
+    fail(std::to_string(kept) + " requests keep blocks, more than max_retained");
   if (!unclaimed_.empty()) fail("tokens for a request nobody submitted");
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
+#include <string>
 #include <string_view>
 
 #include "backend/kv_pool_sizing.h"
@@ -251,6 +253,32 @@ std::vector<TokenId> Engine::live_tokens(RequestId id) const {
 }
 
 int32_t Engine::max_tokens_per_request() const { return scheduler_ ? scheduler_->max_tokens_per_request() : 0; }
+
+Status Engine::check_kv_ownership(std::span<const RequestId> live) const {
+  if (!scheduler_) return {};
+  if (Status st = scheduler_->check_invariants(); !st) return st;
+  const std::vector<RequestId> kept = retained_requests();
+  // Every pool: the main one, and the sliding layers' window group if any.
+  for (const KvCacheManager* kv : {&scheduler_->kv_cache(), scheduler_->window_kv_cache()}) {
+    if (kv == nullptr) continue;
+    const std::string pool = kv == &scheduler_->kv_cache() ? "" : " (window group)";
+    if (kv->num_owned() + kv->num_free() + kv->num_cached() != kv->num_blocks())
+      return make_error("owned + free + cached blocks != the pool" + pool);
+    std::set<int32_t> held;
+    const auto hold = [&](RequestId id) {
+      for (BlockId b : kv->lookahead_blocks(id)) held.insert(b.value);  // self-draft scratch
+      if (!kv->has_request(id)) return;
+      for (int32_t b : kv->table(id).block_ids())
+        if (b >= 0) held.insert(b);  // -1: released by the sliding window
+    };
+    for (RequestId id : live) hold(id);
+    for (RequestId id : kept) hold(id);
+    if (static_cast<int32_t>(held.size()) != kv->num_owned())
+      return make_error(std::to_string(kv->num_owned()) + " blocks owned" + pool +
+                        " but live and retained requests hold " + std::to_string(held.size()));
+  }
+  return {};
+}
 
 namespace {
 // Blocks of `pool` that these events left free (not cached): they hold nothing

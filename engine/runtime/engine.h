@@ -235,6 +235,11 @@ class Engine {
   std::vector<TokenId> live_tokens(RequestId id) const;
   // The most tokens (prompt + output) one request may hold.
   int32_t max_tokens_per_request() const;
+  // The scheduler's and pools' invariants, and that every pool's owned blocks
+  // are exactly those held by `live` (the requests the caller believes are
+  // queued or running: an independent view, e.g. a soak's own bookkeeping)
+  // and the retained requests (self-draft scratch included). O(blocks).
+  Status check_kv_ownership(std::span<const RequestId> live) const;
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.
   std::optional<SpeculativeStats> speculative_stats(RequestId id) const;
