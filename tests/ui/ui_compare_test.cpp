@@ -68,6 +68,33 @@ class UiCompareTest : public QObject {
     QVERIFY2(QFile::exists(storiesPath()), qPrintable("missing test data: " + storiesPath()));
   }
 
+  void aLaneTheCodecRefusesIsReportedAndNothingRuns() {
+    // Lanes are parsed once, by the settings codec, in the view: a lane whose
+    // settings do not validate never reaches the engine.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    gbui::CompareView* cv = window->compareView();
+    cv->setLaneSettings(1, QStringLiteral(R"({"temperature": -3})"));
+    QSignalSpy requested(cv, &gbui::CompareView::runRequested);
+    QSignalSpy started(window->controller(), &gbui::EngineController::comparisonStarted);
+    cv->run();
+    QCOMPARE(requested.count(), 0);
+    QVERIFY2(cv->status().startsWith(QStringLiteral("Lane %1: ").arg(cv->laneName(1))), qPrintable(cv->status()));
+    QVERIFY2(cv->status().contains(QStringLiteral("temperature")), qPrintable(cv->status()));
+    QTest::qWait(100);
+    QCOMPARE(started.count(), 0);
+    // Fixed, it runs.
+    cv->setLaneSettings(1, gbui::CompareView::presetJson(QStringLiteral("greedy")));
+    cv->setMaxTokens(4);
+    cv->setSamples(1);
+    QSignalSpy done(cv, &gbui::CompareView::finished);
+    cv->run();
+    QCOMPARE(requested.count(), 1);
+    QVERIFY(done.wait(60000));
+    QVERIFY2(!cv->resultJson().isEmpty(), qPrintable(cv->status()));
+  }
+
   void compareViewRunsLanesSideBySide() {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
