@@ -26,14 +26,14 @@ ChatPanel::ChatPanel(SessionModel* model, QWidget* parent) : QWidget(parent), mo
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(buildToolBar());
+  layout->addLayout(buildNavigator());
   buildMessageArea(layout);
   setObjectNames();
   connectControls();
   updateButtons();
 }
 
-// The row above the conversation: mode, format, colouring, token budget and the
-// branch switcher with its seed button.
+// The row above the conversation: mode, format, colouring, token budget.
 QHBoxLayout* ChatPanel::buildToolBar() {
   auto* bar = new QHBoxLayout;
   mode_ = new QComboBox;
@@ -54,6 +54,16 @@ QHBoxLayout* ChatPanel::buildToolBar() {
   bar->addWidget(color_);
   bar->addWidget(maxTokens_);
   bar->addStretch();
+  return bar;
+}
+
+// The answer navigator (< 2/3 · seed S > Copy seed) on a row of its own, with
+// its room from the start, shown or not: nothing in the window moves when the
+// first answer arrives, and it does not widen the chat (a wider chat would
+// squeeze the docks beside it).
+QHBoxLayout* ChatPanel::buildNavigator() {
+  auto* bar = new QHBoxLayout;
+  bar->addStretch();
   prevBranch_ = new QPushButton(QStringLiteral("<"));
   nextBranch_ = new QPushButton(QStringLiteral(">"));
   prevBranch_->setFixedWidth(28);
@@ -69,9 +79,6 @@ QHBoxLayout* ChatPanel::buildToolBar() {
   bar->addWidget(branchLabel_);
   bar->addWidget(nextBranch_);
   bar->addWidget(copySeed_);
-  // The navigator has its room from the start, shown or not, and a label of
-  // fixed width: nothing in the window moves when the first answer arrives
-  // (a wider chat row would squeeze the docks, buttons would move under the pointer).
   branchLabel_->setFixedWidth(branchLabel_->fontMetrics().horizontalAdvance(QStringLiteral("888/888 \u00b7 seed 2147483647")) + 8);
   for (QWidget* w : std::initializer_list<QWidget*>{prevBranch_, branchLabel_, nextBranch_, copySeed_}) {
     QSizePolicy policy = w->sizePolicy();

@@ -122,6 +122,7 @@ class ChatPanel : public QWidget {
 
  private:
   QHBoxLayout* buildToolBar();
+  QHBoxLayout* buildNavigator();
   void buildMessageArea(QVBoxLayout* layout);
   void setObjectNames();
   void connectControls();
