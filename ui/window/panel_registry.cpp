@@ -7,6 +7,7 @@
 #include "panel_wiring.h"
 
 #include <QCoreApplication>
+#include <type_traits>
 
 #include "panels/branches_panel.h"
 #include "chat/chat_panel.h"
@@ -23,21 +24,14 @@
 namespace gbui {
 namespace {
 
+// A panel takes what its constructor asks for: the session model, the
+// settings codec, both, or nothing.
 template <class Panel>
-QWidget* withModel(const PanelContext& context) {
-  return new Panel(context.model);
-}
-template <class Panel>
-QWidget* withCodec(const PanelContext& context) {
-  return new Panel(*context.codec);
-}
-template <class Panel>
-QWidget* withModelAndCodec(const PanelContext& context) {
-  return new Panel(context.model, *context.codec);
-}
-template <class Panel>
-QWidget* standalone(const PanelContext&) {
-  return new Panel;
+QWidget* make(const PanelContext& c) {
+  if constexpr (std::is_constructible_v<Panel, SessionModel*, const SettingsCodec&>) return new Panel(c.model, *c.codec);
+  else if constexpr (std::is_constructible_v<Panel, const SettingsCodec&>) return new Panel(*c.codec);
+  else if constexpr (std::is_constructible_v<Panel, SessionModel*>) return new Panel(c.model);
+  else return new Panel;
 }
 
 }  // namespace
@@ -45,28 +39,28 @@ QWidget* standalone(const PanelContext&) {
 const std::vector<PanelSpec>& panelSpecs() {
   // QT_TRANSLATE_NOOP keeps the titles visible to lupdate in MainWindow's context.
   static const std::vector<PanelSpec> specs = {
-      {"chat", QT_TRANSLATE_NOOP("gbui::MainWindow", "Chat"), Qt::NoDockWidgetArea, nullptr, withModel<ChatPanel>, wireChat},
+      {"chat", QT_TRANSLATE_NOOP("gbui::MainWindow", "Chat"), Qt::NoDockWidgetArea, nullptr, make<ChatPanel>, wireChat},
       // Sampling has the left column to itself (its sliders need the height).
       {"sampling", QT_TRANSLATE_NOOP("gbui::MainWindow", "Sampling"), Qt::LeftDockWidgetArea, nullptr,
-       withCodec<SamplingPanel>, wireSampling},
+       make<SamplingPanel>, wireSampling},
       {"inspector", QT_TRANSLATE_NOOP("gbui::MainWindow", "Token inspector"), Qt::RightDockWidgetArea, nullptr,
-       withModel<TokenInspectorPanel>, wireInspector},
+       make<TokenInspectorPanel>, wireInspector},
       {"kv", QT_TRANSLATE_NOOP("gbui::MainWindow", "KV cache"), Qt::BottomDockWidgetArea, nullptr,
-       withModel<KvCachePanel>, wireKvCache},
+       make<KvCachePanel>, wireKvCache},
       {"performance", QT_TRANSLATE_NOOP("gbui::MainWindow", "Performance"), Qt::BottomDockWidgetArea, "kv",
-       withModel<PerformancePanel>, nullptr},
+       make<PerformancePanel>, nullptr},
       {"speculative", QT_TRANSLATE_NOOP("gbui::MainWindow", "Speculative"), Qt::BottomDockWidgetArea, "performance",
-       withModel<SpeculativePanel>, nullptr},
+       make<SpeculativePanel>, nullptr},
       {"model", QT_TRANSLATE_NOOP("gbui::MainWindow", "Model"), Qt::BottomDockWidgetArea, "speculative",
-       withModel<ModelInfoPanel>, nullptr},
+       make<ModelInfoPanel>, nullptr},
       {"compare", QT_TRANSLATE_NOOP("gbui::MainWindow", "Compare"), Qt::BottomDockWidgetArea, "model",
-       withModelAndCodec<CompareView>, wireCompare},
+       make<CompareView>, wireCompare},
       {"score", QT_TRANSLATE_NOOP("gbui::MainWindow", "Score"), Qt::BottomDockWidgetArea, "compare",
-       standalone<ScoreView>, wireScore},
+       make<ScoreView>, wireScore},
       {"branches", QT_TRANSLATE_NOOP("gbui::MainWindow", "Branches"), Qt::RightDockWidgetArea, "inspector",
-       withModel<BranchesPanel>, wireBranches},
+       make<BranchesPanel>, wireBranches},
       {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
-       standalone<ServePanel>, wireServe},
+       make<ServePanel>, wireServe},
   };
   return specs;
 }
