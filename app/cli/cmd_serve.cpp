@@ -54,6 +54,14 @@ int run_serve(ServeArgs& a) {
 
   for (const std::string& key : a.server.api_keys)
     if (key.empty()) return fail("--api-key: an empty key would let nobody in");
+  // Checked again by OpenAiServer::start(); said here before the model loads.
+  if (!server::is_loopback_host(a.server.host) && a.server.api_keys.empty()) {
+    if (!a.server.insecure_no_key)
+      return fail("refusing to serve on " + a.server.host +
+                  " without --api-key: anyone who can reach it could use the model (--insecure-no-key to do it anyway)");
+    std::fprintf(stderr, "glassbox-cli serve: WARNING: serving on %s with no API key: anyone who can reach this "
+                         "address can use the model\n", a.server.host.c_str());
+  }
   auto session = open_model_session(a.model);
   if (!session) return fail(session.error().message);
   auto config = engine_config(a, *session);
@@ -83,6 +91,14 @@ const CommandRegistrar serve_command("serve", "Serve the model over an OpenAI-co
   sub.add_option("--host", s.host, "Address to listen on (loopback by default; 0.0.0.0 for every interface)")->capture_default_str();
   sub.add_option("--port", s.port, "Port (0: any free port, printed on stdout)")->check(CLI::Range(0, 65535))->capture_default_str();
   sub.add_option("--api-key", s.api_keys, "Key clients must send as 'Authorization: Bearer KEY'; repeatable (one tenant per key)");
+  sub.add_option("--allow-origin", s.allowed_origins,
+                 "Web origin whose browser requests are accepted (e.g. http://localhost:3000; '*' for any); repeatable. "
+                 "Others get 403");
+  sub.add_option("--allow-host", s.allowed_hosts,
+                 "Host name clients may use besides localhost, 127.0.0.1, [::1] and --host; repeatable. Others get 403 "
+                 "(a page re-resolving its own name to this address: DNS rebinding)");
+  sub.add_flag("--insecure-no-key", s.insecure_no_key,
+               "Serve on a non-loopback --host without --api-key (refused otherwise: anyone on the network could use it)");
   sub.add_option("--served-model-name", s.model_name, "Model id clients use (default: the file name without extension)");
   sub.add_option("--max-queue", a->max_queue, "Requests waiting for admission before new ones get 429")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--step-interval-ms", a->step_interval_ms, "Slow motion: at least this long between engine steps")->check(CLI::NonNegativeNumber);

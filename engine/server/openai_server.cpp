@@ -2,11 +2,16 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -79,6 +84,33 @@ bool provide(Exchange& ex, httplib::DataSink& sink) {
 
 }  // namespace
 
+bool is_loopback_host(const std::string& host) {
+  std::string h = host;
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;  // 127.0.0.0/8, literal only
+  in6_addr v6{};
+  return inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+namespace {
+// The host name of a Host header ("name:port", "[v6]:port" or bare), lower case.
+std::string host_of(const std::string& header) {
+  std::string h = header;
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    h = close == std::string::npos ? h : h.substr(0, close + 1);
+  } else if (const size_t colon = h.rfind(':'); colon != std::string::npos && h.find(':') == colon) {
+    h = h.substr(0, colon);
+  }
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return h;
+}
+
+bool is_wildcard_address(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "[::]"; }
+}  // namespace
+
 std::string default_model_name(const std::string& model_path) {
   return std::filesystem::path(model_path).stem().string();
 }
@@ -91,6 +123,7 @@ struct OpenAiServer::Impl {
   ServerConfig config;
   httplib::Server http;
   std::thread thread;
+  std::atomic<bool> listen_ended{false};  // the accept loop returned
   int port = 0;
   int64_t created = 0;
   std::atomic<uint64_t> next_id{1};
@@ -109,7 +142,14 @@ struct OpenAiServer::Impl {
 
   void install_routes();
   httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
-  void handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  // The Host and Origin policy (ServerConfig::allowed_hosts / allowed_origins).
+  std::optional<ApiError> check_host_and_origin(const httplib::Request& req) const;
+  bool origin_allowed(const std::string& origin) const;
+  // Reads the body through `reader`, never more than max_body_bytes whatever
+  // its framing (chunked included); false when it was larger or unreadable.
+  bool read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res) const;
+  void handle_generate(ApiEndpoint endpoint, const httplib::Request& req, const std::string& body,
+                       httplib::Response& res);
   void handle_echo(const ApiRequest& r, httplib::Response& res);
   std::variant<json, ApiError> echo_choice(const std::vector<TokenId>& ids, const std::string& text, int index,
                                            int top_n);
@@ -132,6 +172,14 @@ httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Re
                       "invalid_request_error", "", "too_many_headers", 0});
     return HR::Handled;
   }
+  if (auto refused = check_host_and_origin(req)) {
+    reply_error(res, *refused);
+    return HR::Handled;
+  }
+  if (const std::string origin = req.get_header_value("Origin"); !origin.empty()) {
+    res.set_header("Access-Control-Allow-Origin", origin);  // allowed: checked above
+    res.set_header("Vary", "Origin");
+  }
   if (req.has_header("Content-Length")) {
     const std::string len = req.get_header_value("Content-Length");
     const bool digits = !len.empty() && len.size() <= 18 && len.find_first_not_of("0123456789") == std::string::npos;
@@ -141,7 +189,8 @@ httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Re
       return HR::Handled;
     }
   }
-  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0;
+  // A browser's CORS preflight carries no credentials: it is answered without a key.
+  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0 || req.method == "OPTIONS";
   const std::string token = bearer_token(req);
   for (const std::string& key : config.api_keys) ok |= same_key(token, key);
   if (ok) {
@@ -151,6 +200,54 @@ httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Re
   reply_error(res, {401, token.empty() ? "no API key given: send 'Authorization: Bearer KEY'" : "the API key is not valid",
                     "invalid_request_error", "", "invalid_api_key", 0});
   return HR::Handled;
+}
+
+bool OpenAiServer::Impl::origin_allowed(const std::string& origin) const {
+  for (const std::string& o : config.allowed_origins)
+    if (o == "*" || o == origin) return true;
+  // The server's own origin (a page it served, were it to serve one).
+  const std::string self_port = ":" + std::to_string(port);
+  for (const char* host : {"localhost", "127.0.0.1", "[::1]"})
+    if (origin == std::string("http://") + host + self_port) return true;
+  return false;
+}
+
+std::optional<ApiError> OpenAiServer::Impl::check_host_and_origin(const httplib::Request& req) const {
+  if (req.has_header("Host") && !is_wildcard_address(config.host)) {
+    const std::string host = host_of(req.get_header_value("Host"));
+    bool ok = is_loopback_host(host) || host == host_of(config.host) ||
+              (config.host.find(':') != std::string::npos && host == "[" + config.host + "]");
+    for (const std::string& h : config.allowed_hosts) ok |= host == host_of(h);
+    if (!ok)
+      return ApiError{403, "the Host '" + host + "' is not this server (a page re-resolving its own name to this "
+                           "address is refused; allow a name with --allow-host)",
+                      "invalid_request_error", "", "host_not_allowed", 0};
+  }
+  const std::string origin = req.get_header_value("Origin");
+  if (!origin.empty() && !origin_allowed(origin))
+    return ApiError{403, "requests from the web origin '" + origin + "' are not allowed (--allow-origin ORIGIN allows one)",
+                    "invalid_request_error", "", "origin_not_allowed", 0};
+  return std::nullopt;
+}
+
+bool OpenAiServer::Impl::read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res) const {
+  bool too_large = false;
+  const bool read = reader([&](const char* data, size_t n) {
+    if (body.size() + n > config.max_body_bytes) {
+      too_large = true;
+      return false;  // stops reading: the rest is never buffered
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (read && !too_large) return true;
+  res.set_header("Connection", "close");  // the unread rest must not be taken for a request
+  if (too_large)
+    reply_error(res, {413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes",
+                      "invalid_request_error", "", "request_too_large", 0});
+  else
+    reply_error(res, {400, "the request body could not be read", "invalid_request_error", "", "unreadable_body", 0});
+  return false;
 }
 
 void OpenAiServer::Impl::install_routes() {
@@ -181,11 +278,30 @@ void OpenAiServer::Impl::install_routes() {
     reply_error(res, {404, "the model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error",
                       "model", "model_not_found", 0});
   });
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ApiEndpoint::Completions, req, res);
+  // Bodies are read here, bounded while they are read (a chunked body has no
+  // Content-Length for pre_route to check, and cpp-httplib 0.11 would buffer it whole).
+  for (const auto& [path, endpoint] : {std::pair{"/v1/completions", ApiEndpoint::Completions},
+                                       std::pair{"/v1/chat/completions", ApiEndpoint::ChatCompletions}}) {
+    const ApiEndpoint e = endpoint;
+    http.Post(path, [this, e](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      if (read_body(reader, body, res)) handle_generate(e, req, body, res);
+    });
+  }
+  // CORS preflight from an allowed origin (pre_route refused the others).
+  http.Options(R"(/v1/.*)", [](const httplib::Request& req, httplib::Response& res) {
+    res.status = 204;
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers",
+                   req.has_header("Access-Control-Request-Headers") ? req.get_header_value("Access-Control-Request-Headers")
+                                                                    : std::string("Authorization, Content-Type"));
+    res.set_header("Access-Control-Max-Age", "600");
   });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ApiEndpoint::ChatCompletions, req, res);
+  // A bug of ours is a 500 in OpenAI's shape; the exception's text stays in
+  // the server (cpp-httplib would put it in a response header).
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.headers.clear();
+    reply_error(res, {500, "internal server error", "server_error", "", "internal_error", 0});
   });
 }
 
@@ -252,12 +368,13 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
   return items;
 }
 
-void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Request& req, const std::string& body,
+                                         httplib::Response& res) {
   ParseLimits limits;
   limits.vocab_size = hub.info().vocab_size;
   limits.max_n = config.max_n;
   limits.max_prompts = config.max_prompts;
-  auto parsed = parse_api_request(endpoint, req.body, limits);
+  auto parsed = parse_api_request(endpoint, body, limits);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
   const ApiRequest& r = std::get<ApiRequest>(parsed);
   if (!r.model.empty() && r.model != config.model_name && r.model != model->path)
@@ -380,6 +497,10 @@ OpenAiServer::~OpenAiServer() { stop(); }
 Status OpenAiServer::start() {
   std::signal(SIGPIPE, SIG_IGN);
   Impl& s = *impl_;
+  if (!is_loopback_host(s.config.host) && s.config.api_keys.empty() && !s.config.insecure_no_key)
+    return make_error("refusing to serve on " + s.config.host +
+                      " without an API key: anyone who can reach this address could use the model. Give --api-key "
+                      "KEY, or --insecure-no-key to serve it open anyway");
   const size_t threads = static_cast<size_t>(std::max(2, s.config.max_threads));
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_payload_max_length(s.config.max_body_bytes);
@@ -390,7 +511,14 @@ Status OpenAiServer::start() {
   if (s.port <= 0)
     return make_error("cannot listen on " + s.config.host + ":" + std::to_string(s.config.port) +
                       " (address in use, or not an address of this machine)");
-  s.thread = std::thread([&s] { s.http.listen_after_bind(); });
+  s.listen_ended = false;
+  s.thread = std::thread([&s] {
+    s.http.listen_after_bind();
+    s.listen_ended = true;
+  });
+  // Until the accept loop runs, cpp-httplib's stop() does not reach it (a
+  // stop() right after start() would leave the thread listening for ever).
+  while (!s.http.is_running() && !s.listen_ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return {};
 }
 

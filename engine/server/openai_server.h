@@ -48,7 +48,20 @@ struct ServerConfig {
   int max_prompt_tokens = 0;          // 0: the engine's context minus one
   int record_top_n = 0;               // candidates recorded per token even without logprobs
   int retry_after_s = 1;              // Retry-After on 429 / 503
+  // Who may reach it (docs/server.md, "Hosts and origins"). Host headers
+  // accepted: localhost, 127.0.0.1, [::1], the bound address and these (a
+  // DNS-rebinding page names its own host and is refused). Browser origins
+  // (the Origin header) accepted: the server's own and these ("*": any);
+  // others get 403.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  // Listening on an address other than loopback without an API key is refused
+  // unless this is set (anyone on the network could use the model).
+  bool insecure_no_key = false;
 };
+
+// Whether `host` (an address or a name) is this machine's loopback.
+bool is_loopback_host(const std::string& host);
 
 class OpenAiServer {
  public:

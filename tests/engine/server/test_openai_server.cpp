@@ -6,6 +6,7 @@
 // /metrics). Bounded: every wait is a bounded poll, no timing is asserted.
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <set>
 
 #include "runtime/chat_request.h"
@@ -482,4 +483,123 @@ GB_TEST(tools_and_template_kwargs_reach_the_chat_template) {
   QVERIFY(local.prompt.text.find("get_weather") != std::string::npos);
   QCOMPARE(with["usage"]["prompt_tokens"].get<int>(), static_cast<int>(local.request.prompt_ids.size()));
   QVERIFY(without["usage"]["prompt_tokens"].get<int>() < with["usage"]["prompt_tokens"].get<int>());
+}
+
+namespace {
+long long vm_hwm_kib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+}  // namespace
+
+// A web page must not reach a keyless server on loopback: a Host that is not
+// this server (DNS rebinding) and an Origin that was not allowed are refused
+// with 403 before anything runs; allowed origins get CORS headers and their
+// preflight. A non-loopback address without a key is refused unless asked for.
+GB_TEST(hosts_origins_and_the_bind_policy) {
+  gb::server::ServerConfig config;
+  config.allowed_origins = {"http://localhost:3000"};
+  config.allowed_hosts = {"glassbox.lan"};
+  ServerHarness h(config);
+  QVERIFY(h.ok());
+  const std::string body = json{{"prompt", kPrompt}, {"max_tokens", 2}}.dump();
+  auto c = h.client();
+  const auto post = [&](const httplib::Headers& headers) { return c.Post("/v1/completions", headers, body, "application/json"); };
+  auto plain = post({});
+  QVERIFY(plain && plain->status == 200);
+  for (const char* host : {"localhost:8080", "127.0.0.1", "[::1]:9", "GLASSBOX.lan:1234"}) {
+    auto r = post({{"Host", host}});
+    QVERIFY2(r && r->status == 200, host);
+  }
+  for (const char* host : {"attacker.example", "attacker.example:8080", "127.0.0.1.attacker.example", "[::2]:80"}) {
+    auto r = post({{"Host", host}});
+    QVERIFY2(r, host);
+    check_error(r->status, json::parse(r->body), 403, "");
+    QCOMPARE(json::parse(r->body)["error"]["code"].get<std::string>(), std::string("host_not_allowed"));
+  }
+  auto evil = post({{"Origin", "http://evil.example"}});
+  QVERIFY(evil);
+  check_error(evil->status, json::parse(evil->body), 403, "");
+  QCOMPARE(json::parse(evil->body)["error"]["code"].get<std::string>(), std::string("origin_not_allowed"));
+  auto models = c.Get("/v1/models", httplib::Headers{{"Origin", "null"}});  // a sandboxed page or a file:// page
+  QVERIFY(models && models->status == 403);
+  auto friendly = post({{"Origin", "http://localhost:3000"}});
+  QVERIFY(friendly && friendly->status == 200);
+  QCOMPARE(friendly->get_header_value("Access-Control-Allow-Origin"), std::string("http://localhost:3000"));
+  auto preflight = c.Options("/v1/completions", httplib::Headers{{"Origin", "http://localhost:3000"},
+                                                                  {"Access-Control-Request-Method", "POST"}});
+  QVERIFY(preflight && preflight->status == 204);
+  QVERIFY(preflight->get_header_value("Access-Control-Allow-Methods").find("POST") != std::string::npos);
+  auto bad_preflight = c.Options("/v1/completions", httplib::Headers{{"Origin", "http://evil.example"}});
+  QVERIFY(bad_preflight && bad_preflight->status == 403);
+  QCOMPARE(h.metrics().at("glassbox_num_requests_running"), 0.0);
+
+  // Every interface and no key: refused, with the way out named.
+  gb::server::ServerConfig open;
+  open.host = "0.0.0.0";
+  open.port = 0;
+  gb::server::OpenAiServer refused(h.worker->hub(), h.stories.model, h.stories.tokenizer, open);
+  const gb::Status st = refused.start();
+  QVERIFY(!st.ok());
+  QVERIFY2(st.error().message.find("--insecure-no-key") != std::string::npos, st.error().message.c_str());
+  open.insecure_no_key = true;
+  gb::server::OpenAiServer allowed(h.worker->hub(), h.stories.model, h.stories.tokenizer, open);
+  QVERIFY(allowed.start().ok());
+  allowed.stop();
+  open.insecure_no_key = false;
+  open.api_keys = {"k"};
+  gb::server::OpenAiServer keyed(h.worker->hub(), h.stories.model, h.stories.tokenizer, open);
+  QVERIFY(keyed.start().ok());
+  keyed.stop();
+  QVERIFY(gb::server::is_loopback_host("127.0.0.2") && gb::server::is_loopback_host("[::1]") &&
+          !gb::server::is_loopback_host("0.0.0.0") && !gb::server::is_loopback_host("192.168.1.2"));
+}
+
+// A chunked body has no Content-Length to refuse up front: it is bounded while
+// it is read (413 past max_body_bytes), so 64 MiB sent that way never sits in
+// the server's memory, and the server answers the next request.
+GB_TEST(chunked_bodies_are_bounded_while_read) {
+  gb::server::ServerConfig config;
+  config.max_body_bytes = 1 << 20;
+  ServerHarness h(config);
+  QVERIFY(h.ok());
+  auto warm = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 2}});
+  QCOMPARE(warm.first, 200);
+  const long long before = vm_hwm_kib();
+  QVERIFY(before > 0);
+  const std::string piece(64 * 1024, ' ');
+  size_t sent = 0;
+  auto c = h.client();
+  auto r = c.Post(
+      "/v1/completions",
+      [&](size_t, httplib::DataSink& sink) {
+        if (sent >= (64u << 20)) {
+          sink.done();
+          return true;
+        }
+        sent += piece.size();
+        return sink.write(piece.data(), piece.size());
+      },
+      "application/json");
+  // The server answers 413 and closes; the client may see the answer or a closed connection.
+  if (r) check_error(r->status, json::parse(r->body), 413, "");
+  const long long after = vm_hwm_kib();
+  QVERIFY2(after - before < 24 * 1024, (std::to_string(before) + " KiB -> " + std::to_string(after) + " KiB").c_str());
+  auto next = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 2}});
+  QCOMPARE(next.first, 200);
+  // A small chunked body is read and served like any other.
+  const std::string small = json{{"prompt", kPrompt}, {"max_tokens", 2}}.dump();
+  bool written = false;
+  auto ok = c.Post(
+      "/v1/completions",
+      [&](size_t, httplib::DataSink& sink) {
+        if (!written) sink.write(small.data(), small.size());
+        written = true;
+        sink.done();
+        return true;
+      },
+      "application/json");
+  QVERIFY(ok && ok->status == 200);
 }
