@@ -46,6 +46,15 @@ unset GLASSBOX_SKIP_LOG
 if [[ "${CI:-}" == "true" || "${GLASSBOX_MUTATIONS:-0}" == 1 ]]; then
   "$root/tools/mutation-check.sh" "$build"
 fi
+# CI: the Debian package builds, passes lintian, installs with apt and runs
+# (tools/package.sh; docs/testing.md, "Package check").
+if [[ "${CI:-}" == "true" || "${GLASSBOX_PACKAGE:-0}" == 1 ]]; then
+  start=$SECONDS
+  install_flag=""
+  [[ "${CI:-}" == "true" && $(id -u) -eq 0 ]] && install_flag="--install"
+  GLASSBOX_SHARED_DIR="$shared" "$root/tools/package.sh" $install_flag
+  echo "test.sh: package build and check took $((SECONDS - start)) s"
+fi
 if [[ "${GLASSBOX_SANITIZERS:-0}" == 1 ]]; then
   start=$SECONDS
   GLASSBOX_SANITIZE_BUILD_ROOT="$build-sanitizers" GLASSBOX_SHARED_DIR="$shared" "$root/tools/sanitize.sh" all

@@ -14,7 +14,9 @@
 // event path into the window and prints frame times and memory as JSON
 // (app/gui/chat_bench.h; run it with QT_QPA_PLATFORM=offscreen). --bench-chat-turns
 // sends N messages with synthetic answers to a chat panel and prints the time
-// per submit as JSON.
+// per submit as JSON. With no --model or --connect it opens the model of the
+// last session, else the starter model an installed package ships
+// (share/glassbox/models/stories260K), else nothing.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -23,7 +25,9 @@
 #include <QIcon>
 #include <QJsonDocument>
 #include <QPainter>
+#include <QStandardPaths>
 #include <QTimer>
+#include <QFileInfo>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -259,10 +263,19 @@ class ScreenshotRun {
   bool branched_ = false;
 };
 
+// The starter model of an installed package: share/glassbox/models next to the
+// executable's prefix (a relocated install too), then the XDG data folders.
+QString installedStarterModel() {
+  const QString relative = QStringLiteral("glassbox/models/stories260K/stories260K.bin");
+  const QString beside = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/") + relative;
+  if (QFileInfo(beside).isFile()) return QFileInfo(beside).canonicalFilePath();
+  return QStandardPaths::locate(QStandardPaths::GenericDataLocation, relative);
+}
+
 // --model / --connect: loads, then sends the prompt or (with nothing to send)
 // captures the screenshot; a failed load ends a screenshot run with 1.
 void startLoading(gbui::MainWindow& window, const QCommandLineParser& parser, const Options& o,
-                  const std::function<void(int)>& finish) {
+                  const std::function<void(int)>& finish, const QString& modelPath) {
   const bool shot = parser.isSet(o.screenshot);
   QObject::connect(&window, &gbui::MainWindow::modelReady, &window, [&window, &parser, &o, shot, finish] {
     if (!parser.value(o.prompt).isEmpty()) window.chat()->send();
@@ -273,7 +286,7 @@ void startLoading(gbui::MainWindow& window, const QCommandLineParser& parser, co
     if (shot) finish(1);
   });
   if (parser.isSet(o.connectTo)) window.connectToServer(parser.value(o.connectTo), parser.value(o.apiKey));
-  else window.openModel(parser.value(o.model));
+  else window.openModel(modelPath);
 }
 
 }  // namespace
@@ -320,8 +333,15 @@ int main(int argc, char** argv) {
     exitCode = code;
     QTimer::singleShot(0, &app, [&] { app.exit(exitCode); });
   };
-  if (parser.isSet(o.model) || parser.isSet(o.connectTo)) {
-    startLoading(window, parser, o, finish);
+  // No model named: the one the last session used, else the starter model an
+  // installed package ships (share/glassbox/models), else a window to open one.
+  QString modelPath = parser.value(o.model);
+  if (!parser.isSet(o.model) && !parser.isSet(o.connectTo)) {
+    modelPath = window.savedModelPath();
+    if (modelPath.isEmpty()) modelPath = installedStarterModel();
+  }
+  if (!modelPath.isEmpty() || parser.isSet(o.connectTo)) {
+    startLoading(window, parser, o, finish, modelPath);
   } else if (shot) {
     QTimer::singleShot(200, &window, [&] { finish(saveScreenshot(window, parser.value(o.screenshot), parser.value(o.panel))); });
   }

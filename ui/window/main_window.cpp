@@ -281,6 +281,11 @@ ServePanel* MainWindow::servePanel() const { return panelAs<ServePanel>("serve")
 
 void MainWindow::autosaveSoon() { autosave_->start(); }
 
+QString MainWindow::savedModelPath() const {
+  const QFileInfo file(conversationSource_);
+  return !conversationSource_.isEmpty() && file.isFile() ? conversationSource_ : QString();
+}
+
 void MainWindow::buildMenus() {
   // Actions carry object names, like the widgets, for tests and accessibility tools.
   auto named = [](QAction* action, const char* name) { action->setObjectName(QLatin1String(name)); };

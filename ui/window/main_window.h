@@ -80,6 +80,9 @@ class MainWindow : public QMainWindow {
   // keep the whole window within 1280x720 (a laptop screen less its task bar).
   static QSize defaultWindowSize(const QScreen* screen);
   bool isLoading() const { return loading_; }
+  // The model file the restored session was saved with, when it still exists
+  // ("" otherwise): what a start with no model named reopens.
+  QString savedModelPath() const;
   QString lastError() const { return lastError_; }
   void setDevice(const QString& device) { device_ = device; }
   // Engine > BF16 matmuls (the action's check is the state): whether the next
