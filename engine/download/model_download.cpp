@@ -1,0 +1,425 @@
+#include "download/model_download.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "backend/kv_pool_sizing.h"
+#include "core/sha256.h"
+#include "model/gguf_file.h"
+#include "model/weight_report.h"
+
+namespace gb::download {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kFitContext = 4096;       // the context "fits" is judged at
+constexpr uint64_t kDiskMargin = 64 << 20;  // left free on the disk after a download
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+void curl_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+bool is_http_url(std::string_view s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
+
+// A file descriptor closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct Transfer {
+  FILE* out = nullptr;
+  Sha256 hash;
+  uint64_t done = 0;  // bytes in the part, resumed ones included
+  uint64_t total = 0;
+  uint64_t started_at = 0;  // bytes already there when this transfer began
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  const DownloadOptions* options = nullptr;
+  bool cancelled = false;
+  bool write_failed = false;
+  long status = 0;
+};
+
+size_t on_data(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  if (std::fwrite(data, 1, n, t->out) != n) {
+    t->write_failed = true;
+    return 0;  // aborts the transfer
+  }
+  t->hash.update(std::as_bytes(std::span(data, n)));
+  t->done += n;
+  return n;
+}
+
+int on_progress(void* user, curl_off_t dltotal, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->options->cancel && t->options->cancel->load()) return t->cancelled = true, 1;
+  if (!t->options->progress) return 0;
+  Progress p;
+  p.done = t->done;
+  p.total = t->total ? t->total : (dltotal > 0 ? t->started_at + static_cast<uint64_t>(dltotal) : 0);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t->start).count();
+  p.bytes_per_s = s > 0 ? static_cast<double>(t->done - t->started_at) / s : 0.0;
+  if (!t->options->progress(p)) return t->cancelled = true, 1;
+  return 0;
+}
+
+// Hashes the bytes of `path` already downloaded (a resumed part).
+Status hash_existing(const fs::path& path, Sha256& hash, uint64_t& size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read " + path.string());
+  std::vector<char> buf(1 << 20);
+  size = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<size_t>(in.gcount());
+    hash.update(std::as_bytes(std::span(buf.data(), n)));
+    size += n;
+  }
+  return {};
+}
+
+std::string http_error(long status, const std::string& url, bool has_token) {
+  if (status == 404) return url + ": not found (404): no such repository, revision or file";
+  if (status == 401 || status == 403)
+    return url + ": access denied (" + std::to_string(status) + ")" +
+           (has_token ? ": the token in HF_TOKEN is not allowed this repository"
+                      : ": a gated or private repository; set HF_TOKEN to a token that may read it");
+  return url + ": the server answered HTTP " + std::to_string(status);
+}
+
+// GET of a small document (the tree listing) into memory.
+Result<std::string> fetch_text(const std::string& url, const std::string& token) {
+  curl_init_once();
+  CURL* curl = curl_easy_init();
+  if (!curl) return make_error("cannot start an HTTP client (libcurl)");
+  std::string body;
+  curl_slist* headers = nullptr;
+  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "glassbox");
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
+    auto* b = static_cast<std::string*>(u);
+    if (b->size() + s * n > (64u << 20)) return 0;  // a listing is never this large
+    b->append(d, s * n);
+    return s * n;
+  });
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return make_error(url + ": " + curl_easy_strerror(rc));
+  if (status != 200) return make_error(http_error(status, url, !token.empty()));
+  return body;
+}
+
+}  // namespace
+
+HubOptions hub_options_from_env() {
+  HubOptions h;
+  if (std::string e = env("HF_ENDPOINT"); !e.empty()) {
+    while (!e.empty() && e.back() == '/') e.pop_back();
+    h.endpoint = e;
+  }
+  h.token = env("HF_TOKEN");
+  return h;
+}
+
+Result<ModelSpec> parse_model_spec(std::string_view text) {
+  ModelSpec s;
+  if (text.find("://") != std::string_view::npos) {
+    if (!is_http_url(text)) return make_error(std::string(text) + ": only http:// and https:// URLs can be downloaded");
+    s.is_url = true;
+    s.url = std::string(text);
+    const size_t slash = s.url.find_last_of('/');
+    s.file = s.url.substr(slash + 1);
+    if (const size_t q = s.file.find_first_of("?#"); q != std::string::npos) s.file.resize(q);
+    if (s.file.empty()) return make_error(s.url + ": the URL names no file");
+    return s;
+  }
+  std::string t(text);
+  if (const size_t at = t.rfind('@'); at != std::string::npos) {
+    s.revision = t.substr(at + 1);
+    t.resize(at);
+  }
+  if (const size_t colon = t.find(':'); colon != std::string::npos) {
+    s.file = t.substr(colon + 1);
+    t.resize(colon);
+  }
+  s.repo = t;
+  const auto valid = [](const std::string& part) {
+    return !part.empty() && part != "." && part != ".." &&
+           std::all_of(part.begin(), part.end(), [](char c) {
+             return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+           });
+  };
+  const size_t slash = s.repo.find('/');
+  if (slash == std::string::npos || s.repo.find('/', slash + 1) != std::string::npos || !valid(s.repo.substr(0, slash)) ||
+      !valid(s.repo.substr(slash + 1)))
+    return make_error(std::string(text) + ": expected an http(s) URL or a repository OWNER/NAME[:FILE][@REVISION]");
+  if (s.revision.empty() || !valid(s.revision)) return make_error(std::string(text) + ": the revision after @ is not valid");
+  if (s.file.find("..") != std::string::npos || (!s.file.empty() && s.file.front() == '/'))
+    return make_error(std::string(text) + ": the file must be a path inside the repository");
+  return s;
+}
+
+Result<std::vector<RemoteFile>> parse_repo_tree(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) return make_error("the hub's file list is not a JSON array");
+  std::vector<RemoteFile> out;
+  for (const json& e : j) {
+    if (!e.is_object()) continue;
+    const auto type = e.find("type");
+    const auto path = e.find("path");
+    if (type == e.end() || !type->is_string() || *type != "file" || path == e.end() || !path->is_string()) continue;
+    RemoteFile f;
+    f.path = path->get<std::string>();
+    if (const auto size = e.find("size"); size != e.end() && size->is_number_unsigned()) f.size = size->get<uint64_t>();
+    if (const auto lfs = e.find("lfs"); lfs != e.end() && lfs->is_object()) {
+      if (const auto oid = lfs->find("oid"); oid != lfs->end() && oid->is_string()) {
+        std::string h = oid->get<std::string>();
+        if (h.rfind("sha256:", 0) == 0) h = h.substr(7);
+        const bool hex64 = h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        });
+        if (hex64) f.sha256 = h;
+      }
+      if (const auto size = lfs->find("size"); size != lfs->end() && size->is_number_unsigned())
+        f.size = size->get<uint64_t>();
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Result<std::vector<RemoteFile>> list_repo_files(const HubOptions& hub, const std::string& repo,
+                                                const std::string& revision) {
+  auto text = fetch_text(hub.endpoint + "/api/models/" + repo + "/tree/" + revision + "?recursive=true", hub.token);
+  if (!text) return text.error();
+  return parse_repo_tree(*text);
+}
+
+std::string resolve_url(const HubOptions& hub, const ModelSpec& spec, const std::string& file) {
+  if (spec.is_url) return spec.url;
+  return hub.endpoint + "/" + spec.repo + "/resolve/" + spec.revision + "/" + file;
+}
+
+Result<fs::path> download_file(const DownloadOptions& o) {
+  if (!is_http_url(o.url)) return make_error(o.url + ": only http:// and https:// URLs can be downloaded");
+  const fs::path part = o.destination.string() + ".part";
+  std::error_code ec;
+  fs::create_directories(o.destination.parent_path(), ec);
+  if (ec) return make_error("cannot create " + o.destination.parent_path().string() + ": " + ec.message());
+  if (::access(o.destination.parent_path().c_str(), W_OK) != 0)
+    return make_error(o.destination.parent_path().string() + " is not writable");
+  // One download of a file at a time: the lock is held until we return.
+  Fd lock{::open((part.string() + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
+  if (lock.fd < 0) return make_error("cannot create " + part.string() + ".lock");
+  if (::flock(lock.fd, LOCK_EX | LOCK_NB) != 0)
+    return make_error(o.destination.filename().string() + " is being downloaded already (another download holds " +
+                      part.string() + ".lock)");
+  struct Unlink {
+    fs::path p;
+    ~Unlink() {
+      std::error_code e;
+      fs::remove(p, e);
+    }
+  } remove_lock{part.string() + ".lock"};
+
+  Transfer t;
+  t.options = &o;
+  t.total = o.expected_size;
+  uint64_t resumed = 0;
+  if (fs::exists(part)) {
+    if (Status st = hash_existing(part, t.hash, resumed); !st) return st.error();
+    if (o.expected_size && resumed > o.expected_size) {  // not this file: start again
+      fs::remove(part, ec);
+      t.hash.reset();
+      resumed = 0;
+    }
+  }
+  if (o.expected_size) {
+    struct statvfs vfs{};
+    if (::statvfs(o.destination.parent_path().c_str(), &vfs) == 0) {
+      const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      const uint64_t need = o.expected_size - resumed + kDiskMargin;
+      if (free_bytes < need)
+        return make_error("not enough disk space in " + o.destination.parent_path().string() + ": " +
+                          std::to_string((o.expected_size - resumed) >> 20) + " MiB to download, " +
+                          std::to_string(free_bytes >> 20) + " MiB free");
+    }
+  }
+  t.done = t.started_at = resumed;
+  t.out = std::fopen(part.c_str(), resumed ? "ab" : "wb");
+  if (!t.out) return make_error("cannot write " + part.string());
+
+  curl_init_once();
+  CURL* curl = curl_easy_init();
+  curl_slist* headers = nullptr;
+  if (!o.bearer_token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + o.bearer_token).c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, o.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "glassbox");
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled connection ends (the part stays)
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  if (resumed) curl_easy_setopt(curl, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(resumed));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+  // A server that ignores the Range answers 200 with the whole file: start the part again.
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
+    auto* tr = static_cast<Transfer*>(u);
+    const std::string_view line(d, s * n);
+    if (line.rfind("HTTP/", 0) == 0) {
+      const size_t sp = line.find(' ');
+      tr->status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+      if (tr->status == 200 && tr->started_at > 0) {  // the whole file again
+        std::fflush(tr->out);
+        if (::ftruncate(::fileno(tr->out), 0) != 0) return 0;
+        std::fseek(tr->out, 0, SEEK_SET);
+        tr->hash.reset();
+        tr->done = tr->started_at = 0;
+      }
+    }
+    return s * n;
+  });
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  const bool flushed = std::fclose(t.out) == 0;
+  const auto drop_part = [&] { fs::remove(part, ec); };
+
+  if (t.cancelled) return make_error("cancelled: " + std::to_string(t.done >> 20) + " MiB kept in " + part.string() +
+                                     " (run the download again to resume)");
+  if (rc == CURLE_RANGE_ERROR || (status == 416 && resumed)) {  // the part was already whole, or not this file
+    drop_part();
+    return make_error(o.url + ": the server refused to resume; the part was removed, run the download again");
+  }
+  if (rc == CURLE_HTTP_RETURNED_ERROR || (status >= 400)) {
+    if (!resumed) drop_part();
+    return make_error(http_error(status, o.url, !o.bearer_token.empty()));
+  }
+  if (t.write_failed || !flushed) return make_error("cannot write " + part.string() + " (disk full?)");
+  if (rc != CURLE_OK)
+    return make_error(o.url + ": " + curl_easy_strerror(rc) + "; " + std::to_string(t.done >> 20) + " MiB kept in " +
+                      part.string() + " (run the download again to resume)");
+  // Whole: checked before it takes its name.
+  if (o.expected_size && t.done != o.expected_size) {
+    drop_part();
+    return make_error(o.destination.filename().string() + ": " + std::to_string(t.done) + " bytes arrived, the source states " +
+                      std::to_string(o.expected_size) + "; the part was removed");
+  }
+  if (!o.expected_sha256.empty()) {
+    const std::string got = Sha256::hex(t.hash.finish());
+    if (got != o.expected_sha256) {
+      drop_part();
+      return make_error(o.destination.filename().string() + ": sha256 " + got + " but the source states " +
+                        o.expected_sha256 + "; the download was removed");
+    }
+  }
+  if (o.require_gguf) {
+    char magic[4] = {};
+    std::ifstream in(part, std::ios::binary);
+    in.read(magic, 4);
+    if (in.gcount() != 4 || std::string_view(magic, 4) != "GGUF") {
+      drop_part();
+      return make_error(o.destination.filename().string() + ": not a GGUF file (no GGUF magic); the download was removed");
+    }
+  }
+  fs::rename(part, o.destination, ec);
+  if (ec) return make_error("cannot rename " + part.string() + " to " + o.destination.string() + ": " + ec.message());
+  return o.destination;
+}
+
+fs::path default_models_dir() {
+  if (std::string d = env("GLASSBOX_MODELS_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_DATA_HOME"); !d.empty()) return fs::path(d) / "glassbox" / "models";
+  return fs::path(env("HOME")) / ".local" / "share" / "glassbox" / "models";
+}
+
+std::vector<LocalModel> scan_models(const fs::path& dir, uint64_t available) {
+  std::vector<LocalModel> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  if (available == 0) available = available_host_memory();
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != ".gguf") continue;
+    LocalModel m;
+    m.path = e.path();
+    m.file_bytes = e.file_size(ec);
+    auto summary = read_weight_summary(m.path.string());
+    auto file = GgufFile::open(m.path.string(), GgufReadOptions{true});
+    if (!summary || !file) {
+      m.weights = !summary ? summary.error().message : file.error().message;
+      out.push_back(std::move(m));
+      continue;
+    }
+    m.readable = true;
+    m.weights = summary->label;
+    const auto str = [&](const std::string& key) {
+      const GgufValue* v = file->find(key);
+      return v && v->as_string() ? std::string(*v->as_string()) : std::string();
+    };
+    const auto num = [&](const std::string& key) -> int64_t {
+      const GgufValue* v = file->find(key);
+      return v && v->as_int() ? *v->as_int() : 0;
+    };
+    m.architecture = str("general.architecture");
+    const std::string a = m.architecture;
+    m.context_length = num(a + ".context_length");
+    const int64_t layers = num(a + ".block_count"), heads = num(a + ".attention.head_count");
+    const int64_t kv_heads = num(a + ".attention.head_count_kv") > 0 ? num(a + ".attention.head_count_kv") : heads;
+    int64_t head_dim = num(a + ".attention.key_length");
+    if (head_dim <= 0 && heads > 0) head_dim = num(a + ".embedding_length") / heads;
+    const int64_t tokens = std::min(m.context_length > 0 ? m.context_length : kFitContext, kFitContext);
+    m.kv_bytes = static_cast<uint64_t>(std::max<int64_t>(0, 2 * layers * kv_heads * head_dim * 2 * tokens));
+    m.needed_bytes = summary->num_bytes + m.kv_bytes;
+    m.fits = available == 0 || m.needed_bytes <= available;
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const LocalModel& x, const LocalModel& y) { return x.path < y.path; });
+  return out;
+}
+
+}  // namespace gb::download
