@@ -38,6 +38,7 @@
 #include "panels/kv_cache_panel.h"
 #include "bridge/model_file_summary.h"
 #include "model_file_dialog.h"
+#include "models_dialog.h"
 #include "panels/model_info_panel.h"
 #include "panel_registry.h"
 #include "panels/performance_panel.h"
@@ -295,6 +296,12 @@ void MainWindow::buildMenus() {
     ModelFileDialog dialog(this);
     if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) openModel(dialog.selectedFiles().front());
   }), "actionOpenModel");
+  named(file->addAction(tr("&Models..."), this, [this] {
+    auto* dialog = new ModelsDialog({}, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &ModelsDialog::openRequested, this, &MainWindow::openModel);
+    dialog->open();
+  }), "actionModels");
   named(file->addAction(tr("&Connect to server..."), this, [this] {
     ConnectDialog dialog(model_->modelInfo().remoteUrl, this);
     if (dialog.exec() == QDialog::Accepted && !dialog.url().isEmpty()) connectToServer(dialog.url(), dialog.apiKey());
