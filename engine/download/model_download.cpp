@@ -110,13 +110,14 @@ std::string http_error(long status, const std::string& url, bool has_token) {
   return url + ": the server answered HTTP " + std::to_string(status);
 }
 
-// GET of a small document (the tree listing) into memory.
-Result<std::string> fetch_text(const std::string& url, const std::string& token) {
+// A libcurl handle for a GET of `url`: redirects followed (http and https
+// only), the bearer token sent, a connection that stalls for a minute ended.
+// The caller frees `headers` and the handle.
+CURL* new_get(const std::string& url, const std::string& token, curl_slist*& headers) {
   curl_init_once();
   CURL* curl = curl_easy_init();
-  if (!curl) return make_error("cannot start an HTTP client (libcurl)");
-  std::string body;
-  curl_slist* headers = nullptr;
+  if (!curl) return nullptr;
+  headers = nullptr;
   if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
@@ -127,6 +128,15 @@ Result<std::string> fetch_text(const std::string& url, const std::string& token)
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  return curl;
+}
+
+// GET of a small document (the tree listing) into memory.
+Result<std::string> fetch_text(const std::string& url, const std::string& token) {
+  curl_slist* headers = nullptr;
+  CURL* curl = new_get(url, token, headers);
+  if (!curl) return make_error("cannot start an HTTP client (libcurl)");
+  std::string body;
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
     auto* b = static_cast<std::string*>(u);
     if (b->size() + s * n > (64u << 20)) return 0;  // a listing is never this large
@@ -235,6 +245,101 @@ std::string resolve_url(const HubOptions& hub, const ModelSpec& spec, const std:
   return hub.endpoint + "/" + spec.repo + "/resolve/" + spec.revision + "/" + file;
 }
 
+namespace {
+
+// A server that ignores the Range answers 200 with the whole file: the part
+// starts again.
+size_t on_header(char* d, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::string_view line(d, size * count);
+  if (line.rfind("HTTP/", 0) == 0) {
+    const size_t sp = line.find(' ');
+    t->status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+    if (t->status == 200 && t->started_at > 0) {
+      std::fflush(t->out);
+      if (::ftruncate(::fileno(t->out), 0) != 0) return 0;
+      std::fseek(t->out, 0, SEEK_SET);
+      t->hash.reset();
+      t->done = t->started_at = 0;
+    }
+  }
+  return size * count;
+}
+
+// Opens the part for `t`: resumed (hashing what is there) unless it cannot be
+// this file, after checking the disk has room for the rest.
+Status open_part(const DownloadOptions& o, const fs::path& part, Transfer& t) {
+  std::error_code ec;
+  uint64_t resumed = 0;
+  if (fs::exists(part)) {
+    if (Status st = hash_existing(part, t.hash, resumed); !st) return st;
+    if (o.expected_size && resumed > o.expected_size) {  // not this file: start again
+      fs::remove(part, ec);
+      t.hash.reset();
+      resumed = 0;
+    }
+  }
+  struct statvfs vfs{};
+  if (o.expected_size && ::statvfs(o.destination.parent_path().c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (free_bytes < o.expected_size - resumed + kDiskMargin)
+      return make_error("not enough disk space in " + o.destination.parent_path().string() + ": " +
+                        std::to_string((o.expected_size - resumed) >> 20) + " MiB to download, " +
+                        std::to_string(free_bytes >> 20) + " MiB free");
+  }
+  t.done = t.started_at = resumed;
+  t.out = std::fopen(part.c_str(), resumed ? "ab" : "wb");
+  if (!t.out) return make_error("cannot write " + part.string());
+  return {};
+}
+
+// The transfer's outcome: an error (the part removed where it cannot be
+// resumed), or the part checked (size, sha256, GGUF magic) and renamed.
+Result<fs::path> finish_download(const DownloadOptions& o, const fs::path& part, Transfer& t, CURLcode rc,
+                                 long status, bool resumed, bool flushed) {
+  std::error_code ec;
+  const auto drop_part = [&] { fs::remove(part, ec); };
+  const std::string kept = std::to_string(t.done >> 20) + " MiB kept in " + part.string();
+  if (t.cancelled) return make_error("cancelled: " + kept + " (run the download again to resume)");
+  if (rc == CURLE_RANGE_ERROR || (status == 416 && resumed)) {  // the part was already whole, or not this file
+    drop_part();
+    return make_error(o.url + ": the server refused to resume; the part was removed, run the download again");
+  }
+  if (rc == CURLE_HTTP_RETURNED_ERROR || status >= 400) {
+    if (!resumed) drop_part();
+    return make_error(http_error(status, o.url, !o.bearer_token.empty()));
+  }
+  if (t.write_failed || !flushed) return make_error("cannot write " + part.string() + " (disk full?)");
+  if (rc != CURLE_OK) return make_error(o.url + ": " + curl_easy_strerror(rc) + "; " + kept + " (run the download again to resume)");
+  const std::string name = o.destination.filename().string();
+  if (o.expected_size && t.done != o.expected_size) {
+    drop_part();
+    return make_error(name + ": " + std::to_string(t.done) + " bytes arrived, the source states " +
+                      std::to_string(o.expected_size) + "; the part was removed");
+  }
+  if (!o.expected_sha256.empty()) {
+    if (const std::string got = Sha256::hex(t.hash.finish()); got != o.expected_sha256) {
+      drop_part();
+      return make_error(name + ": sha256 " + got + " but the source states " + o.expected_sha256 +
+                        "; the download was removed");
+    }
+  }
+  if (o.require_gguf) {
+    char magic[4] = {};
+    std::ifstream in(part, std::ios::binary);
+    in.read(magic, 4);
+    if (in.gcount() != 4 || std::string_view(magic, 4) != "GGUF") {
+      drop_part();
+      return make_error(name + ": not a GGUF file (no GGUF magic); the download was removed");
+    }
+  }
+  fs::rename(part, o.destination, ec);
+  if (ec) return make_error("cannot rename " + part.string() + " to " + o.destination.string() + ": " + ec.message());
+  return o.destination;
+}
+
+}  // namespace
+
 Result<fs::path> download_file(const DownloadOptions& o) {
   if (!is_http_url(o.url)) return make_error(o.url + ": only http:// and https:// URLs can be downloaded");
   const fs::path part = o.destination.string() + ".part";
@@ -260,67 +365,22 @@ Result<fs::path> download_file(const DownloadOptions& o) {
   Transfer t;
   t.options = &o;
   t.total = o.expected_size;
-  uint64_t resumed = 0;
-  if (fs::exists(part)) {
-    if (Status st = hash_existing(part, t.hash, resumed); !st) return st.error();
-    if (o.expected_size && resumed > o.expected_size) {  // not this file: start again
-      fs::remove(part, ec);
-      t.hash.reset();
-      resumed = 0;
-    }
-  }
-  if (o.expected_size) {
-    struct statvfs vfs{};
-    if (::statvfs(o.destination.parent_path().c_str(), &vfs) == 0) {
-      const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      const uint64_t need = o.expected_size - resumed + kDiskMargin;
-      if (free_bytes < need)
-        return make_error("not enough disk space in " + o.destination.parent_path().string() + ": " +
-                          std::to_string((o.expected_size - resumed) >> 20) + " MiB to download, " +
-                          std::to_string(free_bytes >> 20) + " MiB free");
-    }
-  }
-  t.done = t.started_at = resumed;
-  t.out = std::fopen(part.c_str(), resumed ? "ab" : "wb");
-  if (!t.out) return make_error("cannot write " + part.string());
-
-  curl_init_once();
-  CURL* curl = curl_easy_init();
+  if (Status st = open_part(o, part, t); !st) return st.error();
+  const bool resumed = t.started_at > 0;
   curl_slist* headers = nullptr;
-  if (!o.bearer_token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + o.bearer_token).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, o.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "glassbox");
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled connection ends (the part stays)
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  CURL* curl = new_get(o.url, o.bearer_token, headers);
+  if (!curl) {
+    std::fclose(t.out);
+    return make_error("cannot start an HTTP client (libcurl)");
+  }
   curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
-  if (resumed) curl_easy_setopt(curl, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(resumed));
+  if (resumed) curl_easy_setopt(curl, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(t.started_at));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
-  // A server that ignores the Range answers 200 with the whole file: start the part again.
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
-    auto* tr = static_cast<Transfer*>(u);
-    const std::string_view line(d, s * n);
-    if (line.rfind("HTTP/", 0) == 0) {
-      const size_t sp = line.find(' ');
-      tr->status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
-      if (tr->status == 200 && tr->started_at > 0) {  // the whole file again
-        std::fflush(tr->out);
-        if (::ftruncate(::fileno(tr->out), 0) != 0) return 0;
-        std::fseek(tr->out, 0, SEEK_SET);
-        tr->hash.reset();
-        tr->done = tr->started_at = 0;
-      }
-    }
-    return s * n;
-  });
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
   const CURLcode rc = curl_easy_perform(curl);
   long status = 0;
@@ -328,48 +388,7 @@ Result<fs::path> download_file(const DownloadOptions& o) {
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   const bool flushed = std::fclose(t.out) == 0;
-  const auto drop_part = [&] { fs::remove(part, ec); };
-
-  if (t.cancelled) return make_error("cancelled: " + std::to_string(t.done >> 20) + " MiB kept in " + part.string() +
-                                     " (run the download again to resume)");
-  if (rc == CURLE_RANGE_ERROR || (status == 416 && resumed)) {  // the part was already whole, or not this file
-    drop_part();
-    return make_error(o.url + ": the server refused to resume; the part was removed, run the download again");
-  }
-  if (rc == CURLE_HTTP_RETURNED_ERROR || (status >= 400)) {
-    if (!resumed) drop_part();
-    return make_error(http_error(status, o.url, !o.bearer_token.empty()));
-  }
-  if (t.write_failed || !flushed) return make_error("cannot write " + part.string() + " (disk full?)");
-  if (rc != CURLE_OK)
-    return make_error(o.url + ": " + curl_easy_strerror(rc) + "; " + std::to_string(t.done >> 20) + " MiB kept in " +
-                      part.string() + " (run the download again to resume)");
-  // Whole: checked before it takes its name.
-  if (o.expected_size && t.done != o.expected_size) {
-    drop_part();
-    return make_error(o.destination.filename().string() + ": " + std::to_string(t.done) + " bytes arrived, the source states " +
-                      std::to_string(o.expected_size) + "; the part was removed");
-  }
-  if (!o.expected_sha256.empty()) {
-    const std::string got = Sha256::hex(t.hash.finish());
-    if (got != o.expected_sha256) {
-      drop_part();
-      return make_error(o.destination.filename().string() + ": sha256 " + got + " but the source states " +
-                        o.expected_sha256 + "; the download was removed");
-    }
-  }
-  if (o.require_gguf) {
-    char magic[4] = {};
-    std::ifstream in(part, std::ios::binary);
-    in.read(magic, 4);
-    if (in.gcount() != 4 || std::string_view(magic, 4) != "GGUF") {
-      drop_part();
-      return make_error(o.destination.filename().string() + ": not a GGUF file (no GGUF magic); the download was removed");
-    }
-  }
-  fs::rename(part, o.destination, ec);
-  if (ec) return make_error("cannot rename " + part.string() + " to " + o.destination.string() + ": " + ec.message());
-  return o.destination;
+  return finish_download(o, part, t, rc, status, resumed, flushed);
 }
 
 fs::path default_models_dir() {
