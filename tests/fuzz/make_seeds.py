@@ -8,6 +8,7 @@ so the model harnesses start from files that load all the way. Run it again
 after changing it; the outputs are committed.
     python3 tests/fuzz/make_seeds.py
 """
+import json
 import os
 import struct
 
@@ -138,6 +139,37 @@ def tokenizer_bin():
     return out
 
 
+def openai_requests():
+    """Bodies of POST /v1/completions and /v1/chat/completions: valid ones with
+    every kind of field, and near-valid ones (a mistyped content part, a
+    response_format whose type is a number)."""
+    user = {"role": "user", "content": "Once upon a time"}
+    return {
+        "completion-basic.json": {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0},
+        "completion-all-fields.json": {
+            "model": "stories260K", "prompt": ["a", "b"], "n": 2, "max_tokens": 8, "seed": 7, "stream": True,
+            "stream_options": {"include_usage": True}, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+            "typical_p": 0.95, "repetition_penalty": 1.1, "penalty_last_n": 64, "presence_penalty": 0.5,
+            "frequency_penalty": -0.5, "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2,
+            "dry_penalty_last_n": -1, "xtc_threshold": 0.1, "xtc_probability": 0.5, "stop": ["\n", "."],
+            "logit_bias": {"5": -100, "7": 2.5}, "stop_token_ids": [2], "ignore_eos": False, "logprobs": 3},
+        "completion-token-ids.json": {"prompt": [[1, 2, 3], [4, 5]], "max_tokens": 4},
+        "completion-echo.json": {"prompt": "score me", "echo": True, "max_tokens": 0, "logprobs": 5},
+        "chat-basic.json": {"messages": [{"role": "system", "content": "Be brief."}, user], "max_tokens": 16},
+        "chat-all-fields.json": {
+            "messages": [{"role": "developer", "content": "x"},
+                         {"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]},
+                         {"role": "assistant", "content": None}, {"role": "tool", "content": "42"}],
+            "logprobs": True, "top_logprobs": 2, "max_completion_tokens": 5, "stream": True,
+            "stream_options": {"include_usage": True}, "chat_template_kwargs": {"enable_thinking": False},
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+                "a": {"type": "array", "items": {"type": "string"}}}}}}],
+            "tool_choice": "auto", "response_format": {"type": "text"}},
+        "chat-part-type-number.json": {"messages": [{"role": "user", "content": [{"type": 1, "text": "x"}]}]},
+        "chat-response-format-type-number.json": {"messages": [user], "response_format": {"type": 1}},
+    }
+
+
 def write(name, filename, data):
     d = os.path.join(CORPUS, name)
     os.makedirs(d, exist_ok=True)
@@ -164,6 +196,8 @@ def main():
     write("llama2c", "tiny-legacy.bin", llama2c(0))
     write("llama2c", "tiny-v1.bin", llama2c(1))
     write("tokenizer_bin", "tiny-tokenizer.bin", tokenizer_bin())
+    for filename, body in openai_requests().items():
+        write("openai_request", filename, json.dumps(body))
 
 
 if __name__ == "__main__":
