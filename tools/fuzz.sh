@@ -47,6 +47,8 @@ workload             8192 json.dict
 trace_jsonl         65536 json.dict @repo/tests/data/trace/*.jsonl
 session             65536 json.dict
 chat_template       16384 -         testdata/chat-templates/templates/*.jinja
+openai_request       8192 json.dict
+remote_response      8192 json.dict
 EOF
 }
 

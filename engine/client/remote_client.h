@@ -8,6 +8,9 @@
 // `logprobs` with `max_tokens` 0 (prompt logprobs, as vLLM and Glassbox
 // answer), asks for n choices at once (Compare lanes), and scrapes the server's
 // Prometheus /metrics (server/remote_metrics.h reads the samples).
+// No method throws: a server's answer is read by the type-checked parsers of
+// client/remote_response.h, and an answer of the wrong shape is an error for
+// that call, naming the field.
 // Threads: one RemoteClient per thread (it holds one HTTP connection), except
 // abort(), which any thread may call to end a request in flight.
 #pragma once

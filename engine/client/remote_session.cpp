@@ -1,6 +1,7 @@
 #include "client/remote_session.h"
 
 #include <algorithm>
+#include <exception>
 
 namespace gb::server {
 
@@ -54,6 +55,31 @@ void RemoteSession::push(RemoteEvent::Body body) {
   events_.push_back({t_ms, std::move(body)});
 }
 
+namespace {
+
+// Publishes a worker's client for abort() from the owner thread while it
+// lives: declared after the client, so it is unpublished before the client is
+// destroyed, on every way out (an exception included).
+class PublishedClient {
+ public:
+  PublishedClient(std::mutex& mutex, RemoteClient*& slot, RemoteClient* client) : mutex_(mutex), slot_(slot) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slot_ = client;
+  }
+  ~PublishedClient() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slot_ = nullptr;
+  }
+  PublishedClient(const PublishedClient&) = delete;
+  PublishedClient& operator=(const PublishedClient&) = delete;
+
+ private:
+  std::mutex& mutex_;
+  RemoteClient*& slot_;
+};
+
+}  // namespace
+
 uint64_t RemoteSession::start_worker(
     std::function<Result<RemoteResult>(RemoteClient&, const RemoteClient::TokenCallback&)> run) {
   auto worker = std::make_unique<Worker>();
@@ -62,30 +88,36 @@ uint64_t RemoteSession::start_worker(
   push(RemoteStarted{w->id});
   w->thread = std::thread([this, w, run = std::move(run)] {
     RemoteFinished finished{w->id, {}, {}};
-    auto client = RemoteClient::connect(options_);
-    if (!client) {
-      finished.error = client.error().message;
-    } else {
-      {
-        std::lock_guard<std::mutex> lock(w->client_mutex);
-        w->client = client->get();
+    int index = 0;
+    // Nothing may escape a thread (std::terminate would end the workbench):
+    // RemoteClient reports a bad answer as an error, and anything unexpected
+    // still becomes this request's error.
+    try {
+      auto client = RemoteClient::connect(options_);
+      if (!client) {
+        finished.error = client.error().message;
+      } else {
+        PublishedClient published(w->client_mutex, w->client, client->get());
+        auto result = w->cancelled ? Result<RemoteResult>(RemoteResult{}) : run(**client, [&](const RemoteToken& t) {
+          push(RemoteTokenEvent{w->id, index++, t});
+          return !w->cancelled.load();
+        });
+        if (result) finished.result = std::move(*result);
+        else if (!w->cancelled) finished.error = result.error().message;
+        else finished.result.num_generated = index;  // aborted mid-stream: what arrived
       }
-      int index = 0;
-      auto result = w->cancelled ? Result<RemoteResult>(RemoteResult{}) : run(**client, [&](const RemoteToken& t) {
-        push(RemoteTokenEvent{w->id, index++, t});
-        return !w->cancelled.load();
-      });
-      {
-        std::lock_guard<std::mutex> lock(w->client_mutex);
-        w->client = nullptr;
-      }
-      if (result) finished.result = std::move(*result);
-      else if (!w->cancelled) finished.error = result.error().message;
-      else finished.result.num_generated = index;  // aborted mid-stream: what arrived
+    } catch (const std::exception& e) {
+      finished.error = std::string("unexpected error in the remote request: ") + e.what();
+    } catch (...) {
+      finished.error = "unexpected error in the remote request";
     }
     if (w->cancelled) finished.result.finish_reason = "cancelled";
     else if (!finished.error.empty()) finished.result.finish_reason = "error";
-    push(std::move(finished));
+    try {
+      push(std::move(finished));
+    } catch (...) {
+      // Out of memory for one event: the request still ends (done below).
+    }
     w->done = true;
   });
   workers_.push_back(std::move(worker));
@@ -135,19 +167,19 @@ int RemoteSession::num_active() const {
 void RemoteSession::poll_metrics() {
   RemoteOptions options = options_;
   options.timeout_s = 5;  // a hung /metrics must not hold up the session's end for long
-  auto client = RemoteClient::connect(options);
-  if (!client) return;
-  {
-    std::lock_guard<std::mutex> lock(poller_mutex_);
-    poller_client_ = client->get();
+  // Metrics are an extra: anything unexpected ends the polling, never the
+  // workbench (nothing may escape a thread).
+  try {
+    auto client = RemoteClient::connect(options);
+    if (!client) return;
+    PublishedClient published(poller_mutex_, poller_client_, client->get());
+    while (!stopping_) {
+      if (auto samples = (*client)->metrics()) push(RemoteMetricsSample{read_remote_metrics(*samples)});
+      for (int waited = 0; waited < metrics_interval_ms_ && !stopping_; waited += 25)
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  } catch (...) {
   }
-  while (!stopping_) {
-    if (auto samples = (*client)->metrics()) push(RemoteMetricsSample{read_remote_metrics(*samples)});
-    for (int waited = 0; waited < metrics_interval_ms_ && !stopping_; waited += 25)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  std::lock_guard<std::mutex> lock(poller_mutex_);
-  poller_client_ = nullptr;
 }
 
 }  // namespace gb::server

@@ -11,6 +11,8 @@
 // metrics. Token ids, sampler stages and KV blocks are not available.
 // Threads: any one owner thread calls every method; the worker threads only
 // append to the queue (under its mutex). The destructor cancels and joins.
+// Nothing escapes a worker thread: a failure, or even an unexpected exception,
+// becomes that request's RemoteFinished error (the poller just stops).
 #pragma once
 
 #include <atomic>

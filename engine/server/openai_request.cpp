@@ -11,6 +11,20 @@ namespace {
 using nlohmann::json;
 using Outcome = std::optional<ApiError>;  // nullopt: the field was fine (or absent)
 
+// Deeper JSON than any request needs (a tool's JSON schema is the deepest
+// legitimate part, a handful of levels) is refused before anything walks it:
+// copying, dumping and template rendering recurse once per level.
+constexpr int kMaxJsonDepth = 64;
+
+// The string at obj[key], or nullptr when obj is not an object, the key is
+// absent or its value is not a string. Every read of an optional string goes
+// through this (json::value() throws when the value has another type).
+const std::string* string_at(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+}
+
 // A numeric sampler field: where it lives in SamplerSettings and its range.
 struct NumberField {
   const char* name;
@@ -137,10 +151,12 @@ Outcome parse_int(const json& body, const char* name, int lo, int hi, std::optio
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) return bad_param(name, std::string(name) + " must be an integer");
-  const long long v = it->get<long long>();
-  if (v < lo || v > hi)
-    return bad_param(name, std::string(name) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
-                               ", " + std::to_string(hi) + "]");
+  // Above INT64_MAX the value is only readable as unsigned: read as signed it would wrap.
+  const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const long long v = too_big ? hi : it->get<long long>();
+  if (too_big || v < lo || v > hi)
+    return bad_param(name, std::string(name) + " = " + it->dump() + " is outside [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]");
   out = static_cast<int>(v);
   return std::nullopt;
 }
@@ -266,9 +282,11 @@ Outcome parse_content(const json& m, const std::string& where, std::string& out)
   }
   if (!it->is_array()) return bad_param(where + ".content", where + ".content must be a string or an array of text parts");
   for (const json& part : *it) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      return bad_param(where + ".content", where + ".content: only parts of type \"text\" are supported");
-    out += part["text"].get<std::string>();
+    const std::string* type = string_at(part, "type");
+    const std::string* text = string_at(part, "text");
+    if (type == nullptr || *type != "text" || text == nullptr)
+      return bad_param(where + ".content", where + ".content: only parts of type \"text\" with a string text are supported");
+    out += *text;
   }
   return std::nullopt;
 }
@@ -305,9 +323,10 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      return bad_param(where + ".role", where + " must be an object with a string role");
-    ApiMessage msg{m["role"].get<std::string>(), ""};
+    if (!m.is_object()) return bad_param(where, where + " must be an object with a string role");
+    const std::string* role = string_at(m, "role");
+    if (role == nullptr) return bad_param(where + ".role", where + ".role must be a string");
+    ApiMessage msg{*role, ""};
     if (msg.role == "developer") msg.role = "system";
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       return bad_param(where + ".role", where + ".role '" + msg.role + "' is not one of system, developer, user, assistant, tool");
@@ -321,7 +340,7 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
   r.top_logprobs = top.value_or(0);
   if (Outcome e = parse_template_vars(body, r)) return e;
   if (auto rf = body.find("response_format"); rf != body.end() && !rf->is_null())
-    if (!rf->is_object() || rf->value("type", "") != "text")
+    if (const std::string* type = string_at(*rf, "type"); type == nullptr || *type != "text")
       return bad_param("response_format", "response_format other than {\"type\": \"text\"} is not supported");
   return std::nullopt;
 }
@@ -343,7 +362,24 @@ SamplerSettings openai_default_sampling() {
 
 std::variant<ApiRequest, ApiError> parse_api_request(ApiEndpoint endpoint, std::string_view body,
                                                      const ParseLimits& limits) {
-  const json j = json::parse(body, nullptr, false);
+  // Values deeper than kMaxJsonDepth are dropped while parsing (the callback's
+  // false) and the request refused, naming the top-level field they were in.
+  std::string top_key, deep_key;
+  bool too_deep = false;
+  const json j = json::parse(
+      body,
+      [&](int depth, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::key && depth == 1) top_key = parsed.is_string() ? parsed.get<std::string>() : "";
+        if (depth <= kMaxJsonDepth) return true;
+        if (!too_deep) deep_key = top_key;
+        too_deep = true;
+        return false;
+      },
+      false);
+  if (too_deep)
+    return deep_key.empty() ? ApiError{400, "the request body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                                       "invalid_request_error", "", "invalid_json", 0}
+                            : bad_param(deep_key, deep_key + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (j.is_discarded())
     return ApiError{400, "the request body is not valid JSON", "invalid_request_error", "", "invalid_json", 0};
   if (!j.is_object()) return ApiError{400, "the request body must be a JSON object", "invalid_request_error", "", "invalid_json", 0};

@@ -13,6 +13,9 @@
 // than ignored. Completions' `echo` is honoured for scoring: with `max_tokens` 0
 // (and `logprobs` for the prompt tokens' log-probabilities, as vLLM answers).
 // Chat's `tools` and `chat_template_kwargs` reach the model's chat template.
+// Every read is type-checked, so any body gives a request or a 400, never an
+// exception (tests/fuzz/fuzz_openai_request.cpp); a body nested deeper than 64
+// levels is refused, naming the top-level field the nesting is in.
 // Threads: pure functions.
 #pragma once
 

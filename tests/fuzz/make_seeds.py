@@ -8,6 +8,7 @@ so the model harnesses start from files that load all the way. Run it again
 after changing it; the outputs are committed.
     python3 tests/fuzz/make_seeds.py
 """
+import json
 import os
 import struct
 
@@ -138,6 +139,78 @@ def tokenizer_bin():
     return out
 
 
+def openai_requests():
+    """Bodies of POST /v1/completions and /v1/chat/completions: valid ones with
+    every kind of field, and near-valid ones (a mistyped content part, a
+    response_format whose type is a number)."""
+    user = {"role": "user", "content": "Once upon a time"}
+    return {
+        "completion-basic.json": {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0},
+        "completion-all-fields.json": {
+            "model": "stories260K", "prompt": ["a", "b"], "n": 2, "max_tokens": 8, "seed": 7, "stream": True,
+            "stream_options": {"include_usage": True}, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+            "typical_p": 0.95, "repetition_penalty": 1.1, "penalty_last_n": 64, "presence_penalty": 0.5,
+            "frequency_penalty": -0.5, "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2,
+            "dry_penalty_last_n": -1, "xtc_threshold": 0.1, "xtc_probability": 0.5, "stop": ["\n", "."],
+            "logit_bias": {"5": -100, "7": 2.5}, "stop_token_ids": [2], "ignore_eos": False, "logprobs": 3},
+        "completion-token-ids.json": {"prompt": [[1, 2, 3], [4, 5]], "max_tokens": 4},
+        "completion-echo.json": {"prompt": "score me", "echo": True, "max_tokens": 0, "logprobs": 5},
+        "chat-basic.json": {"messages": [{"role": "system", "content": "Be brief."}, user], "max_tokens": 16},
+        "chat-all-fields.json": {
+            "messages": [{"role": "developer", "content": "x"},
+                         {"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]},
+                         {"role": "assistant", "content": None}, {"role": "tool", "content": "42"}],
+            "logprobs": True, "top_logprobs": 2, "max_completion_tokens": 5, "stream": True,
+            "stream_options": {"include_usage": True}, "chat_template_kwargs": {"enable_thinking": False},
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+                "a": {"type": "array", "items": {"type": "string"}}}}}}],
+            "tool_choice": "auto", "response_format": {"type": "text"}},
+        "chat-part-type-number.json": {"messages": [{"role": "user", "content": [{"type": 1, "text": "x"}]}]},
+        "chat-response-format-type-number.json": {"messages": [user], "response_format": {"type": 1}},
+    }
+
+
+def remote_answers():
+    """Answers of a remote OpenAI-compatible server as RemoteClient reads them
+    (engine/client/remote_response.h): a model list, streamed chunks (whole
+    server-sent-event streams, completions and chat, with logprobs and usage), a
+    completion with n = 2, an echo score, an error and Prometheus metrics."""
+    def sse(chunks):
+        return "".join("data: " + json.dumps(c) + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+    comp_lp = {"tokens": [" a", " b"], "token_logprobs": [-0.5, -1.25],
+               "top_logprobs": [{" a": -0.5, " c": -2.0}, {" b": -1.25, " d": -1.5}]}
+    chat_lp = {"content": [{"token": " a", "logprob": -0.5, "top_logprobs": [{"token": " a", "logprob": -0.5},
+                                                                            {"token": " c", "logprob": -2.0}]}]}
+    usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 4}}
+    return {
+        "models.json": json.dumps({"object": "list", "data": [{"id": "stories260K", "object": "model"}, {"id": "b"}]}),
+        "stream-completion.txt": sse([
+            {"object": "text_completion", "choices": [{"index": 0, "text": " a b", "logprobs": comp_lp, "finish_reason": None}]},
+            {"choices": [{"index": 0, "text": "", "finish_reason": "length"}], "usage": None},
+            {"choices": [], "usage": usage}]),
+        "stream-chat.txt": sse([
+            {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+            {"choices": [{"index": 0, "delta": {"content": " a"}, "logprobs": chat_lp, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": usage}]),
+        "chunk-chat.json": json.dumps({"choices": [{"index": 0, "delta": {"content": " a"}, "logprobs": chat_lp}]}),
+        "completion-n2.json": json.dumps({"object": "text_completion", "choices": [
+            {"index": 1, "text": " b", "finish_reason": "length", "logprobs": comp_lp},
+            {"index": 0, "text": " a", "finish_reason": "stop", "logprobs": None}], "usage": usage}),
+        "echo-score.json": json.dumps({"choices": [{"index": 0, "text": "a b", "logprobs": {
+            "tokens": ["a", " b", " c"], "token_logprobs": [None, -0.75, -2.5],
+            "top_logprobs": [None, {" b": -0.75, " x": -1.0}, {" d": -0.5}]}}]}),
+        "error.json": json.dumps({"error": {"message": "Unsupported param: echo", "type": "invalid_request_error",
+                                            "param": None, "code": 400}}),
+        "error-in-stream.txt": sse([{"error": {"message": "the queue is full", "code": 503}}]),
+        "chunk-token-type-number.json": json.dumps({"choices": [{"delta": {"content": "x"}, "logprobs": {
+            "content": [{"token": 5, "logprob": "x"}]}}], "usage": {"prompt_tokens": "5"}}),
+        "metrics.txt": "# TYPE glassbox_num_requests_running gauge\nglassbox_num_requests_running 2\n"
+                       "vllm:num_requests_waiting{model_name=\"m\"} 4.0\nllamacpp:kv_cache_usage_ratio 0.25\n"
+                       "glassbox_prefix_cache_hits_total 5\nglassbox_prefix_cache_queries_total 20\n",
+    }
+
+
 def write(name, filename, data):
     d = os.path.join(CORPUS, name)
     os.makedirs(d, exist_ok=True)
@@ -164,6 +237,10 @@ def main():
     write("llama2c", "tiny-legacy.bin", llama2c(0))
     write("llama2c", "tiny-v1.bin", llama2c(1))
     write("tokenizer_bin", "tiny-tokenizer.bin", tokenizer_bin())
+    for filename, body in openai_requests().items():
+        write("openai_request", filename, json.dumps(body))
+    for filename, text in remote_answers().items():
+        write("remote_response", filename, text)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,12 @@
 // scoring (echo + logprobs) equal to local teacher forcing, chat streaming,
 // n choices, metric names of each server family, and RemoteSession (the
 // workbench's remote engine); a server that refuses echo, and the Score and
-// Compare views' remote JSON (remote_score_json, remote_comparison_json).
+// Compare views' remote JSON (remote_score_json, remote_comparison_json). And a
+// fake server answering nonsense: each request gets an error, never a crash.
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -336,4 +340,147 @@ GB_TEST(remote_comparison_json_compares_token_strings) {
   QCOMPARE(j["lanes"][1]["summary"]["num_diverged"].get<int>(), 1);
   QVERIFY(std::abs(j["lanes"][1]["summary"]["tokens_per_s"].get<double>() - 150.0) < 1e-9);
   QCOMPARE(j["not_available"].size(), size_t{5});
+}
+
+namespace {
+
+// A server that answers GET /v1/models, /metrics and POST /v1/completions,
+// /v1/chat/completions with whatever text the test sets: malformed answers
+// on purpose (issue 42).
+class FakeRemote {
+ public:
+  FakeRemote() {
+    server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { answer("models", res); });
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { answer("metrics", res); });
+    server_.Post("/v1/completions", [this](const httplib::Request&, httplib::Response& res) { answer("completions", res); });
+    server_.Post("/v1/chat/completions", [this](const httplib::Request&, httplib::Response& res) { answer("chat", res); });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    set("models", R"({"object": "list", "data": [{"id": "fake"}]})");
+  }
+  ~FakeRemote() {
+    server_.stop();
+    thread_.join();
+  }
+  FakeRemote(const FakeRemote&) = delete;
+  FakeRemote& operator=(const FakeRemote&) = delete;
+
+  bool ok() const { return port_ > 0; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  void set(const std::string& what, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    answers_[what] = text;
+  }
+
+ private:
+  void answer(const std::string& what, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    res.set_content(answers_[what], what == "models" ? "application/json" : "text/event-stream");
+  }
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mutex_;
+  std::map<std::string, std::string> answers_;
+};
+
+std::string sse_of(const std::vector<std::string>& chunks) {
+  std::string out;
+  for (const std::string& c : chunks) out += "data: " + c + "\n\n";
+  return out + "data: [DONE]\n\n";
+}
+
+bool any_token(const gb::server::RemoteToken&) { return true; }
+
+}  // namespace
+
+// A server answering nonsense (fields of the wrong type, missing fields, chunks
+// that are not JSON) gives each request an error naming what was wrong; the
+// client never throws, and the workbench's RemoteSession reports the error in
+// that request's RemoteFinished and carries on.
+GB_TEST(malformed_answers_are_errors_not_crashes) {
+  FakeRemote fake;
+  QVERIFY(fake.ok());
+  const auto connect_error = [&](const std::string& models) {
+    fake.set("models", models);
+    auto c = RemoteClient::connect({fake.url(), "", "", 20, 10});
+    return c.ok() ? std::string("connected") : c.error().message;
+  };
+  QVERIFY(connect_error(R"({"data": [{"id": 5}]})").find("data[0].id is not a string") != std::string::npos);
+  QVERIFY(connect_error(R"({"data": "fake"})").find("data is not an array") != std::string::npos);
+  QVERIFY(connect_error("<html>busy</html>").find("not valid JSON") != std::string::npos);
+  QVERIFY(connect_error(R"({"data": []})").find("names no model") != std::string::npos);
+  QCOMPARE(connect_error(R"({"data": [{"id": "fake"}]})"), std::string("connected"));
+  // Bad ports are refused before httplib reads them (its std::stoi throws past INT_MAX).
+  for (const char* url : {"http://127.0.0.1:99999999999999", "http://127.0.0.1:70000", "http://127.0.0.1:", "http://127.0.0.1:0", "http://h:8x"}) {
+    auto bad = RemoteClient::connect({url, "", "", 20, 10});
+    QVERIFY2(!bad.ok() && bad.error().message.find("port") != std::string::npos, url);
+  }
+  auto client = RemoteClient::connect({fake.url(), "", "", 20, 10});
+  QVERIFY(client.ok());
+
+  const struct {
+    bool chat;
+    std::string stream;
+    const char* names;
+  } streams[] = {
+      {false, sse_of({R"({"choices": [{"text": "a", "logprobs": {"content": [{"token": 5}]}}]})"}),
+       "choices[0].logprobs.content[0].token is not a string"},
+      {false, sse_of({R"({"choices": [{"text": "a"}]})", "hello"}), "not valid JSON"},
+      {false, sse_of({R"({"choices": [{"text": "a"}]})", R"({"choices": [], "usage": {"prompt_tokens": "5"}})"}),
+       "usage.prompt_tokens is not a whole number"},
+      {false, sse_of({R"({"choices": [{"text": "a", "logprobs": {"tokens": ["a"], "token_logprobs": ["x"]}}]})"}),
+       "choices[0].logprobs.token_logprobs[0] is not a number"},
+      {false, sse_of({R"([1, 2])"}), "not a JSON object"},
+      {true, sse_of({R"({"choices": [{"delta": {"content": 5}}]})"}), "choices[0].delta.content is not a string"},
+      {true, sse_of({R"({"choices": [{"delta": "x"}]})"}), "choices[0].delta is not an object"},
+      {true, sse_of({R"({"choices": "x"})"}), "choices is not an array"},
+      {true, sse_of({R"({"choices": [{"finish_reason": 3}]})"}), "choices[0].finish_reason is not a string"},
+      {true, sse_of({R"({"error": {"message": "the queue is full"}})"}), "the queue is full"},
+  };
+  for (const auto& s : streams) {
+    fake.set(s.chat ? "chat" : "completions", s.stream);
+    auto r = s.chat ? (*client)->chat({{"user", "x", {}}}, greedy(), 4, "", any_token)
+                    : (*client)->complete("x", greedy(), 4, any_token);
+    QVERIFY2(!r.ok() && r.error().message.find(s.names) != std::string::npos,
+             (s.stream + " -> " + (r.ok() ? std::string("ok") : r.error().message)).c_str());
+  }
+  // A prompt with invalid UTF-8 is sent (as U+FFFD), not thrown on by the JSON writer.
+  fake.set("completions", sse_of({R"({"choices": [{"text": "a", "finish_reason": "length"}]})"}));
+  auto sent = (*client)->complete("bad \xff\xfe bytes", greedy(), 4, any_token);
+  QVERIFY2(sent.ok(), sent.ok() ? "" : sent.error().message.c_str());
+  QCOMPARE(sent->text, std::string("a"));
+
+  fake.set("completions", R"({"choices": [{"index": "0", "text": "a"}]})");
+  auto n = (*client)->complete_n("x", greedy(), 4, 1);
+  QVERIFY(!n.ok() && n.error().message.find("choices[0].index is not a whole number") != std::string::npos);
+  fake.set("completions", R"({"choices": [{"logprobs": {"tokens": ["a", "b"], "token_logprobs": [null, "x"]}}]})");
+  auto scored = (*client)->score("a b", 5);
+  QVERIFY(!scored.ok() && scored.error().message.find("token_logprobs[1] is not a number") != std::string::npos);
+  fake.set("metrics", "\x01\x02 not prometheus {{{ }\nx 1e999\ny nan\n");
+  auto metrics = (*client)->metrics();  // unreadable lines are skipped
+  QVERIFY(metrics.ok());
+
+  // The workbench's remote engine: the bad answer is that request's error.
+  fake.set("chat", sse_of({R"({"choices": [{"delta": {"content": "a"}}]})",
+                           R"({"choices": [{"delta": {"content": "b"}, "logprobs": {"content": [{"token": ["b"]}]}}]})"}));
+  auto session = gb::server::RemoteSession::connect({fake.url(), "", "", 20, 10}, 50);
+  QVERIFY(session.ok());
+  const uint64_t id = (*session)->submit_chat({{"user", "x", {}}}, greedy(), 4);
+  std::optional<gb::server::RemoteFinished> finished;
+  int num_tokens = 0;
+  for (int i = 0; i < 500 && !finished; ++i) {  // bounded: 500 x 10 ms
+    for (const gb::server::RemoteEvent& e : (*session)->drain()) {
+      if (std::holds_alternative<gb::server::RemoteTokenEvent>(e.body)) ++num_tokens;
+      if (const auto* f = std::get_if<gb::server::RemoteFinished>(&e.body)) finished = *f;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  QVERIFY(finished.has_value());
+  QCOMPARE(finished->request, id);
+  QCOMPARE(finished->result.finish_reason, std::string("error"));
+  QVERIFY2(finished->error.find("choices[0].logprobs.content[0].token is not a string") != std::string::npos,
+           finished->error.c_str());
+  QCOMPARE(num_tokens, 1);  // the good chunk before the bad one
+  QCOMPARE((*session)->num_active(), 0);
 }
