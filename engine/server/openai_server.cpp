@@ -271,10 +271,13 @@ void OpenAiServer::Impl::install_routes() {
     res.set_content(hub.metrics().render(), "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"object", "list"}, {"data", json::array({model_json()})}}.dump(), "application/json");
+    // replace: a model name with invalid UTF-8 is shown with U+FFFD, not an exception.
+    const json list{{"object", "list"}, {"data", json::array({model_json()})}};
+    res.set_content(list.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
   });
   http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] == config.model_name) return res.set_content(model_json().dump(), "application/json");
+    if (req.matches[1] == config.model_name)
+      return res.set_content(model_json().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     reply_error(res, {404, "the model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error",
                       "model", "model_not_found", 0});
   });
