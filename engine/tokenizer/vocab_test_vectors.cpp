@@ -38,7 +38,10 @@ Result<std::vector<std::string>> read_vocab_test_inputs(const std::string& path)
 
 std::string format_vocab_test_line(std::span<const TokenId> ids) {
   std::string line;
-  for (const TokenId id : ids) line += " " + std::to_string(id);
+  for (const TokenId id : ids) {
+    line += ' ';
+    line += std::to_string(id);
+  }
   return line;
 }
 
