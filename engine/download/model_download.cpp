@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "backend/kv_pool_sizing.h"
@@ -131,6 +132,17 @@ CURL* new_get(const std::string& url, const std::string& token, curl_slist*& hea
   return curl;
 }
 
+// Runs the transfer and frees the handle and its headers: libcurl's code and
+// the last HTTP status.
+std::pair<CURLcode, long> perform_and_free(CURL* curl, curl_slist* headers) {
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return {rc, status};
+}
+
 // GET of a small document (the tree listing) into memory.
 Result<std::string> fetch_text(const std::string& url, const std::string& token) {
   curl_slist* headers = nullptr;
@@ -144,11 +156,7 @@ Result<std::string> fetch_text(const std::string& url, const std::string& token)
     return s * n;
   });
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  const CURLcode rc = curl_easy_perform(curl);
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  const auto [rc, status] = perform_and_free(curl, headers);
   if (rc != CURLE_OK) return make_error(url + ": " + curl_easy_strerror(rc));
   if (status != 200) return make_error(http_error(status, url, !token.empty()));
   return body;
@@ -382,11 +390,7 @@ Result<fs::path> download_file(const DownloadOptions& o) {
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  const CURLcode rc = curl_easy_perform(curl);
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  const auto [rc, status] = perform_and_free(curl, headers);
   const bool flushed = std::fclose(t.out) == 0;
   return finish_download(o, part, t, rc, status, resumed, flushed);
 }
