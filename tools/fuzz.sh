@@ -49,6 +49,7 @@ session             65536 json.dict
 chat_template       16384 -         testdata/chat-templates/templates/*.jinja
 openai_request       8192 json.dict
 remote_response      8192 json.dict
+repo_tree            8192 json.dict
 EOF
 }
 

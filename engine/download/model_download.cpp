@@ -223,6 +223,8 @@ Result<std::vector<RemoteFile>> parse_repo_tree(std::string_view text) {
     if (type == e.end() || !type->is_string() || *type != "file" || path == e.end() || !path->is_string()) continue;
     RemoteFile f;
     f.path = path->get<std::string>();
+    // A path the downloader could not name a file after is not listed.
+    if (f.path.empty() || f.path.back() == '/' || f.path.front() == '/' || f.path.find("..") != std::string::npos) continue;
     if (const auto size = e.find("size"); size != e.end() && size->is_number_unsigned()) f.size = size->get<uint64_t>();
     if (const auto lfs = e.find("lfs"); lfs != e.end() && lfs->is_object()) {
       if (const auto oid = lfs->find("oid"); oid != lfs->end() && oid->is_string()) {
