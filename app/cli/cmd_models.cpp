@@ -69,34 +69,9 @@ std::atomic<bool> g_cancel{false};
 int run_pull(const ModelsArgs& a) {
   auto spec = download::parse_model_spec(a.spec);
   if (!spec) return fail(spec.error().message);
-  const download::HubOptions hub = download::hub_options_from_env();
-  download::DownloadOptions o;
-  std::string file = spec->file;
-  if (!spec->is_url) {
-    auto files = download::list_repo_files(hub, spec->repo, spec->revision);
-    if (!files) return fail(files.error().message);
-    const download::RemoteFile* chosen = nullptr;
-    std::vector<const download::RemoteFile*> ggufs;
-    for (const auto& f : *files) {
-      if (f.path.size() > 5 && f.path.substr(f.path.size() - 5) == ".gguf") ggufs.push_back(&f);
-      if (!file.empty() && f.path == file) chosen = &f;
-    }
-    if (file.empty() && ggufs.size() == 1) chosen = ggufs.front();
-    if (!chosen) {
-      std::string list;
-      for (const auto* f : ggufs) list += "\n  " + spec->repo + ":" + f->path + "  (" + mib(f->size) + ")";
-      return fail(file.empty() ? spec->repo + " has " + std::to_string(ggufs.size()) + " GGUF files; name one:" + list
-                               : spec->repo + "@" + spec->revision + " has no file " + file +
-                                     (ggufs.empty() ? std::string() : "; its GGUF files:" + list));
-    }
-    file = chosen->path;
-    o.expected_size = chosen->size;
-    o.expected_sha256 = chosen->sha256;
-    o.bearer_token = hub.token;
-  }
-  o.url = download::resolve_url(hub, *spec, file);
-  o.destination = models_dir(a) / fs::path(file).filename();
-  if (fs::exists(o.destination)) return fail(o.destination.string() + " exists already (models rm it first)");
+  auto planned = download::plan_pull(*spec, download::hub_options_from_env(), models_dir(a));
+  if (!planned) return fail(planned.error().message);
+  download::DownloadOptions& o = *planned;
   std::signal(SIGINT, [](int) { g_cancel = true; });
   o.cancel = &g_cancel;
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);

@@ -397,6 +397,39 @@ Result<fs::path> download_file(const DownloadOptions& o) {
   return finish_download(o, part, t, rc, status, resumed, flushed);
 }
 
+Result<DownloadOptions> plan_pull(const ModelSpec& spec, const HubOptions& hub, const fs::path& dir) {
+  DownloadOptions o;
+  std::string file = spec.file;
+  if (!spec.is_url) {
+    auto files = list_repo_files(hub, spec.repo, spec.revision);
+    if (!files) return files.error();
+    const RemoteFile* chosen = nullptr;
+    std::string list;
+    int num_gguf = 0;
+    for (const RemoteFile& f : *files) {
+      const bool gguf = f.path.size() > 5 && f.path.compare(f.path.size() - 5, 5, ".gguf") == 0;
+      if (gguf) {
+        ++num_gguf;
+        list += "\n  " + spec.repo + ":" + f.path + "  (" + std::to_string(f.size >> 20) + " MiB)";
+      }
+      if ((!file.empty() && f.path == file) || (file.empty() && gguf)) chosen = &f;
+    }
+    if (file.empty() && num_gguf > 1) chosen = nullptr;
+    if (!chosen)
+      return make_error(file.empty() ? spec.repo + " has " + std::to_string(num_gguf) + " GGUF files; name one:" + list
+                                     : spec.repo + "@" + spec.revision + " has no file " + file +
+                                           (num_gguf ? "; its GGUF files:" + list : std::string()));
+    file = chosen->path;
+    o.expected_size = chosen->size;
+    o.expected_sha256 = chosen->sha256;
+    o.bearer_token = hub.token;
+  }
+  o.url = resolve_url(hub, spec, file);
+  o.destination = dir / fs::path(file).filename();
+  if (fs::exists(o.destination)) return make_error(o.destination.string() + " exists already (models rm it first)");
+  return o;
+}
+
 fs::path default_models_dir() {
   if (std::string d = env("GLASSBOX_MODELS_DIR"); !d.empty()) return d;
   if (std::string d = env("XDG_DATA_HOME"); !d.empty()) return fs::path(d) / "glassbox" / "models";

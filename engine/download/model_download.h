@@ -82,6 +82,13 @@ struct DownloadOptions {
 // the connection lost (the part is kept; run it again to resume).
 Result<std::filesystem::path> download_file(const DownloadOptions& options);
 
+// What `models pull SPEC` downloads into `dir`: for a repository, the named
+// file (or its only GGUF) from the hub's listing, with the size and sha256 the
+// hub states and the token; for a URL, the URL. An error lists the
+// repository's GGUF files when the choice is not clear, or says the
+// destination exists. progress and cancel are left to the caller.
+Result<DownloadOptions> plan_pull(const ModelSpec& spec, const HubOptions& hub, const std::filesystem::path& dir);
+
 // The models folder: GLASSBOX_MODELS_DIR, else $XDG_DATA_HOME/glassbox/models,
 // else ~/.local/share/glassbox/models.
 std::filesystem::path default_models_dir();

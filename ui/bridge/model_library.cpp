@@ -60,34 +60,12 @@ bool ModelLibrary::pull(const QString& spec, const QString& dir, QString& error)
       QMetaObject::invokeMethod(
           self, [self, path, message] { if (self) emit self->finished(path, message); }, Qt::QueuedConnection);
     };
-    const dl::HubOptions hub = dl::hub_options_from_env();
-    dl::DownloadOptions o;
-    std::string file = spec.file;
-    if (!spec.is_url) {
-      auto files = dl::list_repo_files(hub, spec.repo, spec.revision);
-      if (!files) return report({}, QString::fromStdString(files.error().message)), void(done_ = true);
-      const dl::RemoteFile* chosen = nullptr;
-      int ggufs = 0;
-      for (const auto& f : *files) {
-        const bool gguf = f.path.size() > 5 && f.path.compare(f.path.size() - 5, 5, ".gguf") == 0;
-        ggufs += gguf ? 1 : 0;
-        if ((!file.empty() && f.path == file) || (file.empty() && gguf)) chosen = &f;
-      }
-      if (!chosen || (file.empty() && ggufs > 1)) {
-        done_ = true;
-        return report({}, file.empty() ? tr("%1 has %2 GGUF files: name one as %1:FILE.gguf")
-                                             .arg(QString::fromStdString(spec.repo))
-                                             .arg(ggufs)
-                                       : tr("%1 has no file %2").arg(QString::fromStdString(spec.repo),
-                                                                    QString::fromStdString(file)));
-      }
-      file = chosen->path;
-      o.expected_size = chosen->size;
-      o.expected_sha256 = chosen->sha256;
-      o.bearer_token = hub.token;
+    auto planned = dl::plan_pull(spec, dl::hub_options_from_env(), target);
+    if (!planned) {
+      done_ = true;
+      return report({}, QString::fromStdString(planned.error().message));
     }
-    o.url = dl::resolve_url(hub, spec, file);
-    o.destination = std::filesystem::path(target) / std::filesystem::path(file).filename();
+    dl::DownloadOptions& o = *planned;
     o.cancel = &cancel_;
     o.progress = [self](const dl::Progress& p) {
       QMetaObject::invokeMethod(
@@ -98,10 +76,6 @@ bool ModelLibrary::pull(const QString& spec, const QString& dir, QString& error)
           Qt::QueuedConnection);
       return true;
     };
-    if (std::filesystem::exists(o.destination)) {
-      done_ = true;
-      return report({}, tr("%1 exists already").arg(QString::fromStdString(o.destination.string())));
-    }
     auto done = dl::download_file(o);
     done_ = true;
     if (!done) return report({}, QString::fromStdString(done.error().message));
