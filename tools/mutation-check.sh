@@ -20,6 +20,8 @@ mutations=(
   "engine/kv/kv_cache_manager.cpp|  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());|  const int32_t target = std::min(num_releasable_blocks(t.num_computed + (follower_ ? 1 : 0)), t.num_blocks());|glassbox_tests_engine_kv|window_group_test"
   # The engine seam: a panel that includes an engine header (only ui/bridge may).
   "ui/panels/sampling_panel.cpp|#include \"session/json_number.h\"|#include \"runtime/engine.h\"|-|layering"
+  # The CUDA plugin loader takes a plugin of another build (only the ABI number checked).
+  "engine/backend/cuda_plugin.cpp|  if (!api || api->abi != kCudaPluginAbi || !api->build_id || cuda_plugin_build_id() != api->build_id) {|  if (!api || api->abi != kCudaPluginAbi) {|glassbox_tests_engine_backend|cuda_plugin_test"
 )
 backup=""
 restore() {
@@ -56,5 +58,5 @@ PY
   fi
   restore
 done
-cmake --build "$build" --target glassbox_tests_engine_kv >/dev/null  # the real sources again
+cmake --build "$build" --target glassbox_tests_engine_kv glassbox_tests_engine_backend >/dev/null  # the real sources again
 [[ $failures -eq 0 ]] || { echo "mutation-check: $failures mutation(s) not caught" >&2; exit 1; }
