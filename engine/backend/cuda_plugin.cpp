@@ -146,7 +146,8 @@ Result<const CudaPluginApi*> load_cuda_plugin(const fs::path& path) {
     return make_error(where + " is not a Glassbox CUDA plugin (no " + std::string(kCudaPluginEntry) + ")");
   }
   const CudaPluginApi* api = entry();
-  if (!api || api->abi != kCudaPluginAbi || !api->build_id || cuda_plugin_build_id() != api->build_id) {
+  const bool same_build = api && api->build_id && cuda_plugin_build_id() == api->build_id;
+  if (!api || api->abi != kCudaPluginAbi || !same_build) {
     const std::string theirs = api && api->build_id ? std::string(api->build_id) : std::string("none");
     // Left open: its code may have run (static constructors); closing it buys nothing.
     return make_error(where + " was built by another build of Glassbox (plugin: \"" + theirs + "\", ABI " +
