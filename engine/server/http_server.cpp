@@ -279,7 +279,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public BodyS
  public:
   Connection(std::shared_ptr<HttpServer::Impl> server, tcp::socket socket)
       : server_(std::move(server)), stream_(std::move(socket)),
-        buffer_(server_->limits.max_header_bytes + 64 * 1024) {}
+        buffer_(server_->limits.max_header_bytes + 64 * 1024), fd_(stream_.socket().native_handle()) {}
 
   void start() { read_request(/*first=*/true); }
 
@@ -304,7 +304,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public BodyS
   }
   bool connected() override {
     if (closed_ || server_->stopping) return false;
-    const int fd = stream_.socket().native_handle();
+    // The descriptor as accepted (the socket object belongs to the I/O thread);
+    // closed_ is set before the I/O thread closes it.
+    const int fd = fd_;
     pollfd p{fd, static_cast<short>(POLLIN | POLLRDHUP), 0};
     const int r = ::poll(&p, 1, 0);
     if (r < 0) return errno == EINTR;
@@ -465,6 +467,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public BodyS
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   Request request_;
+  const int fd_;
   std::atomic<bool> closed_{false};
 };
 
