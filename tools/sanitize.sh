@@ -32,7 +32,8 @@ GLASSBOX_SANITIZERS=1 "$root/tools/install-deps.sh"
 # openai Python client test (it installs a package from PyPI into a venv).
 ASAN_EXCLUDE='_bench$|^openai_python_client$|^speculative_distribution_test$'
 ASAN_EXCLUDE_LABELS='cuda|fuzz|slow'
-# The TSan run: the tests whose code runs on several threads. A TSan build takes
+# The TSan run: the tests whose code runs on several threads (the server: its
+# HTTP layer's I/O and worker threads under the attack suite too). A TSan build takes
 # the Qt-free test runner (CMakeLists.txt), so no Qt Test thread is in the
 # process: the thread pool, the server's engine worker and HTTP threads, and
 # the trace writer's own thread (BackgroundTraceWriter), and
@@ -40,7 +41,7 @@ ASAN_EXCLUDE_LABELS='cuda|fuzz|slow'
 # (tests/ui_threads; every hand-over goes through a gbui::Mailbox, whose mutex
 # TSan sees; tools/sanitizers/tsan.supp names the two Qt/glib wake-up reports
 # it leaves and why). docs/testing.md, "Sanitizer builds".
-TSAN_TESTS=(core_thread_pool_test test_openai_server ui_controller_threads_test trace_writer_test)
+TSAN_TESTS=(core_thread_pool_test test_openai_server test_server_attacks ui_controller_threads_test trace_writer_test)
 # ... and the test executables that hold them (one per test folder, tests/glassbox_tests.cmake).
 TSAN_TARGETS=(glassbox_tests_engine_core glassbox_tests_engine_server glassbox_tests_ui_threads glassbox_tests_engine_trace)
 
