@@ -75,18 +75,8 @@ int run_list(const ModelsArgs& a) {
 
 std::atomic<bool> g_cancel{false};
 
-// SPEC as `models pull` reads it: a catalog id (no '/') is looked up in the catalog.
-Result<download::ModelSpec> pull_spec(const std::string& text) {
-  if (text.find('/') != std::string::npos) return download::parse_model_spec(text);
-  auto catalog = download::load_catalog();
-  if (!catalog)
-    return make_error(text + ": not an OWNER/NAME[:FILE][@REVISION] repository or an http(s) URL, and as a catalog id: " +
-                      catalog.error().message);
-  return download::resolve_pull_spec(text, &catalog->catalog);
-}
-
 int run_pull(const ModelsArgs& a) {
-  auto spec = pull_spec(a.spec);
+  auto spec = download::resolve_pull_spec(a.spec);
   if (!spec) return fail(spec.error().message);
   auto planned = download::plan_pull(*spec, download::hub_options_from_env(), models_dir(a));
   if (!planned) return fail(planned.error().message);

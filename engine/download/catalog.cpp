@@ -246,6 +246,16 @@ Result<LoadedCatalog> load_catalog(const fs::path& user_path, const std::vector<
 
 Result<LoadedCatalog> load_catalog() { return load_catalog(user_catalog_path(), shipped_catalog_paths()); }
 
+Result<ModelSpec> resolve_pull_spec(std::string_view text) {
+  if (text.find('/') != std::string_view::npos) return parse_model_spec(text);
+  auto loaded = load_catalog();
+  if (!loaded)
+    return make_error(std::string(text) +
+                      ": not an OWNER/NAME[:FILE][@REVISION] repository or an http(s) URL, and as a catalog id: " +
+                      loaded.error().message);
+  return resolve_pull_spec(text, &loaded->catalog);
+}
+
 Result<Catalog> update_catalog(const std::string& url, const fs::path& user_path) {
   Result<std::string> text = make_error("");
   if (url.rfind("file://", 0) == 0) {

@@ -76,6 +76,9 @@ ModelSpec catalog_spec(const CatalogEntry& entry);
 // parse_model_spec reads them, else (no '/' in TEXT) the id of an entry of
 // `catalog` (nullptr: there is none), whose REPO:FILE it resolves to.
 Result<ModelSpec> resolve_pull_spec(std::string_view text, const Catalog* catalog);
+// The same with the catalog load_catalog() finds, read only when TEXT can be an
+// id (what `models pull` and the Models dialog's download line accept).
+Result<ModelSpec> resolve_pull_spec(std::string_view text);
 
 // The user copy: $XDG_DATA_HOME/glassbox/catalog.json, else
 // ~/.local/share/glassbox/catalog.json.
