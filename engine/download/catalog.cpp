@@ -12,9 +12,6 @@
 #ifndef GLASSBOX_CATALOG_URL
 #define GLASSBOX_CATALOG_URL "https://example.org/glassbox/catalog/v1/catalog.json"
 #endif
-#ifndef GLASSBOX_BUILD_TREE_CATALOG
-#define GLASSBOX_BUILD_TREE_CATALOG ""
-#endif
 
 namespace gb::download {
 namespace fs = std::filesystem;
@@ -198,8 +195,18 @@ fs::path user_catalog_path() {
 std::vector<fs::path> shipped_catalog_paths() {
   std::vector<fs::path> out;
   const fs::path relative = fs::path("share") / "glassbox" / "catalog.json";
-  if (const fs::path dir = executable_dir(); !dir.empty()) out.push_back((dir.parent_path() / relative).lexically_normal());
-  if (const std::string built = GLASSBOX_BUILD_TREE_CATALOG; !built.empty()) out.emplace_back(built);
+  // PREFIX/bin/glassbox finds PREFIX/share; a program in a build tree
+  // (build/app/glassbox-cli, build/app/gui/glassbox, build/tests/ui/...) finds
+  // build/share, where resources/CMakeLists.txt copies the catalog. Looked up
+  // from the executable, so no build path is compiled in.
+  if (fs::path dir = executable_dir(); !dir.empty()) {
+    for (int up = 0; up < 4; ++up) {
+      const fs::path parent = dir.parent_path();
+      if (parent.empty() || parent == dir) break;
+      dir = parent;
+      out.push_back(dir / relative);
+    }
+  }
   std::string dirs = env_or_empty("XDG_DATA_DIRS");
   if (dirs.empty()) dirs = "/usr/local/share:/usr/share";
   size_t start = 0;

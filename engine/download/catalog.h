@@ -21,7 +21,7 @@
 // ~/.local/share/glassbox/catalog.json, i.e. beside the default models folder)
 // when it exists and is valid, which `models catalog --update [URL]` replaces
 // atomically; else the shipped one (share/glassbox/catalog.json beside the
-// executable's prefix, the build tree's copy, then $XDG_DATA_DIRS).
+// executable's prefix or a build tree it runs from, then $XDG_DATA_DIRS).
 // Threads: any; update_catalog blocks on the network.
 #pragma once
 
@@ -84,8 +84,9 @@ Result<ModelSpec> resolve_pull_spec(std::string_view text);
 // ~/.local/share/glassbox/catalog.json.
 std::filesystem::path user_catalog_path();
 // The shipped catalogs, in the order they are tried: share/glassbox/catalog.json
-// beside the running executable's prefix (an installed or relocated package),
-// the build tree's copy, then each of $XDG_DATA_DIRS (default
+// in the folders above the running executable, nearest first, up to four
+// (PREFIX/bin/.. of an installed or relocated package; the top of a build tree
+// the program runs from), then each of $XDG_DATA_DIRS (default
 // /usr/local/share:/usr/share).
 std::vector<std::filesystem::path> shipped_catalog_paths();
 

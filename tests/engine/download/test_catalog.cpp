@@ -4,6 +4,7 @@
 // are ignored; the user copy wins only while it is valid; an update replaces it
 // atomically and a bad one leaves it as it was; an entry's state says whether
 // it is in the models folder and whether it fits, by the rule of `models list`.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -216,6 +217,23 @@ GB_TEST(the_user_catalog_is_used_only_while_it_is_valid) {
   QVERIFY2(none.error().message.find(missing.string()) != std::string::npos &&
                none.error().message.find(broken.string()) != std::string::npos,
            none.error().message.c_str());
+}
+
+GB_TEST(a_program_in_the_build_tree_finds_the_shipped_catalog_above_it) {
+  // This test runs from build/tests/engine/download: the build's copy of the
+  // catalog in build/share/glassbox is the first shipped catalog there is.
+  ::setenv("XDG_DATA_DIRS", "/nonexistent-a::/nonexistent-b/", 1);
+  const std::vector<fs::path> shipped = dl::shipped_catalog_paths();
+  ::unsetenv("XDG_DATA_DIRS");
+  QVERIFY(shipped.size() >= 2);
+  QCOMPARE(shipped[shipped.size() - 2], fs::path("/nonexistent-a/glassbox/catalog.json"));
+  QCOMPARE(shipped.back(), fs::path("/nonexistent-b/glassbox/catalog.json"));
+  const fs::path d = catalog_test_dir("catalog-build-tree");
+  auto loaded = dl::load_catalog(d / "no-user-copy.json", shipped);
+  QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().message.c_str());
+  QVERIFY(!loaded->user_copy);
+  QCOMPARE(read_file_text(loaded->path), read_file_text(GLASSBOX_SOURCE_CATALOG));
+  QVERIFY2(loaded->path.string().rfind("/usr/", 0) != 0, loaded->path.c_str());
 }
 
 GB_TEST(catalog_update_replaces_the_user_copy_only_with_a_valid_catalog) {
