@@ -40,8 +40,10 @@ bool is_slug(std::string_view id) {
   return std::all_of(id.begin(), id.end(), [&](char c) { return lower_alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
-// A file path the downloader can name a file after: relative, no '..', no
-// empty component, printable, no '@' (it would read as a revision in a spec).
+// A file path the downloader can name a file after and put in a resolve URL as
+// it is: relative, no '..', no empty component, printable; no '@' (it would
+// read as a revision in REPO:FILE@REV), ':', '?', '#' or '%' (they would change
+// the URL) or '\'; a name before the ".gguf" (any case).
 bool is_repo_gguf_path(std::string_view path) {
   if (path.empty() || path.size() > 512 || path.front() == '/' || path.back() == '/') return false;
   if (path.find("..") != std::string_view::npos || path.find("//") != std::string_view::npos) return false;
@@ -264,22 +266,22 @@ Result<ModelSpec> resolve_pull_spec(std::string_view text) {
 }
 
 Result<Catalog> update_catalog(const std::string& url, const fs::path& user_path) {
-  Result<std::string> text = make_error("");
-  if (url.rfind("file://", 0) == 0) {
-    text = read_text_file(url.substr(7), kMaxCatalogDocumentBytes);
-  } else if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
-    text = fetch_text(url, {}, kMaxCatalogDocumentBytes);
-  } else {
+  const bool local = url.rfind("file://", 0) == 0;
+  if (!local && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return make_error(url + ": a catalog is fetched from an http://, https:// or file:// URL");
-  }
-  if (!text) return make_error("the catalog could not be fetched (" + text.error().message + "); " + user_path.string() +
-                               " was left as it was");
+  auto text = local ? read_text_file(url.substr(7), kMaxCatalogDocumentBytes)
+                    : fetch_text(url, {}, kMaxCatalogDocumentBytes);
+  if (!text)
+    return make_error("the catalog could not be fetched (" + text.error().message + "); " + user_path.string() +
+                      " was left as it was");
   auto catalog = parse_catalog(*text);
-  if (!catalog) return make_error(url + " is not a valid catalog (" + catalog.error().message + "); " +
-                                  user_path.string() + " was left as it was");
+  if (!catalog)
+    return make_error(url + " is not a valid catalog (" + catalog.error().message + "); " + user_path.string() +
+                      " was left as it was");
   std::error_code ec;
   fs::create_directories(user_path.parent_path(), ec);
   if (ec) return make_error("cannot create " + user_path.parent_path().string() + ": " + ec.message());
+  // The document as published (unknown fields and all), all at once.
   if (Status st = write_file_atomically(user_path.string(), *text); !st) return st.error();
   return catalog;
 }

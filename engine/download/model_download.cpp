@@ -251,7 +251,8 @@ Result<std::string> fetch_text(const std::string& url, const std::string& token,
   });
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   const auto [rc, status] = perform_and_free(curl, headers);
-  if (body.too_large) return make_error(url + ": larger than " + std::to_string(max_bytes) + " bytes, more than this document can be");
+  if (body.too_large)
+    return make_error(url + ": more than " + std::to_string(max_bytes) + " bytes, too large for what was asked");
   if (rc != CURLE_OK) return make_error(url + ": " + curl_easy_strerror(rc));
   if (status != 200) return make_error(http_error(status, url, !token.empty()));
   return std::move(body.text);
