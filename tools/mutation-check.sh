@@ -20,6 +20,11 @@ mutations=(
   "engine/kv/kv_cache_manager.cpp|  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());|  const int32_t target = std::min(num_releasable_blocks(t.num_computed + (follower_ ? 1 : 0)), t.num_blocks());|glassbox_tests_engine_kv|window_group_test"
   # The engine seam: a panel that includes an engine header (only ui/bridge may).
   "ui/panels/sampling_panel.cpp|#include \"session/json_number.h\"|#include \"runtime/engine.h\"|-|layering"
+  # The CUDA plugin loader takes a plugin of another build (only the ABI number checked).
+  # The HTTP layer gives a request's header no deadline (a client sending a byte
+  # at a time, or 200 idle connections, would hold the server for ever).
+  "engine/server/http_server.cpp|    stream_.expires_after(first ? server_->limits.header_timeout : server_->limits.idle_timeout);|    stream_.expires_never();|glassbox_tests_engine_server|test_server_attacks"
+  "engine/backend/cuda_plugin.cpp|  const bool same_build = api && api->build_id && cuda_plugin_build_id() == api->build_id;|  const bool same_build = api != nullptr;|glassbox_tests_engine_backend|cuda_plugin_test"
 )
 backup=""
 restore() {
@@ -56,5 +61,5 @@ PY
   fi
   restore
 done
-cmake --build "$build" --target glassbox_tests_engine_kv >/dev/null  # the real sources again
+cmake --build "$build" --target glassbox_tests_engine_kv glassbox_tests_engine_backend glassbox_tests_engine_server >/dev/null  # the real sources again
 [[ $failures -eq 0 ]] || { echo "mutation-check: $failures mutation(s) not caught" >&2; exit 1; }

@@ -18,6 +18,7 @@
 #include "model/architecture.h"
 #include "model/model.h"
 #include "model/weight_report.h"
+#include "runtime/make_backend.h"
 
 namespace gb::cli {
 namespace {
@@ -161,6 +162,9 @@ void print_info_json(const Model& m, const InfoArgs& a) {
     p["error"] = plan.error;
   }
   j["kv_plan"] = p;
+  const CudaReadiness cuda = cuda_readiness(m);
+  j["cuda"] = {{"installed", cuda.installed}, {"weights_supported", cuda.weights}, {"device", cuda.device},
+               {"reason", cuda.reason}};
   nlohmann::json md = nlohmann::json::array();
   for (const auto& [k, v] : m.metadata) md.push_back({k, v});
   j["metadata"] = md;
@@ -241,6 +245,9 @@ void print_weights(const Model& m, const InfoArgs& a) {
                 format_bytes(plan.plan->window_pool_bytes).c_str(),
                 format_bytes(plan.plan->window_bytes_per_token * static_cast<size_t>(plan.plan->context)).c_str());
   if (a.check_tensors) std::printf("tensor check   every block's scales are finite\n");
+  const CudaReadiness cuda = cuda_readiness(m);
+  std::printf("CUDA           %s\n", cuda.device ? "ready: --device auto runs this model on the GPU"
+                                                 : ("not used: " + cuda.reason).c_str());
   std::printf("vocabulary     %s\n", m.vocabulary ? (std::to_string(m.vocabulary->tokens.size()) + " tokens (" +
                                                      m.vocabulary->model + ")").c_str()
                                                   : "none embedded");

@@ -103,7 +103,11 @@ const CommandRegistrar serve_command("serve", "Serve the model over an OpenAI-co
   sub.add_option("--max-queue", a->max_queue, "Requests waiting for admission before new ones get 429")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--step-interval-ms", a->step_interval_ms, "Slow motion: at least this long between engine steps")->check(CLI::NonNegativeNumber);
   sub.add_option("--max-body-bytes", s.max_body_bytes, "Largest request body (413 above)")->check(CLI::PositiveNumber)->capture_default_str();
-  sub.add_option("--max-connections", s.max_threads, "Connections served at once (one thread each)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--max-connections", s.max_connections, "Open connections at once (more get 503 and are closed)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--max-handlers", s.max_threads, "Requests handled at once (worker threads; a streaming answer holds one)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--header-timeout-ms", s.header_timeout_ms, "A request's header must arrive within this")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--body-timeout-ms", s.body_timeout_ms, "A request's body must arrive within this")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--idle-timeout-ms", s.idle_timeout_ms, "How long a kept-alive connection waits for its next request")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-n", s.max_n, "Largest n (choices per prompt)")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--max-prompt-tokens", s.max_prompt_tokens, "Longest prompt in tokens (0: the context minus one)");
   sub.add_option("--record-top-n", s.record_top_n, "Candidates recorded per token when the client asks no logprobs")->capture_default_str();

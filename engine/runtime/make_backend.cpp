@@ -5,40 +5,35 @@
 #include <utility>
 
 #include "backend/cpu_backend.h"
+#include "backend/cuda_plugin.h"
 #include "model/model.h"
-
-#if defined(GLASSBOX_HAVE_CUDA)
-#include "backend/cuda/cuda_backend.h"
-#endif
 
 namespace gb {
 namespace {
 
-#if defined(GLASSBOX_HAVE_CUDA)
 // The CUDA backend when the device policy picks it; nullptr: use the CPU.
-// Auto falls back to the CPU for a weight type the device has no kernels for;
-// --device cuda reports it (naming the tensor and the type).
+// Auto falls back to the CPU when the plugin is not installed or cannot load,
+// when there is no usable device, or for a weight type the device has no
+// kernels for; --device cuda reports each (naming the tensor and the type).
 Result<std::unique_ptr<Backend>> try_cuda(const std::shared_ptr<const Model>& model, Device device) {
   if (device == Device::Cpu) return std::unique_ptr<Backend>();
-  if (Status types = cuda_weights_supported(*model); !types) {
+  auto plugin = cuda_plugin();
+  if (!plugin) {
+    if (device == Device::Cuda) return make_error("--device cuda: " + plugin.error().message);
+    return std::unique_ptr<Backend>();
+  }
+  const CudaPluginApi& cuda = **plugin;
+  if (Status types = cuda.weights_supported(*model); !types) {
     if (device == Device::Cuda) return make_error("--device cuda: " + types.error().message);
     return std::unique_ptr<Backend>();
   }
   std::string why;
-  if (!cuda_device_available(&why)) {
+  if (!cuda.device_available(&why)) {
     if (device == Device::Cuda) return make_error("--device cuda: " + why);
     return std::unique_ptr<Backend>();
   }
-  auto backend = make_cuda_backend(model, {});
-  if (!backend) return backend.error();
-  return std::unique_ptr<Backend>(std::move(*backend));
+  return cuda.make_backend(model);
 }
-#else
-Result<std::unique_ptr<Backend>> try_cuda(const std::shared_ptr<const Model>&, Device device) {
-  if (device == Device::Cuda) return make_error("--device cuda: this build of Glassbox has no CUDA backend");
-  return std::unique_ptr<Backend>();
-}
-#endif
 
 }  // namespace
 
@@ -49,12 +44,28 @@ std::optional<Device> parse_device(std::string_view name) {
   return std::nullopt;
 }
 
-bool cuda_backend_built() {
-#if defined(GLASSBOX_HAVE_CUDA)
-  return true;
-#else
-  return false;
-#endif
+CudaReadiness cuda_readiness(const Model& model) {
+  CudaReadiness r;
+  auto plugin = cuda_plugin();
+  if (!plugin) {
+    r.reason = plugin.error().message;
+    return r;
+  }
+  r.installed = true;
+  if (Status types = (*plugin)->weights_supported(model); !types) {
+    r.reason = types.error().message;
+    return r;
+  }
+  r.weights = true;
+  r.device = (*plugin)->device_available(&r.reason);
+  if (r.device) r.reason.clear();
+  return r;
+}
+
+Status cuda_backend_installed() {
+  auto plugin = cuda_plugin();
+  if (!plugin) return plugin.error();
+  return {};
 }
 
 Result<std::unique_ptr<Backend>> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {

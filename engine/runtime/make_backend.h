@@ -3,12 +3,15 @@
 // this build has, whether a CUDA device is present and which weights each backend
 // runs; front ends pass the user's choice and show the message they get back.
 //
-//   device  CUDA built, device present, weights supported  ->  backend
-//   auto    yes / yes / yes                                 ->  CUDA
-//   auto    any no                                          ->  CPU
-//   cpu     -                                               ->  CPU
-//   cuda    yes / yes / -                                   ->  CUDA (or make_cuda_backend's error)
-//   cuda    no build or no device                           ->  error "--device cuda: <why>"
+//   device  CUDA plugin loads, weights supported, device present  ->  backend
+//   auto    yes / yes / yes                                        ->  CUDA
+//   auto    any no                                                 ->  CPU
+//   cpu     -                                                      ->  CPU
+//   cuda    yes / yes / yes                                        ->  CUDA (or make_cuda_backend's error)
+//   cuda    any no                                                 ->  error "--device cuda: <why>"
+//
+// The CUDA backend is a plugin opened at run time (backend/cuda_plugin.h): a
+// build with CUDA runs where there is no GPU, driver or CUDA library.
 //
 // "Weights supported" is cuda_weights_supported(): F32/F16/BF16 and every
 // quantized type with CUDA kernels (all of kernels/cpu/weight_type.h today). For
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "backend/backend.h"
@@ -42,8 +46,19 @@ struct BackendOptions {
   bool bf16_matmuls = false;
 };
 
-// Whether this build of Glassbox contains the CUDA backend at all.
-bool cuda_backend_built();
+// Ok when the CUDA backend's plugin is installed and loads (its libraries found,
+// built by this build); otherwise why not. Says nothing of a device being there.
+Status cuda_backend_installed();
+
+// What the CUDA path would do with this model here, for `info` and the
+// workbench: each stage and, at the first that fails, why.
+struct CudaReadiness {
+  bool installed = false;  // the plugin loads
+  bool weights = false;    // it has kernels for every weight type of the model
+  bool device = false;     // a usable device is present
+  std::string reason;      // why the first false stage failed ("" when all are true)
+};
+CudaReadiness cuda_readiness(const Model& model);
 
 Result<std::unique_ptr<Backend>> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
 

@@ -1,7 +1,5 @@
 #include "server/openai_server.h"
 
-#include <httplib.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -21,6 +19,7 @@
 #include "runtime/chat_request.h"
 #include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
+#include "server/http_server.h"
 #include "server/openai_response.h"
 #include "template/chat_template.h"
 
@@ -31,14 +30,24 @@ namespace {
 using nlohmann::json;
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
-void reply_error(httplib::Response& res, const ApiError& e) {
+http::Response error_reply(const ApiError& e) {
+  http::Response res;
   res.status = e.status;
-  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
-  res.set_content(api_error_json(e), "application/json");
+  if (e.retry_after_s > 0) res.set("Retry-After", std::to_string(e.retry_after_s));
+  res.set("Content-Type", "application/json");
+  res.body = api_error_json(e);
+  return res;
 }
 
-std::string bearer_token(const httplib::Request& req) {
-  const std::string auth = req.get_header_value("Authorization");
+http::Response json_reply(const std::string& body, const char* content_type = "application/json") {
+  http::Response res;
+  res.set("Content-Type", content_type);
+  res.body = body;
+  return res;
+}
+
+std::string bearer_token(const http::Request& req) {
+  const std::string auth = req.header("Authorization");
   const std::string prefix = "Bearer ";
   return auth.compare(0, prefix.size(), prefix) == 0 ? auth.substr(prefix.size()) : std::string();
 }
@@ -51,35 +60,39 @@ bool same_key(const std::string& a, const std::string& b) {
   return diff == 0 && !b.empty();
 }
 
-// Shared by the content provider and the releaser of one response.
+// One generation's answer, written by its worker thread as the engine's events arrive.
 struct Exchange {
   ServeHub* hub = nullptr;
   std::shared_ptr<RequestChannel> channel;
   std::vector<RequestId> ids;
   ResponseBuilder builder;
   bool stream = false;
-  bool done = false;
 };
 
-// Pulls the request's events and writes them; false ends the response (the
-// client went away), and the releaser then cancels what is still running.
-bool provide(Exchange& ex, httplib::DataSink& sink) {
-  std::vector<ChoiceEvent> events;
-  if (!ex.channel->wait(events, kPollInterval)) return sink.is_writable();
-  std::string out = ex.stream ? ex.builder.stream(events) : std::string();
-  if (!ex.stream) ex.builder.add(events);
-  const bool end = ex.builder.finished() || ex.builder.failed();
-  if (end && ex.stream) out += ex.builder.stream_end();
-  if (end && !ex.stream)
-    out = ex.builder.failed() ? api_error_json(ApiError{500, ex.builder.error(), "server_error", "", "engine_error", 0})
-                              : ex.builder.body();
-  if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-  if (end) {
-    if (ex.builder.failed()) ex.hub->cancel(ex.ids);  // the other choices, if any still run
-    ex.done = true;
-    sink.done();
+// Pulls the request's events and writes them until the answer ends; a client
+// that goes away (or a stopping server) has what still runs cancelled at once,
+// so its KV blocks are freed.
+void write_exchange(Exchange& ex, http::BodyStream& out) {
+  for (;;) {
+    std::vector<ChoiceEvent> events;
+    if (!ex.channel->wait(events, kPollInterval)) {
+      if (!out.connected()) break;
+      continue;
+    }
+    std::string text = ex.stream ? ex.builder.stream(events) : std::string();
+    if (!ex.stream) ex.builder.add(events);
+    const bool end = ex.builder.finished() || ex.builder.failed();
+    if (end && ex.stream) text += ex.builder.stream_end();
+    if (end && !ex.stream)
+      text = ex.builder.failed() ? api_error_json(ApiError{500, ex.builder.error(), "server_error", "", "engine_error", 0})
+                                 : ex.builder.body();
+    if (!text.empty() && !out.write(text)) break;
+    if (end) {
+      if (ex.builder.failed()) ex.hub->cancel(ex.ids);  // the other choices, if any still run
+      return;
+    }
   }
-  return true;
+  ex.hub->cancel(ex.ids);
 }
 
 }  // namespace
@@ -121,9 +134,7 @@ struct OpenAiServer::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   ChatFormatter chat_formatter;  // the model's template, or a built-in fallback
   ServerConfig config;
-  httplib::Server http;
-  std::thread thread;
-  std::atomic<bool> listen_ended{false};  // the accept loop returned
+  std::unique_ptr<http::HttpServer> http;  // made by start()
   int port = 0;
   int64_t created = 0;
   std::atomic<uint64_t> next_id{1};
@@ -140,17 +151,14 @@ struct OpenAiServer::Impl {
     created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
 
-  void install_routes();
-  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
-  // The Host and Origin policy (ServerConfig::allowed_hosts / allowed_origins).
-  std::optional<ApiError> check_host_and_origin(const httplib::Request& req) const;
-  bool origin_allowed(const std::string& origin) const;
-  // Reads the body through `reader`, never more than max_body_bytes whatever
-  // its framing (chunked included); false when it was larger or unreadable.
-  bool read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res) const;
-  void handle_generate(ApiEndpoint endpoint, const httplib::Request& req, const std::string& body,
-                       httplib::Response& res);
-  void handle_echo(const ApiRequest& r, httplib::Response& res);
+  // The header of a request, before its body is read (check_request_head); a
+  // refusal is answered at once.
+  std::optional<http::Response> check(const http::Request& head) const;
+  // The routes; every answer gets the CORS fields of an allowed origin.
+  http::Response handle(const http::Request& req);
+  http::Response route(const http::Request& req);
+  http::Response handle_generate(ApiEndpoint endpoint, const http::Request& req);
+  http::Response handle_echo(const ApiRequest& r);
   std::variant<json, ApiError> echo_choice(const std::vector<TokenId>& ids, const std::string& text, int index,
                                            int top_n);
   std::variant<std::vector<ChoiceSubmission>, ApiError> plan_choices(const ApiRequest& r, const std::string& tenant) const;
@@ -161,48 +169,22 @@ struct OpenAiServer::Impl {
   }
 };
 
-// Runs before the body is read: a refusal here leaves the body unread on the
-// connection, so the connection is closed after the answer (else its bytes
-// would be taken for the next request).
-httplib::Server::HandlerResponse OpenAiServer::Impl::pre_route(const httplib::Request& req, httplib::Response& res) {
-  using HR = httplib::Server::HandlerResponse;
-  res.set_header("Connection", "close");  // removed again below when the request goes on
-  if (req.headers.size() > config.max_headers) {
-    reply_error(res, {431, "the request has more than " + std::to_string(config.max_headers) + " header fields",
-                      "invalid_request_error", "", "too_many_headers", 0});
-    return HR::Handled;
+// Runs before the body is read: the HTTP layer closes the connection after a
+// refusal (the unread body must not be taken for the next request).
+std::optional<http::Response> OpenAiServer::Impl::check(const http::Request& req) const {
+  auto refused = check_request_head(config, port, req);
+  if (!refused) return std::nullopt;
+  http::Response res = error_reply(*refused);
+  if (const std::string origin = req.header("Origin"); !origin.empty() && refused->status == 401) {
+    res.set("Access-Control-Allow-Origin", origin);  // an allowed origin: the browser may read the 401
+    res.set("Vary", "Origin");
   }
-  if (auto refused = check_host_and_origin(req)) {
-    reply_error(res, *refused);
-    return HR::Handled;
-  }
-  if (const std::string origin = req.get_header_value("Origin"); !origin.empty()) {
-    res.set_header("Access-Control-Allow-Origin", origin);  // allowed: checked above
-    res.set_header("Vary", "Origin");
-  }
-  if (req.has_header("Content-Length")) {
-    const std::string len = req.get_header_value("Content-Length");
-    const bool digits = !len.empty() && len.size() <= 18 && len.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoull(len) > config.max_body_bytes) {
-      reply_error(res, {413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes",
-                        "invalid_request_error", "", "request_too_large", 0});
-      return HR::Handled;
-    }
-  }
-  // A browser's CORS preflight carries no credentials: it is answered without a key.
-  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0 || req.method == "OPTIONS";
-  const std::string token = bearer_token(req);
-  for (const std::string& key : config.api_keys) ok |= same_key(token, key);
-  if (ok) {
-    res.headers.erase("Connection");
-    return HR::Unhandled;
-  }
-  reply_error(res, {401, token.empty() ? "no API key given: send 'Authorization: Bearer KEY'" : "the API key is not valid",
-                    "invalid_request_error", "", "invalid_api_key", 0});
-  return HR::Handled;
+  return res;
 }
 
-bool OpenAiServer::Impl::origin_allowed(const std::string& origin) const {
+namespace {
+
+bool origin_allowed(const ServerConfig& config, int port, const std::string& origin) {
   for (const std::string& o : config.allowed_origins)
     if (o == "*" || o == origin) return true;
   // The server's own origin (a page it served, were it to serve one).
@@ -212,9 +194,11 @@ bool OpenAiServer::Impl::origin_allowed(const std::string& origin) const {
   return false;
 }
 
-std::optional<ApiError> OpenAiServer::Impl::check_host_and_origin(const httplib::Request& req) const {
+}  // namespace
+
+std::optional<ApiError> check_request_head(const ServerConfig& config, int port, const http::Request& req) {
   if (req.has_header("Host") && !is_wildcard_address(config.host)) {
-    const std::string host = host_of(req.get_header_value("Host"));
+    const std::string host = host_of(req.header("Host"));
     bool ok = is_loopback_host(host) || host == host_of(config.host) ||
               (config.host.find(':') != std::string::npos && host == "[" + config.host + "]");
     for (const std::string& h : config.allowed_hosts) ok |= host == host_of(h);
@@ -223,89 +207,61 @@ std::optional<ApiError> OpenAiServer::Impl::check_host_and_origin(const httplib:
                            "address is refused; allow a name with --allow-host)",
                       "invalid_request_error", "", "host_not_allowed", 0};
   }
-  const std::string origin = req.get_header_value("Origin");
-  if (!origin.empty() && !origin_allowed(origin))
+  const std::string origin = req.header("Origin");
+  if (!origin.empty() && !origin_allowed(config, port, origin))
     return ApiError{403, "requests from the web origin '" + origin + "' are not allowed (--allow-origin ORIGIN allows one)",
                     "invalid_request_error", "", "origin_not_allowed", 0};
-  return std::nullopt;
+  // A browser's CORS preflight carries no credentials: it is answered without a key.
+  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0 || req.method == "OPTIONS";
+  const std::string token = bearer_token(req);
+  for (const std::string& key : config.api_keys) ok |= same_key(token, key);
+  if (ok) return std::nullopt;
+  return ApiError{401, token.empty() ? "no API key given: send 'Authorization: Bearer KEY'" : "the API key is not valid",
+                  "invalid_request_error", "", "invalid_api_key", 0};
 }
 
-bool OpenAiServer::Impl::read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res) const {
-  bool too_large = false;
-  const bool read = reader([&](const char* data, size_t n) {
-    if (body.size() + n > config.max_body_bytes) {
-      too_large = true;
-      return false;  // stops reading: the rest is never buffered
-    }
-    body.append(data, n);
-    return true;
-  });
-  if (read && !too_large) return true;
-  res.set_header("Connection", "close");  // the unread rest must not be taken for a request
-  if (too_large)
-    reply_error(res, {413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes",
-                      "invalid_request_error", "", "request_too_large", 0});
-  else
-    reply_error(res, {400, "the request body could not be read", "invalid_request_error", "", "unreadable_body", 0});
-  return false;
+http::Response OpenAiServer::Impl::handle(const http::Request& req) {
+  http::Response res = route(req);
+  if (const std::string origin = req.header("Origin"); !origin.empty()) {
+    res.set("Access-Control-Allow-Origin", origin);  // allowed: check() refused the others
+    res.set("Vary", "Origin");
+  }
+  return res;
 }
 
-void OpenAiServer::Impl::install_routes() {
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return pre_route(req, res); });
-  // Errors the library answers itself (unknown path, unreadable or oversized
-  // body) get OpenAI's JSON shape too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string what = res.status == 404   ? "unknown request URL: " + req.method + " " + req.path
-                             : res.status == 413 ? std::string("the request body is too large")
-                                                 : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
-    reply_error(res, {res.status, what, "invalid_request_error", "", res.status == 404 ? "unknown_url" : "", 0});
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_logger([this](const httplib::Request&, const httplib::Response& res) { hub.metrics().on_http_response(res.status); });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (hub.healthy()) return res.set_content("{\"status\":\"ok\"}", "application/json");
-    reply_error(res, {503, "the engine is not available", "server_error", "", "unavailable", config.retry_after_s});
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(hub.metrics().render(), "text/plain; version=0.0.4");
-  });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+http::Response OpenAiServer::Impl::route(const http::Request& req) {
+  const std::string& path = req.path;
+  if (req.method == "GET" && path == "/health") {
+    if (hub.healthy()) return json_reply("{\"status\":\"ok\"}");
+    return error_reply({503, "the engine is not available", "server_error", "", "unavailable", config.retry_after_s});
+  }
+  if (req.method == "GET" && path == "/metrics") return json_reply(hub.metrics().render(), "text/plain; version=0.0.4");
+  if (req.method == "GET" && path == "/v1/models") {
     // replace: a model name with invalid UTF-8 is shown with U+FFFD, not an exception.
     const json list{{"object", "list"}, {"data", json::array({model_json()})}};
-    res.set_content(list.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-  });
-  http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] == config.model_name)
-      return res.set_content(model_json().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    reply_error(res, {404, "the model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error",
-                      "model", "model_not_found", 0});
-  });
-  // Bodies are read here, bounded while they are read (a chunked body has no
-  // Content-Length for pre_route to check, and cpp-httplib 0.11 would buffer it whole).
-  for (const auto& [path, endpoint] : {std::pair{"/v1/completions", ApiEndpoint::Completions},
-                                       std::pair{"/v1/chat/completions", ApiEndpoint::ChatCompletions}}) {
-    const ApiEndpoint e = endpoint;
-    http.Post(path, [this, e](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-      std::string body;
-      if (read_body(reader, body, res)) handle_generate(e, req, body, res);
-    });
+    return json_reply(list.dump(-1, ' ', false, json::error_handler_t::replace));
   }
-  // CORS preflight from an allowed origin (pre_route refused the others).
-  http.Options(R"(/v1/.*)", [](const httplib::Request& req, httplib::Response& res) {
+  static const std::string kModelPrefix = "/v1/models/";
+  if (req.method == "GET" && path.size() > kModelPrefix.size() && path.rfind(kModelPrefix, 0) == 0) {
+    const std::string id = path.substr(kModelPrefix.size());
+    if (id == config.model_name) return json_reply(model_json().dump(-1, ' ', false, json::error_handler_t::replace));
+    return error_reply({404, "the model '" + id + "' does not exist", "invalid_request_error", "model",
+                        "model_not_found", 0});
+  }
+  if (req.method == "POST" && path == "/v1/completions") return handle_generate(ApiEndpoint::Completions, req);
+  if (req.method == "POST" && path == "/v1/chat/completions") return handle_generate(ApiEndpoint::ChatCompletions, req);
+  // CORS preflight from an allowed origin (check() refused the others).
+  if (req.method == "OPTIONS" && path.rfind("/v1/", 0) == 0) {
+    http::Response res;
     res.status = 204;
-    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers",
-                   req.has_header("Access-Control-Request-Headers") ? req.get_header_value("Access-Control-Request-Headers")
-                                                                    : std::string("Authorization, Content-Type"));
-    res.set_header("Access-Control-Max-Age", "600");
-  });
-  // A bug of ours is a 500 in OpenAI's shape; the exception's text stays in
-  // the server (cpp-httplib would put it in a response header).
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    res.headers.clear();
-    reply_error(res, {500, "internal server error", "server_error", "", "internal_error", 0});
-  });
+    res.set("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set("Access-Control-Allow-Headers", req.has_header("Access-Control-Request-Headers")
+                                                ? req.header("Access-Control-Request-Headers")
+                                                : std::string("Authorization, Content-Type"));
+    res.set("Access-Control-Max-Age", "600");
+    return res;
+  }
+  return error_reply({404, "unknown request URL: " + req.method + " " + path, "invalid_request_error", "", "unknown_url", 0});
 }
 
 std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::prompt_ids(const ApiRequest& r) const {
@@ -371,34 +327,34 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
   return items;
 }
 
-void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Request& req, const std::string& body,
-                                         httplib::Response& res) {
+http::Response OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const http::Request& req) {
   ParseLimits limits;
   limits.vocab_size = hub.info().vocab_size;
   limits.max_n = config.max_n;
   limits.max_prompts = config.max_prompts;
-  auto parsed = parse_api_request(endpoint, body, limits);
-  if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
+  auto parsed = parse_api_request(endpoint, req.body, limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return error_reply(*e);
   const ApiRequest& r = std::get<ApiRequest>(parsed);
   if (!r.model.empty() && r.model != config.model_name && r.model != model->path)
-    return reply_error(res, {404, "the model '" + r.model + "' does not exist (this server serves '" + config.model_name + "')",
-                             "invalid_request_error", "model", "model_not_found", 0});
-  if (r.echo) return handle_echo(r, res);
+    return error_reply({404, "the model '" + r.model + "' does not exist (this server serves '" + config.model_name + "')",
+                        "invalid_request_error", "model", "model_not_found", 0});
+  if (r.echo) return handle_echo(r);
   // Tenants never share prefix-cache blocks: the key's hash, never the key, goes into the trace.
   const std::string token = bearer_token(req);
   const std::string tenant = token.empty() ? std::string() : "key:" + sha256_hex(token).substr(0, 16);
   auto planned = plan_choices(r, tenant);
-  if (auto* e = std::get_if<ApiError>(&planned)) return reply_error(res, *e);
+  if (auto* e = std::get_if<ApiError>(&planned)) return error_reply(*e);
   auto& items = std::get<std::vector<ChoiceSubmission>>(planned);
   const int num_choices = static_cast<int>(items.size());
 
   auto channel = std::make_shared<RequestChannel>();
   SubmitOutcome outcome = hub.submit(std::move(items), channel);
   if (outcome.status == SubmitStatus::QueueFull)
-    return reply_error(res, {429, outcome.message, "rate_limit_error", "", "queue_full", config.retry_after_s});
+    return error_reply({429, outcome.message, "rate_limit_error", "", "queue_full", config.retry_after_s});
   if (outcome.status == SubmitStatus::Unavailable)
-    return reply_error(res, {503, outcome.message, "server_error", "", "unavailable", config.retry_after_s});
-  if (outcome.status == SubmitStatus::Rejected) return reply_error(res, {400, outcome.message, "invalid_request_error", "", "rejected", 0});
+    return error_reply({503, outcome.message, "server_error", "", "unavailable", config.retry_after_s});
+  if (outcome.status == SubmitStatus::Rejected)
+    return error_reply({400, outcome.message, "invalid_request_error", "", "rejected", 0});
 
   const bool chat = endpoint == ApiEndpoint::ChatCompletions;
   char id[40];
@@ -406,17 +362,15 @@ void OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const httplib::Re
                 static_cast<unsigned long long>(next_id++));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   ResponseMeta meta{endpoint, id, config.model_name, now, num_choices, r.n, r.logprobs, r.include_usage};
-  auto ex = std::make_shared<Exchange>(Exchange{&hub, channel, outcome.ids, ResponseBuilder(meta), r.stream, false});
+  auto ex = std::make_shared<Exchange>(Exchange{&hub, channel, outcome.ids, ResponseBuilder(meta), r.stream});
+  http::Response res;
+  res.set("Content-Type", r.stream ? "text/event-stream" : "application/json");
   if (r.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
+    res.set("Cache-Control", "no-cache");
+    res.set("X-Accel-Buffering", "no");
   }
-  res.set_chunked_content_provider(
-      r.stream ? "text/event-stream" : "application/json",
-      [ex](size_t, httplib::DataSink& sink) { return provide(*ex, sink); },
-      [ex](bool) {
-        if (!ex->done) ex->hub->cancel(ex->ids);  // the client went away: free its blocks now
-      });
+  res.stream = [ex](http::BodyStream& out) { write_exchange(*ex, out); };
+  return res;
 }
 
 // One echoed prompt: its text, and with logprobs each token's log-probability
@@ -467,9 +421,9 @@ std::variant<json, ApiError> OpenAiServer::Impl::echo_choice(const std::vector<T
 
 // echo with max_tokens 0: the prompts scored, nothing generated (the engine is
 // not involved).
-void OpenAiServer::Impl::handle_echo(const ApiRequest& r, httplib::Response& res) {
+http::Response OpenAiServer::Impl::handle_echo(const ApiRequest& r) {
   auto prompts = prompt_ids(r);
-  if (auto* e = std::get_if<ApiError>(&prompts)) return reply_error(res, *e);
+  if (auto* e = std::get_if<ApiError>(&prompts)) return error_reply(*e);
   const auto& all = std::get<std::vector<std::vector<TokenId>>>(prompts);
   json choices = json::array();
   int64_t num_prompt_tokens = 0;
@@ -477,7 +431,7 @@ void OpenAiServer::Impl::handle_echo(const ApiRequest& r, httplib::Response& res
     const PromptInput& p = r.prompts[i];
     const std::string text = p.is_ids ? tokenizer->decode(p.ids) : p.text;
     auto choice = echo_choice(all[i], text, static_cast<int>(i), r.logprobs ? r.top_logprobs : -1);
-    if (auto* e = std::get_if<ApiError>(&choice)) return reply_error(res, *e);
+    if (auto* e = std::get_if<ApiError>(&choice)) return error_reply(*e);
     choices.push_back(std::move(std::get<json>(choice)));
     num_prompt_tokens += static_cast<int64_t>(all[i].size());
   }
@@ -488,7 +442,7 @@ void OpenAiServer::Impl::handle_echo(const ApiRequest& r, httplib::Response& res
   const json body = {{"id", id}, {"object", "text_completion"}, {"created", now}, {"model", config.model_name},
                      {"system_fingerprint", std::string("glassbox-") + GLASSBOX_VERSION}, {"choices", choices},
                      {"usage", {{"prompt_tokens", num_prompt_tokens}, {"completion_tokens", 0}, {"total_tokens", num_prompt_tokens}}}};
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  return json_reply(body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 OpenAiServer::OpenAiServer(ServeHub& hub, std::shared_ptr<const Model> model,
@@ -504,32 +458,49 @@ Status OpenAiServer::start() {
     return make_error("refusing to serve on " + s.config.host +
                       " without an API key: anyone who can reach this address could use the model. Give --api-key "
                       "KEY, or --insecure-no-key to serve it open anyway");
-  const size_t threads = static_cast<size_t>(std::max(2, s.config.max_threads));
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_payload_max_length(s.config.max_body_bytes);
-  s.http.set_keep_alive_max_count(1000);
-  s.install_routes();
-  if (s.config.port == 0) s.port = s.http.bind_to_any_port(s.config.host);
-  else s.port = s.http.bind_to_port(s.config.host, s.config.port) ? s.config.port : -1;
-  if (s.port <= 0)
-    return make_error("cannot listen on " + s.config.host + ":" + std::to_string(s.config.port) +
-                      " (address in use, or not an address of this machine)");
-  s.listen_ended = false;
-  s.thread = std::thread([&s] {
-    s.http.listen_after_bind();
-    s.listen_ended = true;
-  });
-  // Until the accept loop runs, cpp-httplib's stop() does not reach it (a
-  // stop() right after start() would leave the thread listening for ever).
-  while (!s.http.is_running() && !s.listen_ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http::Limits limits;
+  limits.max_header_bytes = s.config.max_header_bytes;
+  limits.max_headers = s.config.max_headers;
+  limits.max_body_bytes = s.config.max_body_bytes;
+  limits.header_timeout = std::chrono::milliseconds(s.config.header_timeout_ms);
+  limits.body_timeout = std::chrono::milliseconds(s.config.body_timeout_ms);
+  limits.idle_timeout = std::chrono::milliseconds(s.config.idle_timeout_ms);
+  limits.write_timeout = std::chrono::milliseconds(s.config.write_timeout_ms);
+  limits.max_connections = s.config.max_connections;
+  limits.worker_threads = std::max(2, s.config.max_threads);
+  limits.max_pending = std::max(1, s.config.max_pending);
+  limits.retry_after_s = s.config.retry_after_s;
+  http::Callbacks callbacks;
+  callbacks.check = [&s](const http::Request& head) { return s.check(head); };
+  callbacks.handle = [&s](const http::Request& req) { return s.handle(req); };
+  // The layer's own answers (oversized header or body, malformed framing,
+  // busy, a bug of ours) in OpenAI's shape; an exception's text stays inside.
+  callbacks.error = [](int status, const std::string& message) {
+    const char* code = status == 431   ? "request_header_too_large"
+                       : status == 413 ? "request_too_large"
+                       : status == 503 ? "busy"
+                       : status == 500 ? "internal_error"
+                                       : "unreadable_request";
+    const char* type = status >= 500 ? "server_error" : "invalid_request_error";
+    return error_reply({status, message, type, "", code, 0});
+  };
+  callbacks.on_response = [&s](int status) { s.hub.metrics().on_http_response(status); };
+  s.http = std::make_unique<http::HttpServer>(limits, std::move(callbacks));
+  if (Status st = s.http->start(s.config.host, s.config.port); !st) {
+    s.http.reset();
+    return make_error(st.error().message + " (address in use, or not an address of this machine)");
+  }
+  s.port = s.http->port();
   return {};
 }
 
 void OpenAiServer::stop() {
-  if (!impl_ || !impl_->thread.joinable()) return;
-  impl_->http.stop();
-  impl_->thread.join();
+  if (!impl_ || !impl_->http) return;
+  impl_->http->stop();
+  impl_->http.reset();
 }
+
+http::Stats OpenAiServer::http_stats() const { return impl_->http ? impl_->http->stats() : http::Stats{}; }
 
 int OpenAiServer::port() const { return impl_->port; }
 

@@ -2,6 +2,7 @@
 // and checks the exit status and the message. The CLI's path comes from CMake
 // ($<TARGET_FILE:glassbox-cli>) as GLASSBOX_CLI_PATH.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -50,6 +51,24 @@ GB_TEST(info_on_stories260k_reports_shape_and_kv_bytes) {
   // 2 (K and V) x 5 layers x 4 kv heads x 8 head dims x 4 bytes.
   QVERIFY2(r.output.find("\"kv_bytes_per_token_f32\": 1280") != std::string::npos, r.output.c_str());
   QVERIFY2(r.output.find("\"kv_bytes_per_token_f16\": 640") != std::string::npos, r.output.c_str());
+}
+
+// `info` says whether the CUDA path would run the model here, and why not.
+GB_TEST(info_says_why_cuda_is_not_used) {
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K.bin");
+  ::setenv("GLASSBOX_CUDA_PLUGIN", "/nonexistent/libglassbox-cuda.so", 1);
+  const RunResult text = run_cli("info '" + path + "'");
+  const RunResult json = run_cli("info --json '" + path + "'");
+  ::unsetenv("GLASSBOX_CUDA_PLUGIN");
+  QCOMPARE(text.exit_code, 0);
+  QVERIFY2(text.output.find("CUDA           not used: the CUDA plugin /nonexistent/libglassbox-cuda.so does not "
+                            "exist") != std::string::npos,
+           text.output.c_str());
+  QCOMPARE(json.exit_code, 0);
+  QVERIFY2(json.output.find("\"installed\": false") != std::string::npos, json.output.c_str());
+  QVERIFY2(json.output.find("\"reason\": \"the CUDA plugin /nonexistent/libglassbox-cuda.so does not exist\"") !=
+               std::string::npos,
+           json.output.c_str());
 }
 
 GB_TEST(synth_then_info_round_trips) {

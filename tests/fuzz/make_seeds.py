@@ -233,6 +233,41 @@ def catalogs():
     }
 
 
+def http_requests():
+    """Raw requests as a client sends them (the http_request harness): GET and
+    POST with Content-Length and chunked bodies, keys, origins, a preflight,
+    extension-laden chunks, oversized and malformed framing."""
+    body = json.dumps({"prompt": "Once", "max_tokens": 2})
+    chat = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True})
+    def post(path, b, extra=""):
+        return (f"POST {path} HTTP/1.1\r\nHost: localhost:8080\r\nAuthorization: Bearer key-1\r\n{extra}"
+                f"Content-Type: application/json\r\nContent-Length: {len(b)}\r\n\r\n{b}")
+    def chunked(path, b, size_suffix=""):
+        half = len(b) // 2
+        parts = [b[:half], b[half:]]
+        framed = "".join(f"{len(p):x}{size_suffix}\r\n{p}\r\n" for p in parts) + "0\r\nX-Trailer: 1\r\n\r\n"
+        return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer key-1\r\n"
+                f"Transfer-Encoding: chunked\r\n\r\n{framed}")
+    return {
+        "get-health.txt": "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "get-model-escaped.txt": "GET /v1/models/stories%32%36%30K?x=1 HTTP/1.1\r\nHost: [::1]:8080\r\n"
+                                 "Authorization: Bearer key-1\r\nConnection: close\r\n\r\n",
+        "post-completions.txt": post("/v1/completions", body),
+        "post-chat-origin.txt": post("/v1/chat/completions", chat, "Origin: http://ok.example\r\n"),
+        "post-chunked.txt": chunked("/v1/completions", body),
+        "post-chunked-ext.txt": chunked("/v1/chat/completions", chat, ";name=value"),
+        "post-bad-key.txt": post("/v1/completions", body).replace("key-1", "key-2"),
+        "post-rebinding.txt": post("/v1/completions", body).replace("localhost:8080", "evil.example"),
+        "options-preflight.txt": "OPTIONS /v1/completions HTTP/1.1\r\nHost: localhost\r\nOrigin: http://ok.example\r\n"
+                                 "Access-Control-Request-Method: POST\r\n\r\n",
+        "post-expect.txt": post("/v1/completions", body, "Expect: 100-continue\r\n"),
+        "post-too-long.txt": "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999\r\n\r\n{",
+        "post-bad-chunk.txt": "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "-5\r\nabc\r\n0\r\n\r\n",
+        "http10.txt": "GET /v1/models HTTP/1.0\r\nAuthorization: Bearer key-1\r\n\r\n",
+    }
+
+
 def write(name, filename, data):
     d = os.path.join(CORPUS, name)
     os.makedirs(d, exist_ok=True)
@@ -265,6 +300,8 @@ def main():
         write("remote_response", filename, text)
     for filename, body in catalogs().items():
         write("catalog", filename, json.dumps(body, indent=1))
+    for filename, text in http_requests().items():
+        write("http_request", filename, text)
 
 
 if __name__ == "__main__":

@@ -77,10 +77,6 @@ std::unique_ptr<LocalEngineSource> LocalEngineSource::open(const LoadCommand& co
     return nullptr;
   }
   // The device policy is the engine's (make_backend); anything but "cpu" or "cuda" means auto.
-  if (command.device == QLatin1String("cuda") && !gb::cuda_backend_built()) {
-    error = QCoreApplication::translate("gbui::LocalEngineSource", "This build of Glassbox has no CUDA backend.");
-    return nullptr;
-  }
   gb::BackendOptions backendOptions;
   backendOptions.device = gb::parse_device(command.device.toStdString()).value_or(gb::Device::Auto);
   backendOptions.bf16_matmuls = command.bf16Matmuls;

@@ -5,7 +5,9 @@
 
 #include <httplib.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -102,6 +104,14 @@ inline std::string engine_greedy_text(const StoriesFixture& f, const std::string
   for (const gb::TraceEvent& e : engine->drain_events())
     if (const auto* fin = std::get_if<gb::RequestFinishedEvent>(&e.body)) return fin->text;
   return "<no finish>";
+}
+
+// The process's peak resident memory (VmHWM), KiB; -1 when unreadable.
+inline long long vm_hwm_kib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
 }
 
 // The "data: ..." payloads of a server-sent event stream, in order.

@@ -485,15 +485,6 @@ GB_TEST(tools_and_template_kwargs_reach_the_chat_template) {
   QVERIFY(without["usage"]["prompt_tokens"].get<int>() < with["usage"]["prompt_tokens"].get<int>());
 }
 
-namespace {
-long long vm_hwm_kib() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  return -1;
-}
-}  // namespace
-
 // A web page must not reach a keyless server on loopback: a Host that is not
 // this server (DNS rebinding) and an Origin that was not allowed are refused
 // with 403 before anything runs; allowed origins get CORS headers and their
@@ -573,7 +564,7 @@ GB_TEST(chunked_bodies_are_bounded_while_read) {
   QVERIFY(h.ok());
   auto warm = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 2}});
   QCOMPARE(warm.first, 200);
-  const long long before = vm_hwm_kib();
+  const long long before = gbtest::vm_hwm_kib();
   QVERIFY(before > 0);
   const std::string piece(64 * 1024, ' ');
   size_t sent = 0;
@@ -591,7 +582,7 @@ GB_TEST(chunked_bodies_are_bounded_while_read) {
       "application/json");
   // The server answers 413 and closes; the client may see the answer or a closed connection.
   if (r) check_error(r->status, json::parse(r->body), 413, "");
-  const long long after = vm_hwm_kib();
+  const long long after = gbtest::vm_hwm_kib();
   QVERIFY2(after - before < 24 * 1024, (std::to_string(before) + " KiB -> " + std::to_string(after) + " KiB").c_str());
   auto next = h.post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 2}});
   QCOMPARE(next.first, 200);
