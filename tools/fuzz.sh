@@ -50,6 +50,7 @@ chat_template       16384 -         testdata/chat-templates/templates/*.jinja
 openai_request       8192 json.dict
 remote_response      8192 json.dict
 repo_tree            8192 json.dict
+catalog             16384 json.dict @repo/resources/models/catalog.json
 EOF
 }
 

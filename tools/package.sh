@@ -3,7 +3,8 @@
 #   tools/package.sh             build build/package/glassbox_*.deb, lintian (no
 #                                errors), then from a throw-away root (dpkg -x):
 #                                the installed glassbox-cli generates on the
-#                                installed starter model and the installed
+#                                installed starter model and lists the shipped
+#                                model catalog, and the installed
 #                                workbench opens on it with no model named
 #                                (offscreen screenshot)
 #   tools/package.sh --install   also installs it on this machine (root: CI) with
@@ -70,6 +71,10 @@ check_installed() {
   HOME="$home" "$prefix/bin/glassbox-cli" generate --model "$starter" --prompt "Once upon a time" --max-tokens 16 \
     --temperature 0 > "$home/generate.txt"
   grep -q "Once upon a time" "$home/generate.txt" || { echo "package.sh: generate printed no story" >&2; return 1; }
+  # The shipped model catalog is found beside the installed program (no user copy in a fresh home).
+  HOME="$home" XDG_DATA_HOME="$home/data" "$prefix/bin/glassbox-cli" models catalog --json > "$home/catalog.json"
+  grep -q "\"catalog\": \"$prefix/share/glassbox/catalog.json\"" "$home/catalog.json" ||
+    { echo "package.sh: models catalog did not read $prefix/share/glassbox/catalog.json" >&2; return 1; }
   # No --model: it must open the starter on its own; with a prompt the run ends
   # (exit 0) only once an answer came, so a workbench without a model fails here.
   HOME="$home" QT_QPA_PLATFORM=offscreen "$prefix/bin/glassbox" --screenshot "$home/window.png" \
@@ -92,7 +97,7 @@ check_installed() {
     [[ "$cuda_out" == *"--device cuda: "* && "$cuda_out" != *"not installed"* && "$cuda_out" != *"CUDA plugin"* ]] ||
       { echo "package.sh: --device cuda with glassbox-cuda: $cuda_out" >&2; return 1; }
   fi
-  echo "package.sh: $prefix/bin/glassbox-cli generated, $prefix/bin/glassbox opened the starter model;" \
+  echo "package.sh: $prefix/bin/glassbox-cli generated and read the shipped catalog, $prefix/bin/glassbox opened the starter model;" \
     "--device cuda: ${cuda_out##*$'\n'}"
   rm -rf "$home"
 }

@@ -143,25 +143,6 @@ std::pair<CURLcode, long> perform_and_free(CURL* curl, curl_slist* headers) {
   return {rc, status};
 }
 
-// GET of a small document (the tree listing) into memory.
-Result<std::string> fetch_text(const std::string& url, const std::string& token) {
-  curl_slist* headers = nullptr;
-  CURL* curl = new_get(url, token, headers);
-  if (!curl) return make_error("cannot start an HTTP client (libcurl)");
-  std::string body;
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
-    auto* b = static_cast<std::string*>(u);
-    if (b->size() + s * n > (64u << 20)) return 0;  // a listing is never this large
-    b->append(d, s * n);
-    return s * n;
-  });
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  const auto [rc, status] = perform_and_free(curl, headers);
-  if (rc != CURLE_OK) return make_error(url + ": " + curl_easy_strerror(rc));
-  if (status != 200) return make_error(http_error(status, url, !token.empty()));
-  return body;
-}
-
 }  // namespace
 
 HubOptions hub_options_from_env() {
@@ -248,6 +229,33 @@ Result<std::vector<RemoteFile>> list_repo_files(const HubOptions& hub, const std
   auto text = fetch_text(hub.endpoint + "/api/models/" + repo + "/tree/" + revision + "?recursive=true", hub.token);
   if (!text) return text.error();
   return parse_repo_tree(*text);
+}
+
+Result<std::string> fetch_text(const std::string& url, const std::string& token, size_t max_bytes) {
+  curl_slist* headers = nullptr;
+  CURL* curl = new_get(url, token, headers);
+  if (!curl) return make_error("cannot start an HTTP client (libcurl)");
+  struct Body {
+    std::string text;
+    size_t max_bytes;
+    bool too_large = false;
+  } body{{}, max_bytes};
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
+    auto* b = static_cast<Body*>(u);
+    if (b->text.size() + s * n > b->max_bytes) {
+      b->too_large = true;
+      return 0;  // aborts the transfer
+    }
+    b->text.append(d, s * n);
+    return s * n;
+  });
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const auto [rc, status] = perform_and_free(curl, headers);
+  if (body.too_large)
+    return make_error(url + ": more than " + std::to_string(max_bytes) + " bytes, too large for what was asked");
+  if (rc != CURLE_OK) return make_error(url + ": " + curl_easy_strerror(rc));
+  if (status != 200) return make_error(http_error(status, url, !token.empty()));
+  return std::move(body.text);
 }
 
 std::string resolve_url(const HubOptions& hub, const ModelSpec& spec, const std::string& file) {
@@ -436,6 +444,16 @@ fs::path default_models_dir() {
   return fs::path(env("HOME")) / ".local" / "share" / "glassbox" / "models";
 }
 
+FitEstimate estimate_fit(uint64_t weight_bytes, uint64_t kv_bytes_per_token, int64_t context_length,
+                         uint64_t available) {
+  FitEstimate f;
+  const int64_t tokens = std::min(context_length > 0 ? context_length : kFitContext, kFitContext);
+  f.kv_bytes = kv_bytes_per_token * static_cast<uint64_t>(tokens);
+  f.needed_bytes = weight_bytes + f.kv_bytes;
+  f.fits = available == 0 || f.needed_bytes <= available;
+  return f;
+}
+
 std::vector<LocalModel> scan_models(const fs::path& dir, uint64_t available) {
   std::vector<LocalModel> out;
   std::error_code ec;
@@ -470,10 +488,11 @@ std::vector<LocalModel> scan_models(const fs::path& dir, uint64_t available) {
     const int64_t kv_heads = num(a + ".attention.head_count_kv") > 0 ? num(a + ".attention.head_count_kv") : heads;
     int64_t head_dim = num(a + ".attention.key_length");
     if (head_dim <= 0 && heads > 0) head_dim = num(a + ".embedding_length") / heads;
-    const int64_t tokens = std::min(m.context_length > 0 ? m.context_length : kFitContext, kFitContext);
-    m.kv_bytes = static_cast<uint64_t>(std::max<int64_t>(0, 2 * layers * kv_heads * head_dim * 2 * tokens));
-    m.needed_bytes = summary->num_bytes + m.kv_bytes;
-    m.fits = available == 0 || m.needed_bytes <= available;
+    const auto kv_per_token = static_cast<uint64_t>(std::max<int64_t>(0, 2 * layers * kv_heads * head_dim * 2));
+    const FitEstimate fit = estimate_fit(summary->num_bytes, kv_per_token, m.context_length, available);
+    m.kv_bytes = fit.kv_bytes;
+    m.needed_bytes = fit.needed_bytes;
+    m.fits = fit.fits;
     out.push_back(std::move(m));
   }
   std::sort(out.begin(), out.end(), [](const LocalModel& x, const LocalModel& y) { return x.path < y.path; });

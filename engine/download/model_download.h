@@ -57,6 +57,10 @@ Result<std::vector<RemoteFile>> parse_repo_tree(std::string_view json);
 Result<std::vector<RemoteFile>> list_repo_files(const HubOptions& hub, const std::string& repo,
                                                 const std::string& revision);
 std::string resolve_url(const HubOptions& hub, const ModelSpec& spec, const std::string& file);
+// GET of a small document (the tree listing, a catalog) into memory: an error
+// unless it answers 200 within max_bytes.
+Result<std::string> fetch_text(const std::string& url, const std::string& bearer_token = {},
+                               size_t max_bytes = size_t{64} << 20);
 
 struct Progress {
   uint64_t done = 0;   // bytes in the destination's part, resumed ones included
@@ -92,6 +96,17 @@ Result<DownloadOptions> plan_pull(const ModelSpec& spec, const HubOptions& hub, 
 // The models folder: GLASSBOX_MODELS_DIR, else $XDG_DATA_HOME/glassbox/models,
 // else ~/.local/share/glassbox/models.
 std::filesystem::path default_models_dir();
+
+// The fit rule of `models list` and `models catalog`: the weights plus F16 K/V
+// at min(context, 4096) tokens (4096 when the context is unknown) within the
+// memory available now (`available` 0: unknown, which counts as fitting).
+struct FitEstimate {
+  uint64_t kv_bytes = 0;      // F16 K/V at those tokens
+  uint64_t needed_bytes = 0;  // weights + that KV
+  bool fits = false;
+};
+FitEstimate estimate_fit(uint64_t weight_bytes, uint64_t kv_bytes_per_token, int64_t context_length,
+                         uint64_t available);
 
 struct LocalModel {
   std::filesystem::path path;

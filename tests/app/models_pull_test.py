@@ -18,6 +18,11 @@ under a model's final name:
   not a GGUF file                  refused after download; removed
   plain https URL                  downloaded (no hash stated)
   list / rm                        the folder as JSON; rm deletes
+  catalog                          the shipped catalog, then --update from the
+                                   mimic: the user copy; pull ID downloads the
+                                   entry (its size as the hub states it, not the
+                                   catalog); a bad or missing catalog leaves the
+                                   user copy as it was
 
 Usage: models_pull_test.py GLASSBOX_CLI
 """
@@ -56,7 +61,16 @@ REPOS = {
     "acme/slow": ("slow.gguf", "good", sha(GOOD), len(GOOD), "slow"),
     "acme/huge": ("huge.gguf", "good", sha(GOOD), 1 << 50, ""),
     "acme/notgguf": ("weights.gguf", "notgguf", sha(NOT_GGUF), len(NOT_GGUF), ""),
+    "acme/catalogued-GGUF": ("catalogued-Q4_K_M.gguf", "good", sha(GOOD), len(GOOD), ""),
 }
+# The catalog the mimic serves (engine/download/catalog.h). Its size for the
+# entry is wrong on purpose: a download checks what the hub lists.
+CATALOG = json.dumps({"format_version": 1, "published": "by the test", "models": [
+    {"id": "acme-catalogued", "name": "Acme Catalogued", "repo": "acme/catalogued-GGUF",
+     "file": "catalogued-Q4_K_M.gguf", "size_bytes": 12345, "weight_type": "Q4_K_M", "architecture": "llama",
+     "parameters": 1000, "context_length": 2048, "license": "mit", "description": "Served by the hub mimic.",
+     "kv_bytes_per_token": 1024}]}, indent=1).encode()
+BAD_CATALOG = json.dumps({"format_version": 99, "models": []}).encode()
 ranges_seen = []
 cut_done = set()
 
@@ -104,6 +118,10 @@ class Hub(BaseHTTPRequestHandler):
             return self.serve_blob(BLOBS[key], who)
         if parts[0] == "plain":
             return self.serve_blob(GOOD, "plain")
+        if parts == ["catalog.json"]:
+            return self.send_body(200, CATALOG)
+        if parts == ["bad-catalog.json"]:
+            return self.send_body(200, BAD_CATALOG)
         return self.send_body(404, b"unknown", "text/plain")
 
     def serve_blob(self, data, who):
@@ -141,10 +159,12 @@ def main():
     endpoint = "http://127.0.0.1:%d" % server.server_address[1]
     work = tempfile.mkdtemp(prefix="gb-models-")
     models = os.path.join(work, "models")
+    data_home = os.path.join(work, "data")  # XDG_DATA_HOME: the user catalog goes here
+    user_catalog = os.path.join(data_home, "glassbox", "catalog.json")
     failures = []
 
     def run(args, env_extra=None, preexec=None, expect_ok=True, contains=None):
-        env = dict(os.environ, HF_ENDPOINT=endpoint, GLASSBOX_MODELS_DIR=models)
+        env = dict(os.environ, HF_ENDPOINT=endpoint, GLASSBOX_MODELS_DIR=models, XDG_DATA_HOME=data_home)
         env.pop("HF_TOKEN", None)
         env.update(env_extra or {})
         p = subprocess.run([CLI, "models"] + args, env=env, capture_output=True, text=True, timeout=120,
@@ -239,6 +259,38 @@ def main():
     run(["rm", "tiny.gguf"])
     check(not os.path.exists(final("tiny.gguf")), "rm: still there")
     run(["rm", "../models/cut.gguf"], expect_ok=False)
+
+    # The catalog: the shipped one first (no user copy yet).
+    p = run(["catalog", "--json"])
+    if p.returncode == 0:
+        shipped = json.loads(p.stdout)
+        check(not shipped["user_copy"] and shipped["catalog"].endswith(os.path.join("glassbox", "catalog.json"))
+              and len(shipped["models"]) >= 6, "catalog: the shipped one %s" % shipped["catalog"])
+    # An update from the mimic: the user copy, byte for byte.
+    run(["catalog", "--update", endpoint + "/catalog.json"], contains="1 models")
+    check(os.path.exists(user_catalog) and open(user_catalog, "rb").read() == CATALOG, "catalog --update: no user copy")
+    p = run(["catalog", "--json"])
+    if p.returncode == 0:
+        listed = json.loads(p.stdout)
+        check(listed["user_copy"] and [m["id"] for m in listed["models"]] == ["acme-catalogued"]
+              and not listed["models"][0]["downloaded"], "catalog after update: %s" % p.stdout)
+    # pull ID: the entry's REPO:FILE, checked against the hub's size and sha256.
+    p = run(["pull", "acme-catalogued", "--json"], contains="catalogued-Q4_K_M.gguf")
+    check(os.path.exists(final("catalogued-Q4_K_M.gguf")) and open(final("catalogued-Q4_K_M.gguf"), "rb").read() == GOOD,
+          "pull acme-catalogued: the downloaded bytes differ")
+    if p.returncode == 0:
+        check(json.loads(p.stdout)["sha256"] == sha(GOOD), "pull acme-catalogued: --json sha256")
+    p = run(["catalog", "--json"])
+    if p.returncode == 0:
+        check(json.loads(p.stdout)["models"][0]["downloaded"], "catalog: the pulled entry is not downloaded")
+    run(["pull", "no-such-id"], expect_ok=False, contains="acme-catalogued")
+    # A bad catalog, a missing one, another scheme: refused, the user copy as it was.
+    run(["catalog", "--update", endpoint + "/bad-catalog.json"], expect_ok=False, contains="format version 99")
+    run(["catalog", "--update", endpoint + "/no-catalog.json"], expect_ok=False, contains="404")
+    run(["catalog", "--update", "ftp://example.org/catalog.json"], expect_ok=False, contains="http")
+    check(open(user_catalog, "rb").read() == CATALOG, "a failed catalog update changed the user copy")
+    check(sorted(os.listdir(os.path.dirname(user_catalog))) == ["catalog.json"],
+          "catalog updates left files: %s" % os.listdir(os.path.dirname(user_catalog)))
 
     server.shutdown()
     shutil.rmtree(work, ignore_errors=True)

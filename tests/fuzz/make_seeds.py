@@ -211,6 +211,28 @@ def remote_answers():
     }
 
 
+def catalogs():
+    """Model catalogs (engine/download/catalog.h; the shipped one is a seed of
+    its own, tools/fuzz.sh): the smallest valid one, one with every optional
+    and unknown field, and near-valid ones (a newer format, a file leaving the
+    repository, an id twice, a size as text)."""
+    entry = {"id": "tiny-1", "name": "Tiny", "repo": "acme/tiny-GGUF", "file": "tiny-Q4_K_M.gguf",
+             "size_bytes": 1000000, "weight_type": "Q4_K_M", "architecture": "llama", "parameters": 1000,
+             "context_length": 2048, "license": "mit", "description": "A tiny model."}
+    full = dict(entry, id="tiny-2", file="sub/dir/tiny-Q8_0.gguf", kv_bytes_per_token=4096, tags=["chat"])
+
+    def doc(*models, version=1, **extra):
+        return dict({"format_version": version, "models": list(models)}, **extra)
+    return {
+        "minimal.json": doc(entry),
+        "full.json": doc(entry, full, about="unknown fields are ignored", published="2027-01-01"),
+        "newer-format.json": doc(entry, version=2),
+        "file-leaves-repo.json": doc(dict(entry, file="../../etc/x.gguf")),
+        "id-twice.json": doc(entry, dict(full, id="tiny-1")),
+        "size-as-text.json": doc(dict(entry, size_bytes="1000000")),
+    }
+
+
 def http_requests():
     """Raw requests as a client sends them (the http_request harness): GET and
     POST with Content-Length and chunked bodies, keys, origins, a preflight,
@@ -276,6 +298,8 @@ def main():
         write("openai_request", filename, json.dumps(body))
     for filename, text in remote_answers().items():
         write("remote_response", filename, text)
+    for filename, body in catalogs().items():
+        write("catalog", filename, json.dumps(body, indent=1))
     for filename, text in http_requests().items():
         write("http_request", filename, text)
 

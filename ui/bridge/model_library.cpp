@@ -1,8 +1,11 @@
 #include "model_library.h"
 
+#include <QDir>
 #include <QMetaObject>
 #include <QPointer>
+#include <filesystem>
 
+#include "download/catalog.h"
 #include "download/model_download.h"
 
 namespace gbui {
@@ -40,13 +43,51 @@ QVector<UiLocalModel> ModelLibrary::scan(const QString& dir) {
   return out;
 }
 
+bool ModelLibrary::hasModels(const QString& dir) {
+  return !QDir(dir).entryList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable).isEmpty();
+}
+
+UiCatalog ModelLibrary::catalog(const QString& dir) {
+  UiCatalog out;
+  auto loaded = dl::load_catalog();
+  if (!loaded) {
+    out.problem = QString::fromStdString(loaded.error().message);
+    return out;
+  }
+  out.path = QString::fromStdString(loaded->path.string());
+  out.userCopy = loaded->user_copy;
+  out.problem = QString::fromStdString(loaded->note);
+  const auto states = dl::catalog_states(loaded->catalog, dir.toStdString());
+  for (size_t i = 0; i < states.size(); ++i) {
+    const dl::CatalogEntry& e = loaded->catalog.entries[i];
+    UiCatalogEntry u;
+    u.id = QString::fromStdString(e.id);
+    u.name = QString::fromStdString(e.name);
+    u.spec = QString::fromStdString(e.repo + ":" + e.file);
+    u.fileName = QString::fromStdString(std::filesystem::path(e.file).filename().string());
+    u.weightType = QString::fromStdString(e.weight_type);
+    u.architecture = QString::fromStdString(e.architecture);
+    u.license = QString::fromStdString(e.license);
+    u.description = QString::fromStdString(e.description);
+    u.localPath = QString::fromStdString(states[i].local_path.string());
+    u.sizeBytes = static_cast<qint64>(e.size_bytes);
+    u.neededBytes = static_cast<qint64>(states[i].fit.needed_bytes);
+    u.parameters = static_cast<qint64>(e.parameters);
+    u.contextLength = e.context_length;
+    u.fits = states[i].fit.fits;
+    u.downloaded = states[i].downloaded;
+    out.entries.push_back(u);
+  }
+  return out;
+}
+
 bool ModelLibrary::pull(const QString& spec, const QString& dir, QString& error) {
   if (busy()) {
     error = tr("A download is running already.");
     return false;
   }
   join();
-  auto parsed = dl::parse_model_spec(spec.trimmed().toStdString());
+  auto parsed = dl::resolve_pull_spec(spec.trimmed().toStdString());
   if (!parsed) {
     error = QString::fromStdString(parsed.error().message);
     return false;

@@ -282,6 +282,28 @@ ServePanel* MainWindow::servePanel() const { return panelAs<ServePanel>("serve")
 
 void MainWindow::autosaveSoon() { autosave_->start(); }
 
+void MainWindow::chooseModel() {
+  if (ModelLibrary::hasModels(ModelLibrary::defaultDir())) return browseForModel();
+  // A first start: the catalog, with the file dialog one click away.
+  auto* dialog = new ModelsDialog({}, this, ModelsDialog::Mode::FirstStart);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  connect(dialog, &ModelsDialog::openRequested, this, &MainWindow::openModel);
+  // Queued: the file dialog runs its own event loop, not inside the click.
+  connect(dialog, &ModelsDialog::browseRequested, this, &MainWindow::browseForModel, Qt::QueuedConnection);
+  dialog->open();
+}
+
+void MainWindow::browseForModel() {
+  QString path;
+  if (modelFileChooser_) {
+    path = modelFileChooser_(this);
+  } else {
+    ModelFileDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) path = dialog.selectedFiles().front();
+  }
+  if (!path.isEmpty()) openModel(path);
+}
+
 QString MainWindow::savedModelPath() const {
   const QFileInfo file(conversationSource_);
   return !conversationSource_.isEmpty() && file.isFile() ? conversationSource_ : QString();
@@ -292,10 +314,7 @@ void MainWindow::buildMenus() {
   auto named = [](QAction* action, const char* name) { action->setObjectName(QLatin1String(name)); };
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->setObjectName(QStringLiteral("menuFile"));
-  named(file->addAction(tr("&Open model..."), QKeySequence::Open, this, [this] {
-    ModelFileDialog dialog(this);
-    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) openModel(dialog.selectedFiles().front());
-  }), "actionOpenModel");
+  named(file->addAction(tr("&Open model..."), QKeySequence::Open, this, &MainWindow::chooseModel), "actionOpenModel");
   named(file->addAction(tr("&Models..."), this, [this] {
     auto* dialog = new ModelsDialog({}, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);

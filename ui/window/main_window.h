@@ -94,6 +94,13 @@ class MainWindow : public QMainWindow {
   // "K/V" KV type names of Engine > KV cache (remembered; next load), e.g. "q8_0/f16".
   QString kvTypes() const;
   void setKvTypes(const QString& kTypeName, const QString& vTypeName);
+  // File > Open model...: with no model in the models folder (a first start)
+  // the Models dialog's catalog ("Download a model", with "Browse for a
+  // file..."), else the file dialog.
+  void chooseModel();
+  // The file dialog of Open model...: returns the chosen path ("" for none).
+  // Tests replace it to observe when it is shown; empty = ModelFileDialog.
+  void setModelFileChooser(std::function<QString(QWidget* parent)> chooser) { modelFileChooser_ = std::move(chooser); }
 
  public slots:
   void openModel(const QString& path);
@@ -138,6 +145,8 @@ class MainWindow : public QMainWindow {
   void startConversation(const UiModelInfo& info);
   void onLoadFailed(const QString& path, const QString& message);
   void rememberRecent(const QString& path);
+  // The file dialog (or the chooser set for tests); opens what was chosen.
+  void browseForModel();
   void rebuildRecentMenu();
   void restoreSession();
   void showError(const QString& title, const QString& message);
@@ -166,6 +175,7 @@ class MainWindow : public QMainWindow {
   // belongs to; "" when unknown (a restored session that did not say).
   QString conversationSource_;
   bool loading_ = false;
+  std::function<QString(QWidget*)> modelFileChooser_;
   bool defaultLayoutPending_ = false;  // no saved layout: size the docks on first show
 };
 

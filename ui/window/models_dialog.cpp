@@ -16,28 +16,77 @@
 
 namespace gbui {
 namespace {
+
 QString mib(qint64 bytes) { return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / (1 << 20), 0, 'f', 1); }
+
+// A read-only, single-row-selection table with these headers.
+QTableWidget* newModelsTable(const char* objectName, const QStringList& headers) {
+  auto* t = new QTableWidget;
+  t->setObjectName(QLatin1String(objectName));
+  t->setColumnCount(static_cast<int>(headers.size()));
+  t->setHorizontalHeaderLabels(headers);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->setSelectionMode(QAbstractItemView::SingleSelection);
+  t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  t->verticalHeader()->setVisible(false);
+  t->horizontalHeader()->setStretchLastSection(true);
+  return t;
+}
+
+void fillRow(QTableWidget* table, int row, const QStringList& cells) {
+  for (int c = 0; c < cells.size(); ++c) table->setItem(row, c, new QTableWidgetItem(cells[c]));
+}
+
 }  // namespace
 
-ModelsDialog::ModelsDialog(const QString& dir, QWidget* parent)
-    : QDialog(parent), dir_(dir.isEmpty() ? ModelLibrary::defaultDir() : dir), library_(new ModelLibrary(this)) {
-  setWindowTitle(tr("Models"));
+ModelsDialog::ModelsDialog(const QString& dir, QWidget* parent, Mode mode)
+    : QDialog(parent),
+      dir_(dir.isEmpty() ? ModelLibrary::defaultDir() : dir),
+      mode_(mode),
+      library_(new ModelLibrary(this)) {
+  setWindowTitle(mode_ == Mode::FirstStart ? tr("Download a model") : tr("Models"));
   setObjectName(QStringLiteral("modelsDialog"));
-  resize(820, 420);
+  resize(860, mode_ == Mode::FirstStart ? 520 : 640);
   auto* layout = new QVBoxLayout(this);
+  if (mode_ == Mode::FirstStart) {
+    auto* intro = new QLabel(tr("There are no models in %1 yet. Download one of these well-known models "
+                                "(from Hugging Face; the size and checksum are verified), or browse for a "
+                                "model file on this computer.")
+                                 .arg(dir_));
+    intro->setObjectName(QStringLiteral("modelsIntro"));
+    intro->setWordWrap(true);
+    layout->addWidget(intro);
+  }
+  buildFolderSection();
+  layout->addWidget(folderSection_, 1);
+  buildCatalogSection();
+  buildDownloadRow();
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("modelsProgress"));
+  progress_->setVisible(false);
+  layout->addWidget(progress_);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("modelsStatus"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(status_);
+  connect(library_, &ModelLibrary::progress, this, &ModelsDialog::onProgress);
+  connect(library_, &ModelLibrary::finished, this, &ModelsDialog::onFinished);
+  refresh();
+}
+
+// The models folder: its table and Open, Show folder, Delete.
+void ModelsDialog::buildFolderSection() {
+  folderSection_ = new QWidget;
+  folderSection_->setObjectName(QStringLiteral("modelsFolderSection"));
+  auto* box = new QVBoxLayout(folderSection_);
+  box->setContentsMargins(0, 0, 0, 0);
   auto* where = new QLabel(tr("Models folder: %1").arg(dir_));
   where->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout->addWidget(where);
-  table_ = new QTableWidget;
-  table_->setObjectName(QStringLiteral("modelsTable"));
-  table_->setColumnCount(6);
-  table_->setHorizontalHeaderLabels({tr("File"), tr("Architecture"), tr("Weights"), tr("Context"), tr("Size"), tr("Fits here")});
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->verticalHeader()->setVisible(false);
-  table_->horizontalHeader()->setStretchLastSection(true);
-  layout->addWidget(table_, 1);
+  box->addWidget(where);
+  table_ = newModelsTable("modelsTable", {tr("File"), tr("Architecture"), tr("Weights"), tr("Context"), tr("Size"),
+                                          tr("Fits here")});
+  box->addWidget(table_, 1);
   auto* row = new QHBoxLayout;
   open_ = new QPushButton(tr("Open"));
   open_->setObjectName(QStringLiteral("modelsOpen"));
@@ -49,30 +98,7 @@ ModelsDialog::ModelsDialog(const QString& dir, QWidget* parent)
   row->addWidget(reveal);
   row->addWidget(delete_);
   row->addStretch(1);
-  layout->addLayout(row);
-  auto* get = new QHBoxLayout;
-  spec_ = new QLineEdit;
-  spec_->setObjectName(QStringLiteral("modelsSpec"));
-  spec_->setPlaceholderText(tr("OWNER/NAME[:FILE.gguf] on Hugging Face, or an https:// URL"));
-  download_ = new QPushButton(tr("Download"));
-  download_->setObjectName(QStringLiteral("modelsDownload"));
-  cancel_ = new QPushButton(tr("Cancel"));
-  cancel_->setObjectName(QStringLiteral("modelsCancel"));
-  cancel_->setEnabled(false);
-  get->addWidget(spec_, 1);
-  get->addWidget(download_);
-  get->addWidget(cancel_);
-  layout->addLayout(get);
-  progress_ = new QProgressBar;
-  progress_->setObjectName(QStringLiteral("modelsProgress"));
-  progress_->setVisible(false);
-  layout->addWidget(progress_);
-  status_ = new QLabel;
-  status_->setObjectName(QStringLiteral("modelsStatus"));
-  status_->setWordWrap(true);
-  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout->addWidget(status_);
-
+  box->addLayout(row);
   connect(open_, &QPushButton::clicked, this, [this] {
     if (const QString p = selectedPath(); !p.isEmpty()) {
       emit openRequested(p);
@@ -85,12 +111,65 @@ ModelsDialog::ModelsDialog(const QString& dir, QWidget* parent)
     QDesktopServices::openUrl(QUrl::fromLocalFile(dir_));
   });
   connect(delete_, &QPushButton::clicked, this, &ModelsDialog::deleteSelected);
-  connect(download_, &QPushButton::clicked, this, &ModelsDialog::startDownload);
-  connect(spec_, &QLineEdit::returnPressed, this, &ModelsDialog::startDownload);
+}
+
+// "Available to download": the catalog, the selected entry's details, Download
+// (and, on a first start, Browse for a file...).
+void ModelsDialog::buildCatalogSection() {
+  auto* layout = static_cast<QVBoxLayout*>(this->layout());
+  auto* title = new QLabel(tr("<b>Available to download</b>"));
+  title->setObjectName(QStringLiteral("catalogTitle"));
+  layout->addWidget(title);
+  catalogTable_ = newModelsTable("catalogTable", {tr("Name"), tr("Size"), tr("Type"), tr("Architecture"),
+                                                  tr("Fits here"), tr("Downloaded")});
+  layout->addWidget(catalogTable_, 1);
+  catalogDetails_ = new QLabel;
+  catalogDetails_->setObjectName(QStringLiteral("catalogDetails"));
+  catalogDetails_->setWordWrap(true);
+  catalogDetails_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(catalogDetails_);
+  auto* row = new QHBoxLayout;
+  catalogDownload_ = new QPushButton(tr("Download selected"));
+  catalogDownload_->setObjectName(QStringLiteral("catalogDownload"));
+  row->addWidget(catalogDownload_);
+  if (mode_ == Mode::FirstStart) {
+    auto* browse = new QPushButton(tr("Browse for a file..."));
+    browse->setObjectName(QStringLiteral("modelsBrowse"));
+    row->addWidget(browse);
+    connect(browse, &QPushButton::clicked, this, [this] {
+      reject();
+      emit browseRequested();
+    });
+  }
+  row->addStretch(1);
+  layout->addLayout(row);
+  connect(catalogTable_, &QTableWidget::itemSelectionChanged, this, &ModelsDialog::showCatalogDetails);
+  connect(catalogDownload_, &QPushButton::clicked, this, [this] {
+    const int r = catalogTable_->currentRow();
+    if (r < 0 || r >= catalog_.entries.size()) return;
+    startDownload(catalog_.entries[r].spec, catalog_.entries[r].name);
+  });
+}
+
+// A download typed in: OWNER/NAME[:FILE.gguf], a URL or a catalog id.
+void ModelsDialog::buildDownloadRow() {
+  auto* get = new QHBoxLayout;
+  spec_ = new QLineEdit;
+  spec_->setObjectName(QStringLiteral("modelsSpec"));
+  spec_->setPlaceholderText(tr("Or: OWNER/NAME[:FILE.gguf] on Hugging Face, an https:// URL, or a catalog id"));
+  download_ = new QPushButton(tr("Download"));
+  download_->setObjectName(QStringLiteral("modelsDownload"));
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setObjectName(QStringLiteral("modelsCancel"));
+  cancel_->setEnabled(false);
+  get->addWidget(spec_, 1);
+  get->addWidget(download_);
+  get->addWidget(cancel_);
+  static_cast<QVBoxLayout*>(layout())->addLayout(get);
+  const auto typed = [this] { startDownload(spec_->text(), spec_->text().trimmed()); };
+  connect(download_, &QPushButton::clicked, this, typed);
+  connect(spec_, &QLineEdit::returnPressed, this, typed);
   connect(cancel_, &QPushButton::clicked, library_, &ModelLibrary::cancel);
-  connect(library_, &ModelLibrary::progress, this, &ModelsDialog::onProgress);
-  connect(library_, &ModelLibrary::finished, this, &ModelsDialog::onFinished);
-  refresh();
 }
 
 void ModelsDialog::refresh() {
@@ -98,19 +177,54 @@ void ModelsDialog::refresh() {
   table_->setRowCount(static_cast<int>(models_.size()));
   for (int i = 0; i < models_.size(); ++i) {
     const UiLocalModel& m = models_[i];
-    const QStringList cells = {m.fileName,
-                               m.architecture,
-                               m.readable ? m.weights : tr("cannot read: %1").arg(m.weights),
-                               m.contextLength > 0 ? QString::number(m.contextLength) : QString(),
-                               mib(m.fileBytes),
-                               !m.readable ? QString() : m.fits ? tr("yes") : tr("no (%1 needed)").arg(mib(m.neededBytes))};
-    for (int c = 0; c < cells.size(); ++c) table_->setItem(i, c, new QTableWidgetItem(cells[c]));
+    fillRow(table_, i,
+            {m.fileName, m.architecture, m.readable ? m.weights : tr("cannot read: %1").arg(m.weights),
+             m.contextLength > 0 ? QString::number(m.contextLength) : QString(), mib(m.fileBytes),
+             !m.readable ? QString() : m.fits ? tr("yes") : tr("no (%1 needed)").arg(mib(m.neededBytes))});
   }
   table_->resizeColumnsToContents();
-  if (models_.isEmpty())
-    status_->setText(tr("No models here yet: download one (e.g. a GGUF repository's OWNER/NAME:FILE.gguf)."));
+  // A first start shows the folder once there is something in it.
+  folderSection_->setVisible(mode_ == Mode::Library || !models_.isEmpty());
+  if (models_.isEmpty() && mode_ == Mode::Library)
+    status_->setText(tr("No models here yet: download one of the list below, or a GGUF repository's OWNER/NAME:FILE.gguf."));
   open_->setEnabled(!models_.isEmpty());
   delete_->setEnabled(!models_.isEmpty());
+  refreshCatalog();
+}
+
+void ModelsDialog::refreshCatalog() {
+  const int selected = catalogTable_->currentRow();
+  catalog_ = ModelLibrary::catalog(dir_);
+  catalogTable_->setRowCount(static_cast<int>(catalog_.entries.size()));
+  for (int i = 0; i < catalog_.entries.size(); ++i) {
+    const UiCatalogEntry& e = catalog_.entries[i];
+    fillRow(catalogTable_, i,
+            {e.name, mib(e.sizeBytes), e.weightType, e.architecture,
+             e.fits ? tr("yes") : tr("no (%1 needed)").arg(mib(e.neededBytes)), e.downloaded ? tr("yes") : tr("no")});
+  }
+  catalogTable_->resizeColumnsToContents();
+  if (selected >= 0 && selected < catalog_.entries.size()) catalogTable_->selectRow(selected);
+  else if (!catalog_.entries.isEmpty()) catalogTable_->selectRow(0);
+  showCatalogDetails();
+}
+
+void ModelsDialog::showCatalogDetails() {
+  const int r = catalogTable_->currentRow();
+  if (catalog_.entries.isEmpty()) {
+    catalogDetails_->setText(tr("No catalog of models to offer: %1").arg(catalog_.problem));
+  } else if (r >= 0 && r < catalog_.entries.size()) {
+    const UiCatalogEntry& e = catalog_.entries[r];
+    const double params = static_cast<double>(e.parameters);
+    const QString count = params >= 1e9   ? tr("%1 B").arg(params / 1e9, 0, 'f', 1)
+                          : params >= 1e6 ? tr("%1 M").arg(params / 1e6, 0, 'f', 0)
+                                          : tr("%1 K").arg(params / 1e3, 0, 'f', 0);
+    QString text = tr("%1 %2 parameters, context %3, licence %4, %5.")
+                       .arg(e.description, count, QString::number(e.contextLength), e.license, e.spec);
+    if (e.downloaded) text += tr(" Downloaded: %1").arg(e.localPath);
+    catalogDetails_->setText(text);
+  }
+  const bool canDownload = r >= 0 && r < catalog_.entries.size() && !catalog_.entries[r].downloaded && !library_->busy();
+  catalogDownload_->setEnabled(canDownload);
 }
 
 QString ModelsDialog::selectedPath() const {
@@ -120,17 +234,18 @@ QString ModelsDialog::selectedPath() const {
 
 QString ModelsDialog::status() const { return status_->text(); }
 
-void ModelsDialog::startDownload() {
+void ModelsDialog::startDownload(const QString& spec, const QString& what) {
   QString error;
-  if (!library_->pull(spec_->text(), dir_, error)) {
+  if (!library_->pull(spec, dir_, error)) {
     status_->setText(error);
     return;
   }
   download_->setEnabled(false);
+  catalogDownload_->setEnabled(false);
   cancel_->setEnabled(true);
   progress_->setRange(0, 0);
   progress_->setVisible(true);
-  status_->setText(tr("Downloading %1...").arg(spec_->text().trimmed()));
+  status_->setText(tr("Downloading %1...").arg(what));
 }
 
 void ModelsDialog::onProgress(qint64 done, qint64 total, double bytesPerSecond) {
@@ -149,10 +264,12 @@ void ModelsDialog::onFinished(const QString& path, const QString& error) {
   download_->setEnabled(true);
   cancel_->setEnabled(false);
   progress_->setVisible(false);
-  status_->setText(error.isEmpty() ? tr("Downloaded %1").arg(path) : error);
-  refresh();
+  refresh();  // the catalog's Downloaded column and its Download button too
   for (int i = 0; i < models_.size(); ++i)
     if (models_[i].path == path) table_->selectRow(i);
+  status_->setText(!error.isEmpty() ? error
+                   : mode_ == Mode::FirstStart ? tr("Downloaded %1: Open it (or double-click it above).").arg(path)
+                                               : tr("Downloaded %1").arg(path));
 }
 
 void ModelsDialog::deleteSelected() {
