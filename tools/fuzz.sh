@@ -49,6 +49,7 @@ session             65536 json.dict
 chat_template       16384 -         testdata/chat-templates/templates/*.jinja
 openai_request       8192 json.dict
 remote_response      8192 json.dict
+http_request        32768 -
 repo_tree            8192 json.dict
 catalog             16384 json.dict @repo/resources/models/catalog.json
 EOF

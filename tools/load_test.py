@@ -84,12 +84,17 @@ def prefix_counters(m):
     return None
 
 
-def one_request(host, port, model, rng, key, extra, t_arrival=None):
+def one_request(host, port, model, rng, key, extra, t_arrival=None, endpoint="chat"):
     user = " ".join(rng.choice(FILLER) for _ in range(rng.choice(EXTRA_SENTENCES)))
     user = (user + " " + rng.choice(USER_TURNS)).strip()
     body = {"model": model, "stream": True, "max_tokens": rng.choice(MAX_TOKENS), "temperature": 0.8,
-            "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
+            "seed": rng.randrange(1 << 31), "ignore_eos": True, "stream_options": {"include_usage": True}}
+    if endpoint == "chat":
+        path = "/v1/chat/completions"
+        body["messages"] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    else:  # the same text without a chat template: both servers see the same prompt
+        path = "/v1/completions"
+        body["prompt"] = SYSTEM + user
     body.update(extra)
     headers = {"Content-Type": "application/json"}
     if key:
@@ -97,7 +102,7 @@ def one_request(host, port, model, rng, key, extra, t_arrival=None):
     conn = http.client.HTTPConnection(host, port, timeout=300)
     t0 = t_arrival if t_arrival is not None else time.perf_counter()
     try:
-        conn.request("POST", "/v1/chat/completions", json.dumps(body), headers)
+        conn.request("POST", path, json.dumps(body), headers)
         resp = conn.getresponse()
         if resp.status != 200:
             resp.read()
@@ -129,7 +134,7 @@ def one_request(host, port, model, rng, key, extra, t_arrival=None):
                     cached = max(0, prompt_tokens - chunk["timings"]["prompt_n"])
             for choice in chunk.get("choices", []):
                 finish = choice.get("finish_reason") or finish
-                if choice.get("delta", {}).get("content"):
+                if (choice.get("delta") or {}).get("content") or choice.get("text"):
                     now = time.perf_counter()
                     first = first or now
                     last = now
@@ -165,6 +170,8 @@ def main():
     ap.add_argument("--requests", type=int, default=512, help="stop after this many requests")
     ap.add_argument("--duration-s", type=float, default=120.0, help="stop starting requests after this long")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--endpoint", choices=["chat", "completions"], default="chat",
+                    help="chat completions (each server's chat template) or completions (the same prompt text for every server)")
     ap.add_argument("--rate", type=float, default=0.0, help="Poisson arrivals, requests/s (0: closed loop)")
     ap.add_argument("--sweep", default="", help="client counts to measure one after another, e.g. 1,4,16,64")
     ap.add_argument("--extra", default="{}",
@@ -239,7 +246,7 @@ def measure(url, parsed, a, extra, clients):
                 with lock:
                     if next(counter, None) is None:
                         return
-            r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra, t_arrival)
+            r = one_request(parsed.hostname, parsed.port, a.model, rng, a.api_key, extra, t_arrival, a.endpoint)
             with lock:
                 results.append(r)
 
