@@ -143,6 +143,10 @@ struct OpenAiServer::Impl {
   // engine's KV pool is untouched.
   std::mutex scorer_mutex;
   std::unique_ptr<Backend> scorer;
+  // Prompts of echo requests waiting for (or in) the scorer: they count against
+  // the same queue limit as generation (ServeHub::max_queue), so an echo flood
+  // gets 429 like any other.
+  std::atomic<int32_t> echo_waiting{0};
 
   Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
       : hub(w), model(std::move(m)), tokenizer(std::move(t)),
@@ -425,6 +429,17 @@ http::Response OpenAiServer::Impl::handle_echo(const ApiRequest& r) {
   auto prompts = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&prompts)) return error_reply(*e);
   const auto& all = std::get<std::vector<std::vector<TokenId>>>(prompts);
+  const int32_t num = static_cast<int32_t>(all.size());
+  if (echo_waiting.fetch_add(num) + num > hub.max_queue()) {
+    echo_waiting.fetch_sub(num);
+    return error_reply({429, "the queue is full: " + std::to_string(hub.max_queue()) + " prompts may wait to be scored",
+                        "rate_limit_error", "", "queue_full", config.retry_after_s});
+  }
+  struct Leave {
+    std::atomic<int32_t>& waiting;
+    int32_t num;
+    ~Leave() { waiting.fetch_sub(num); }
+  } leave{echo_waiting, num};
   json choices = json::array();
   int64_t num_prompt_tokens = 0;
   for (size_t i = 0; i < all.size(); ++i) {

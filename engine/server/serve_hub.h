@@ -70,6 +70,7 @@ class ServeHub {
   ServeHub(EngineInfo info, HubConfig config);
   ServeHub(const ServeHub&) = delete;
   ServeHub& operator=(const ServeHub&) = delete;
+  int32_t max_queue() const { return config_.max_queue; }
 
   // Called after a command is queued, from the queuing thread: the driver wakes
   // its engine thread (set before the hub is used).

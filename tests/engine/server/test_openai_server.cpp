@@ -372,6 +372,17 @@ GB_TEST(queue_full_429_and_unavailable_503_with_retry_after) {
   QVERIFY(full->has_header("Retry-After"));
   auto fits = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"n", 2}, {"max_tokens", 2}}.dump(), "application/json");
   QVERIFY(fits && fits->status == 200);
+  // Echo scoring counts against the same limit: three prompts cannot wait in a queue of two.
+  const json three = {{"prompt", json::array({kPrompt, "One day", "The cat"})}, {"echo", true}, {"max_tokens", 0},
+                      {"logprobs", 1}};
+  auto echo_full = c.Post("/v1/completions", three.dump(), "application/json");
+  QVERIFY(echo_full);
+  check_error(echo_full->status, json::parse(echo_full->body), 429, "");
+  QVERIFY(echo_full->has_header("Retry-After"));
+  json two = three;
+  two["prompt"] = json::array({kPrompt, "One day"});
+  auto echo_fits = c.Post("/v1/completions", two.dump(), "application/json");
+  QVERIFY2(echo_fits && echo_fits->status == 200, echo_fits ? echo_fits->body.c_str() : "no answer");
   h.worker->stop();  // the engine is gone, HTTP still answers
   auto gone = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 2}}.dump(), "application/json");
   QVERIFY(gone);
