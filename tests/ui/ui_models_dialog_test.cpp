@@ -18,6 +18,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -215,7 +216,7 @@ class UiModelsDialogTest : public QObject {
     auto* table = named<QTableWidget>(dialog, "catalogTable");
     QVERIFY(table);
     QCOMPARE(table->rowCount(), 2);
-    const QString size = QStringLiteral("%1 MiB").arg(static_cast<double>(bytes.size()) / (1 << 20), 0, 'f', 1);
+    const QString size = QLocale().formattedDataSize(bytes.size());
     QCOMPARE(catalogRow(table, 0), QStringList({"Stories Test", size, "F32", "llama", "yes", "no"}));
     QCOMPARE(table->item(1, 0)->text(), QStringLiteral("Huge Test"));
     QVERIFY2(table->item(1, 4)->text().startsWith(QStringLiteral("no (")), qPrintable(table->item(1, 4)->text()));

@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -17,7 +18,8 @@
 namespace gbui {
 namespace {
 
-QString mib(qint64 bytes) { return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / (1 << 20), 0, 'f', 1); }
+// "278.04 MiB", "1.88 GiB": the IEC units the Model panel uses.
+QString mib(qint64 bytes) { return QLocale().formattedDataSize(bytes); }
 
 // A read-only, single-row-selection table with these headers.
 QTableWidget* newModelsTable(const char* objectName, const QStringList& headers) {
