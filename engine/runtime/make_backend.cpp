@@ -62,12 +62,6 @@ CudaReadiness cuda_readiness(const Model& model) {
   return r;
 }
 
-Status cuda_backend_installed() {
-  auto plugin = cuda_plugin();
-  if (!plugin) return plugin.error();
-  return {};
-}
-
 Result<std::unique_ptr<Backend>> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
   auto cuda = try_cuda(model, options.device);
   if (!cuda) return cuda.error();

@@ -46,11 +46,8 @@ struct BackendOptions {
   bool bf16_matmuls = false;
 };
 
-// Ok when the CUDA backend's plugin is installed and loads (its libraries found,
-// built by this build); otherwise why not. Says nothing of a device being there.
-Status cuda_backend_installed();
-
-// What the CUDA path would do with this model here, for `info` and the
+// Whether the CUDA plugin is installed and loads: gb::cuda_plugin()
+// (backend/cuda_plugin.h). What the CUDA path would do with this model here, for `info` and the
 // workbench: each stage and, at the first that fails, why.
 struct CudaReadiness {
   bool installed = false;  // the plugin loads

@@ -30,11 +30,9 @@ using tcp = net::ip::tcp;
 
 namespace {
 
+// Field names compare case-insensitively (RFC 9110), as Beast compares them.
 bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
+  return beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
 }
 
 int hex_value(char c) {

@@ -71,7 +71,7 @@ GB_TEST(a_plugin_of_this_build_is_taken) {
 GB_TEST(make_backend_goes_through_the_plugin_it_finds) {
   ::setenv("GLASSBOX_CUDA_PLUGIN", FAKE_PLUGIN_GOOD, 1);
   QCOMPARE(gb::cuda_plugin_candidates().size(), size_t{1});
-  QVERIFY(gb::cuda_backend_installed().ok());
+  QVERIFY(gb::cuda_plugin().ok());
   auto model = tiny_model();
   gb::BackendOptions options;
   options.num_threads = 2;

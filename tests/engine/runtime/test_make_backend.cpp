@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gb_test.h"
+#include "backend/cuda_plugin.h"
 #include "model/model.h"
 #include "model/quantize_model.h"
 #include "model/synthetic_model.h"
@@ -72,7 +73,7 @@ void check_auto_and_cuda_agree(gb::WeightType dtype) {
   auto automatic = gb::make_backend(model, options);
   options.device = gb::Device::Cuda;
   auto cuda = gb::make_backend(model, options);
-  if (gb::Status installed = gb::cuda_backend_installed(); !installed) {
+  if (auto installed = gb::cuda_plugin(); !installed) {
     QVERIFY(automatic.ok());
     QCOMPARE((*automatic)->device_info().backend, std::string("cpu"));
     QVERIFY(!cuda.ok());
