@@ -33,6 +33,7 @@ struct CompareArgs {
   bool no_records = false;
   bool ignore_eos = false;
   RemoteTarget remote;  // url set: run the lanes on that server
+  FormatOptions format;  // applies to every lane that names no format of its own
 };
 
 Result<ComparisonLane> parse_lane(const std::string& arg) {
@@ -76,9 +77,12 @@ void print_table(const Comparison& c) {
 
 int run_compare(const CompareArgs& a) {
   ComparisonSpec spec;
+  auto format = finish_format_options(a.format);
+  if (!format) return fail(format.error().message);
   for (const std::string& arg : a.lanes) {
     auto lane = parse_lane(arg);
     if (!lane) return fail(lane.error().message);
+    if (lane->settings.format.kind == FormatKind::None) lane->settings.format = *format;
     spec.lanes.push_back(std::move(*lane));
   }
   spec.num_samples = a.num_samples;
@@ -161,6 +165,7 @@ const CommandRegistrar compare_command("compare", "Compare sampler settings side
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
   sub.add_flag("--json", a->json, "Print one JSON object (docs/compare.md)");
   sub.add_flag("--no-records", a->no_records, "Leave the per-token records out of the JSON");
+  add_format_options(sub, a->format);
   return [a] { return run_compare(*a); };
 });
 

@@ -40,6 +40,40 @@ void add_sampler_options(CLI::App& sub, SamplerOptions& o) {
   sub.add_option("--think-close", s.reasoning.close_marker, "Thinking close marker")->capture_default_str();
   sub.add_option("--top-n", s.top_n_record, "Candidates recorded per token (inspector, --json)")->capture_default_str();
   sub.add_option("--sampler-preset", o.preset, "Load sampler settings from a JSON preset first");
+  add_format_options(sub, o.format);
+}
+
+void add_format_options(CLI::App& sub, FormatOptions& o) {
+  auto* g = sub.add_option("--grammar", o.grammar_file, "Constrain the output to a GBNF grammar (file)");
+  auto* js = sub.add_option("--json-schema", o.json_schema_file, "Constrain the output to JSON following a schema (file)");
+  auto* rx = sub.add_option("--regex", o.regex, "Constrain the output to a regular expression (whole output)");
+  auto* jf = sub.add_flag("--json-format", o.json_format, "Constrain the output to a JSON object");
+  g->excludes(js)->excludes(rx)->excludes(jf);
+  js->excludes(rx)->excludes(jf);
+  rx->excludes(jf);
+}
+
+Result<FormatSettings> finish_format_options(const FormatOptions& o) {
+  const auto read_file = [](const std::string& path, const char* flag) -> Result<std::string> {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return make_error(std::string(flag) + ": cannot read " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  FormatSettings f;
+  if (!o.grammar_file.empty()) {
+    GB_ASSIGN_OR_RETURN(f.text, read_file(o.grammar_file, "--grammar"));
+    f.kind = FormatKind::Gbnf;
+  } else if (!o.json_schema_file.empty()) {
+    GB_ASSIGN_OR_RETURN(f.text, read_file(o.json_schema_file, "--json-schema"));
+    f.kind = FormatKind::JsonSchema;
+  } else if (!o.regex.empty()) {
+    f = {FormatKind::Regex, o.regex};
+  } else if (o.json_format) {
+    f = {FormatKind::Json, ""};
+  }
+  return f;
 }
 
 namespace {
@@ -110,6 +144,9 @@ Result<SamplerSettings> finish_sampler_options(const SamplerOptions& o) {
     s.order = *order;
   }
   if (!o.dry_breakers.empty()) s.dry.sequence_breakers = o.dry_breakers;
+  FormatSettings format;
+  GB_ASSIGN_OR_RETURN(format, finish_format_options(o.format));
+  if (format.kind != FormatKind::None) s.format = std::move(format);  // a preset's format otherwise
   if (Status st = validate(s); !st) return st.error();
   return s;
 }

@@ -15,6 +15,19 @@ class App;
 
 namespace gb::cli {
 
+// The output format flags (the grammar stage): --grammar FILE.gbnf,
+// --json-schema FILE.json, --regex PATTERN, --json-format (a JSON object; not
+// --json, which several commands use for their own JSON output). At most one.
+struct FormatOptions {
+  std::string grammar_file;
+  std::string json_schema_file;
+  std::string regex;
+  bool json_format = false;
+};
+void add_format_options(CLI::App& sub, FormatOptions& options);
+// The format the flags ask for (kind None when none was given); files are read here.
+Result<FormatSettings> finish_format_options(const FormatOptions& options);
+
 struct SamplerOptions {
   SamplerSettings settings;
   std::vector<std::string> logit_bias;       // "ID=VALUE", VALUE may be -inf
@@ -22,6 +35,7 @@ struct SamplerOptions {
   std::vector<std::string> dry_breakers;     // --dry-sequence-breaker (repeatable)
   bool dry_breakers_given = false;
   std::string preset;                        // --sampler-preset FILE.json
+  FormatOptions format;
   const CLI::App* app = nullptr;             // to tell flags given from defaults
 };
 

@@ -29,6 +29,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenCla
   depth_.push_back(0);
   subtree_end_.push_back(0);
   std::vector<uint32_t> path{0};  // path[d] = node at depth d
+  std::vector<uint32_t> parent{0};
   std::vector<std::pair<uint32_t, TokenId>> ends;
   const std::string* prev = nullptr;
   for (TokenId t : order) {
@@ -43,6 +44,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenCla
       path.pop_back();
     }
     for (size_t k = lcp; k < s.size(); ++k) {
+      parent.push_back(path.back());
       path.push_back(static_cast<uint32_t>(byte_.size()));
       byte_.push_back(static_cast<uint8_t>(s[k]));
       depth_.push_back(static_cast<uint32_t>(k + 1));
@@ -61,6 +63,21 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenCla
   tokens_.resize(ends.size());
   std::vector<uint32_t> fill(token_begin_.begin(), token_begin_.end() - 1);
   for (const auto& e : ends) tokens_[fill[e.first]++] = e.second;
+  // Children lists: nodes are made in preorder over sorted strings, so each
+  // parent's children arrive in ascending byte order.
+  child_begin_.assign(byte_.size() + 1, 0);
+  for (size_t i = 1; i < byte_.size(); ++i) ++child_begin_[parent[i] + 1];
+  std::partial_sum(child_begin_.begin(), child_begin_.end(), child_begin_.begin());
+  children_.resize(byte_.size() > 0 ? byte_.size() - 1 : 0);
+  std::vector<uint32_t> at(child_begin_.begin(), child_begin_.end() - 1);
+  for (size_t i = 1; i < byte_.size(); ++i) children_[at[parent[i]]++] = static_cast<uint32_t>(i);
+}
+
+uint32_t TokenTrie::child(uint32_t i, uint8_t b) const {
+  auto first = children_.begin() + child_begin_[i];
+  auto last = children_.begin() + child_begin_[i + 1];
+  auto it = std::lower_bound(first, last, b, [&](uint32_t node, uint8_t v) { return byte_[node] < v; });
+  return it != last && byte_[*it] == b ? *it : 0;
 }
 
 // ---- TokenMasks ----
@@ -77,6 +94,11 @@ struct TokenMasks::Frame {
 struct TokenMasks::Impl {
   std::unordered_map<uint32_t, Frame> frames;          // by grammar position
   std::unordered_map<uint32_t, TokenBitmask> by_state; // whole masks, bounded
+  // Context-dependent tokens of (position, context state): the dependent
+  // walks' result, so a frame that can end almost anywhere (a run of optional
+  // characters) costs its walks once per context, not once per mask. Bounded.
+  std::unordered_map<uint64_t, std::vector<TokenId>> dependent;
+  static constexpr size_t kMaxDependentEntries = 4096;
   std::vector<uint32_t> state_at_depth;                // walk scratch
   std::vector<TokenId> accepted;                       // walk scratch
   static constexpr size_t kMaxCachedStates = 64;
@@ -145,11 +167,39 @@ void TokenMasks::compute(const GrammarMatcher& matcher, TokenBitmask& mask) {
       // The frame ended with bytes left: those bytes continue from the stack below.
       const uint32_t context = space.expanded_state(space.parent(n));
       if (context == GrammarSpace::kDead) continue;
-      for (uint32_t node : fr.dependent_nodes) {
-        ++stats_.num_dependent_walks;
-        walk_trie(*trie_, space, context, trie_->depth_[node], node + 1, trie_->subtree_end_[node],
-                  impl_->state_at_depth, [&](TokenId t) { set_bit(mask, t); }, [](uint32_t) {});
+      const uint64_t key = (uint64_t{pos} << 32) | context;
+      auto dep = impl_->dependent.find(key);
+      if (dep == impl_->dependent.end()) {
+        std::vector<TokenId> found;
+        const auto on_token = [&](TokenId t) { found.push_back(t); };
+        // A context that starts with few bytes (a comma, a quote, a newline)
+        // looks up those children only; a wide one walks every child.
+        const std::bitset<256>& first = space.first_bytes(context);
+        std::vector<uint8_t> first_list;
+        if (first.count() <= 8)
+          for (unsigned b = 0; b < 256; ++b)
+            if (first.test(b)) first_list.push_back(static_cast<uint8_t>(b));
+        for (uint32_t node : fr.dependent_nodes) {
+          ++stats_.num_dependent_walks;
+          if (first.count() > 8) {
+            walk_trie(*trie_, space, context, trie_->depth_[node], node + 1, trie_->subtree_end_[node],
+                      impl_->state_at_depth, on_token, [](uint32_t) {});
+            continue;
+          }
+          for (uint8_t b : first_list) {
+            const uint32_t c = trie_->child(node, b);
+            if (c == 0) continue;
+            const uint32_t s = space.next(context, b);
+            if (s == GrammarSpace::kDead) continue;
+            for (uint32_t k = trie_->token_begin_[c]; k < trie_->token_begin_[c + 1]; ++k) on_token(trie_->tokens_[k]);
+            walk_trie(*trie_, space, s, trie_->depth_[c], c + 1, trie_->subtree_end_[c], impl_->state_at_depth,
+                      on_token, [](uint32_t) {});
+          }
+        }
+        if (impl_->dependent.size() >= Impl::kMaxDependentEntries) impl_->dependent.clear();
+        dep = impl_->dependent.emplace(key, std::move(found)).first;
       }
+      for (TokenId t : dep->second) set_bit(mask, t);
     }
     if (space.accepting(state))
       for (TokenId t : trie_->end_of_generation_ids()) set_bit(mask, t);

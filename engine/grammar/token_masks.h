@@ -54,6 +54,11 @@ class TokenTrie {
   std::vector<uint32_t> subtree_end_; // (num_nodes) one past the last node below
   std::vector<uint32_t> token_begin_; // (num_nodes + 1) tokens ending at node i: tokens_[token_begin_[i] .. token_begin_[i+1])
   std::vector<TokenId> tokens_;       // Text tokens grouped by their end node
+  std::vector<uint32_t> child_begin_; // (num_nodes + 1) node i's children: children_[child_begin_[i] .. child_begin_[i+1])
+  std::vector<uint32_t> children_;    // child node ids, by ascending byte under each parent
+
+  // Node i's child on byte b, or 0 (the root is nobody's child).
+  uint32_t child(uint32_t i, uint8_t b) const;
 
  private:
   std::vector<std::string> bytes_;
