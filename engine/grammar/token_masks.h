@@ -92,7 +92,9 @@ class TokenMasks {
   const TokenMaskStats& stats() const { return stats_; }
 
  private:
+  struct Frame;
   struct Impl;
+  const Frame& frame(uint32_t pos);  // the cached walk from grammar position pos
   std::shared_ptr<GrammarSpace> space_;
   std::shared_ptr<const TokenTrie> trie_;
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,107 @@
+// GrammarSpace: the interned parse stacks and states of one Grammar, and the
+// cached byte transitions between states -- a DFA over the grammar's pushdown
+// configurations, built lazily as matchers and mask walks ask for it.
+//
+//   stack node   (position, parent): a persistent list. Node 0 is the empty
+//                stack. A node's position is a Bytes or Rule element (never
+//                End: a continuation that would start at End is its parent).
+//   state        a sorted set of stacks whose tops are Bytes elements, or the
+//                empty stack (the grammar has accepted). kDead = no stack.
+//   next(s, b)   the state after byte b; computed once per (state, byte) and
+//                stored by the byte's rank in the state's first-byte set.
+// Expansion (a Rule top becomes the first element of each alternative over a
+// continuation node) always ends because compile_gbnf refuses left recursion.
+// Limits: kMaxStacks per state, kMaxNodes / kMaxStates in all; past them the
+// space fails (status()) and next() returns kDead from then on.
+// Threads: one thread (not synchronized).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/result.h"
+#include "grammar/grammar.h"
+
+namespace gb {
+
+class GrammarSpace {
+ public:
+  static constexpr uint32_t kDead = UINT32_MAX;
+  static constexpr uint32_t kEmptyStack = 0;
+  static constexpr size_t kMaxStacks = 1024;
+  static constexpr size_t kMaxNodes = 8u << 20;
+  static constexpr size_t kMaxStates = 2u << 20;
+
+  explicit GrammarSpace(std::shared_ptr<const Grammar> grammar);
+
+  const Grammar& grammar() const { return *grammar_; }
+  const std::shared_ptr<const Grammar>& grammar_ptr() const { return grammar_; }
+  const Status& status() const { return status_; }
+
+  uint32_t start_state() const { return start_; }
+  // The state of the single stack [pos] over the empty stack (pos: a Bytes element).
+  uint32_t frame_state(uint32_t pos);
+  // The state of stack node `node` expanded (its top may be a Rule element);
+  // kDead when node is the empty stack's... never: the empty stack is a state too.
+  uint32_t expanded_state(uint32_t node);
+
+  uint32_t next(uint32_t state, uint8_t byte) {
+    const State& s = states_[state];
+    if (!s.first_bytes.test(byte)) return kDead;
+    const uint32_t slot = rank(s.first_bytes, byte);
+    const uint32_t cached = s.next[slot];
+    return cached != kUnknown ? cached : compute_next(state, byte, slot);
+  }
+
+  std::span<const uint32_t> stacks(uint32_t state) const { return states_[state].stacks; }
+  bool accepting(uint32_t state) const { return states_[state].accepting; }
+  const std::bitset<256>& first_bytes(uint32_t state) const { return states_[state].first_bytes; }
+  uint32_t top(uint32_t node) const { return nodes_[node].pos; }
+  uint32_t parent(uint32_t node) const { return nodes_[node].parent; }
+  size_t num_states() const { return states_.size(); }
+  size_t num_nodes() const { return nodes_.size(); }
+
+  // "rule 'string' (alternative 2, element 1)" for a grammar position.
+  std::string describe_position(uint32_t pos);
+
+ private:
+  static constexpr uint32_t kUnknown = UINT32_MAX - 1;
+  struct Node {
+    uint32_t pos;
+    uint32_t parent;
+  };
+  struct State {
+    std::vector<uint32_t> stacks;  // sorted node ids
+    bool accepting = false;
+    std::bitset<256> first_bytes;  // bytes some stack's top accepts
+    std::vector<uint32_t> next;    // (popcount(first_bytes)) cached next state or kUnknown
+  };
+
+  static uint32_t rank(const std::bitset<256>& set, uint8_t byte);
+  uint32_t compute_next(uint32_t state, uint8_t byte, uint32_t slot);
+  uint32_t node(uint32_t pos, uint32_t parent);
+  // Terminal stacks reached from "continue at pos over parent" (pos may be End: return to parent).
+  void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out);
+  uint32_t intern_state(std::vector<uint32_t> stacks);
+  void fail(std::string message);
+
+  std::shared_ptr<const Grammar> grammar_;
+  Status status_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> node_ids_;
+  std::vector<State> states_;
+  std::unordered_map<std::string, uint32_t> state_ids_;
+  std::unordered_map<uint32_t, uint32_t> frame_states_;
+  std::vector<std::pair<uint32_t, uint32_t>> expand_work_;  // scratch
+  std::unordered_set<uint64_t> expand_seen_;                // scratch
+  std::vector<uint32_t> position_rule_;                     // built on first describe
+  uint32_t start_ = kDead;
+};
+
+}  // namespace gb
