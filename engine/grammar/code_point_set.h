@@ -14,12 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace gb {
+#include "grammar/utf8_ranges.h"  // CodePointRange
 
-struct CodePointRange {
-  uint32_t lo = 0;
-  uint32_t hi = 0;  // inclusive
-};
+namespace gb {
 
 class CodePointSet {
  public:
