@@ -545,7 +545,12 @@ class SchemaCompiler {
     for (auto it = node.begin(); it != node.end() && !failed(); ++it) {
       const std::string& k = it.key();
       const ojson& v = *it;
-      if (k == "$schema" || k == "title" || k == "description" || k == "$comment" || k == "examples" ||
+      if (k == "$schema") {
+        // Another dialect or a custom meta-schema can change what keywords mean.
+        const std::string uri = v.is_string() ? v.get<std::string>() : "";
+        if (uri != "https://json-schema.org/draft/2020-12/schema" && uri != "https://json-schema.org/draft/2020-12/schema#")
+          return fail_keyword(k, p, "only the draft 2020-12 meta-schema is supported, not " + v.dump());
+      } else if (k == "title" || k == "description" || k == "$comment" || k == "examples" ||
           k == "default" || k == "deprecated" || k == "readOnly" || k == "writeOnly" || k == "$anchor" ||
           k == "$dynamicAnchor" || k == "$defs" || k == "definitions" || k == "$ref" || k == "allOf" ||
           k == "anyOf" || k == "oneOf") {
