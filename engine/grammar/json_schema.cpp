@@ -301,7 +301,9 @@ class SchemaCompiler {
   // Adds the targets of $ref and the branches of allOf; false if a member is
   // the false schema (nothing can be valid).
   bool expand(const Conj& in, Conj& out) {
-    std::set<std::pair<std::string, uint8_t>> seen;
+    // One entry per pointer; a subschema reached again (a $ref or allOf that
+    // leads back to it) keeps the anyOf / oneOf already distributed.
+    std::map<std::string, size_t> seen;
     std::vector<SchemaRef> work(in.rbegin(), in.rend());
     while (!work.empty() && !failed()) {
       SchemaRef ref = std::move(work.back());
@@ -315,7 +317,11 @@ class SchemaCompiler {
         fail("the schema at " + where(ref.pointer) + " is neither an object nor a boolean");
         return true;
       }
-      if (!seen.emplace(ref.pointer, ref.consumed).second) continue;
+      if (auto it = seen.find(ref.pointer); it != seen.end()) {
+        out[it->second].consumed |= ref.consumed;
+        continue;
+      }
+      seen.emplace(ref.pointer, out.size());
       if (out.size() >= 256) {
         fail("more than 256 subschemas apply together at " + where(in.front().pointer) + " (limit)");
         return true;
