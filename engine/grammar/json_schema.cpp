@@ -10,6 +10,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -259,7 +260,7 @@ class SchemaCompiler {
     // Percent-decoding, then the pointer's tokens (~1 = '/', ~0 = '~').
     std::string pointer;
     for (size_t i = 1; i < fragment.size(); ++i) {
-      if (fragment[i] == '%' && i + 2 < fragment.size() + 0 && std::isxdigit(static_cast<unsigned char>(fragment[i + 1])) &&
+      if (fragment[i] == '%' && i + 2 < fragment.size() && std::isxdigit(static_cast<unsigned char>(fragment[i + 1])) &&
           std::isxdigit(static_cast<unsigned char>(fragment[i + 2]))) {
         pointer += static_cast<char>(std::stoi(fragment.substr(i + 1, 2), nullptr, 16));
         i += 2;
@@ -959,7 +960,7 @@ class SchemaCompiler {
       case ojson::value_t::string: {
         std::vector<uint32_t> cps;
         if (!decode_utf8(v.get<std::string>(), cps)) {
-          fail("keyword " + m_values_keyword_fallback() + ": a string is not valid UTF-8");
+          fail("keyword 'enum'/'const': a string is not valid UTF-8");
           return std::nullopt;
         }
         return json_key_literal(cps);
@@ -995,7 +996,6 @@ class SchemaCompiler {
       }
     }
   }
-  static std::string m_values_keyword_fallback() { return "'enum'/'const'"; }
 
   const ojson& root_;
   const JsonSchemaOptions& options_;
