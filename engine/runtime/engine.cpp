@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 #include "runtime/engine_request_state.h"
+#include "runtime/grammar_constraint.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,9 +44,20 @@ void Engine::complete_settings(SamplerSettings& s) const {
   }
 }
 
-void Engine::make_helpers(RequestState& rs, std::span<const TokenId> prompt) const {
+Status Engine::make_helpers(RequestState& rs, std::span<const TokenId> prompt, std::span<const TokenId> replay) {
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
-  rs.output.emplace(*tokenizer_, rs.settings, prompt, rs.ignore_eos);
+  std::unique_ptr<GrammarConstraint> grammar;
+  if (rs.settings.format.kind != FormatKind::None) {
+    if (!formats_) formats_ = std::make_unique<FormatCache>(tokenizer_);
+    auto compiled = formats_->get(rs.settings.format);
+    if (!compiled) return compiled.error();
+    grammar = std::make_unique<GrammarConstraint>(std::move(*compiled));
+    for (size_t i = 0; i < replay.size(); ++i)
+      if (!grammar->accept(replay[i]))
+        return make_error("the output before the branch point leaves the format at its token " + std::to_string(i));
+  }
+  rs.output.emplace(*tokenizer_, rs.settings, prompt, rs.ignore_eos, std::move(grammar));
+  return {};
 }
 
 Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
@@ -165,7 +177,8 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   rs->settings = request.sampling;
   complete_settings(rs->settings);
   rs->ignore_eos = request.ignore_eos;
-  make_helpers(*rs, request.prompt_ids);
+  if (Status st = make_helpers(*rs, request.prompt_ids); !st)
+    return reject("request " + std::to_string(id.value) + ": " + st.error().message);
   rs->rng = SamplerRng(request.sampling.seed);
   rs->num_prompt = static_cast<int32_t>(request.prompt_ids.size());
   rs->submitted_ms = ms_now();
@@ -355,6 +368,14 @@ void Engine::propose_drafts() {
       spec_->finish(id);
       continue;
     }
+    // A format cuts the draft before its first token the grammar forbids (the
+    // verifier would reject it anyway, and what follows it).
+    if (GrammarConstraint* grammar = rs.output->grammar()) {
+      GrammarMatcher m = grammar->matcher();
+      size_t keep = 0;
+      while (keep < draft->size() && grammar->format().masks->accept_token(m, (*draft)[keep])) ++keep;
+      draft->resize(keep);
+    }
     if (!draft->empty()) scheduler_->set_draft(id, std::move(*draft));
   }
 }
@@ -448,7 +469,7 @@ void Engine::end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t,
   for (FinishedRequest& f : finished) {
     RequestState& rs = *states_.at(f.id);
     rs.output->finish(f.reason);
-    finish(f.id, out.has_failed(f.id) ? "error" : finish_reason_name(f.reason), rs);
+    finish(f.id, out.has_failed(f.id) ? "error" : out.is_dead_end(f.id) ? "grammar_dead_end" : finish_reason_name(f.reason), rs);
     // Prompt + outputs (a fork's forced token included), for later forks; the
     // per-request state goes, so a long session does not grow without bound.
     remember_finished(f.id, rs, std::move(f.tokens));

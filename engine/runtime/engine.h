@@ -52,6 +52,10 @@
 #include "trace/trace_event.h"
 
 namespace gb {
+class FormatCache;
+}
+
+namespace gb {
 
 class Scheduler;
 struct ScheduledRequest;
@@ -272,8 +276,10 @@ class Engine {
   void forward_kv_events();
   void complete_settings(SamplerSettings& settings) const;
   // The request's sampler chain and output state (rs.settings and
-  // rs.ignore_eos set); prompt: the tokens before its output.
-  void make_helpers(RequestState& rs, std::span<const TokenId> prompt) const;
+  // rs.ignore_eos set); prompt: the tokens before its output. With a format,
+  // its grammar state starts after `replay` (a fork's output before the branch
+  // point); fails when the format does not compile or `replay` leaves it.
+  Status make_helpers(RequestState& rs, std::span<const TokenId> prompt, std::span<const TokenId> replay = {});
   void finish(RequestId id, const std::string& reason, const RequestState& rs);
   void propose_drafts();
   // The phases of step() (engine.cpp), sampling in engine_outputs.cpp.
@@ -327,6 +333,7 @@ class Engine {
   std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records
   std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
   std::unique_ptr<SpeculativeDecoder> spec_;  // drafters and verifier (created by start())
+  std::unique_ptr<FormatCache> formats_;      // compiled formats (grammar stage), shared by requests
 };
 
 }  // namespace gb

@@ -66,7 +66,8 @@ Result<RequestId> Engine::fork_impl(RequestId parent, int32_t num_tokens, std::o
   if (settings) complete_settings(rs->settings);
   rs->ignore_eos = p->ignore_eos;
   std::vector<TokenId> shared(p->tokens.begin(), p->tokens.begin() + num_tokens);
-  make_helpers(*rs, shared);
+  const std::span<const TokenId> shared_output(shared.begin() + std::min<ptrdiff_t>(p->num_prompt, num_tokens), shared.end());
+  GB_TRY(make_helpers(*rs, shared, shared_output));
   // The counter continues from the branch point, so a branch that changes
   // nothing (same seed) replays the parent's draws, and a fork at the end of
   // the prompt draws exactly what a request submitted alone would.
@@ -196,8 +197,10 @@ Status Engine::set_sampler_settings(RequestId id, const SamplerSettings& setting
   // Stop strings and the reasoning budget keep their state: only the chain and
   // the seed change from the next token on.
   const int32_t max_tokens = rs.settings.max_tokens;
+  FormatSettings format = std::move(rs.settings.format);  // a format holds for the whole request
   rs.settings = settings;
   rs.settings.max_tokens = max_tokens;
+  rs.settings.format = std::move(format);
   complete_settings(rs.settings);
   rs.chain = std::make_unique<SamplerChain>(rs.settings);
   rs.output->set_stop_token_ids(rs.settings.stop_token_ids);

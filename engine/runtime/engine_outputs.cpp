@@ -8,6 +8,7 @@
 #include "kv/scheduler.h"
 #include "runtime/engine.h"
 #include "runtime/engine_request_state.h"
+#include "runtime/grammar_constraint.h"
 #include "runtime/output_processor.h"
 #include "speculative/speculative_decoder.h"
 
@@ -72,6 +73,18 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
   ev.step = step_index_;
   ev.position = s.start_pos + s.num_new_tokens;
   TokenRecord* record = config_.record_tokens && rs.settings.top_n_record > 0 ? &ev.record : nullptr;
+  // The grammar stage's mask; a format that allows nothing here ends the request.
+  GrammarConstraint* grammar = rs.output->grammar();
+  std::string grammar_state;
+  if (grammar) {
+    if (grammar->dead_end()) {
+      rs.rng.advance();
+      out.dead_end(s.id, tokenizer_->eos_id());
+      return;
+    }
+    rs.chain->set_grammar_mask(grammar->mask());
+    if (record) grammar_state = grammar->describe();
+  }
   const std::span<const TokenId> forced = rs.output->forced_next();
   if (!forced.empty()) {
     // Reasoning budget spent: the close marker is appended instead of sampling.
@@ -87,6 +100,7 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
     }
     ev.token = tok->id;
   }
+  if (record && record->grammar) record->grammar->state = std::move(grammar_state);
   const TokenId chosen = ev.token;
   const bool stop = out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0);
   out.sampled.push_back({s.id, chosen, stop});
@@ -105,7 +119,35 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
   RequestState& rs = *states_.at(s.id);
   const double t_sample0 = ms_now();
   const Request* r = scheduler_->find(s.id);
-  auto verified = spec_->verify(s.id, rows, num_draft, r->all_tokens(), *rs.chain, rs.rng, t.forward_time(), step_index_);
+  // With a format, row i is sampled under the mask of the grammar state after
+  // the drafted tokens before it (propose_drafts cut drafts at the first token
+  // the format forbids, so those states exist).
+  GrammarConstraint* grammar = rs.output->grammar();
+  if (grammar && grammar->dead_end()) {
+    out.dead_end(s.id, tokenizer_->eos_id());
+    return;
+  }
+  // Row i's mask and state text, computed as the rows are reached: the matcher
+  // advances over the tokens before row i (drafts, all allowed: see propose_drafts).
+  std::vector<TokenBitmask> row_masks;
+  std::vector<std::string> row_states;
+  std::optional<GrammarMatcher> row_matcher;
+  const auto set_row_mask = [&](int32_t i, std::span<const TokenId> before) {
+    if (!grammar) return;
+    if (!row_matcher) row_matcher = grammar->matcher();
+    while (static_cast<int32_t>(row_masks.size()) <= i) {
+      const size_t k = row_masks.size();
+      if (k > 0 && k <= before.size()) grammar->format().masks->accept_token(*row_matcher, before[k - 1]);
+      row_masks.emplace_back();
+      grammar->mask_for(*row_matcher, row_masks.back());
+      row_states.push_back(row_matcher->describe());
+    }
+    rs.chain->set_grammar_mask(row_masks[static_cast<size_t>(i)]);
+  };
+  SpeculativeDecoder::BeforeRow before_row;
+  if (grammar) before_row = set_row_mask;
+  auto verified = spec_->verify(s.id, rows, num_draft, r->all_tokens(), *rs.chain, rs.rng, t.forward_time(),
+                                step_index_, before_row);
   if (!verified) {
     out.fail(s.id, tokenizer_->eos_id(), verified.error().message);
     return;
@@ -115,6 +157,7 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
   // tokens emitted before it in this verification.
   std::vector<TokenId> history;
   if (record) history.assign(r->all_tokens().begin(), r->all_tokens().end());
+  std::vector<TokenId> emitted;  // this verification's tokens so far (row i's prefix)
   StepToken step_token{s.id, -1, false};
   for (size_t i = 0; i < verified->tokens.size(); ++i) {
     TokenSampledEvent ev;
@@ -124,9 +167,12 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
     ev.token = verified->tokens[i].token;
     ev.origin = verified->tokens[i].origin;
     if (record) {
+      set_row_mask(static_cast<int32_t>(i), emitted);
       record_for_token(*rs.chain, rows.subspan(i * vocab, vocab), history, ev.token, ev.record);
+      if (ev.record.grammar) ev.record.grammar->state = row_states[i];
       history.push_back(ev.token);
     }
+    emitted.push_back(ev.token);
     step_token.token = ev.token;
     step_token.num_accepted_draft = static_cast<int32_t>(i);  // the drafts before this token
     if (out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0)) {

@@ -3,18 +3,21 @@
 
 #include <algorithm>
 
+#include "runtime/grammar_constraint.h"
 #include "sampling/reasoning_budget.h"
 #include "sampling/stop_string_matcher.h"
 
 namespace gb {
 
 RequestOutput::RequestOutput(const Tokenizer& tokenizer, const SamplerSettings& settings,
-                             std::span<const TokenId> prompt, bool ignore_eos)
+                             std::span<const TokenId> prompt, bool ignore_eos,
+                             std::unique_ptr<GrammarConstraint> grammar)
     : tokenizer_(&tokenizer),
       stop_token_ids_(settings.stop_token_ids),
       ignore_eos_(ignore_eos),
       decoder_(std::make_unique<StreamingDecoder>(tokenizer)),
-      stop_(std::make_unique<StopStringMatcher>(settings.stop_strings)) {
+      stop_(std::make_unique<StopStringMatcher>(settings.stop_strings)),
+      grammar_(std::move(grammar)) {
   decoder_->prime(prompt);
   if (settings.reasoning.max_tokens >= 0)
     budget_ = std::make_unique<ReasoningBudget>(settings.reasoning,
@@ -44,6 +47,12 @@ RequestOutput::Accepted RequestOutput::accept(TokenId token, double now_ms) {
     a.ends = true;
     return a;
   }
+  // Sampled tokens passed the grammar stage; a forced one (reasoning budget) may not.
+  if (grammar_ && !grammar_->accept(token)) {
+    a.ends = true;
+    a.off_format = true;
+    return a;
+  }
   const std::string piece = decoder_->push(token);
   if (budget_) budget_->observe(token, piece);
   StopMatch m = stop_->feed(piece);
@@ -56,6 +65,7 @@ RequestOutput::Accepted RequestOutput::accept(TokenId token, double now_ms) {
 }
 
 std::string RequestOutput::accept_given(TokenId token, double now_ms) {
+  if (grammar_) grammar_->accept(token);  // a user's pick may leave the format; the next mask says so
   std::string piece = decoder_->push(token);
   text_ += piece;
   stamp(now_ms);
@@ -75,6 +85,7 @@ bool StepOutputs::add_token(RequestOutput& output, TokenSampledEvent ev, double 
                        double sample_start_ms) {
   ev.index = output.num_generated();
   RequestOutput::Accepted a = output.accept(ev.token, now_ms);
+  if (a.off_format) dead_ends.push_back(ev.request);
   if (!a.emitted) return a.ends;
   ev.text = std::move(a.text);
   ev.record.forward_ms = forward_ms;
@@ -87,6 +98,15 @@ void StepOutputs::fail(RequestId id, TokenId eos, const std::string& message) {
   failed.push_back(id);
   errors.push_back(ErrorEvent{id, "request " + std::to_string(id.value) + ": " + message});
   sampled.push_back({id, eos, true});
+}
+
+void StepOutputs::dead_end(RequestId id, TokenId eos) {
+  dead_ends.push_back(id);
+  sampled.push_back({id, eos, true});
+}
+
+bool StepOutputs::is_dead_end(RequestId id) const {
+  return std::find(dead_ends.begin(), dead_ends.end(), id) != dead_ends.end();
 }
 
 bool StepOutputs::has_failed(RequestId id) const {

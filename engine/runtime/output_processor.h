@@ -29,6 +29,7 @@
 #include "core/ids.h"
 #include "kv/request.h"
 #include "kv/scheduler.h"
+#include "runtime/grammar_constraint.h"
 #include "sampling/sampler_settings.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/trace_event.h"
@@ -43,8 +44,9 @@ class RequestOutput {
   // prompt: the tokens before the output (they prime the decoder so a leading
   // space comes out as decode() would give it). The stop strings, stop token
   // ids and reasoning budget come from `settings`.
+  // grammar: the request's format state (null: no format); accept() advances it.
   RequestOutput(const Tokenizer& tokenizer, const SamplerSettings& settings, std::span<const TokenId> prompt,
-                bool ignore_eos);
+                bool ignore_eos, std::unique_ptr<GrammarConstraint> grammar = nullptr);
   ~RequestOutput();
   RequestOutput(RequestOutput&&) noexcept;
   RequestOutput& operator=(RequestOutput&&) noexcept;
@@ -52,6 +54,7 @@ class RequestOutput {
   struct Accepted {
     bool emitted = false;  // false: an end-of-generation token, not part of the output
     bool ends = false;     // the request ends with this token (EOS, stop token, stop string)
+    bool off_format = false;  // the format forbids this token (a forced one): the request ends, not emitted
     std::string text;      // text released by this token (stop-string tails held back)
   };
   // One chosen token at time now_ms. EOS (unless ignore_eos), BOS and stop
@@ -73,6 +76,8 @@ class RequestOutput {
   // appended instead of sampling. Empty when sampling is free.
   std::span<const TokenId> forced_next() const;
   bool has_reasoning_budget() const { return budget_ != nullptr; }
+  // The request's format state; null without a format.
+  GrammarConstraint* grammar() { return grammar_.get(); }
 
   const std::string& text() const { return text_; }
   int32_t num_generated() const { return num_generated_; }
@@ -89,6 +94,7 @@ class RequestOutput {
   std::unique_ptr<StreamingDecoder> decoder_;
   std::unique_ptr<StopStringMatcher> stop_;
   std::unique_ptr<ReasoningBudget> budget_;  // present when settings.reasoning.max_tokens >= 0
+  std::unique_ptr<GrammarConstraint> grammar_;
   std::string text_;                         // emitted text so far
   int32_t num_generated_ = 0;
   double first_token_ms_ = -1.0;
@@ -101,6 +107,7 @@ struct StepOutputs {
   std::vector<SpeculativeEvent> speculative;       // one per verification
   std::vector<ErrorEvent> errors;                  // sampling or verification failures
   std::vector<RequestId> failed;                   // their requests (finished as "error")
+  std::vector<RequestId> dead_ends;                // the format allowed no token ("grammar_dead_end")
 
   // Emits one chosen token: `output` accepts it; an emitted token's event gets
   // its text, index and timings (forward_ms, sample time since sample_start_ms)
@@ -109,6 +116,9 @@ struct StepOutputs {
   // Sampling for `id` failed: an error event, and the request stops with EOS.
   void fail(RequestId id, TokenId eos, const std::string& message);
   bool has_failed(RequestId id) const;
+  // The request's format allows no next token: it ends (with EOS as the step's token).
+  void dead_end(RequestId id, TokenId eos);
+  bool is_dead_end(RequestId id) const;
 };
 
 }  // namespace gb

@@ -3,6 +3,7 @@
 #include "sampling/sampler_chain.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -12,7 +13,7 @@
 namespace gb {
 namespace {
 
-bool stage_is_active(SamplerStage stage, const SamplerSettings& s, bool xtc_fired) {
+bool stage_is_active(SamplerStage stage, const SamplerSettings& s, bool xtc_fired, bool has_mask) {
   switch (stage) {
     case SamplerStage::Penalties:
       return s.penalty_last_n != 0 &&
@@ -25,6 +26,7 @@ bool stage_is_active(SamplerStage stage, const SamplerSettings& s, bool xtc_fire
     case SamplerStage::MinP: return s.min_p > 0.0f;
     case SamplerStage::Xtc: return s.xtc.probability > 0.0f && xtc_fired;
     case SamplerStage::Temperature: return s.temperature != 1.0f;
+    case SamplerStage::Grammar: return has_mask;
   }
   return false;
 }
@@ -35,6 +37,10 @@ std::string describe(float v) { return std::isnan(v) ? "NaN" : "+inf"; }
 
 SamplerChain::SamplerChain(SamplerSettings settings) : settings_(std::move(settings)) {
   status_ = validate(settings_);
+  // A format puts the grammar stage first unless the order places it.
+  if (settings_.format.kind != FormatKind::None &&
+      std::find(settings_.order.begin(), settings_.order.end(), SamplerStage::Grammar) == settings_.order.end())
+    settings_.order.insert(settings_.order.begin(), SamplerStage::Grammar);
 }
 
 Status SamplerChain::check_inputs(std::span<const float> logits, std::span<const TokenId> history) const {
@@ -68,7 +74,7 @@ Status SamplerChain::run(std::span<const float> logits, std::span<const TokenId>
 
   for (size_t s = 0; s < settings_.order.size(); ++s) {
     const SamplerStage stage = settings_.order[s];
-    const bool active = stage_is_active(stage, settings_, xtc_fired);
+    const bool active = stage_is_active(stage, settings_, xtc_fired, !grammar_mask_.empty());
     if (active) {
       switch (stage) {
         case SamplerStage::Penalties: apply_penalties(set_, history, settings_); break;
@@ -80,12 +86,17 @@ Status SamplerChain::run(std::span<const float> logits, std::span<const TokenId>
         case SamplerStage::MinP: apply_min_p(set_, settings_.min_p); break;
         case SamplerStage::Xtc: apply_xtc(set_, settings_.xtc, xtc_fired); break;
         case SamplerStage::Temperature: apply_temperature(set_, settings_.temperature); break;
+        case SamplerStage::Grammar:
+          if (record) record_grammar(logits, *record);
+          apply_token_mask(set_, grammar_mask_);
+          break;
       }
     }
     if (set_.empty()) {
       if (record) end_record(*record);
       return make_error("sampler: all candidates removed by stage \"" + std::string(sampler_stage_name(stage)) +
-                        "\"" + (stage == SamplerStage::LogitBias ? " (every token is banned)" : ""));
+                        "\"" + (stage == SamplerStage::LogitBias ? " (every token is banned)" : "") +
+                        (stage == SamplerStage::Grammar ? " (the format allows no token here)" : ""));
     }
     if (record) record_stage(s, active, *record);
   }
@@ -167,6 +178,24 @@ Result<std::vector<double>> SamplerChain::distribution(std::span<const float> lo
       out[static_cast<size_t>(set_.items[i].id)] += weights[fired] * probs_[i];
   }
   return out;
+}
+
+// Raw softmax mass (temperature 1, over every finite logit) of the tokens the
+// mask allows, and how many it allows: one pass over the mask's set bits.
+void SamplerChain::record_grammar(std::span<const float> logits, TokenRecord& record) const {
+  GrammarRecord g;
+  double mass = 0.0;
+  const size_t vocab = logits.size();
+  for (size_t w = 0; w < grammar_mask_.size(); ++w) {
+    for (uint64_t bits = grammar_mask_[w]; bits != 0; bits &= bits - 1) {
+      const size_t id = w * 64 + static_cast<size_t>(std::countr_zero(bits));
+      if (id >= vocab) break;
+      ++g.num_allowed;
+      if (logits[id] != -INFINITY) mass += std::exp(static_cast<double>(logits[id]) - raw_max_ - raw_log_z_);
+    }
+  }
+  g.mass_allowed = static_cast<float>(std::min(mass, 1.0));
+  record.grammar = std::move(g);  // the caller adds the grammar state's text
 }
 
 TokenId pick_from_distribution(std::span<const double> probs, double u) {

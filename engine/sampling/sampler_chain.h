@@ -50,6 +50,12 @@ class SamplerChain {
   explicit SamplerChain(SamplerSettings settings);
 
   const SamplerSettings& settings() const { return settings_; }
+
+  // The grammar stage's mask for the following calls: bit t of word t / 64 set
+  // = token t allowed (grammar/token_masks.h builds it). Empty: the stage is
+  // inactive. The span must stay valid until the next set_grammar_mask. With a
+  // record, the stage fills TokenRecord::grammar (mass_allowed, num_allowed).
+  void set_grammar_mask(std::span<const uint64_t> mask) { grammar_mask_ = mask; }
   const Status& status() const { return status_; }
 
   // logits: (vocab_size) raw scores, -inf = masked by the caller.
@@ -77,13 +83,15 @@ class SamplerChain {
   Status check_inputs(std::span<const float> logits, std::span<const TokenId> history) const;
   void begin_record(std::span<const float> logits, TokenRecord& record);
   void record_stage(size_t stage_index, bool active, TokenRecord& record);
-  void end_record(const TokenRecord& record);  // leaves slot_of_id_ all -1 again
+  void end_record(const TokenRecord& record);
+  void record_grammar(std::span<const float> logits, TokenRecord& record) const;  // leaves slot_of_id_ all -1 again
   float final_entropy() const;                 // of probs_, the distribution sampled
   // 0-based rank of `id` among the raw logits (ties: lower id first).
   int32_t raw_rank(std::span<const float> logits, TokenId id, const TokenRecord& record) const;
 
   SamplerSettings settings_;
   Status status_;
+  std::span<const uint64_t> grammar_mask_;
   CandidateSet set_;            // (num_alive) working candidates
   std::vector<double> probs_;   // (num_alive) final probabilities, aligned with set_.items
   std::vector<int32_t> slot_of_id_;  // (vocab_size) index into record->top or -1; record only

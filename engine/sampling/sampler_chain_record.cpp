@@ -42,6 +42,7 @@ void SamplerChain::begin_record(std::span<const float> logits, TokenRecord& reco
   record.stage_active.assign(num_stages, 0);
   record.num_candidates_after_stage.assign(num_stages, 0);
   record.num_candidates_before = static_cast<int32_t>(set_.size());
+  record.grammar.reset();
 
   // Raw softmax at temperature 1 and its entropy (the set is not empty here):
   //   H = -sum p log p = log Z - sum e_i (l_i - m) / Z,  e_i = exp(l_i - m), Z = sum e_i.

@@ -83,7 +83,30 @@ Status validate(const SamplerSettings& s) {
   if (r.max_tokens < -1) return bad("reasoning.max_tokens", r.max_tokens, "must be >= -1 (-1 = unlimited)");
   if (r.max_tokens >= 0 && (r.open_marker.empty() || r.close_marker.empty()))
     return make_error("sampler settings: reasoning budget needs non-empty open_marker and close_marker");
+  const bool needs_text = s.format.kind == FormatKind::JsonSchema || s.format.kind == FormatKind::Gbnf ||
+                          s.format.kind == FormatKind::Regex;
+  if (needs_text && s.format.text.empty())
+    return make_error("sampler settings: format \"" + std::string(format_kind_name(s.format.kind)) +
+                      "\" needs its text (the grammar, schema or expression)");
   return Status::success();
+}
+
+namespace {
+constexpr std::pair<FormatKind, std::string_view> kFormatKindNames[] = {
+    {FormatKind::None, "none"},       {FormatKind::Json, "json"}, {FormatKind::JsonSchema, "json_schema"},
+    {FormatKind::Gbnf, "gbnf"},       {FormatKind::Regex, "regex"}};
+}  // namespace
+
+std::string_view format_kind_name(FormatKind kind) {
+  for (const auto& [k, name] : kFormatKindNames)
+    if (k == kind) return name;
+  return "none";
+}
+
+Result<FormatKind> parse_format_kind(std::string_view name) {
+  for (const auto& [k, n] : kFormatKindNames)
+    if (n == name) return k;
+  return make_error("unknown format \"" + std::string(name) + "\" (expected none, json, json_schema, gbnf or regex)");
 }
 
 }  // namespace gb

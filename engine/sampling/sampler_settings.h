@@ -70,6 +70,19 @@ struct ReasoningBudgetSettings {
   bool starts_inside = false;
 };
 
+// A format the output must follow (engine/grammar; compiled by the runtime,
+// runtime/grammar_constraint.h). `text` is the GBNF grammar, the JSON Schema
+// (JSON text) or the regular expression; unused for None and Json.
+enum class FormatKind : uint8_t { None, Json, JsonSchema, Gbnf, Regex };
+struct FormatSettings {
+  FormatKind kind = FormatKind::None;
+  std::string text;
+  bool operator==(const FormatSettings&) const = default;
+};
+// "none", "json", "json_schema", "gbnf", "regex".
+std::string_view format_kind_name(FormatKind kind);
+Result<FormatKind> parse_format_kind(std::string_view name);
+
 struct SamplerSettings {
   float temperature = 1.0f;  // >= 0; 0 = greedy
   int top_k = 40;            // >= 0; 0 = off
@@ -98,6 +111,7 @@ struct SamplerSettings {
   std::vector<TokenId> stop_token_ids;    // e.g. EOS; the stop token itself is not emitted
   int max_tokens = 256;                   // >= 0 generated tokens per request
   ReasoningBudgetSettings reasoning;
+  FormatSettings format;  // the grammar stage's constraint (None: no grammar stage)
 
   bool is_greedy() const { return temperature == 0.0f; }
   bool is_stop_token(TokenId id) const;

@@ -140,6 +140,15 @@ void read_stage_groups(Reader& r, const json& j, SamplerSettings& s) {
     r.string(*rb, "open_marker", "reasoning.open_marker", s.reasoning.open_marker);
     r.string(*rb, "close_marker", "reasoning.close_marker", s.reasoning.close_marker);
   }
+  if (const json* f = r.object(j, "format", "format")) {
+    r.only_keys(*f, "format.", {"kind", "text"});
+    std::string kind = "none";
+    r.string(*f, "kind", "format.kind", kind);
+    r.string(*f, "text", "format.text", s.format.text);
+    auto parsed = parse_format_kind(kind);
+    if (parsed.ok()) s.format.kind = *parsed;
+    else r.fail("format.kind", parsed.error().message);
+  }
 }
 
 // "order": "a,b,c" or ["a", "b", "c"], stage names (sampler_order.h).
@@ -199,6 +208,9 @@ std::string sampler_settings_to_json(const SamplerSettings& s, int indent) {
         {"open_marker", s.reasoning.open_marker},
         {"close_marker", s.reasoning.close_marker}}},
   };
+  // Written only when set, so settings without a format read as they always did.
+  if (s.format.kind != FormatKind::None)
+    j["format"] = {{"kind", std::string(format_kind_name(s.format.kind))}, {"text", s.format.text}};
   return j.dump(indent);
 }
 
@@ -212,7 +224,7 @@ Result<SamplerSettings> sampler_settings_from_json(std::string_view text, std::s
   r.only_keys(j, "", {"temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
                       "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "dry", "xtc",
                       "order", "seed", "top_n_record", "stop_strings", "stop_token_ids", "max_tokens",
-                      "reasoning"});
+                      "reasoning", "format"});
   r.number(j, "temperature", "temperature", s.temperature);
   r.number(j, "top_k", "top_k", s.top_k);
   r.number(j, "top_p", "top_p", s.top_p);

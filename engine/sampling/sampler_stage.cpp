@@ -17,6 +17,7 @@ constexpr std::array<std::pair<SamplerStage, std::string_view>, kNumSamplerStage
     {SamplerStage::MinP, "min_p"},
     {SamplerStage::Xtc, "xtc"},
     {SamplerStage::Temperature, "temperature"},
+    {SamplerStage::Grammar, "grammar"},
 }};
 
 constexpr std::array<std::pair<SamplerStage, std::string_view>, 9> kAliases = {{

@@ -26,12 +26,13 @@ enum class SamplerStage {
   MinP,         // keep p >= min_p * p_max
   Xtc,          // "Exclude Top Choices" (p-e-w)
   Temperature,  // divide logits by T; T = 0 keeps only the argmax (greedy)
+  Grammar,      // keep the tokens the request's format (grammar, JSON Schema, regex) allows
 };
 
-inline constexpr int kNumSamplerStages = 9;
+inline constexpr int kNumSamplerStages = 10;
 
 // Canonical name: "penalties", "dry", "logit_bias", "top_k", "typical_p", "top_p",
-// "min_p", "xtc", "temperature".
+// "min_p", "xtc", "temperature", "grammar".
 std::string_view sampler_stage_name(SamplerStage stage);
 
 // Parses one name. Aliases accepted: "typical" (typical_p), "temp" (temperature),
@@ -50,7 +51,10 @@ std::string format_sampler_order(std::span<const SamplerStage> order);
 // penalties -> dry -> logit_bias -> top_k -> typical_p -> top_p -> min_p -> xtc ->
 // temperature: penalties act on raw logits, truncation sees temperature-1
 // probabilities, and temperature only reshapes what survived (llama.cpp's and
-// text-generation-webui's usual priority).
+// text-generation-webui's usual priority). The grammar stage is not in it: a
+// chain whose settings carry a format puts it first unless the order names it
+// (SamplerChain's constructor), so a request without a format records no
+// grammar column.
 std::vector<SamplerStage> default_sampler_order();
 
 }  // namespace gb

@@ -176,4 +176,13 @@ void apply_temperature(CandidateSet& set, float temperature) {
   set.remove_banned();
 }
 
+void apply_token_mask(CandidateSet& set, std::span<const uint64_t> mask) {
+  const size_t num_bits = mask.size() * 64;
+  std::erase_if(set.items, [&](const Candidate& c) {
+    const auto id = static_cast<size_t>(c.id);
+    return id >= num_bits || ((mask[id >> 6] >> (id & 63u)) & 1u) == 0;
+  });
+  set.dense = set.dense && set.items.size() == static_cast<size_t>(set.vocab_size);
+}
+
 }  // namespace gb

@@ -60,4 +60,8 @@ void apply_xtc(CandidateSet& set, const XtcSettings& xtc, bool fire);
 // first-ranked candidate (greedy).
 void apply_temperature(CandidateSet& set, float temperature);
 
+// Grammar: keeps the candidates whose bit is set in `mask` (bit t of word t / 64;
+// ids beyond the mask are removed). Order of the survivors is kept.
+void apply_token_mask(CandidateSet& set, std::span<const uint64_t> mask);
+
 }  // namespace gb

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/ids.h"
@@ -26,6 +28,13 @@ struct CandidateRecord {
   float prob_before = 0.0f;  // softmax of the raw logits at temperature 1
   std::vector<float> prob_after_stage;  // (num_stages) renormalized over the survivors
   int removed_by_stage = -1;            // index into TokenRecord::stages; -1 = survived
+};
+
+// What the grammar stage saw (a request with a format only).
+struct GrammarRecord {
+  float mass_allowed = 0.0f;  // raw softmax mass (temperature 1) of the tokens the grammar allowed
+  int32_t num_allowed = 0;    // tokens the grammar allowed (1 = forced)
+  std::string state;          // where the grammar stood before this token (GrammarMatcher::describe)
 };
 
 struct TokenRecord {
@@ -49,6 +58,7 @@ struct TokenRecord {
   double draw = 0.0;         // the uniform handed to the picker
   double xtc_draw = 0.0;     // the uniform XTC compared with its probability
   bool xtc_fired = false;
+  std::optional<GrammarRecord> grammar;  // absent without a format (and in traces written before it)
 
   // Filled by the caller (scheduler / UI), not by the sampler.
   double forward_ms = 0.0;

@@ -179,7 +179,8 @@ Result<std::vector<TokenId>> SpeculativeDecoder::propose(RequestId id, std::span
 
 Result<VerifyOutcome> SpeculativeDecoder::verify(RequestId id, std::span<const float> logits, int32_t num_drafted,
                                                  std::span<const TokenId> history, SamplerChain& chain,
-                                                 SamplerRng& rng, double forward_ms, int64_t step) {
+                                                 SamplerRng& rng, double forward_ms, int64_t step,
+                                                 const BeforeRow& before_row) {
   PerRequest& pr = *requests_.at(id);
   GB_CHECK_MSG(num_drafted >= 1 && num_drafted <= static_cast<int32_t>(pr.pending.tokens.size()),
                "SpeculativeDecoder::verify: more drafted tokens than were proposed");
@@ -203,6 +204,7 @@ Result<VerifyOutcome> SpeculativeDecoder::verify(RequestId id, std::span<const f
   in.p = [&](int32_t i) -> Result<std::vector<double>> {
     hist.resize(history.size() + static_cast<size_t>(i));
     for (int32_t j = 0; j < i; ++j) hist[history.size() + static_cast<size_t>(j)] = drafted[static_cast<size_t>(j)];
+    if (before_row) before_row(i, drafted.first(static_cast<size_t>(i)));
     return chain.distribution(logits.subspan(static_cast<size_t>(i) * vocab, vocab), hist);
   };
   auto res = verify_draft(in);

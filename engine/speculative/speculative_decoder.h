@@ -30,6 +30,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -99,9 +100,12 @@ class SpeculativeDecoder {
   // After the forward: verify the first num_drafted tokens of the draft
   // (schedule() may have cut it) against logits (num_drafted + 1 rows of vocab).
   // history: prompt + output before the draft; chain/rng: the request's own.
+  // before_row (optional) runs before the chain sees row i, with the drafted
+  // tokens before it: a format sets the grammar mask of the state after them.
+  using BeforeRow = std::function<void(int32_t row, std::span<const TokenId> drafted_before)>;
   Result<VerifyOutcome> verify(RequestId id, std::span<const float> logits, int32_t num_drafted,
                                std::span<const TokenId> history, SamplerChain& chain, SamplerRng& rng,
-                               double forward_ms, int64_t step);
+                               double forward_ms, int64_t step, const BeforeRow& before_row = {});
   // A step that gave a speculative request a token without a draft; `decode`
   // false for the prefill step (counted, but not a baseline for the timing).
   void on_plain_step(RequestId id, double ms, bool decode);

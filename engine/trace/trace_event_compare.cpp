@@ -27,6 +27,9 @@ bool same(const M& a, const M& b) {
     return true;
   } else if constexpr (trace_fields::HasFields<M>) {
     return same_fields(a, b);
+  } else if constexpr (is_optional<M>) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a.has_value() || same(*a, *b);
   } else {
     return a == b;  // integers, bool, strings, ids, enums, optional ids
   }

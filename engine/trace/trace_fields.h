@@ -119,7 +119,7 @@ template <>
 struct EnumInfo<SamplerStage> {
   static constexpr std::string_view what = "sampler stage";
   static constexpr size_t count = kNumSamplerStages;
-  static_assert(static_cast<size_t>(SamplerStage::Temperature) + 1 == count, "SamplerStage changed: update count");
+  static_assert(static_cast<size_t>(SamplerStage::Grammar) + 1 == count, "SamplerStage changed: update count");
   static std::string_view name(SamplerStage v) { return sampler_stage_name(v); }
   // The reader has always accepted the aliases parse_sampler_stage knows ("temp").
   static std::optional<SamplerStage> parse(std::string_view name) {
@@ -148,8 +148,8 @@ template <class T>
 struct FieldsOf;  // specialised below: `static constexpr auto list = std::tuple{...};`
 
 inline constexpr std::array<std::string_view, 2> kPriorities = {"interactive", "batch"};
-inline constexpr std::array<std::string_view, 5> kFinishReasons = {"stop", "max_tokens", "length", "cancelled",
-                                                                   "error"};
+inline constexpr std::array<std::string_view, 6> kFinishReasons = {"stop",      "max_tokens", "length",
+                                                                   "cancelled", "error",      "grammar_dead_end"};
 
 template <>
 struct FieldsOf<CandidateRecord> {
@@ -158,6 +158,13 @@ struct FieldsOf<CandidateRecord> {
                                           field("prob_before", &T::prob_before),
                                           field("prob_after_stage", &T::prob_after_stage),
                                           field("removed_by_stage", &T::removed_by_stage)};
+};
+
+template <>
+struct FieldsOf<GrammarRecord> {
+  using T = GrammarRecord;
+  static constexpr auto list = std::tuple{field("mass_allowed", &T::mass_allowed),
+                                          field("num_allowed", &T::num_allowed), field("state", &T::state)};
 };
 
 template <>
@@ -180,6 +187,7 @@ struct FieldsOf<TokenRecord> {
       field("draw", &T::draw),
       field("xtc_draw", &T::xtc_draw),
       field("xtc_fired", &T::xtc_fired),
+      field("grammar", &T::grammar, Form::OmitWhenAbsent),
       field("forward_ms", &T::forward_ms),
       field("sample_ms", &T::sample_ms)};
 };

@@ -74,6 +74,17 @@ void read_member(FieldReader& r, const char* key, M& m, Form form) {
     if (auto v = r.optional_u64(key)) m = RequestId{*v};
   } else if constexpr (std::is_same_v<M, std::optional<int32_t>>) {
     if (auto v = r.optional_i64(key, kI32Min, kI32Max)) m = static_cast<int32_t>(*v);
+  } else if constexpr (is_optional<M>) {  // an optional object (Form::OmitWhenAbsent): absent or null = none
+    static_assert(trace_fields::HasFields<typename M::value_type>, "no JSON form for this optional member");
+    if (r.has(key)) {
+      if (const json* o = r.object(key)) {
+        FieldReader c(*o, r.field_path(key));
+        typename M::value_type v{};
+        read_fields(c, v);
+        r.absorb(c);
+        m = std::move(v);
+      }
+    }
   } else if constexpr (std::is_enum_v<M>) {
     const std::string name = r.str(key);
     if (auto v = trace_fields::parse_enum<M>(name)) m = *v;

@@ -211,6 +211,7 @@ struct MirrorOf<gb::TokenRecord> {
                                           to(&E::draw, &U::draw),
                                           skip(&E::xtc_draw),
                                           to(&E::xtc_fired, &U::xtcFired),
+                                          skip(&E::grammar),  // engine_translation.cpp: UiToken::grammar
                                           to(&E::forward_ms, &U::forwardMs),
                                           to(&E::sample_ms, &U::sampleMs)};
 };

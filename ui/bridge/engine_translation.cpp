@@ -28,6 +28,13 @@ UiToken toUiToken(const gb::TokenSampledEvent& e, const QVector<QString>& vocab)
   mirror::mirror(e, t);
   mirror::mirror(e.record, t);
   t.piece = tokenText(vocab, e.token);
+  if (const auto& g = e.record.grammar) {
+    auto info = std::make_shared<UiGrammarInfo>();
+    info->massAllowed = g->mass_allowed;
+    info->numAllowed = g->num_allowed;
+    info->state = QString::fromStdString(g->state);
+    t.grammar = std::move(info);
+  }
   for (UiCandidate& c : t.top) c.text = tokenText(vocab, c.id);
   return t;
 }

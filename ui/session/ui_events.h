@@ -46,6 +46,13 @@ struct UiDraftInfo {
   QString rejectedText;
 };
 
+// What the grammar stage did to one token (a request with a format).
+struct UiGrammarInfo {
+  float massAllowed = 0.0f;  // raw probability mass of the tokens the format allowed
+  int numAllowed = 0;        // 1 = the token was forced
+  QString state;             // the grammar's position before the token
+};
+
 // One generated token. Fields are ordered by size (8-byte ones first), so the
 // record has no padding holes: a 100,000-token chat keeps 100,000 of them.
 struct UiToken {
@@ -63,6 +70,7 @@ struct UiToken {
   QVector<int> numAfterStage;
   QVector<UiCandidate> top;
   std::shared_ptr<const UiDraftInfo> draft;  // null: not from a verification
+  std::shared_ptr<const UiGrammarInfo> grammar;  // null: the request has no format
   int position = 0;
   int index = 0;              // 0 = first generated token
   int tokenId = 0;

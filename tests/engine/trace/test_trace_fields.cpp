@@ -77,6 +77,9 @@ bool is_set(const M& m) {
         if (!is_set(x)) return false;
       }
     return true;
+  } else if constexpr (is_optional<M>) {
+    if constexpr (trace_fields::HasFields<typename M::value_type>) return m.has_value() && is_set(*m);
+    else return m.has_value();
   } else {
     return !(m == M{});
   }
