@@ -52,6 +52,8 @@ remote_response      8192 json.dict
 http_request        32768 -
 repo_tree            8192 json.dict
 catalog             16384 json.dict @repo/resources/models/catalog.json
+json_schema          8192 json.dict testdata/json-schema-suite/*.json
+regex                 512 -
 EOF
 }
 

@@ -268,6 +268,27 @@ def http_requests():
     }
 
 
+def grammar_seeds():
+    """JSON schemas for fuzz_json_schema (one schema a file; the harness also gets
+    the suite's files, whole, as seeds) and regexes for fuzz_regex."""
+    schemas = {
+        "object.json": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                        "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name"],
+                        "additionalProperties": False},
+        "recursive.json": {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 3}},
+                           "$ref": "#/$defs/n"},
+        "combinators.json": {"anyOf": [{"type": "string", "pattern": "^[a-z]+$"}, {"enum": [1, 2.5, None, [True]]}],
+                             "allOf": [{"minLength": 1}]},
+        "one_of.json": {"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}}, "required": ["k"]},
+                                  {"type": "number", "exclusiveMinimum": -1.5}]},
+        "prefix_items.json": {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}],
+                              "items": {"type": "number"}, "minItems": 1},
+    }
+    regexes = {"anchors.re": "^a+(b|c)*$", "classes.re": "[^\\d\\s]{2,4}\\w?", "escapes.re": "\\x41\\u00e9\\t.",
+               "groups.re": "(?:ab|(?<n>cd))+?x{1,3}", "bad.re": "(a)\\1(?=b)"}
+    return schemas, regexes
+
+
 def write(name, filename, data):
     d = os.path.join(CORPUS, name)
     os.makedirs(d, exist_ok=True)
@@ -296,6 +317,11 @@ def main():
     write("tokenizer_bin", "tiny-tokenizer.bin", tokenizer_bin())
     for filename, body in openai_requests().items():
         write("openai_request", filename, json.dumps(body))
+    schemas, regexes = grammar_seeds()
+    for filename, schema in schemas.items():
+        write("json_schema", filename, json.dumps(schema))
+    for filename, pattern in regexes.items():
+        write("regex", filename, pattern)
     for filename, text in remote_answers().items():
         write("remote_response", filename, text)
     for filename, body in catalogs().items():
