@@ -5,6 +5,8 @@
 
 #include "grammar/gbnf.h"
 #include "grammar/grammar_space.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gb {
@@ -13,10 +15,9 @@ Result<std::string> format_to_gbnf(const FormatSettings& format) {
   switch (format.kind) {
     case FormatKind::None: return make_error("format: none set");
     case FormatKind::Gbnf: return format.text;
-    case FormatKind::Json:
-    case FormatKind::JsonSchema:
-    case FormatKind::Regex:
-      return make_error("format \"" + std::string(format_kind_name(format.kind)) + "\" is not available yet");
+    case FormatKind::Json: return json_any_value_gbnf();
+    case FormatKind::JsonSchema: return json_schema_text_to_gbnf(format.text);
+    case FormatKind::Regex: return regex_to_gbnf(format.text, true);
   }
   return make_error("format: unknown kind");
 }
