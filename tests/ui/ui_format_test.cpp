@@ -167,6 +167,8 @@ class UiFormatTest : public QObject {
     panel.show();
     gbui::FormatBox* box = panel.format();
     box->kindBox()->setCurrentIndex(box->kindBox()->findData(QStringLiteral("gbnf")));
+    // It fits the Sampling dock at its usual width, about 300 px (the panel never scrolls sideways).
+    QVERIFY2(box->minimumSizeHint().width() <= 280, qPrintable(QString::number(box->minimumSizeHint().width())));
     // Line 3 names a rule that does not exist; typing waits for a pause before compiling.
     const QString bad = QStringLiteral("root ::= greeting \" \" name\ngreeting ::= \"hi\" | \"hello\"\nname ::= wrd\n");
     box->editor()->setPlainText(bad);

@@ -57,12 +57,18 @@ FormatBox::FormatBox(const SettingsCodec& codec, QWidget* parent) : QWidget(pare
   auto* row = new QHBoxLayout;
   kind_ = new QComboBox;
   kind_->setObjectName(QStringLiteral("formatKind"));
+  // As narrow as the dock: the Sampling panel never scrolls sideways.
+  kind_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  kind_->setMinimumContentsLength(8);
   for (const FormatKindRow& r : kFormatKinds) kind_->addItem(tr(r.label), QString::fromLatin1(r.name));
   kind_->setToolTip(tr("The format the answer must follow: the grammar stage (first in the chain) removes every "
                        "token the format does not allow. Applies to new requests."));
   load_ = new QPushButton(tr("Load..."));
   load_->setObjectName(QStringLiteral("formatLoad"));
   load_->setToolTip(tr("Read the schema, grammar or pattern from a file"));
+  auto* title = new QLabel(tr("Format"));
+  title->setBuddy(kind_);
+  row->addWidget(title);
   row->addWidget(kind_, 1);
   row->addWidget(load_);
   layout->addLayout(row);
@@ -72,6 +78,7 @@ FormatBox::FormatBox(const SettingsCodec& codec, QWidget* parent) : QWidget(pare
   editor_->setLineWrapMode(QPlainTextEdit::NoWrap);
   editor_->setTabChangesFocus(true);
   editor_->setMinimumHeight(90);
+  editor_->setMinimumWidth(60);
   editor_->setMaximumHeight(200);
   layout->addWidget(editor_);
   error_ = new QLabel;

@@ -94,7 +94,7 @@ SamplingPanel::SamplingPanel(const SettingsCodec& codec, QWidget* parent) : QWid
   order_->setMaximumHeight(190);
   form->addRow(tr("Chain order"), order_);
   format_ = new FormatBox(codec);
-  form->addRow(tr("Format"), format_);
+  form->addRow(format_);  // the whole width: the editor needs it
   speculative_ = new SpeculativeSettings(codec);
   form->addRow(speculative_);
   scroll->setWidget(inner);
