@@ -50,6 +50,7 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
   if (r.grammar)  // the grammar stage: allowed raw mass, allowed count (1 = forced), state before the token
     j["grammar"] = {{"mass_allowed", real32(r.grammar->mass_allowed)},
                     {"num_allowed", r.grammar->num_allowed},
+                    {"forced", r.grammar->forced},
                     {"state", r.grammar->state}};
   j["forward_ms"] = r.forward_ms;
   j["sample_ms"] = r.sample_ms;

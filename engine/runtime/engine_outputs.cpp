@@ -100,7 +100,10 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
     }
     ev.token = tok->id;
   }
-  if (record && record->grammar) record->grammar->state = std::move(grammar_state);
+  if (record && record->grammar) {
+    record->grammar->state = std::move(grammar_state);
+    record->grammar->forced = grammar->one_text(grammar->mask());
+  }
   const TokenId chosen = ev.token;
   const bool stop = out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0);
   out.sampled.push_back({s.id, chosen, stop});
@@ -169,7 +172,10 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
     if (record) {
       set_row_mask(static_cast<int32_t>(i), emitted);
       record_for_token(*rs.chain, rows.subspan(i * vocab, vocab), history, ev.token, ev.record);
-      if (ev.record.grammar) ev.record.grammar->state = row_states[i];
+      if (ev.record.grammar) {
+        ev.record.grammar->state = row_states[i];
+        ev.record.grammar->forced = grammar->one_text(row_masks[i]);
+      }
       history.push_back(ev.token);
     }
     emitted.push_back(ev.token);

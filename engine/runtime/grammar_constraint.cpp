@@ -2,6 +2,7 @@
 #include "runtime/grammar_constraint.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "grammar/gbnf.h"
 #include "grammar/grammar_space.h"
@@ -84,6 +85,23 @@ std::span<const uint64_t> GrammarConstraint::mask() {
 bool GrammarConstraint::dead_end() {
   const auto m = mask();
   return std::all_of(m.begin(), m.end(), [](uint64_t w) { return w == 0; });
+}
+
+bool GrammarConstraint::one_text(std::span<const uint64_t> mask) const {
+  const TokenTrie& trie = format_->masks->trie();
+  const std::string* first = nullptr;
+  int seen = 0;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1) {
+      const auto id = static_cast<TokenId>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+      if (++seen > kMaxForcedCheck) return false;
+      if (trie.token_class(id) != TokenClass::Text) return false;  // end of generation is a choice too
+      const std::string& b = trie.token_bytes(id);
+      if (first == nullptr) first = &b;
+      else if (b != *first) return false;
+    }
+  }
+  return first != nullptr;
 }
 
 bool GrammarConstraint::accept(TokenId token) { return format_->masks->accept_token(matcher_, token); }

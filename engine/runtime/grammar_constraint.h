@@ -72,6 +72,10 @@ class GrammarConstraint {
   // it. End-of-generation tokens are allowed iff the grammar accepts.
   bool accept(TokenId token);
   bool allows(TokenId token) const { return format_->masks->allows(matcher_, token); }
+  // Whether every token `mask` allows spells the same bytes (one choice of
+  // text: the record's `forced`). Looks at most kMaxForcedCheck tokens.
+  bool one_text(std::span<const uint64_t> mask) const;
+  static constexpr int kMaxForcedCheck = 16;
   // The mask of another state of the same format (a verification's later rows).
   void mask_for(const GrammarMatcher& matcher, TokenBitmask& out) { format_->masks->compute(matcher, out); }
   bool is_accepting() const { return matcher_.is_accepting(); }

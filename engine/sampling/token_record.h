@@ -33,7 +33,10 @@ struct CandidateRecord {
 // What the grammar stage saw (a request with a format only).
 struct GrammarRecord {
   float mass_allowed = 0.0f;  // raw softmax mass (temperature 1) of the tokens the grammar allowed
-  int32_t num_allowed = 0;    // tokens the grammar allowed (1 = forced)
+  int32_t num_allowed = 0;    // tokens the grammar allowed
+  // Only one text could come next: every allowed token spells the same bytes
+  // (a piece and its byte-fallback twin count once). Set by the engine.
+  bool forced = false;
   std::string state;          // where the grammar stood before this token (GrammarMatcher::describe)
 };
 

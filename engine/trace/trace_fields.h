@@ -164,7 +164,8 @@ template <>
 struct FieldsOf<GrammarRecord> {
   using T = GrammarRecord;
   static constexpr auto list = std::tuple{field("mass_allowed", &T::mass_allowed),
-                                          field("num_allowed", &T::num_allowed), field("state", &T::state)};
+                                          field("num_allowed", &T::num_allowed), field("forced", &T::forced),
+                                          field("state", &T::state)};
 };
 
 template <>

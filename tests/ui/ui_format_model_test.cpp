@@ -76,7 +76,7 @@ class UiFormatModelTest : public QObject {
       QVERIFY(t.grammar->massAllowed >= 0.0f && t.grammar->massAllowed <= 1.0f);
       QVERIFY(t.stages.contains(QStringLiteral("grammar")));
       text += t.text;
-      numForced += t.grammar->numAllowed == 1 ? 1 : 0;
+      numForced += t.grammar->forced ? 1 : 0;
     }
     static const QRegularExpression shape(QStringLiteral("^Once upon a time( [a-z]{1,12}){3,8}\\.$"));
     QVERIFY2(shape.match(text).hasMatch(), qPrintable(text));

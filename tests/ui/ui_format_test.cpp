@@ -63,6 +63,7 @@ gbui::UiToken grammarToken(int index, int numAllowed, float massAllowed) {
   auto g = std::make_shared<gbui::UiGrammarInfo>();
   g->massAllowed = massAllowed;
   g->numAllowed = numAllowed;
+  g->forced = numAllowed == 1;
   g->state = QStringLiteral("root: object @ '{'");
   t.grammar = g;
   return t;

@@ -32,6 +32,7 @@ UiToken toUiToken(const gb::TokenSampledEvent& e, const QVector<QString>& vocab)
     auto info = std::make_shared<UiGrammarInfo>();
     info->massAllowed = g->mass_allowed;
     info->numAllowed = g->num_allowed;
+    info->forced = g->forced;
     info->state = QString::fromStdString(g->state);
     t.grammar = std::move(info);
   }

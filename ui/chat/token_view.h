@@ -101,9 +101,9 @@ class TokenView : public QTextEdit {
   // Concatenated text of every token span, in order (tests compare it with the engine).
   QString tokenText() const;
   QColor colorFor(const UiToken& token) const;
-  // The background of a token the format forced (grammar numAllowed == 1).
+  // The background of a token the format forced (only one text was allowed).
   static QColor forcedColor() { return QColor(200, 215, 250); }
-  static bool isForced(const UiToken& token) { return token.grammar && token.grammar->numAllowed == 1; }
+  static bool isForced(const UiToken& token) { return token.grammar && token.grammar->forced; }
   QString tooltipFor(const UiToken& token) const;
   // The underline that marks a token's origin (NoUnderline for plain tokens).
   static QTextCharFormat::UnderlineStyle originUnderline(int origin);

@@ -167,7 +167,7 @@ void TokenInspectorPanel::showGrammar(const UiToken& t) {
   }
   // Small masses keep two significant digits: "0.0031%" says more than "0.0%".
   const double percent = 100.0 * std::clamp(1.0 - static_cast<double>(g.massAllowed), 0.0, 1.0);
-  const QString forced = g.numAllowed == 1
+  const QString forced = g.forced
                              ? QStringLiteral(" &nbsp;<b style='color:%1'>%2</b>").arg(TokenView::forcedColor().darker(170).name(), tr("forced"))
                              : QString();
   grammar_->setText(tr("<b>grammar</b>: removed %1 of %2 candidates, %3% of the raw probability mass "

@@ -49,7 +49,8 @@ struct UiDraftInfo {
 // What the grammar stage did to one token (a request with a format).
 struct UiGrammarInfo {
   float massAllowed = 0.0f;  // raw probability mass of the tokens the format allowed
-  int numAllowed = 0;        // 1 = the token was forced
+  int numAllowed = 0;        // tokens the format allowed
+  bool forced = false;       // only one text was allowed (the same bytes in every allowed token)
   QString state;             // the grammar's position before the token
 };
 

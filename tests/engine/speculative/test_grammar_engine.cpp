@@ -81,7 +81,8 @@ GB_TEST(grammar_every_sampled_answer_is_a_sentence) {
       QCOMPARE(rec.num_candidates_after_stage.front(), rec.grammar->num_allowed);  // stories has no -inf logits
       QVERIFY(rec.grammar->mass_allowed > 0.0f && rec.grammar->mass_allowed <= 1.0f);
       QVERIFY(!rec.grammar->state.empty());
-      num_forced += rec.grammar->num_allowed == 1;
+      num_forced += rec.grammar->forced;
+      if (rec.grammar->num_allowed == 1) QVERIFY(rec.grammar->forced);
       // The chosen token's final probability is its raw probability renormalized
       // over the allowed mass (temperature 1, no other stage active).
       const double expect = rec.chosen_prob_before / rec.grammar->mass_allowed;
