@@ -124,11 +124,16 @@ FieldOutcome read_format_source(const FormatSource& src, const ojson& v, FormatS
 
 // Compiles the format as far as it can without the vocabulary; the error names
 // the field and carries the compiler's message (keyword, pointer, position).
+ApiError format_error(const std::string& param, const std::string& message) {
+  const bool named = message.rfind(param + ":", 0) == 0;  // the GBNF compiler's own "grammar: ..."
+  return bad_param(param, named ? message : param + ": " + message);
+}
+
 FieldOutcome check_format(const FormatSettings& format, const std::string& param) {
   auto gbnf = format_to_gbnf(format);
-  if (!gbnf) return bad_param(param, param + ": " + gbnf.error().message);
+  if (!gbnf) return format_error(param, gbnf.error().message);
   auto grammar = compile_gbnf(*gbnf);
-  if (!grammar) return bad_param(param, param + ": " + grammar.error().message);
+  if (!grammar) return format_error(param, grammar.error().message);
   return std::nullopt;
 }
 
@@ -245,8 +250,7 @@ std::optional<ApiError> parse_tools(const nlohmann::ordered_json& body, ApiReque
   for (size_t i = 0; i < functions.size(); ++i) {
     if (r.tools.choice == ToolChoice::Named && r.tools.names[i] != r.tools.forced_name) continue;
     const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
-    if (auto gbnf = json_schema_to_gbnf(parameters_of(*functions[i])); !gbnf)
-      return bad_param(param, param + ": " + gbnf.error().message);
+    if (auto gbnf = json_schema_to_gbnf(parameters_of(*functions[i])); !gbnf) return format_error(param, gbnf.error().message);
     callable.push_back(functions[i]);
   }
   r.sampling.format = {FormatKind::JsonSchema, compact(tool_call_schema(callable, r.tools.parallel))};
