@@ -54,6 +54,7 @@ repo_tree            8192 json.dict
 catalog             16384 json.dict @repo/resources/models/catalog.json
 json_schema          8192 json.dict testdata/json-schema-suite/*.json
 regex                 512 -
+gbnf                 8192 -
 EOF
 }
 

@@ -47,6 +47,10 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
     top.push_back(std::move(cj));
   }
   j["top"] = std::move(top);
+  if (r.grammar)  // the grammar stage: allowed raw mass, allowed count (1 = forced), state before the token
+    j["grammar"] = {{"mass_allowed", real32(r.grammar->mass_allowed)},
+                    {"num_allowed", r.grammar->num_allowed},
+                    {"state", r.grammar->state}};
   j["forward_ms"] = r.forward_ms;
   j["sample_ms"] = r.sample_ms;
   return j;

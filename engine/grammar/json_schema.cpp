@@ -210,8 +210,17 @@ class SchemaCompiler {
     // \uXXXX: a BMP scalar, or a surrogate pair (one code point); lone surrogates are refused.
     rule("u4", "[0-9a-cA-Ce-fE-F] hex hex hex | [dD] [0-7] hex hex | [dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex");
     rule("hex", "[0-9a-fA-F]");
-    rule("number", "\"-\"? ( \"0\" | [1-9] [0-9]* ) ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?");
-    rule("integer", "\"-\"? ( \"0\" | [1-9] [0-9]* ) ( \".\" \"0\"+ )?");
+    // Digit runs bounded (kJsonNumberMaxIntDigits / kJsonNumberMaxFracDigits,
+    // exponents of 3 digits): a sampled number cannot run on forever.
+    std::string int_more = "{0,";
+    int_more += std::to_string(kJsonNumberMaxIntDigits - 1);
+    int_more += '}';
+    std::string frac = "{1,";
+    frac += std::to_string(kJsonNumberMaxFracDigits);
+    frac += '}';
+    rule("number", "\"-\"? ( \"0\" | [1-9] [0-9]" + int_more + " ) ( \".\" [0-9]" + frac +
+                       " )? ( [eE] [-+]? [0-9]{1,3} )?");
+    rule("integer", "\"-\"? ( \"0\" | [1-9] [0-9]" + int_more + " ) ( \".\" \"0\"" + frac + " )?");
     rule("jchar", CodePointSet::all().gbnf_json_char());
     if (options_.max_whitespace > 0 && used.count("ws"))
       out += "ws ::= [ \\t\\n]{0," + std::to_string(options_.max_whitespace) + "}\n";

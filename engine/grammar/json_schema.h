@@ -53,6 +53,12 @@ struct JsonSchemaOptions {
 constexpr size_t kJsonSchemaMaxDepth = 64;      // nested subschemas being compiled at once
 constexpr size_t kJsonSchemaMaxDigits = 400;    // digits of a numeric bound or const
 constexpr uint64_t kJsonSchemaMaxCount = 100000; // minLength / maxLength / minItems / maxItems
+// Numbers are bounded so sampling cannot loop on digits: at most this many
+// digits before the point and after it (more when a bound or const has more),
+// exponents of at most 3 digits. A longer valid number is refused (a
+// tightening, docs/grammars.md).
+constexpr int kJsonNumberMaxIntDigits = 20;
+constexpr int kJsonNumberMaxFracDigits = 16;
 
 // `schema` keeps its text's key order (properties order matters).
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});

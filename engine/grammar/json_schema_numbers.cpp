@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "grammar/code_point_set.h"
+#include "grammar/json_schema.h"
 
 namespace gb {
 
@@ -89,15 +90,28 @@ enum class NumPhase : uint8_t { Start, Zero, Int, Dot, Frac };
 struct NumState {
   NumPhase phase = NumPhase::Start;
   BoundCursor lo, hi;
-  auto tie() const { return std::make_tuple(static_cast<int>(phase), lo.tie(), hi.tie()); }
+  int num_int_digits = 0;   // digits before the point (capped: see MagnitudeDfa)
+  int num_frac_digits = 0;  // digits after it
+  auto tie() const {
+    return std::make_tuple(static_cast<int>(phase), lo.tie(), hi.tie(), num_int_digits, num_frac_digits);
+  }
   bool operator<(const NumState& o) const { return tie() < o.tie(); }
 };
 
 // The number-text DFA for magnitudes in [lo, hi] (either side optional).
 class MagnitudeDfa {
  public:
+  // Digit runs are bounded so that a sampled number cannot loop: at most
+  // kJsonNumberMaxIntDigits before the point and kJsonNumberMaxFracDigits after
+  // it (more when a bound itself has more).
   MagnitudeDfa(const Decimal* lo, bool lo_excl, const Decimal* hi, bool hi_excl, bool integer_only)
-      : lo_(lo), hi_(hi), lo_excl_(lo_excl), hi_excl_(hi_excl), integer_only_(integer_only) {}
+      : lo_(lo), hi_(hi), lo_excl_(lo_excl), hi_excl_(hi_excl), integer_only_(integer_only) {
+    for (const Decimal* b : {lo, hi}) {
+      if (!b) continue;
+      max_int_ = std::max(max_int_, static_cast<int>(b->int_digits.size()));
+      max_frac_ = std::max(max_frac_, static_cast<int>(b->frac_digits.size()));
+    }
+  }
 
   // Advances on one byte; false if the text cannot continue that way.
   bool step(const NumState& s, char c, NumState& out) const {
@@ -107,11 +121,13 @@ class MagnitudeDfa {
       case NumPhase::Start:
         if (!digit) return false;
         out.phase = c == '0' ? NumPhase::Zero : NumPhase::Int;
+        out.num_int_digits = 1;
         int_digit(out.lo, lo_, c);
         int_digit(out.hi, hi_, c);
         return true;
       case NumPhase::Int:
         if (digit) {
+          if (++out.num_int_digits > max_int_) return false;
           int_digit(out.lo, lo_, c);
           int_digit(out.hi, hi_, c);
           return true;
@@ -126,6 +142,7 @@ class MagnitudeDfa {
       case NumPhase::Dot:
       case NumPhase::Frac:
         if (!digit || (integer_only_ && c != '0')) return false;
+        if (++out.num_frac_digits > max_frac_) return false;
         out.phase = NumPhase::Frac;
         frac_digit(out.lo, lo_, c);
         frac_digit(out.hi, hi_, c);
@@ -194,6 +211,8 @@ class MagnitudeDfa {
 
   const Decimal* lo_;
   const Decimal* hi_;
+  int max_int_ = kJsonNumberMaxIntDigits;
+  int max_frac_ = kJsonNumberMaxFracDigits;
   bool lo_excl_, hi_excl_, integer_only_;
 };
 
@@ -306,8 +325,8 @@ std::string number_literal_gbnf(const Decimal& value) {
   if (value.is_zero()) return "\"-\"? \"0\" (\".\" \"0\"+)?";
   if (value.negative) out += "\"-\" ";
   out += "\"" + value.int_digits;
-  if (value.frac_digits.empty()) return out + "\" (\".\" \"0\"+)?";
-  return out + "." + value.frac_digits + "\" \"0\"*";
+  if (value.frac_digits.empty()) return out + "\" (\".\" \"0\"{1," + std::to_string(kJsonNumberMaxFracDigits) + "})?";
+  return out + "." + value.frac_digits + "\" \"0\"{0," + std::to_string(kJsonNumberMaxFracDigits) + "}";
 }
 
 }  // namespace gb

@@ -174,7 +174,7 @@ void TokenMasks::compute(const GrammarMatcher& matcher, TokenBitmask& mask) {
         const auto on_token = [&](TokenId t) { found.push_back(t); };
         // A context that starts with few bytes (a comma, a quote, a newline)
         // looks up those children only; a wide one walks every child.
-        const std::bitset<256>& first = space.first_bytes(context);
+        const std::bitset<256> first = space.first_bytes(context);  // a copy: walks add states
         std::vector<uint8_t> first_list;
         if (first.count() <= 8)
           for (unsigned b = 0; b < 256; ++b)

@@ -8,6 +8,7 @@ so the model harnesses start from files that load all the way. Run it again
 after changing it; the outputs are committed.
     python3 tests/fuzz/make_seeds.py
 """
+import base64
 import json
 import os
 import struct
@@ -289,6 +290,25 @@ def grammar_seeds():
     return schemas, regexes
 
 
+def gbnf_seeds():
+    """GBNF grammars for fuzz_gbnf: every construct once, and a few errors."""
+    return {
+        "json.gbnf": 'root ::= value\nvalue ::= object | array | string | number | "true" | "false" | "null"\n'
+                     'object ::= "{" ws ( string ":" ws value ( "," ws string ":" ws value )* )? "}"\n'
+                     'array ::= "[" ws ( value ( "," ws value )* )? "]"\n'
+                     'string ::= "\\"" ( [^"\\\\] | "\\\\" ["\\\\/bfnrt] )* "\\""\n'
+                     'number ::= "-"? [0-9]+ ( "." [0-9]{1,4} )?\nws ::= [ \\t\\n]{0,3}\n',
+        "repeat.gbnf": 'root ::= ( "ab" | [x-z] ){2,5} "." ( "c"+ )? [^a-c]{,2} .\n',
+        "utf8.gbnf": 'root ::= "\\u00e9\\x41" [\u03b1-\u03c9]+ "\U0001F600"?  # comment\n',
+        "nested.gbnf": 'root ::= ( "(" root ")" )*\n',
+        "left.gbnf": 'root ::= root "a" | "b"\n',
+        "undefined.gbnf": 'root ::= missing\n',
+        # Found by fuzz_gbnf: a walk interned new states while a mask held a
+        # reference into the state table (use after free).
+        "crash-state-reference.gbnf": base64.b64decode("cm9vdCA6Oj0gKCAiYWIiIHwgWzoAAABsPSAoICJhYiIgfCBbeC16XSApezIsNX0K"),
+    }
+
+
 def write(name, filename, data):
     d = os.path.join(CORPUS, name)
     os.makedirs(d, exist_ok=True)
@@ -322,6 +342,8 @@ def main():
         write("json_schema", filename, json.dumps(schema))
     for filename, pattern in regexes.items():
         write("regex", filename, pattern)
+    for filename, text in gbnf_seeds().items():
+        write("gbnf", filename, text)
     for filename, text in remote_answers().items():
         write("remote_response", filename, text)
     for filename, body in catalogs().items():
