@@ -22,18 +22,6 @@ void GrammarSpace::fail(std::string message) {
   if (status_.ok()) status_ = make_error("grammar: " + std::move(message));
 }
 
-uint32_t GrammarSpace::rank(const std::bitset<256>& set, uint8_t byte) {
-  // std::bitset has no word access: read its four 64-bit words (libstdc++ stores them in order).
-  uint64_t words[4];
-  static_assert(sizeof(set) == sizeof(words), "std::bitset<256> is four 64-bit words");
-  std::memcpy(words, &set, sizeof(words));
-  const unsigned w = byte >> 6;
-  uint32_t r = 0;
-  for (unsigned k = 0; k < w; ++k) r += static_cast<uint32_t>(std::popcount(words[k]));
-  const uint64_t below = (byte & 63u) == 0 ? 0 : words[w] & ((uint64_t{1} << (byte & 63u)) - 1);
-  return r + static_cast<uint32_t>(std::popcount(below));
-}
-
 uint32_t GrammarSpace::node(uint32_t pos, uint32_t parent) {
   const uint64_t key = (uint64_t{pos} << 32) | parent;
   auto [it, inserted] = node_ids_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
@@ -125,14 +113,6 @@ uint32_t GrammarSpace::compute_next(uint32_t state, uint8_t byte, uint32_t slot)
   const uint32_t result = status_.ok() ? intern_state(std::move(out)) : kDead;
   states_[state].next[slot] = result;
   return result;
-}
-
-uint32_t GrammarSpace::frame_state(uint32_t pos) {
-  auto it = frame_states_.find(pos);
-  if (it != frame_states_.end()) return it->second;
-  const uint32_t s = intern_state({node(pos, kEmptyStack)});
-  frame_states_.emplace(pos, s);
-  return s;
 }
 
 uint32_t GrammarSpace::expanded_state(uint32_t n) {

@@ -18,6 +18,7 @@
 
 #include <bitset>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,11 +46,14 @@ class GrammarSpace {
   const Status& status() const { return status_; }
 
   uint32_t start_state() const { return start_; }
-  // The state of the single stack [pos] over the empty stack (pos: a Bytes element).
-  uint32_t frame_state(uint32_t pos);
   // The state of stack node `node` expanded (its top may be a Rule element);
-  // kDead when node is the empty stack's... never: the empty stack is a state too.
+  // the empty stack's state is {empty} (accepting, no byte).
   uint32_t expanded_state(uint32_t node);
+  // The interned node (pos, parent) (pos not an End element), and the state
+  // holding that one stack (its top must be a Bytes element): frames of
+  // token_masks.h are built from these.
+  uint32_t stack_node(uint32_t pos, uint32_t parent) { return node(pos, parent); }
+  uint32_t single_stack_state(uint32_t stack) { return intern_state({stack}); }
 
   uint32_t next(uint32_t state, uint8_t byte) {
     const State& s = states_[state];
@@ -83,7 +87,25 @@ class GrammarSpace {
     std::vector<uint32_t> next;    // (popcount(first_bytes)) cached next state or kUnknown
   };
 
-  static uint32_t rank(const std::bitset<256>& set, uint8_t byte);
+  // Set bits of `set` below `byte` (the byte's slot in State::next). Inline
+  // and without std::popcount: the engine is built for baseline x86-64, where
+  // that is a call into libgcc.
+  static uint32_t rank(const std::bitset<256>& set, uint8_t byte) {
+    uint64_t words[4];  // std::bitset<256> is four 64-bit words in order (libstdc++)
+    static_assert(sizeof(set) == sizeof(words), "std::bitset<256> is four 64-bit words");
+    std::memcpy(words, &set, sizeof(words));
+    const unsigned w = byte >> 6u;
+    uint32_t r = 0;
+    for (unsigned k = 0; k < w; ++k) r += count_bits(words[k]);
+    const uint64_t below = (byte & 63u) == 0 ? 0 : words[w] & ((uint64_t{1} << (byte & 63u)) - 1);
+    return r + count_bits(below);
+  }
+  static uint32_t count_bits(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return static_cast<uint32_t>((x * 0x0101010101010101ull) >> 56);
+  }
   uint32_t compute_next(uint32_t state, uint8_t byte, uint32_t slot);
   uint32_t node(uint32_t pos, uint32_t parent);
   // Terminal stacks reached from "continue at pos over parent" (pos may be End: return to parent).
@@ -97,7 +119,6 @@ class GrammarSpace {
   std::unordered_map<uint64_t, uint32_t> node_ids_;
   std::vector<State> states_;
   std::unordered_map<std::string, uint32_t> state_ids_;
-  std::unordered_map<uint32_t, uint32_t> frame_states_;
   std::vector<std::pair<uint32_t, uint32_t>> expand_work_;  // scratch
   std::unordered_set<uint64_t> expand_seen_;                // scratch
   std::vector<uint32_t> position_rule_;                     // built on first describe

@@ -71,6 +71,18 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenCla
   children_.resize(byte_.size() > 0 ? byte_.size() - 1 : 0);
   std::vector<uint32_t> at(child_begin_.begin(), child_begin_.end() - 1);
   for (size_t i = 1; i < byte_.size(); ++i) children_[at[parent[i]]++] = static_cast<uint32_t>(i);
+  // Edges by byte (nodes in preorder, so each byte's parents come ascending).
+  edge_begin_.assign(257, 0);
+  for (size_t i = 1; i < byte_.size(); ++i) ++edge_begin_[byte_[i] + 1u];
+  std::partial_sum(edge_begin_.begin(), edge_begin_.end(), edge_begin_.begin());
+  edge_parent_.resize(children_.size());
+  edge_child_.resize(children_.size());
+  std::vector<uint32_t> slot(edge_begin_.begin(), edge_begin_.end() - 1);
+  for (size_t i = 1; i < byte_.size(); ++i) {
+    const uint32_t k = slot[byte_[i]]++;
+    edge_parent_[k] = parent[i];
+    edge_child_[k] = static_cast<uint32_t>(i);
+  }
 }
 
 uint32_t TokenTrie::child(uint32_t i, uint8_t b) const {
@@ -82,26 +94,44 @@ uint32_t TokenTrie::child(uint32_t i, uint8_t b) const {
 
 // ---- TokenMasks ----
 
-// A frame's result: tokens allowed whatever lies below the position (dense
-// bitset when many, else a sorted list), and the trie nodes where the frame
-// can end with bytes left (their subtrees are walked again from the context).
+// A frame: the walk of the whole vocabulary from the top `depth` positions of
+// a stack, over nothing. Tokens consumed inside it are allowed whatever lies
+// below (dense bitset when many, else a sorted list); trie nodes where the
+// frame can end with bytes left are "dependent": their subtrees are walked
+// again from the real context (ascending; also as a bitset over trie nodes
+// when there are many).
 struct TokenMasks::Frame {
+  uint32_t id = 0;
   TokenBitmask dense;
   std::vector<TokenId> sparse;
   std::vector<uint32_t> dependent_nodes;
+  std::vector<uint64_t> dependent_bits;
+  bool is_dependent(uint32_t node) const {
+    if (!dependent_bits.empty()) return (dependent_bits[node >> 6] >> (node & 63u)) & 1u;
+    return std::binary_search(dependent_nodes.begin(), dependent_nodes.end(), node);
+  }
+};
+
+// (Not in an anonymous namespace: Impl, a member type, holds a map using it.)
+struct TokenMasksFrameKeyHash {
+  size_t operator()(const TokenMasks::FrameKey& k) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull * (k.depth + 1);
+    for (uint32_t p : k.positions) h = (h ^ p) * 0x100000001B3ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
 };
 
 struct TokenMasks::Impl {
-  std::unordered_map<uint32_t, Frame> frames;          // by grammar position
+  std::unordered_map<FrameKey, uint32_t, TokenMasksFrameKeyHash> frame_ids;
+  std::vector<std::unique_ptr<Frame>> frames;         // by id (stable addresses)
   std::unordered_map<uint32_t, TokenBitmask> by_state; // whole masks, bounded
-  // Context-dependent tokens of (position, context state): the dependent
-  // walks' result, so a frame that can end almost anywhere (a run of optional
-  // characters) costs its walks once per context, not once per mask. Bounded.
+  // Context-dependent tokens of (frame, context state), so a frame that can
+  // end almost anywhere costs its walks once per context, not once per mask.
   std::unordered_map<uint64_t, std::vector<TokenId>> dependent;
-  static constexpr size_t kMaxDependentEntries = 4096;
-  std::vector<uint32_t> state_at_depth;                // walk scratch
-  std::vector<TokenId> accepted;                       // walk scratch
+  std::vector<uint32_t> state_at_depth;  // walk scratch
+  std::vector<TokenId> accepted;         // walk scratch
   static constexpr size_t kMaxCachedStates = 64;
+  static constexpr size_t kMaxDependentEntries = 4096;
 };
 
 TokenMasks::TokenMasks(std::shared_ptr<GrammarSpace> space, std::shared_ptr<const TokenTrie> trie)
@@ -156,48 +186,36 @@ void TokenMasks::compute(const GrammarMatcher& matcher, TokenBitmask& mask) {
     const std::vector<uint32_t> stacks(space.stacks(state).begin(), space.stacks(state).end());
     for (uint32_t n : stacks) {
       if (n == GrammarSpace::kEmptyStack) continue;
-      const uint32_t pos = space.top(n);
-      const Frame& fr = frame(pos);
-      if (!fr.dense.empty()) {
-        for (size_t w = 0; w < num_words; ++w) mask[w] |= fr.dense[w];
-      } else {
-        for (TokenId t : fr.sparse) set_bit(mask, t);
+      // The frame: the top position, deepened while it can end into a context
+      // that would take many bytes (a string's `char` rule ends after one
+      // character; one level down, its loop covers the whole string).
+      FrameKey key;
+      uint32_t below = n;
+      const Frame* fr = nullptr;
+      uint32_t context = GrammarSpace::kDead;
+      for (;;) {
+        key.positions[key.depth++] = space.top(below);
+        fr = &frame(key);
+        below = space.parent(below);
+        context = GrammarSpace::kDead;
+        if (fr->dependent_nodes.empty() || below == GrammarSpace::kEmptyStack) break;
+        context = space.expanded_state(below);
+        if (context == GrammarSpace::kDead || key.depth == kMaxFrameDepth || space.first_bytes(context).count() <= 8)
+          break;
       }
-      if (fr.dependent_nodes.empty() || space.parent(n) == GrammarSpace::kEmptyStack) continue;
-      // The frame ended with bytes left: those bytes continue from the stack below.
-      const uint32_t context = space.expanded_state(space.parent(n));
+      if (!fr->dense.empty()) {
+        for (size_t w = 0; w < num_words; ++w) mask[w] |= fr->dense[w];
+      } else {
+        for (TokenId t : fr->sparse) set_bit(mask, t);
+      }
       if (context == GrammarSpace::kDead) continue;
-      const uint64_t key = (uint64_t{pos} << 32) | context;
-      auto dep = impl_->dependent.find(key);
+      // The frame ended with bytes left: those bytes continue from the context.
+      const uint64_t dep_key = (uint64_t{fr->id} << 32) | context;
+      auto dep = impl_->dependent.find(dep_key);
       if (dep == impl_->dependent.end()) {
-        std::vector<TokenId> found;
-        const auto on_token = [&](TokenId t) { found.push_back(t); };
-        // A context that starts with few bytes (a comma, a quote, a newline)
-        // looks up those children only; a wide one walks every child.
-        const std::bitset<256> first = space.first_bytes(context);  // a copy: walks add states
-        std::vector<uint8_t> first_list;
-        if (first.count() <= 8)
-          for (unsigned b = 0; b < 256; ++b)
-            if (first.test(b)) first_list.push_back(static_cast<uint8_t>(b));
-        for (uint32_t node : fr.dependent_nodes) {
-          ++stats_.num_dependent_walks;
-          if (first.count() > 8) {
-            walk_trie(*trie_, space, context, trie_->depth_[node], node + 1, trie_->subtree_end_[node],
-                      impl_->state_at_depth, on_token, [](uint32_t) {});
-            continue;
-          }
-          for (uint8_t b : first_list) {
-            const uint32_t c = trie_->child(node, b);
-            if (c == 0) continue;
-            const uint32_t s = space.next(context, b);
-            if (s == GrammarSpace::kDead) continue;
-            for (uint32_t k = trie_->token_begin_[c]; k < trie_->token_begin_[c + 1]; ++k) on_token(trie_->tokens_[k]);
-            walk_trie(*trie_, space, s, trie_->depth_[c], c + 1, trie_->subtree_end_[c], impl_->state_at_depth,
-                      on_token, [](uint32_t) {});
-          }
-        }
+        std::vector<TokenId> found = dependent_tokens(*fr, context);
         if (impl_->dependent.size() >= Impl::kMaxDependentEntries) impl_->dependent.clear();
-        dep = impl_->dependent.emplace(key, std::move(found)).first;
+        dep = impl_->dependent.emplace(dep_key, std::move(found)).first;
       }
       for (TokenId t : dep->second) set_bit(mask, t);
     }
@@ -209,27 +227,69 @@ void TokenMasks::compute(const GrammarMatcher& matcher, TokenBitmask& mask) {
   stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-const TokenMasks::Frame& TokenMasks::frame(uint32_t pos) {
-  auto it = impl_->frames.find(pos);
-  if (it != impl_->frames.end()) return it->second;
-  ++stats_.num_frames_computed;
-  Frame f;
+// The tokens below the frame's dependent nodes that the context accepts. A
+// context that starts with few bytes (a quote, a comma, a newline) looks only
+// at the trie edges on those bytes; a wide one walks each dependent subtree.
+std::vector<TokenId> TokenMasks::dependent_tokens(const Frame& fr, uint32_t context) {
   GrammarSpace& space = *space_;
-  const uint32_t start = space.frame_state(pos);
+  std::vector<TokenId> found;
+  const auto on_token = [&](TokenId t) { found.push_back(t); };
+  const std::bitset<256> first = space.first_bytes(context);  // a copy: walks add states
+  if (first.count() > 8) {
+    for (uint32_t node : fr.dependent_nodes) {
+      ++stats_.num_dependent_walks;
+      walk_trie(*trie_, space, context, trie_->depth_[node], node + 1, trie_->subtree_end_[node], impl_->state_at_depth,
+                on_token, [](uint32_t) {});
+    }
+    return found;
+  }
+  for (unsigned b = 0; b < 256; ++b) {
+    if (!first.test(b)) continue;
+    const uint32_t s = space.next(context, static_cast<uint8_t>(b));
+    if (s == GrammarSpace::kDead) continue;
+    for (uint32_t e = trie_->edge_begin_[b]; e < trie_->edge_begin_[b + 1]; ++e) {
+      if (!fr.is_dependent(trie_->edge_parent_[e])) continue;
+      ++stats_.num_dependent_walks;
+      const uint32_t c = trie_->edge_child_[e];
+      for (uint32_t k = trie_->token_begin_[c]; k < trie_->token_begin_[c + 1]; ++k) on_token(trie_->tokens_[k]);
+      walk_trie(*trie_, space, s, trie_->depth_[c], c + 1, trie_->subtree_end_[c], impl_->state_at_depth, on_token,
+                [](uint32_t) {});
+    }
+  }
+  return found;
+}
+
+const TokenMasks::Frame& TokenMasks::frame(const FrameKey& key) {
+  auto it = impl_->frame_ids.find(key);
+  if (it != impl_->frame_ids.end()) return *impl_->frames[it->second];
+  ++stats_.num_frames_computed;
+  auto f = std::make_unique<Frame>();
+  f->id = static_cast<uint32_t>(impl_->frames.size());
+  GrammarSpace& space = *space_;
+  // The stack [positions[depth-1], ..., positions[0]] over the empty stack.
+  uint32_t node = GrammarSpace::kEmptyStack;
+  for (uint32_t i = key.depth; i-- > 0;) node = space.stack_node(key.positions[i], node);
+  const uint32_t start = space.single_stack_state(node);
   impl_->accepted.clear();
   if (start != GrammarSpace::kDead)
     walk_trie(*trie_, space, start, 0, 1, static_cast<uint32_t>(trie_->num_nodes()), impl_->state_at_depth,
               [&](TokenId t) { impl_->accepted.push_back(t); },
-              [&](uint32_t node) { f.dependent_nodes.push_back(node); });
+              [&](uint32_t n) { f->dependent_nodes.push_back(n); });
+  if (f->dependent_nodes.size() * 32 >= trie_->num_nodes()) {
+    f->dependent_bits.assign((trie_->num_nodes() + 63) / 64, 0);
+    for (uint32_t n : f->dependent_nodes) f->dependent_bits[n >> 6] |= uint64_t{1} << (n & 63u);
+  }
   const size_t vocab = static_cast<size_t>(trie_->vocab_size());
   if (impl_->accepted.size() * 32 >= vocab) {
-    f.dense.assign((vocab + 63) / 64, 0);
-    for (TokenId t : impl_->accepted) set_bit(f.dense, t);
+    f->dense.assign((vocab + 63) / 64, 0);
+    for (TokenId t : impl_->accepted) set_bit(f->dense, t);
   } else {
-    f.sparse = impl_->accepted;
-    std::sort(f.sparse.begin(), f.sparse.end());
+    f->sparse = impl_->accepted;
+    std::sort(f->sparse.begin(), f->sparse.end());
   }
-  return impl_->frames.emplace(pos, std::move(f)).first->second;
+  impl_->frame_ids.emplace(key, f->id);
+  impl_->frames.push_back(std::move(f));
+  return *impl_->frames.back();
 }
 
 bool TokenMasks::allows(const GrammarMatcher& matcher, TokenId id) const {

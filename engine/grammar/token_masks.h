@@ -24,6 +24,7 @@
 // TokenTrie is immutable and shared.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -59,6 +60,12 @@ class TokenTrie {
 
   // Node i's child on byte b, or 0 (the root is nobody's child).
   uint32_t child(uint32_t i, uint8_t b) const;
+  // Every edge (parent, child) grouped by the child's byte, parents ascending:
+  // edges on byte b are [edge_begin_[b], edge_begin_[b + 1]). A context that
+  // must start with '"' looks only at the edges on '"'.
+  std::vector<uint32_t> edge_begin_;   // (257)
+  std::vector<uint32_t> edge_parent_;  // (num_nodes - 1)
+  std::vector<uint32_t> edge_child_;   // (num_nodes - 1)
 
  private:
   std::vector<std::string> bytes_;
@@ -97,9 +104,20 @@ class TokenMasks {
   const TokenMaskStats& stats() const { return stats_; }
 
  private:
+ public:
+  // A frame's identity: the top `depth` grammar positions of a stack, top first.
+  static constexpr uint32_t kMaxFrameDepth = 4;
+  struct FrameKey {
+    std::array<uint32_t, kMaxFrameDepth> positions{};
+    uint32_t depth = 0;
+    bool operator==(const FrameKey&) const = default;
+  };
+
+ private:
   struct Frame;
   struct Impl;
-  const Frame& frame(uint32_t pos);  // the cached walk from grammar position pos
+  const Frame& frame(const FrameKey& key);  // the cached walk of a frame
+  std::vector<TokenId> dependent_tokens(const Frame& frame, uint32_t context);
   std::shared_ptr<GrammarSpace> space_;
   std::shared_ptr<const TokenTrie> trie_;
   std::unique_ptr<Impl> impl_;

@@ -1,8 +1,13 @@
 #include "engine_settings_codec.h"
 
+#include <QRegularExpression>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "backend/kv_pool_sizing.h"
+#include "grammar/gbnf.h"
+#include "grammar/grammar_space.h"
+#include "runtime/grammar_constraint.h"
 #include "sampling/sampler_settings_json.h"
 #include "speculative/speculative_config.h"
 
@@ -10,6 +15,20 @@ namespace gbui {
 
 namespace {
 QString fromStd(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+// 1-based line and byte column of byte `offset` of `text`.
+void placeAt(FormatCheck& check, const std::string& text, size_t offset) {
+  offset = std::min(offset, text.size());
+  check.offset = static_cast<int>(offset);
+  check.line = 1;
+  size_t lineStart = 0;
+  for (size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++check.line;
+      lineStart = i + 1;
+    }
+  check.column = static_cast<int>(offset - lineStart) + 1;
+}
 }  // namespace
 
 QString EngineSettingsCodec::defaultSamplerJson() const {
@@ -36,6 +55,59 @@ QString EngineSettingsCodec::validateSpeculative(const QString& spec) const {
   if (spec.isEmpty()) return {};
   auto parsed = gb::parse_speculative_spec(spec.toStdString());
   return parsed ? QString() : QString::fromStdString(parsed.error().message);
+}
+
+// The steps compile_format (runtime/grammar_constraint.h) takes at submit, less
+// the token masks: the format to GBNF, GBNF to a grammar, the grammar's start
+// state. Positions: GBNF errors carry theirs; a schema that is not JSON gets
+// the parser's; a regex error names its byte offset ("at offset N"). Errors in
+// the GBNF a schema or regex compiled to have no position in the user's text.
+FormatCheck EngineSettingsCodec::checkFormat(const QString& kind, const QString& text) const {
+  FormatCheck out;
+  auto parsedKind = gb::parse_format_kind(kind.toStdString());
+  if (!parsedKind) {
+    out.error = fromStd(parsedKind.error().message);
+    return out;
+  }
+  gb::FormatSettings format{*parsedKind, text.toStdString()};
+  if (format.kind == gb::FormatKind::None) return out;
+  if (format.kind == gb::FormatKind::JsonSchema) {
+    try {
+      const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(format.text);
+      static_cast<void>(parsed);  // only where it fails matters here
+    } catch (const nlohmann::json::parse_error& e) {
+      placeAt(out, format.text, e.byte > 0 ? e.byte - 1 : 0);
+      // "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error ...": the part after the position.
+      const QString what = fromStd(e.what());
+      const qsizetype colon = what.indexOf(QStringLiteral(": "), what.indexOf(QStringLiteral("parse error")));
+      out.error = QStringLiteral("not valid JSON: ") + (colon >= 0 ? what.mid(colon + 2) : what);
+      return out;
+    }
+  }
+  auto gbnf = gb::format_to_gbnf(format);
+  if (!gbnf) {
+    out.error = fromStd(gbnf.error().message);
+    static const QRegularExpression at(QStringLiteral("at offset (\\d+)"));
+    if (const QRegularExpressionMatch m = at.match(out.error); format.kind == gb::FormatKind::Regex && m.hasMatch())
+      placeAt(out, format.text, m.captured(1).toULongLong());
+    return out;
+  }
+  gb::GbnfError where;
+  auto grammar = gb::compile_gbnf(*gbnf, "root", &where);
+  if (!grammar) {
+    if (format.kind == gb::FormatKind::Gbnf) {
+      placeAt(out, format.text, where.offset);
+      out.line = where.line;  // the compiler's own count (equal to placeAt's)
+      out.column = where.column;
+      out.error = fromStd(where.message);
+    } else {
+      out.error = fromStd(grammar.error().message);
+    }
+    return out;
+  }
+  const gb::GrammarSpace space(std::move(*grammar));
+  if (!space.status().ok()) out.error = fromStd(space.status().error().message);
+  return out;
 }
 
 QVector<KvTypeOption> EngineSettingsCodec::kvTypes() const {

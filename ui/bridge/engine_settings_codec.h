@@ -1,6 +1,8 @@
 // The SettingsCodec (ui/session/settings_codec.h) backed by the engine's own
 // parsers: sampler settings JSON (engine/sampling/sampler_settings_json.h), the
-// speculative spec (engine/speculative/speculative_config.h), the KV type table
+// speculative spec (engine/speculative/speculative_config.h), formats (the
+// grammar compilers of engine/grammar, as runtime/grammar_constraint.h runs
+// them at submit, less the vocabulary), the KV type table
 // (kernels/cpu/kv_type.h).
 // Threads: any (stateless).
 #pragma once
@@ -15,6 +17,7 @@ class EngineSettingsCodec final : public SettingsCodec {
   SamplerChoice parseSampler(const QString& json) const override;
   QString samplerJson(const SamplerChoice& choice, int indent) const override;
   QString validateSpeculative(const QString& spec) const override;
+  FormatCheck checkFormat(const QString& kind, const QString& text) const override;
   QVector<KvTypeOption> kvTypes() const override;
   QString defaultKvType() const override;
 };

@@ -43,7 +43,14 @@ QHBoxLayout* ChatPanel::buildToolBar() {
   format_->setToolTip(tr("Prompt format: the model's own chat template, or a built-in format"));
   color_ = new QComboBox;
   color_->addItems({tr("Probability"), tr("Entropy"), tr("Rank")});
-  color_->setToolTip(tr("Colour tokens by"));
+  color_->setToolTip(tr("Colour tokens by (green: likely, red: unlikely). Tokens the format forced (its grammar "
+                        "allowed only that token) are blue in every mode."));
+  forcedLegend_ = new QLabel(tr("forced"));
+  forcedLegend_->setObjectName(QStringLiteral("forcedLegend"));
+  forcedLegend_->setStyleSheet(QStringLiteral("background: %1; padding: 0 4px;").arg(TokenView::forcedColor().name()));
+  forcedLegend_->setToolTip(tr("Blue tokens were forced by the request's format: the grammar allowed only that "
+                               "token, so its probability says nothing about the model"));
+  forcedLegend_->setVisible(false);  // until the chat shows a forced token
   maxTokens_ = new QSpinBox;
   maxTokens_->setRange(1, 32768);
   maxTokens_->setValue(256);
@@ -52,6 +59,7 @@ QHBoxLayout* ChatPanel::buildToolBar() {
   bar->addWidget(format_);
   bar->addWidget(new QLabel(tr("Colour:")));
   bar->addWidget(color_);
+  bar->addWidget(forcedLegend_);
   bar->addWidget(maxTokens_);
   bar->addStretch();
   return bar;
@@ -256,6 +264,11 @@ ReasoningRange findReasoning(const TokenSeq& tokens) {
   return r;
 }
 
+void ChatPanel::appendToken(const UiToken& token) {
+  if (TokenView::isForced(token) && forcedLegend_->isHidden()) forcedLegend_->setVisible(true);
+  view_->appendToken(token);
+}
+
 void ChatPanel::appendAnswer(const TokenSeq& tokens) {
   const ReasoningRange r = findReasoning(tokens);
   for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
@@ -268,7 +281,7 @@ void ChatPanel::appendAnswer(const TokenSeq& tokens) {
       view_->setReasoningStyle(true);
     }
     if (i == r.end) view_->setReasoningStyle(false);
-    view_->appendToken(tokens[static_cast<size_t>(i)]);
+    appendToken(tokens[static_cast<size_t>(i)]);
   }
   view_->setReasoningStyle(false);
 }
@@ -330,6 +343,7 @@ void ChatPanel::rerenderFrom(int from) {
   if (!keepBefore) {
     from = 0;
     view_->clearAll();
+    forcedLegend_->setVisible(false);
     drawnCompletionMode_ = conversation_.completionMode;
     drawnSystemPrompt_ = shownSystemPrompt();
   } else if (from < numDrawn) {
@@ -412,7 +426,7 @@ void ChatPanel::onBatch() {
       rerenderFrom(static_cast<int>(conversation_.turns.size()) - 1);
     } else if (r && own >= renderedOwn_) {
       view_->beginAppend();  // the batch's tokens are laid out once
-      for (int i = renderedOwn_; i < own; ++i) view_->appendToken(r->tokens[static_cast<size_t>(i)]);
+      for (int i = renderedOwn_; i < own; ++i) appendToken(r->tokens[static_cast<size_t>(i)]);
       view_->endAppend();
       renderedTokens_ += own - renderedOwn_;
       renderedOwn_ = own;

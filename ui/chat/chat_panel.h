@@ -131,6 +131,7 @@ class ChatPanel : public QWidget {
   void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {}, bool regenerate = false);
   QString turnText(RequestKey request) const;
   void appendAnswer(const TokenSeq& tokens);
+  void appendToken(const UiToken& token);  // to the view; shows the forced legend on a forced token
   qint64 shownSeed() const;  // seed of the last answer's current branch, -1 none
 
   SessionModel* model_;
@@ -155,6 +156,7 @@ class ChatPanel : public QWidget {
   QToolButton* copySeed_;
   QLabel* status_;
   QLabel* warning_;
+  QLabel* forcedLegend_;  // "forced" on the forced tokens' colour, once the chat shows one
   QPushButton* showPrompt_;
   QCheckBox* showReasoning_;
   PromptView* promptView_ = nullptr;

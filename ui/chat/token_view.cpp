@@ -482,6 +482,7 @@ QString TokenView::tokenText() const {
 }
 
 QColor TokenView::colorFor(const UiToken& t) const {
+  if (isForced(t)) return forcedColor();  // p = 1 by construction: no colour scale applies
   // Light tints so text stays readable: green = confident, red = unlikely.
   double score = 0.0;  // 0 bad .. 1 good
   if (t.remote) {
@@ -530,6 +531,15 @@ QString TokenView::tooltipFor(const UiToken& t) const {
     if (c.id == t.tokenId) continue;
     tip += QStringLiteral("<br>&nbsp;&nbsp;%1 (%2): %3").arg(c.text.toHtmlEscaped()).arg(c.id).arg(c.probBefore, 0, 'f', 3);
     if (++shown == kTooltipAlternatives) break;
+  }
+  if (t.grammar) {
+    const double removed = std::clamp(1.0 - static_cast<double>(t.grammar->massAllowed), 0.0, 1.0);
+    tip += isForced(t) ? tr("<br><span style='color:#3050a0'>forced by the format: the grammar allowed only this token "
+                            "(the model gave the tokens it forbade %1% of the raw mass)</span>")
+                             .arg(removed * 100.0, 0, 'f', 1)
+                       : tr("<br>format: %1 tokens allowed, %2% of the raw mass removed")
+                             .arg(t.grammar->numAllowed)
+                             .arg(removed * 100.0, 0, 'f', 1);
   }
   if (t.detailTrimmed)
     tip += tr("<br><i>alternatives dropped from memory (an older token); the trace file holds them</i>");

@@ -8,6 +8,10 @@
 // user wrote (appendMessage) remember their turn: a double-click on one asks to
 // edit it (messageActivated).
 //
+// Tokens the request's format forced (its grammar allowed that token only) get
+// a blue background of their own in every colour mode (forcedColor): their
+// probability says nothing about the model, and the hover says so.
+//
 // Long paragraphs: the text layout lays out a whole QTextBlock again whenever
 // text is added to it, so a 100,000-token answer in one paragraph would cost
 // O(answer) per token. A block that grows past maxBlockChars() is therefore
@@ -97,6 +101,9 @@ class TokenView : public QTextEdit {
   // Concatenated text of every token span, in order (tests compare it with the engine).
   QString tokenText() const;
   QColor colorFor(const UiToken& token) const;
+  // The background of a token the format forced (grammar numAllowed == 1).
+  static QColor forcedColor() { return QColor(200, 215, 250); }
+  static bool isForced(const UiToken& token) { return token.grammar && token.grammar->numAllowed == 1; }
   QString tooltipFor(const UiToken& token) const;
   // The underline that marks a token's origin (NoUnderline for plain tokens).
   static QTextCharFormat::UnderlineStyle originUnderline(int origin);

@@ -111,11 +111,21 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
   steps_->legend->setColumnSpacing(8);
   steps_->legend->setBorderPen(Qt::NoPen);
   steps_->legend->setMargins(QMargins(2, 0, 2, 0));
+  massRemoved_ = makePlot(tr("Format: probability mass removed"), tr("token"), tr("mass removed"));
+  massRemoved_->setObjectName(QStringLiteral("perfMassRemoved"));
+  massRemoved_->setToolTip(tr("Per token of a request with a format: the raw probability the model gave the tokens "
+                              "the format forbids (1 - allowed mass). High: the model wanted to leave the format there."));
+  QCPGraph* mass = addGraph(massRemoved_, tr("mass removed"), QColor(60, 90, 200));
+  mass->setLineStyle(QCPGraph::lsNone);  // one dot per token: tokens of different requests are not a curve
+  mass->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 3));
+  massRemoved_->yAxis->setRange(0, 1);
+  massRemoved_->setVisible(false);  // until a request with a format generates
   // One row: the panel shares the short, wide bottom dock with the KV cache.
   grid->addWidget(latency_, 0, 0);
   grid->addWidget(ttft_, 0, 1);
   grid->addWidget(throughput_, 0, 2);
   grid->addWidget(steps_, 0, 3);
+  grid->addWidget(massRemoved_, 0, 4);
   layout->addLayout(grid, 1);
   connect(png, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), {}, tr("PNG (*.png)"));
@@ -134,10 +144,12 @@ PerformancePanel::PerformancePanel(SessionModel* model, QWidget* parent) : QWidg
 
 int PerformancePanel::numLatencyPoints() const { return latency_->graph(0)->dataCount(); }
 int PerformancePanel::numStepPoints() const { return steps_->graph(0)->dataCount(); }
+int PerformancePanel::numMassRemovedPoints() const { return massRemoved_->graph(0)->dataCount(); }
 
 void PerformancePanel::reset() {
-  for (QCustomPlot* p : {latency_, throughput_, steps_})
+  for (QCustomPlot* p : {latency_, throughput_, steps_, massRemoved_})
     for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
+  massRemoved_->setVisible(false);
   static_cast<QCPBars*>(ttft_->plottable(0))->data()->clear();
   lastTokenMs_.clear();
   tokenTimesMs_.clear();
@@ -161,6 +173,8 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
         latency = tMs - r->submittedMs;
       }
       lastTokenMs_[t->request] = tMs;
+      if (t->grammar)
+        massRemoved_->graph(0)->addData(numTokens_, std::clamp(1.0 - static_cast<double>(t->grammar->massAllowed), 0.0, 1.0));
       latency_->graph(0)->addData(numTokens_++, latency);
       // Tokens in the trailing second ending now; older times are dropped. The
       // chart gets a point every 50 ms at most: a point per token put 60,000
@@ -192,7 +206,8 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
   }
   // The newest kMaxPoints of every series (keys increase, so the first excess
   // points are the oldest).
-  for (QCustomPlot* p : {latency_, throughput_, steps_})
+  if (massRemoved_->isHidden() && !massRemoved_->graph(0)->data()->isEmpty()) massRemoved_->setVisible(true);
+  for (QCustomPlot* p : {latency_, throughput_, steps_, massRemoved_})
     for (int g = 0; g < p->graphCount(); ++g) {
       QCPGraph* graph = p->graph(g);
       const int excess = graph->dataCount() - kMaxPoints;
@@ -203,6 +218,12 @@ void PerformancePanel::onBatch(const UiEventBatch& batch) {
 
 void PerformancePanel::rescale() {
   const double window = window_->value();
+  // The mass chart shows the latency chart's token window (its points are a subset).
+  bool massFound = false;
+  const QCPRange tokens = latency_->graph(0)->getKeyRange(massFound);
+  if (massFound) massRemoved_->xAxis->setRange(std::max(tokens.lower, tokens.upper - window), std::max(tokens.upper, tokens.lower + 1));
+  massRemoved_->yAxis->setRange(0, 1.02);
+  massRemoved_->replot(QCustomPlot::rpQueuedReplot);
   for (QCustomPlot* p : {latency_, steps_}) {
     bool found = false;
     // A remote engine charts only queue and running (per /metrics sample).
@@ -236,6 +257,11 @@ QString PerformancePanel::csv() const {
   out += QStringLiteral("\nstep,schedule_ms,forward_ms,sample_ms,waiting\n");
   for (const UiStep& s : model_->steps())  // the last SessionModel::kStepHistory steps (the trace has them all)
     out += QStringLiteral("%1,%2,%3,%4,%5\n").arg(s.step).arg(s.scheduleMs).arg(s.forwardMs).arg(s.sampleMs).arg(s.numWaiting);
+  if (!massRemoved_->graph(0)->data()->isEmpty()) {
+    out += QStringLiteral("\ntoken,grammar_mass_removed\n");
+    for (auto it = massRemoved_->graph(0)->data()->constBegin(); it != massRemoved_->graph(0)->data()->constEnd(); ++it)
+      out += QStringLiteral("%1,%2\n").arg(it->key).arg(it->value, 0, 'f', 6);
+  }
   return out;
 }
 

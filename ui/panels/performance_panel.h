@@ -1,7 +1,9 @@
 // PerformancePanel: live charts from trace events — per-token latency (TTFT for
 // a request's first token, then TPOT) over the token index, TTFT per request,
 // rolling tokens/s, and the step time split (schedule / forward / sample) with
-// the queue length. A scrolling window, pause, PNG and CSV export.
+// the queue length; for requests with a format, the probability mass the grammar
+// removed per token (where the model wanted to leave the format: shown once a
+// token with grammar info arrives). A scrolling window, pause, PNG and CSV export.
 // Points are appended as batches arrive and plots use queued replots, so many
 // batches per frame cost one repaint.
 // Threads: UI thread.
@@ -34,6 +36,10 @@ class PerformancePanel : public QWidget {
   int numLatencyPoints() const;
   int numStepPoints() const;
   QCustomPlot* latencyPlot() const { return latency_; }
+  // 1 - massAllowed per token of a request with a format, over the token index
+  // of the latency chart; hidden while no token had grammar info.
+  QCustomPlot* massRemovedPlot() const { return massRemoved_; }
+  int numMassRemovedPoints() const;
   QString csv() const;
 
  public slots:
@@ -49,6 +55,7 @@ class PerformancePanel : public QWidget {
   QCustomPlot* ttft_;
   QCustomPlot* throughput_;
   QCustomPlot* steps_;
+  QCustomPlot* massRemoved_;
   QCheckBox* pause_;
   QSpinBox* window_;
   QLabel* summary_;

@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "format_box.h"
 #include "session/json_number.h"
 #include "speculative_settings.h"
 
@@ -92,6 +93,8 @@ SamplingPanel::SamplingPanel(const SettingsCodec& codec, QWidget* parent) : QWid
   order_->setToolTip(tr("Chain order: drag to reorder, untick to leave a stage out"));
   order_->setMaximumHeight(190);
   form->addRow(tr("Chain order"), order_);
+  format_ = new FormatBox(codec);
+  form->addRow(format_);  // the whole width: the editor needs it
   speculative_ = new SpeculativeSettings(codec);
   form->addRow(speculative_);
   scroll->setWidget(inner);
@@ -117,6 +120,7 @@ SamplingPanel::SamplingPanel(const SettingsCodec& codec, QWidget* parent) : QWid
   connect(pinSeed_, &QCheckBox::toggled, this, &SamplingPanel::onChanged);
   connect(order_, &QListWidget::itemChanged, this, &SamplingPanel::onChanged);
   connect(order_->model(), &QAbstractItemModel::rowsMoved, this, &SamplingPanel::onChanged);
+  connect(format_, &FormatBox::formatChanged, this, &SamplingPanel::onChanged);
   resetDefaults();
 }
 
@@ -188,6 +192,7 @@ QString SamplingPanel::settingsJson() const {
   for (int i = 0; i < order_->count(); ++i)
     if (order_->item(i)->checkState() == Qt::Checked) order << order_->item(i)->text();
   o.insert("order", order.join(','));
+  if (const QJsonObject format = format_->json(); !format.isEmpty()) o.insert("format", format);
   return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -203,6 +208,9 @@ SamplerChoice SamplingPanel::submitChoice(bool newSeed) {
     while (seed == old) seed = static_cast<int>(QRandomGenerator::global()->bounded(2147483647));
     seed_->setValue(seed);
   }
+  // The format is compiled again now (a check may still be waiting for the
+  // typing to pause): its error, if any, is on screen when the engine refuses.
+  if (format_->kind() != QLatin1String("none")) format_->checkNow(true);
   return choice();
 }
 
@@ -229,7 +237,9 @@ QString SamplingPanel::setSettingsJson(const QString& json) {
     item->setFlags(item->flags() | Qt::ItemIsUserCheckable | Qt::ItemIsDragEnabled);
     item->setCheckState(active.contains(item->text()) ? Qt::Checked : Qt::Unchecked);
   }
+  format_->setJson(o.value("format").toObject());
   base_ = o;
+  base_.remove("format");
   updating_ = false;
   onChanged();
   return {};

@@ -4,7 +4,9 @@
 // and presets saved / loaded as JSON files in the engine's
 // SamplerSettings JSON shape. Every change emits settingsChanged with the full
 // JSON, which MainWindow applies to the running request's next token. Below the
-// sliders, SpeculativeSettings picks the drafter for new requests.
+// sliders, FormatBox sets the format new requests must follow (the grammar
+// stage; checked as it is typed and again at submit) and SpeculativeSettings
+// picks the drafter for new requests.
 // Threads: UI thread.
 #pragma once
 
@@ -23,6 +25,7 @@ class QSpinBox;
 
 namespace gbui {
 
+class FormatBox;
 class SpeculativeSettings;
 
 class SamplingPanel : public QWidget {
@@ -48,6 +51,7 @@ class SamplingPanel : public QWidget {
   double value(const QString& key) const;
   QSlider* slider(const QString& key) const;
   SpeculativeSettings* speculative() const { return speculative_; }
+  FormatBox* format() const { return format_; }
 
  public slots:
   void savePreset();
@@ -75,8 +79,9 @@ class SamplingPanel : public QWidget {
   QListWidget* order_;
   QSpinBox* seed_;
   QCheckBox* pinSeed_;
+  FormatBox* format_;
   SpeculativeSettings* speculative_;
-  QJsonObject base_;     // fields without a widget (stop strings, logit bias ...)
+  QJsonObject base_;     // fields without a widget (stop strings, logit bias ...); "format" is format_'s
   bool updating_ = false;
 };
 

@@ -1,5 +1,6 @@
 #include "token_inspector_panel.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QHeaderView>
@@ -10,6 +11,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "chat/token_view.h"
 #include "session/session_model.h"
 
 namespace gbui {
@@ -31,6 +33,13 @@ TokenInspectorPanel::TokenInspectorPanel(SessionModel* model, QWidget* parent) :
   header_->setWordWrap(true);
   header_->setTextFormat(Qt::RichText);
   layout->addWidget(header_);
+  grammar_ = new QLabel;
+  grammar_->setObjectName(QStringLiteral("inspectorGrammar"));
+  grammar_->setWordWrap(true);
+  grammar_->setTextFormat(Qt::RichText);
+  grammar_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  grammar_->setVisible(false);
+  layout->addWidget(grammar_);
   auto* split = new QSplitter(Qt::Vertical);
   header_->setObjectName(QStringLiteral("inspectorHeader"));
   plot_ = new QCustomPlot;
@@ -83,6 +92,8 @@ void TokenInspectorPanel::clearView() {
   table_->setRowCount(0);
   table_->setColumnCount(0);
   header_->setText(tr("Click a generated token to inspect it."));
+  grammar_->clear();
+  grammar_->setVisible(false);
 }
 
 void TokenInspectorPanel::showToken(quint64 request, int index) {
@@ -91,6 +102,7 @@ void TokenInspectorPanel::showToken(quint64 request, int index) {
   shown_ = std::make_pair(request, index);
   branch_->setEnabled(!t->remote);
   showHeader(*t, request, index);
+  showGrammar(*t);
   plotCandidates(*t);
   fillTable(*t);
 }
@@ -135,6 +147,41 @@ void TokenInspectorPanel::showHeader(const UiToken& t, quint64 request, int inde
                      tr("<br><small><i>This token's candidates were dropped from memory: the workbench keeps them for "
                         "the last %1 tokens (setting session/detailedTokens). The session's trace file holds them.</i></small>")
                          .arg(model_->detailWindow()));
+}
+
+// Removed candidates: the grammar stage's count before minus after (before is
+// the previous stage's count, or every candidate when it runs first); with the
+// counts dropped from memory, every candidate minus the allowed tokens.
+void TokenInspectorPanel::showGrammar(const UiToken& t) {
+  if (!t.grammar) {
+    grammar_->clear();
+    grammar_->setVisible(false);
+    return;
+  }
+  const UiGrammarInfo& g = *t.grammar;
+  const int stage = static_cast<int>(t.stages.indexOf(QStringLiteral("grammar")));
+  int before = t.numCandidatesBefore, after = std::min(g.numAllowed, t.numCandidatesBefore);
+  if (stage >= 0 && stage < t.numAfterStage.size()) {
+    if (stage > 0) before = t.numAfterStage[stage - 1];
+    after = t.numAfterStage[stage];
+  }
+  // Small masses keep two significant digits: "0.0031%" says more than "0.0%".
+  const double percent = 100.0 * std::clamp(1.0 - static_cast<double>(g.massAllowed), 0.0, 1.0);
+  const QString forced = g.numAllowed == 1
+                             ? QStringLiteral(" &nbsp;<b style='color:%1'>%2</b>").arg(TokenView::forcedColor().darker(170).name(), tr("forced"))
+                             : QString();
+  grammar_->setText(tr("<b>grammar</b>: removed %1 of %2 candidates, %3% of the raw probability mass "
+                       "(%4 tokens allowed)%5<br><small>state: <code>%6</code></small>")
+                        .arg(std::max(0, before - after))
+                        .arg(before)
+                        .arg(percent >= 0.1 || percent == 0.0 ? QString::number(percent, 'f', 1) : QString::number(percent, 'g', 2))
+                        .arg(g.numAllowed)
+                        .arg(forced)
+                        .arg(g.state.isEmpty() ? tr("(not recorded)") : g.state.toHtmlEscaped()));
+  grammar_->setToolTip(tr("What the format's grammar stage did before this token was drawn. Mass removed: the raw "
+                          "softmax probability of the tokens the format forbids (how much the model wanted to leave "
+                          "the format). Forced: the format allowed only this token."));
+  grammar_->setVisible(true);
 }
 
 void TokenInspectorPanel::plotCandidates(const UiToken& t) {
@@ -244,7 +291,10 @@ void TokenInspectorPanel::fillTable(const UiToken& t) {
       for (int k = 0; k < col; ++k) table_->item(i, k)->setBackground(QColor(255, 220, 170));
   }
   for (int s = 0; s < t.stages.size() && !t.remote; ++s)
-    table_->horizontalHeaderItem(4 + s)->setToolTip(tr("probability after the %1 stage").arg(t.stages[s]));
+    table_->horizontalHeaderItem(4 + s)->setToolTip(
+        t.stages[s] == QLatin1String("grammar")
+            ? tr("probability after the grammar stage (0: the format forbids the token)")
+            : tr("probability after the %1 stage").arg(t.stages[s]));
   table_->resizeColumnsToContents();
 }
 

@@ -3,7 +3,10 @@
 // highlighted, removed ones marked with the stage that removed them), the
 // cumulative final distribution with the random draw, and a table with the
 // probability after every stage. Double-clicking a candidate (or "Branch")
-// asks to branch the conversation with that token (branchRequested).
+// asks to branch the conversation with that token (branchRequested). A token of
+// a request with a format gets a line on what the grammar stage did: the
+// candidates it removed, the raw probability mass it removed, "forced" when it
+// allowed one token only, and where the grammar stood.
 // Threads: UI thread.
 #pragma once
 
@@ -27,6 +30,7 @@ class TokenInspectorPanel : public QWidget {
 
   QTableWidget* table() const { return table_; }
   QCustomPlot* plot() const { return plot_; }
+  QLabel* grammarLabel() const { return grammar_; }
   std::optional<std::pair<RequestKey, int>> shownToken() const { return shown_; }
 
  public slots:
@@ -40,6 +44,8 @@ class TokenInspectorPanel : public QWidget {
  private:
   void clearView();
   void showHeader(const UiToken& t, quint64 request, int index);
+  // The grammar line (hidden for a token without grammar info).
+  void showGrammar(const UiToken& t);
   // Bars: raw probability (grey), final probability (blue), chosen (orange),
   // the cumulative curve and the random draw.
   void plotCandidates(const UiToken& t);
@@ -48,6 +54,7 @@ class TokenInspectorPanel : public QWidget {
   void fillTable(const UiToken& t);
   SessionModel* model_;
   QLabel* header_;
+  QLabel* grammar_;
   QCustomPlot* plot_;
   QTableWidget* table_;
   QPushButton* branch_;

@@ -28,6 +28,15 @@ struct SamplerChoice {
   bool ok() const { return settings != nullptr; }
 };
 
+// A request format (sampler settings' "format") checked by the engine's own
+// compilers, without a model: what submitting it would refuse, and where.
+struct FormatCheck {
+  QString error;             // "" = it compiles
+  int line = 0, column = 0;  // 1-based position in the text (0: the error names none)
+  int offset = -1;           // byte offset of that position in the UTF-8 text (-1: none)
+  bool ok() const { return error.isEmpty(); }
+};
+
 struct KvTypeOption {
   QString name;         // "f16", "q8_0", ...
   QString description;  // one line for tooltips
@@ -43,6 +52,10 @@ class SettingsCodec {
   virtual QString samplerJson(const SamplerChoice& choice, int indent) const = 0;
   // "" when the speculative spec parses ("" = off), else the engine's message.
   virtual QString validateSpeculative(const QString& spec) const = 0;
+  // `kind` is a format kind's JSON name ("none", "json", "json_schema", "gbnf",
+  // "regex"); `text` the grammar, schema or pattern. Bounded work (the
+  // compilers' limits): safe to call from the UI thread as the user types.
+  virtual FormatCheck checkFormat(const QString& kind, const QString& text) const = 0;
   // Every KV cache element type the engine offers, and the default one.
   virtual QVector<KvTypeOption> kvTypes() const = 0;
   virtual QString defaultKvType() const = 0;
