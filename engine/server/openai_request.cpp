@@ -5,10 +5,14 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "server/output_format.h"
+
 namespace gb::server {
 namespace {
 
-using nlohmann::json;
+// Ordered: a schema's and a tool's key order reach the grammar and the chat
+// template as the client wrote them.
+using ojson = nlohmann::ordered_json;
 using Outcome = std::optional<ApiError>;  // nullopt: the field was fine (or absent)
 
 // Deeper JSON than any request needs (a tool's JSON schema is the deepest
@@ -18,8 +22,8 @@ constexpr int kMaxJsonDepth = 64;
 
 // The string at obj[key], or nullptr when obj is not an object, the key is
 // absent or its value is not a string. Every read of an optional string goes
-// through this (json::value() throws when the value has another type).
-const std::string* string_at(const json& obj, const char* key) {
+// through this (ojson::value() throws when the value has another type).
+const std::string* string_at(const ojson& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
@@ -75,7 +79,7 @@ std::string range_text(const NumberField& f) {
   return std::string(f.lo_open ? "(" : "[") + num(f.lo) + ", " + num(f.hi) + "]";
 }
 
-Outcome apply_number_field(const json& body, const NumberField& f, SamplerSettings& s) {
+Outcome apply_number_field(const ojson& body, const NumberField& f, SamplerSettings& s) {
   auto it = body.find(f.name);
   if (it == body.end() || it->is_null()) return std::nullopt;
   const bool want_int = static_cast<bool>(f.integer);
@@ -89,7 +93,7 @@ Outcome apply_number_field(const json& body, const NumberField& f, SamplerSettin
   return std::nullopt;
 }
 
-Outcome parse_stop(const json& body, const ParseLimits& limits, SamplerSettings& s) {
+Outcome parse_stop(const ojson& body, const ParseLimits& limits, SamplerSettings& s) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) {
@@ -100,14 +104,14 @@ Outcome parse_stop(const json& body, const ParseLimits& limits, SamplerSettings&
   if (static_cast<int>(it->size()) > limits.max_stop)
     return bad_param("stop", "stop has " + std::to_string(it->size()) + " strings; at most " +
                                  std::to_string(limits.max_stop) + " are allowed");
-  for (const json& v : *it) {
+  for (const ojson& v : *it) {
     if (!v.is_string()) return bad_param("stop", "stop must be a string or an array of strings");
     if (!v.get<std::string>().empty()) s.stop_strings.push_back(v.get<std::string>());
   }
   return std::nullopt;
 }
 
-Outcome parse_token_id(const json& v, const std::string& param, const ParseLimits& limits, TokenId& out) {
+Outcome parse_token_id(const ojson& v, const std::string& param, const ParseLimits& limits, TokenId& out) {
   long long id = -1;
   if (v.is_number_integer()) {
     id = v.get<long long>();
@@ -130,14 +134,14 @@ Outcome parse_token_id(const json& v, const std::string& param, const ParseLimit
 }
 
 // {"50256": -100, "13": 2.5}: bias added to the logit; -100 bans the token.
-Outcome parse_logit_bias(const json& body, const ParseLimits& limits, SamplerSettings& s) {
+Outcome parse_logit_bias(const ojson& body, const ParseLimits& limits, SamplerSettings& s) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) return bad_param("logit_bias", "logit_bias must be an object mapping token ids to numbers");
   if (it->size() > 1024) return bad_param("logit_bias", "logit_bias has more than 1024 entries");
   for (auto [key, value] : it->items()) {
     TokenId id = 0;
-    if (Outcome e = parse_token_id(json(key), "logit_bias", limits, id)) return e;
+    if (Outcome e = parse_token_id(ojson(key), "logit_bias", limits, id)) return e;
     if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100)
       return bad_param("logit_bias", "logit_bias[" + key + "] must be a number in [-100, 100]");
     const float bias = value.get<double>() <= -100 ? -std::numeric_limits<float>::infinity()
@@ -147,7 +151,7 @@ Outcome parse_logit_bias(const json& body, const ParseLimits& limits, SamplerSet
   return std::nullopt;
 }
 
-Outcome parse_int(const json& body, const char* name, int lo, int hi, std::optional<int>& out) {
+Outcome parse_int(const ojson& body, const char* name, int lo, int hi, std::optional<int>& out) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) return bad_param(name, std::string(name) + " must be an integer");
@@ -161,7 +165,7 @@ Outcome parse_int(const json& body, const char* name, int lo, int hi, std::optio
   return std::nullopt;
 }
 
-Outcome parse_bool(const json& body, const char* name, bool& out) {
+Outcome parse_bool(const ojson& body, const char* name, bool& out) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_boolean()) return bad_param(name, std::string(name) + " must be true or false");
@@ -169,7 +173,7 @@ Outcome parse_bool(const json& body, const char* name, bool& out) {
   return std::nullopt;
 }
 
-Outcome parse_common(const json& body, const ParseLimits& limits, ApiRequest& r) {
+Outcome parse_common(const ojson& body, const ParseLimits& limits, ApiRequest& r) {
   if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return bad_param("model", "model must be a string");
     r.model = it->get<std::string>();
@@ -202,7 +206,7 @@ Outcome parse_common(const json& body, const ParseLimits& limits, ApiRequest& r)
   if (Outcome e = parse_logit_bias(body, limits, r.sampling)) return e;
   if (auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
     if (!it->is_array() || it->size() > 64) return bad_param("stop_token_ids", "stop_token_ids must be an array of at most 64 ids");
-    for (const json& v : *it) {
+    for (const ojson& v : *it) {
       TokenId id = 0;
       if (Outcome e = parse_token_id(v, "stop_token_ids", limits, id)) return e;
       r.sampling.stop_token_ids.push_back(id);
@@ -211,16 +215,16 @@ Outcome parse_common(const json& body, const ParseLimits& limits, ApiRequest& r)
   for (const char* name : refused_fields(r.endpoint))
     if (auto it = body.find(name); it != body.end() && !it->is_null())
       return bad_param(name, std::string(name) + " is not supported by this server");
-  return std::nullopt;
+  return parse_output_format(body, r);
 }
 
 // "prompt": "text" | ["text", ...] | [1, 2, 3] | [[1, 2], [3]]
-Outcome parse_prompts(const json& body, const ParseLimits& limits, ApiRequest& r) {
+Outcome parse_prompts(const ojson& body, const ParseLimits& limits, ApiRequest& r) {
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return bad_param("prompt", "prompt is required");
-  const auto ids_of = [&](const json& arr, PromptInput& p) -> Outcome {
+  const auto ids_of = [&](const ojson& arr, PromptInput& p) -> Outcome {
     p.is_ids = true;
-    for (const json& v : arr) {
+    for (const ojson& v : arr) {
       TokenId id = 0;
       if (!v.is_number_integer()) return bad_param("prompt", "prompt: a token-id array must hold only integers");
       if (Outcome e = parse_token_id(v, "prompt", limits, id)) return e;
@@ -243,7 +247,7 @@ Outcome parse_prompts(const json& body, const ParseLimits& limits, ApiRequest& r
   if (static_cast<int>(it->size()) > limits.max_prompts)
     return bad_param("prompt", "prompt has " + std::to_string(it->size()) + " entries; at most " +
                                    std::to_string(limits.max_prompts) + " are allowed");
-  for (const json& v : *it) {
+  for (const ojson& v : *it) {
     PromptInput p;
     if (v.is_string()) p.text = v.get<std::string>();
     else if (v.is_array() && !v.empty()) {
@@ -254,7 +258,7 @@ Outcome parse_prompts(const json& body, const ParseLimits& limits, ApiRequest& r
   return std::nullopt;
 }
 
-Outcome parse_completions(const json& body, const ParseLimits& limits, ApiRequest& r) {
+Outcome parse_completions(const ojson& body, const ParseLimits& limits, ApiRequest& r) {
   if (Outcome e = parse_prompts(body, limits, r)) return e;
   std::optional<int> logprobs, best_of;
   if (Outcome e = parse_int(body, "logprobs", 0, limits.max_top_logprobs, logprobs)) return e;
@@ -273,7 +277,7 @@ Outcome parse_completions(const json& body, const ParseLimits& limits, ApiReques
 }
 
 // "content": "text" | [{"type": "text", "text": "..."}, ...]
-Outcome parse_content(const json& m, const std::string& where, std::string& out) {
+Outcome parse_content(const ojson& m, const std::string& where, std::string& out) {
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) return std::nullopt;  // e.g. an assistant turn with no text
   if (it->is_string()) {
@@ -281,7 +285,7 @@ Outcome parse_content(const json& m, const std::string& where, std::string& out)
     return std::nullopt;
   }
   if (!it->is_array()) return bad_param(where + ".content", where + ".content must be a string or an array of text parts");
-  for (const json& part : *it) {
+  for (const ojson& part : *it) {
     const std::string* type = string_at(part, "type");
     const std::string* text = string_at(part, "text");
     if (type == nullptr || *type != "text" || text == nullptr)
@@ -293,27 +297,20 @@ Outcome parse_content(const json& m, const std::string& where, std::string& out)
 
 // chat_template_kwargs (an object: enable_thinking ...) and tools (a list of
 // function definitions) become variables of the model's chat template, as in
-// vLLM and llama-server; the tool calls themselves are the model's text.
-Outcome parse_template_vars(const json& body, ApiRequest& r) {
-  json vars = json::object();
+// vLLM and llama-server; tool_choice and parallel_tool_calls say how the answer
+// is read back (output_format.h).
+Outcome parse_template_vars(const ojson& body, ApiRequest& r) {
+  ojson vars = ojson::object();
   if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return bad_param("chat_template_kwargs", "chat_template_kwargs must be an object");
     vars = *it;
   }
-  if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) return bad_param("tools", "tools must be an array");
-    for (const json& t : *it)
-      if (!t.is_object()) return bad_param("tools", "every entry of tools must be an object");
-    if (!it->empty()) vars["tools"] = *it;
-  }
-  if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null())
-    if (!it->is_string() || (it->get<std::string>() != "auto" && it->get<std::string>() != "none"))
-      return bad_param("tool_choice", "tool_choice other than \"auto\" or \"none\" is not supported (no constrained decoding)");
+  if (Outcome e = parse_tools(body, r, vars)) return e;
   if (!vars.empty()) r.template_vars_json = vars.dump();
   return std::nullopt;
 }
 
-Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
+Outcome parse_chat(const ojson& body, const ParseLimits& limits, ApiRequest& r) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty())
     return bad_param("messages", "messages must be a non-empty array");
@@ -321,16 +318,17 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
     return bad_param("messages", "messages has " + std::to_string(it->size()) + " entries; at most " +
                                      std::to_string(limits.max_messages) + " are allowed");
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
+    const ojson& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return bad_param(where, where + " must be an object with a string role");
     const std::string* role = string_at(m, "role");
     if (role == nullptr) return bad_param(where + ".role", where + ".role must be a string");
-    ApiMessage msg{*role, ""};
+    ApiMessage msg{*role, "", ""};
     if (msg.role == "developer") msg.role = "system";
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       return bad_param(where + ".role", where + ".role '" + msg.role + "' is not one of system, developer, user, assistant, tool");
     if (Outcome e = parse_content(m, where, msg.content)) return e;
+    if (Outcome e = parse_message_tool_fields(m, where, msg)) return e;
     r.messages.push_back(std::move(msg));
   }
   if (Outcome e = parse_bool(body, "logprobs", r.logprobs)) return e;
@@ -338,11 +336,7 @@ Outcome parse_chat(const json& body, const ParseLimits& limits, ApiRequest& r) {
   if (Outcome e = parse_int(body, "top_logprobs", 0, limits.max_top_logprobs, top)) return e;
   if (top && !r.logprobs) return bad_param("top_logprobs", "top_logprobs requires logprobs to be true");
   r.top_logprobs = top.value_or(0);
-  if (Outcome e = parse_template_vars(body, r)) return e;
-  if (auto rf = body.find("response_format"); rf != body.end() && !rf->is_null())
-    if (const std::string* type = string_at(*rf, "type"); type == nullptr || *type != "text")
-      return bad_param("response_format", "response_format other than {\"type\": \"text\"} is not supported");
-  return std::nullopt;
+  return parse_template_vars(body, r);
 }
 
 }  // namespace
@@ -366,10 +360,10 @@ std::variant<ApiRequest, ApiError> parse_api_request(ApiEndpoint endpoint, std::
   // false) and the request refused, naming the top-level field they were in.
   std::string top_key, deep_key;
   bool too_deep = false;
-  const json j = json::parse(
+  const ojson j = ojson::parse(
       body,
-      [&](int depth, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::key && depth == 1) top_key = parsed.is_string() ? parsed.get<std::string>() : "";
+      [&](int depth, ojson::parse_event_t event, ojson& parsed) {
+        if (event == ojson::parse_event_t::key && depth == 1) top_key = parsed.is_string() ? parsed.get<std::string>() : "";
         if (depth <= kMaxJsonDepth) return true;
         if (!too_deep) deep_key = top_key;
         too_deep = true;

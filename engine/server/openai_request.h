@@ -8,9 +8,10 @@
 // typical_p, repetition_penalty (alias repeat_penalty), penalty_last_n,
 // dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
 // xtc_threshold, xtc_probability, ignore_eos, stop_token_ids. Unknown fields are
-// ignored (as vLLM does); fields we cannot honour (tool_choice other than
-// auto/none, suffix, response_format other than text ...) are refused rather
-// than ignored. Completions' `echo` is honoured for scoring: with `max_tokens` 0
+// ignored (as vLLM does); fields we cannot honour (suffix, functions, audio ...)
+// are refused rather than ignored. Structured output (response_format, grammar,
+// json_schema, guided_*; tools and tool_choice) is read by output_format.h into
+// sampling.format and `tools`. Completions' `echo` is honoured for scoring: with `max_tokens` 0
 // (and `logprobs` for the prompt tokens' log-probabilities, as vLLM answers).
 // Chat's `tools` and `chat_template_kwargs` reach the model's chat template.
 // Every read is type-checked, so any body gives a request or a 400, never an
@@ -37,6 +38,24 @@ enum class ApiEndpoint { Completions, ChatCompletions };
 struct ApiMessage {  // a message as the request carries it (the engine's is gb::ChatMessage)
   std::string role;     // "system" | "user" | "assistant" | "tool" ("developer" is read as "system")
   std::string content;  // text parts joined
+  // The message's tool fields for the chat template, as a JSON object text (""
+  // none): an assistant's tool_calls (arguments that are JSON object text
+  // become objects, as templates expect), a tool answer's tool_call_id and name.
+  std::string tool_fields_json;
+};
+
+// tool_choice: OpenAI's default is None without tools and Auto with them.
+enum class ToolChoice { None, Auto, Required, Named };
+
+struct ApiTools {
+  std::vector<std::string> names;  // the request's function names, in order ("" none)
+  ToolChoice choice = ToolChoice::None;
+  std::string forced_name;         // Named: the function the answer must call
+  bool parallel = false;           // parallel_tool_calls: true (a required answer may hold several calls)
+  // The answer is read back as tool calls (tools given, tool_choice not none).
+  bool parse_calls() const { return !names.empty() && choice != ToolChoice::None; }
+  // The grammar makes the answer a call from its first byte.
+  bool forced() const { return choice == ToolChoice::Required || choice == ToolChoice::Named; }
 };
 
 // One completions prompt: text, or token ids given by the client.
@@ -64,6 +83,11 @@ struct ApiRequest {
   // Chat: extra template variables as a JSON object text ("" none): the
   // request's chat_template_kwargs with its `tools` (a list) added.
   std::string template_vars_json;
+  ApiTools tools;                     // chat: tools, tool_choice, parallel_tool_calls
+  // The field sampling.format came from ("response_format", "grammar",
+  // "json_schema", "guided_*", "tool_choice"; "" when there is no format): a
+  // format the engine refuses at submit is a 400 naming it.
+  std::string format_param;
 };
 
 struct ParseLimits {

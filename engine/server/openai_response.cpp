@@ -18,14 +18,37 @@ json bytes_of(const std::string& s) {
   return out;
 }
 
+bool only_space(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// OpenAI's tool_calls entries; `indexed` adds each call's index (stream deltas).
+json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = json::object();
+    if (indexed) c["index"] = i;
+    c["id"] = calls[i].id;
+    c["type"] = "function";
+    c["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string openai_finish_reason(const std::string& engine_reason) {
   if (engine_reason == "max_tokens" || engine_reason == "length") return "length";
-  return "stop";  // stop token, stop string; cancelled requests are never answered
+  return "stop";  // stop token, stop string, grammar dead end; cancelled requests are never answered
 }
 
-ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)), choices_(meta_.num_choices) {}
+std::string hidden_finish_reason(const std::string& engine_reason) {
+  return engine_reason == "grammar_dead_end" ? engine_reason : std::string();
+}
+
+ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)), choices_(meta_.num_choices) {
+  if (meta_.endpoint == ApiEndpoint::ChatCompletions && meta_.tools.parse_calls())
+    for (Choice& c : choices_) c.tool_streamer.emplace(meta_.tools.names, meta_.tools.forced());
+}
 
 std::string ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lps, int64_t first_offset) const {
   if (meta_.endpoint == ApiEndpoint::ChatCompletions) {
@@ -72,6 +95,8 @@ std::string ResponseBuilder::chunk_json(int choice, const std::string& text, con
   }();
   c["logprobs"] = meta_.logprobs && !lps.empty() ? json::parse(logprobs_json(lps, offset)) : json(nullptr);
   c["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
+  if (!finish_reason.empty() && !choices_[choice].engine_reason.empty())
+    c["glassbox_finish_reason"] = choices_[choice].engine_reason;
   json j = {{"id", meta_.id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
             {"created", meta_.created}, {"model", meta_.model}, {"system_fingerprint", "glassbox-" GLASSBOX_VERSION},
             {"choices", json::array({c})}};
@@ -94,6 +119,7 @@ void ResponseBuilder::record(const ChoiceEvent& e, std::vector<TokenLogprob>* ne
   if (e.kind == ChoiceEvent::Kind::Finished && !c.finished) {
     c.finished = true;
     c.finish_reason = openai_finish_reason(e.finish_reason);
+    c.engine_reason = hidden_finish_reason(e.finish_reason);
     c.num_prompt_tokens = e.num_prompt_tokens;
     c.num_generated = e.num_generated;
     c.num_cached_tokens = e.num_cached_tokens;
@@ -113,8 +139,39 @@ std::string ResponseBuilder::stream(const std::vector<ChoiceEvent>& events) {
       out += sse(json::parse(api_error_json(ApiError{500, e.error, "server_error", "", "engine_error", 0})));
       continue;
     }
-    if (!e.text.empty() || !lps.empty()) out += chunk_json(e.choice, e.text, lps, "", false);
-    if (e.kind == ChoiceEvent::Kind::Finished) out += chunk_json(e.choice, "", {}, choices_[e.choice].finish_reason, false);
+    Choice& c = choices_.at(e.choice);
+    const std::string text = c.tool_streamer ? c.tool_streamer->feed(e.text) : e.text;
+    if (!text.empty() || !lps.empty()) out += chunk_json(e.choice, text, lps, "", false);
+    if (e.kind == ChoiceEvent::Kind::Finished) out += stream_finish(e.choice);
+  }
+  return out;
+}
+
+// The held-back content or the calls, then the finish chunk.
+std::string ResponseBuilder::stream_finish(int choice) {
+  Choice& c = choices_.at(static_cast<size_t>(choice));
+  std::string out;
+  if (c.tool_streamer) {
+    ParsedToolCalls parsed = c.tool_streamer->finish();
+    if (!parsed.content.empty() && !(only_space(parsed.content) && !parsed.calls.empty()))
+      out += chunk_json(choice, parsed.content, {}, "", false);
+    if (!parsed.calls.empty()) {
+      out += tool_calls_chunk(choice, parsed.calls);
+      c.finish_reason = "tool_calls";
+    }
+  }
+  return out + chunk_json(choice, "", {}, c.finish_reason, false);
+}
+
+std::string ResponseBuilder::tool_calls_chunk(int choice, const std::vector<ToolCall>& calls) const {
+  std::string out;
+  const json all = tool_calls_json(calls, true);
+  for (const json& call : all) {
+    json c = {{"index", choice}, {"delta", {{"tool_calls", json::array({call})}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    json j = {{"id", meta_.id}, {"object", "chat.completion.chunk"}, {"created", meta_.created}, {"model", meta_.model},
+              {"system_fingerprint", "glassbox-" GLASSBOX_VERSION}, {"choices", json::array({c})}};
+    if (meta_.include_usage) j["usage"] = nullptr;
+    out += sse(j);
   }
   return out;
 }
@@ -154,8 +211,20 @@ std::string ResponseBuilder::body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     json j = {{"index", i}, {"finish_reason", c.finish_reason}};
-    if (chat) j["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-    else j["text"] = c.text;
+    if (!c.engine_reason.empty()) j["glassbox_finish_reason"] = c.engine_reason;
+    if (chat) {
+      j["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (c.tool_streamer) {
+        ParsedToolCalls parsed = parse_tool_calls(c.text, meta_.tools.names);
+        if (!parsed.calls.empty()) {
+          j["message"]["content"] = only_space(parsed.content) ? json(nullptr) : json(parsed.content);
+          j["message"]["tool_calls"] = tool_calls_json(parsed.calls, false);
+          j["finish_reason"] = "tool_calls";
+        }
+      }
+    } else {
+      j["text"] = c.text;
+    }
     j["logprobs"] = meta_.logprobs ? json::parse(logprobs_json(c.logprobs, 0)) : json(nullptr);
     choices.push_back(std::move(j));
   }

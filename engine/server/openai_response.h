@@ -9,15 +9,27 @@
 // "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}. Usage
 // counts each prompt once (not once per choice) and reports the prompt tokens the
 // prefix cache served as prompt_tokens_details.cached_tokens.
+//
+// Chat with tools (ApiTools::parse_calls): each choice's answer is read back as
+// tool calls (tool_calls.h). Whole: message.tool_calls = [{"id", "type":
+// "function", "function": {"name", "arguments"}}], content the text around the
+// calls or null, finish_reason "tool_calls". Streamed: content is released as it
+// comes except from where a call may begin; at the end one chunk per call
+// (delta.tool_calls = [{"index", "id", "type", "function": {"name",
+// "arguments"}}], the whole arguments at once), then the finish chunk.
+// An answer the grammar cut off (engine reason "grammar_dead_end") finishes
+// "stop" with "glassbox_finish_reason": "grammar_dead_end" beside it.
 // Threads: one builder per request, used by its handler thread only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "server/openai_request.h"
 #include "server/request_channel.h"
+#include "server/tool_calls.h"
 
 namespace gb::server {
 
@@ -30,6 +42,7 @@ struct ResponseMeta {
   int n = 1;            // choices per prompt (choice i belongs to prompt i / n)
   bool logprobs = false;
   bool include_usage = false;
+  ApiTools tools;       // chat: read answers back as tool calls when tools.parse_calls()
 };
 
 class ResponseBuilder {
@@ -55,13 +68,17 @@ class ResponseBuilder {
   struct Choice {
     std::string text;
     std::vector<TokenLogprob> logprobs;
-    std::string finish_reason;  // OpenAI's: "stop" | "length"
+    std::string finish_reason;  // OpenAI's: "stop" | "length" | "tool_calls"
+    std::string engine_reason;  // the engine's, when OpenAI's hides it (grammar_dead_end)
+    std::optional<ToolCallStreamer> tool_streamer;  // streamed chat with tools
     int32_t num_prompt_tokens = 0, num_generated = 0, num_cached_tokens = 0;
     int64_t num_token_bytes = 0;  // text_offset of the next token (completions)
     bool finished = false;
   };
   std::string chunk_json(int choice, const std::string& text, const std::vector<TokenLogprob>& logprobs,
                          const std::string& finish_reason, bool role) const;
+  std::string tool_calls_chunk(int choice, const std::vector<ToolCall>& calls) const;
+  std::string stream_finish(int choice);
   void record(const ChoiceEvent& e, std::vector<TokenLogprob>* new_logprobs);
   std::string usage_json() const;
   std::string logprobs_json(const std::vector<TokenLogprob>& logprobs, int64_t first_offset) const;
@@ -73,7 +90,11 @@ class ResponseBuilder {
   std::string error_;
 };
 
-// The engine's finish reason as OpenAI spells it.
+// The engine's finish reason as OpenAI spells it: "length" for max_tokens and
+// the context, "stop" for the rest (grammar_dead_end included).
 std::string openai_finish_reason(const std::string& engine_reason);
+// The engine's reason when openai_finish_reason hides something a client should
+// know ("grammar_dead_end"), else "": sent as "glassbox_finish_reason".
+std::string hidden_finish_reason(const std::string& engine_reason);
 
 }  // namespace gb::server

@@ -278,7 +278,16 @@ std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::pr
     // The model's own chat template (built-in formats as the fallback), with
     // control tokens recognised only where the template wrote them.
     std::vector<gb::ChatMessage> messages;
-    for (const ApiMessage& m : r.messages) messages.push_back({m.role, m.content, {}});
+    for (size_t i = 0; i < r.messages.size(); ++i) {
+      const ApiMessage& m = r.messages[i];
+      gb::ChatMessage message{m.role, m.content, {}, {}};
+      if (!m.tool_fields_json.empty()) {
+        auto fields = json_to_value(m.tool_fields_json);
+        if (!fields) return bad_param("messages[" + std::to_string(i) + "]", "messages[" + std::to_string(i) + "]: " + fields.error().message);
+        message.fields = std::move(*fields);
+      }
+      messages.push_back(std::move(message));
+    }
     ChatRenderOptions options;  // chat_template_kwargs and tools: variables of the template
     if (!r.template_vars_json.empty()) {
       auto vars = json_to_value(r.template_vars_json);
@@ -357,15 +366,18 @@ http::Response OpenAiServer::Impl::handle_generate(ApiEndpoint endpoint, const h
     return error_reply({429, outcome.message, "rate_limit_error", "", "queue_full", config.retry_after_s});
   if (outcome.status == SubmitStatus::Unavailable)
     return error_reply({503, outcome.message, "server_error", "", "unavailable", config.retry_after_s});
-  if (outcome.status == SubmitStatus::Rejected)
-    return error_reply({400, outcome.message, "invalid_request_error", "", "rejected", 0});
+  if (outcome.status == SubmitStatus::Rejected) {
+    // A format only the vocabulary refuses (no token sequence satisfies it) is the field's fault.
+    const bool format = !r.format_param.empty() && outcome.message.find("format \"") != std::string::npos;
+    return error_reply({400, outcome.message, "invalid_request_error", format ? r.format_param : "", "rejected", 0});
+  }
 
   const bool chat = endpoint == ApiEndpoint::ChatCompletions;
   char id[40];
   std::snprintf(id, sizeof id, "%s-%llx%04llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(created),
                 static_cast<unsigned long long>(next_id++));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  ResponseMeta meta{endpoint, id, config.model_name, now, num_choices, r.n, r.logprobs, r.include_usage};
+  ResponseMeta meta{endpoint, id, config.model_name, now, num_choices, r.n, r.logprobs, r.include_usage, r.tools};
   auto ex = std::make_shared<Exchange>(Exchange{&hub, channel, outcome.ids, ResponseBuilder(meta), r.stream});
   http::Response res;
   res.set("Content-Type", r.stream ? "text/event-stream" : "application/json");

@@ -56,6 +56,8 @@ jinja::Value message_value(const ChatMessage& m) {
   d.dict->set(jinja::Value::from_string("content"), jinja::Value::from_string(m.content));
   if (!m.reasoning.empty())
     d.dict->set(jinja::Value::from_string("reasoning_content"), jinja::Value::from_string(m.reasoning));
+  if (m.fields.is_dict())
+    for (const auto& [k, v] : m.fields.dict->entries) d.dict->set(k, v);
   return d;
 }
 

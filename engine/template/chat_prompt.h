@@ -43,6 +43,9 @@ struct ChatMessage {
   std::string role;     // "system" | "user" | "assistant" | "tool"
   std::string content;
   std::string reasoning;  // the assistant's <think> text, passed as reasoning_content when non-empty
+  // More fields of the message as the template sees it (a Dict, or undefined):
+  // an assistant's tool_calls, a tool answer's tool_call_id and name (the server).
+  jinja::Value fields;
 };
 
 struct ChatPrompt {

@@ -131,7 +131,7 @@ GB_TEST(bad_values_name_their_parameter) {
   QCOMPARE(param_of(completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "stream": true})")), std::string("stream"));
   QCOMPARE(param_of(completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "n": 2})")), std::string("n"));
   QCOMPARE(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})")),
-           std::string("response_format"));
+           std::string("<accepted>"));  // structured output: test_output_format
   {
     auto ok = completions(R"({"prompt": "x", "echo": true, "max_tokens": 0, "logprobs": 5})");
     QVERIFY(std::holds_alternative<gb::server::ApiRequest>(ok));
@@ -141,7 +141,7 @@ GB_TEST(bad_values_name_their_parameter) {
                          "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto"})");
     QVERIFY(std::holds_alternative<gb::server::ApiRequest>(vars));
     QCOMPARE(std::get<gb::server::ApiRequest>(vars).template_vars_json,
-             std::string(R"({"enable_thinking":false,"tools":[{"function":{"name":"f"},"type":"function"}]})"));
+             std::string(R"({"enable_thinking":false,"tools":[{"type":"function","function":{"name":"f"}}]})"));
   }
   // Not JSON, or not an object: 400 without a parameter.
   for (const char* body : {"{", "[1, 2]", "", "null"}) {
@@ -198,8 +198,10 @@ GB_TEST(mistyped_fields_are_400s_naming_the_field) {
       {"prompt", "ifbo", 1},          {"logprobs", "sfbao", 1},    {"best_of", "sfbao", 1},
       {"echo", "sifao", 1},           {"suffix", "sifbao", 1},     {"messages", "sifbo", 2},
       {"logprobs", "sifao", 2},       {"top_logprobs", "sfbao", 2}, {"chat_template_kwargs", "sifba", 2},
-      {"tools", "sifbao", 2},         {"tool_choice", "sifbao", 2}, {"response_format", "sifbao", 2},
-      {"functions", "sifbao", 2},
+      {"tools", "sifbao", 2},         {"tool_choice", "sifbao", 2}, {"response_format", "sifbao", 3},
+      {"functions", "sifbao", 2},     {"parallel_tool_calls", "sifao", 2}, {"grammar", "ifbao", 3},
+      {"json_schema", "sifa", 3},     {"guided_json", "ifa", 3},   {"guided_regex", "ifbao", 3},
+      {"guided_grammar", "ifbao", 3}, {"guided_choice", "sifbao", 3},
   };
   int num_cases = 0;
   for (const Field& f : fields) {
