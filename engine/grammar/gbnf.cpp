@@ -80,6 +80,7 @@ class GbnfCompiler {
     g->source = std::string(text_);
     lay_out(*g);
     check_left_recursion(*g);
+    check_can_finish(*g);
     return g;
   }
 
@@ -564,6 +565,36 @@ class GbnfCompiler {
   }
 
   static std::string user_rule_name(const Grammar& g, uint32_t r) { return g.rules[r].name; }
+
+  // The start rule must derive some finite text: a rule can finish when one of
+  // its alternatives consists of bytes and rules that can finish (fixpoint).
+  // `root ::= "a" root` never can, and a request with it would only end at
+  // max_tokens: refused here.
+  void check_can_finish(const Grammar& g) {
+    std::vector<char> finishes(g.rules.size(), 0);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < g.rules.size(); ++r) {
+        if (finishes[r]) continue;
+        for (uint32_t p : g.rules[r].alternatives) {
+          bool all = true;
+          for (; g.elements[p].kind != GrammarElement::Kind::End; ++p)
+            if (g.elements[p].kind == GrammarElement::Kind::Rule && !finishes[g.elements[p].value]) {
+              all = false;
+              break;
+            }
+          if (all) {
+            finishes[r] = 1;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!finishes[g.root])
+      fail(defined_at_[g.root], "rule '" + g.rules[g.root].name +
+                                    "' can never finish: every alternative needs itself again (no finite text matches)");
+  }
 
   std::string_view text_;
   size_t pos_ = 0;

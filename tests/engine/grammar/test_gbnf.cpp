@@ -136,6 +136,8 @@ GB_TEST(gbnf_errors_name_the_position) {
       {"root ::= * \"a\"\n", 1, 10, "nothing to repeat"},
       {"root ::= <[1000]>\n", 1, 10, "token references"},
       {"root ::= \"\\uD800\"\n", 1, 11, "surrogate"},
+      {"root ::= \"a\" root\n", 1, 1, "can never finish"},
+      {"x ::= \"b\"\nroot ::= ( \"a\" root | x root )+\n", 2, 1, "can never finish"},
   };
   for (const Bad& b : bad) {
     GbnfError e;
