@@ -22,6 +22,9 @@ json token_entry(const TokenSampledEvent& t) {
   j["draw"] = r.draw;
   j["entropy"] = r.entropy_before;
   j["entropy_sampled"] = r.entropy_after;
+  j["sample_ms"] = r.sample_ms;  // this lane's own sampling time (its grammar mask included)
+  if (r.grammar) j["grammar"] = {{"mass_allowed", r.grammar->mass_allowed}, {"num_allowed", r.grammar->num_allowed},
+                                 {"forced", r.grammar->forced}};
   // [id, raw probability, probability after the chain] of the recorded candidates.
   json top = json::array();
   for (const CandidateRecord& c : r.top)

@@ -87,8 +87,8 @@ Status SamplerChain::run(std::span<const float> logits, std::span<const TokenId>
         case SamplerStage::Xtc: apply_xtc(set_, settings_.xtc, xtc_fired); break;
         case SamplerStage::Temperature: apply_temperature(set_, settings_.temperature); break;
         case SamplerStage::Grammar:
-          if (record) record_grammar(logits, *record);
           apply_token_mask(set_, grammar_mask_);
+          if (record) record_grammar(logits, s == 0, *record);
           break;
       }
     }
@@ -178,24 +178,6 @@ Result<std::vector<double>> SamplerChain::distribution(std::span<const float> lo
       out[static_cast<size_t>(set_.items[i].id)] += weights[fired] * probs_[i];
   }
   return out;
-}
-
-// Raw softmax mass (temperature 1, over every finite logit) of the tokens the
-// mask allows, and how many it allows: one pass over the mask's set bits.
-void SamplerChain::record_grammar(std::span<const float> logits, TokenRecord& record) const {
-  GrammarRecord g;
-  double mass = 0.0;
-  const size_t vocab = logits.size();
-  for (size_t w = 0; w < grammar_mask_.size(); ++w) {
-    for (uint64_t bits = grammar_mask_[w]; bits != 0; bits &= bits - 1) {
-      const size_t id = w * 64 + static_cast<size_t>(std::countr_zero(bits));
-      if (id >= vocab) break;
-      ++g.num_allowed;
-      if (logits[id] != -INFINITY) mass += std::exp(static_cast<double>(logits[id]) - raw_max_ - raw_log_z_);
-    }
-  }
-  g.mass_allowed = static_cast<float>(std::min(mass, 1.0));
-  record.grammar = std::move(g);  // the caller adds the grammar state's text
 }
 
 TokenId pick_from_distribution(std::span<const double> probs, double u) {

@@ -83,8 +83,10 @@ class SamplerChain {
   Status check_inputs(std::span<const float> logits, std::span<const TokenId> history) const;
   void begin_record(std::span<const float> logits, TokenRecord& record);
   void record_stage(size_t stage_index, bool active, TokenRecord& record);
-  void end_record(const TokenRecord& record);
-  void record_grammar(std::span<const float> logits, TokenRecord& record) const;  // leaves slot_of_id_ all -1 again
+  void end_record(const TokenRecord& record);  // leaves slot_of_id_ all -1 again
+  // After the grammar stage: TokenRecord::grammar's allowed mass and count.
+  // first_stage: the stage ran on the raw logits (set_ = the allowed ones).
+  void record_grammar(std::span<const float> logits, bool first_stage, TokenRecord& record) const;
   float final_entropy() const;                 // of probs_, the distribution sampled
   // 0-based rank of `id` among the raw logits (ties: lower id first).
   int32_t raw_rank(std::span<const float> logits, TokenId id, const TokenRecord& record) const;

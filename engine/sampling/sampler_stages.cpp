@@ -3,6 +3,7 @@
 #include "sampling/sampler_stages.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 
@@ -177,6 +178,23 @@ void apply_temperature(CandidateSet& set, float temperature) {
 }
 
 void apply_token_mask(CandidateSet& set, std::span<const uint64_t> mask) {
+  if (set.dense) {
+    // Id i at index i: walk the mask's set bits and compact forwards (the
+    // write index never passes the read index). Cost ~ survivors, no branch
+    // per candidate: a JSON position keeps a few dozen of 262,144.
+    const size_t n = set.items.size();
+    size_t out = 0;
+    for (size_t w = 0; w < mask.size() && w * 64 < n; ++w) {
+      for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1) {
+        const size_t id = w * 64 + static_cast<size_t>(std::countr_zero(bits));
+        if (id >= n) break;
+        set.items[out++] = set.items[id];
+      }
+    }
+    set.items.resize(out);
+    set.dense = out == n;
+    return;
+  }
   const size_t num_bits = mask.size() * 64;
   std::erase_if(set.items, [&](const Candidate& c) {
     const auto id = static_cast<size_t>(c.id);
