@@ -33,6 +33,12 @@ Utf8Step utf8_next(std::string_view text, size_t pos);
 // a byte that cannot lead (continuation bytes, 0xC0, 0xC1, 0xF5..0xFF).
 int utf8_sequence_length(uint8_t lead);
 
+// The UTF-8 encoding of code point `cp` (< 0x110000; surrogates are encoded
+// as they come, callers that must refuse them check first): writes 1-4 bytes
+// to `out` and returns how many; append_utf8 appends them to a string.
+int encode_utf8(uint32_t cp, uint8_t out[4]);
+void append_utf8(std::string& out, uint32_t cp);
+
 // U+FFFD REPLACEMENT CHARACTER, the stand-in for invalid bytes.
 inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";
 

@@ -139,7 +139,7 @@ std::string CodePointSet::gbnf_json_char() const {
   for (const CodePointRange& r : escaped.ranges_) {
     for (uint32_t cp = r.lo; cp <= r.hi; ++cp) {
       if (!out.empty()) out += " | ";
-      out += gbnf_quote(json_canonical_char(cp));
+      out += gbnf_literal(json_canonical_char(cp));
     }
   }
   return out;
@@ -172,41 +172,6 @@ std::string json_canonical_char(uint32_t cp) {
   return out;
 }
 
-std::string gbnf_quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02X", static_cast<unsigned>(byte));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 }  // namespace gb

@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"  // append_utf8
+#include "grammar/gbnf.h"  // gbnf_literal
+
 #include "grammar/utf8_ranges.h"  // CodePointRange
 
 namespace gb {
@@ -52,10 +55,5 @@ class CodePointSet {
 // The canonical JSON-string encoding of one code point: "\\\"" for '"', "\\n",
 // "\\u001f", or the UTF-8 bytes.
 std::string json_canonical_char(uint32_t cp);
-// `text` (raw bytes) as a GBNF string literal: printable ASCII as is, '"' and
-// '\' escaped, other bytes below 0x20 and 0x7f as \xHH, UTF-8 kept as text.
-std::string gbnf_quote(const std::string& text);
-// Appends the UTF-8 encoding of `cp` to `out`.
-void append_utf8(std::string& out, uint32_t cp);
 
 }  // namespace gb

@@ -277,7 +277,7 @@ class GbnfCompiler {
     const auto b = static_cast<uint8_t>(text_[pos_]);
     if (b == '\\') return parse_escape();
     if (b == '\n' || b == '\r') fail(pos_, "line break inside a literal or class (write \\n)");
-    const int length = utf8_sequence_length_of(b);
+    const int length = utf8_sequence_length(b);
     if (length == 0 || pos_ + static_cast<size_t>(length) > text_.size())
       fail(pos_, "invalid UTF-8 in the grammar text");
     uint32_t cp = length == 1 ? b : b & (0xFFu >> (length + 1));
@@ -289,14 +289,6 @@ class GbnfCompiler {
     if (!valid_scalar(cp) || utf8_length(cp) != length) fail(pos_, "invalid UTF-8 in the grammar text");
     pos_ += static_cast<size_t>(length);
     return cp;
-  }
-
-  static int utf8_sequence_length_of(uint8_t lead) {
-    if (lead < 0x80) return 1;
-    if (lead >= 0xC2 && lead <= 0xDF) return 2;
-    if (lead >= 0xE0 && lead <= 0xEF) return 3;
-    if (lead >= 0xF0 && lead <= 0xF4) return 4;
-    return 0;
   }
 
   uint32_t parse_escape() {

@@ -154,7 +154,7 @@ bool decode_utf8(const std::string& text, std::vector<uint32_t>& out) {
 std::string json_key_literal(const std::vector<uint32_t>& cps) {
   std::string text = "\"";
   for (const uint32_t cp : cps) text += json_canonical_char(cp);
-  return gbnf_quote(text + "\"");
+  return gbnf_literal(text + "\"");
 }
 
 // Lowercase letters, digits and '-' from a pointer's last token, for rule names.
@@ -845,7 +845,7 @@ class SchemaCompiler {
       CodePointSet other = CodePointSet::all();
       for (const auto& [cp, kid] : trie[i].kids) {
         other = other.minus(CodePointSet::single(cp));
-        body += (body.empty() ? "" : " | ") + gbnf_quote(json_canonical_char(cp)) + " " + name + "-k" + std::to_string(kid);
+        body += (body.empty() ? "" : " | ") + gbnf_literal(json_canonical_char(cp)) + " " + name + "-k" + std::to_string(kid);
       }
       if (!other.empty()) body += (body.empty() ? "" : " | ") + std::string("(") + other.gbnf_json_char() + ") " + rest;
       rules_.push_back(name + "-k" + std::to_string(i) + " ::= " + body + "\n");
@@ -965,7 +965,7 @@ class SchemaCompiler {
     const std::string w = ws();
     switch (v.type()) {
       case ojson::value_t::null:
-      case ojson::value_t::boolean: return gbnf_quote(v.dump());
+      case ojson::value_t::boolean: return gbnf_literal(v.dump());
       case ojson::value_t::string: {
         std::vector<uint32_t> cps;
         if (!decode_utf8(v.get<std::string>(), cps)) {

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/utf8.h"  // encode_utf8
+
 namespace gb {
 
 struct CodePointRange {
@@ -28,7 +30,6 @@ using Utf8ByteRun = std::vector<ByteRange>;  // one range per byte of the encodi
 
 inline bool valid_scalar(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
 inline int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
-int encode_utf8(uint32_t cp, uint8_t out[4]);  // returns the number of bytes
 
 // Sorted, merged (overlapping and adjacent ranges joined).
 std::vector<CodePointRange> normalize_ranges(std::vector<CodePointRange> ranges);

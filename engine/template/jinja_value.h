@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/utf8.h"  // append_utf8 (used throughout the interpreter)
+
 namespace gb::jinja {
 
 class Interpreter;
@@ -116,7 +118,6 @@ bool contains(const Value& haystack, const Value& needle);
 std::vector<std::string> code_points(std::string_view s);
 int64_t num_code_points(std::string_view s);
 uint32_t decode_code_point(std::string_view one_code_point);
-void append_utf8(std::string& out, uint32_t code_point);
 
 // Throws the error Jinja2 raises when an undefined value is used.
 [[noreturn]] void fail_undefined(const Value& v);
