@@ -27,16 +27,16 @@ SamplerSettings with_format(SamplerSettings s) {
 }  // namespace
 
 GB_TEST(grammar_stage_restricts_and_renormalizes) {
-  constexpr size_t kVocab = 111;
+  constexpr size_t kGrammarVocab = 111;
   std::mt19937 rng(5);
-  std::vector<double> p(kVocab);
+  std::vector<double> p(kGrammarVocab);
   for (double& x : p) x = 0.01 + std::uniform_real_distribution<double>(0, 1)(rng);
   double z = 0;
   for (double x : p) z += x;
   for (double& x : p) x /= z;
   const std::vector<float> logits = logits_from_probs(p);
   const std::vector<int> allowed = {0, 3, 63, 64, 65, 100, 110};
-  const std::vector<uint64_t> mask = mask_of(allowed, kVocab);
+  const std::vector<uint64_t> mask = mask_of(allowed, kGrammarVocab);
 
   SamplerChain chain(with_format(all_off()));
   QCOMPARE(chain.settings().order.front(), SamplerStage::Grammar);
@@ -45,7 +45,7 @@ GB_TEST(grammar_stage_restricts_and_renormalizes) {
   QVERIFY(dist.ok());
   double allowed_mass = 0;
   for (int id : allowed) allowed_mass += p[static_cast<size_t>(id)];
-  for (size_t i = 0; i < kVocab; ++i) {
+  for (size_t i = 0; i < kGrammarVocab; ++i) {
     const bool in = std::find(allowed.begin(), allowed.end(), static_cast<int>(i)) != allowed.end();
     const double want = in ? p[i] / allowed_mass : 0.0;
     QVERIFY2(std::abs((*dist)[i] - want) < 1e-5, std::to_string(i).c_str());
@@ -74,7 +74,7 @@ GB_TEST(grammar_stage_restricts_and_renormalizes) {
   auto d2 = topk.distribution(logits, {});
   QVERIFY(d2.ok());
   int support = 0;
-  for (size_t i = 0; i < kVocab; ++i)
+  for (size_t i = 0; i < kGrammarVocab; ++i)
     if ((*d2)[i] > 0) {
       ++support;
       QVERIFY(std::find(allowed.begin(), allowed.end(), static_cast<int>(i)) != allowed.end());
