@@ -10,8 +10,8 @@
 
 namespace gb {
 
-TokenTrie::TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenClass> classes)
-    : bytes_(bytes), classes_(std::move(classes)) {
+TokenTrie::TokenTrie(std::vector<std::string> bytes, std::vector<TokenClass> classes)
+    : bytes_(std::move(bytes)), classes_(std::move(classes)) {
   classes_.resize(bytes_.size(), TokenClass::Never);
   std::vector<TokenId> order;
   for (size_t t = 0; t < bytes_.size(); ++t) {

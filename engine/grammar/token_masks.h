@@ -41,7 +41,7 @@ enum class TokenClass : uint8_t { Text, EndOfGeneration, Never };
 class TokenTrie {
  public:
   // bytes[t]: token t's bytes as they appear in decoded text; classes[t] its class.
-  TokenTrie(const std::vector<std::string>& bytes, std::vector<TokenClass> classes);
+  TokenTrie(std::vector<std::string> bytes, std::vector<TokenClass> classes);
 
   int32_t vocab_size() const { return static_cast<int32_t>(classes_.size()); }
   size_t num_nodes() const { return byte_.size(); }

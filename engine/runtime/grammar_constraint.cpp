@@ -37,7 +37,7 @@ std::shared_ptr<const TokenTrie> make_token_trie(const Tokenizer& tokenizer) {
       bytes[i] = tokenizer.token_bytes(t);
     }
   }
-  return std::make_shared<TokenTrie>(bytes, std::move(classes));
+  return std::make_shared<TokenTrie>(std::move(bytes), std::move(classes));
 }
 
 Result<std::shared_ptr<CompiledFormat>> compile_format(const FormatSettings& format,
