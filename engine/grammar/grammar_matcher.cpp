@@ -14,7 +14,10 @@ GrammarSpace::GrammarSpace(std::shared_ptr<const Grammar> grammar) : grammar_(st
   nodes_.push_back({0, 0});  // node 0: the empty stack
   std::vector<uint32_t> stacks;
   const GrammarRule& root = grammar_->rules[grammar_->root];
-  for (uint32_t alt : root.alternatives) expand(alt, kEmptyStack, stacks);
+  expand_work_.clear();
+  for (auto it = root.alternatives.rbegin(); it != root.alternatives.rend(); ++it)
+    expand_work_.emplace_back(*it, kEmptyStack);
+  expand(stacks);
   start_ = status_.ok() ? intern_state(std::move(stacks)) : kDead;
 }
 
@@ -34,17 +37,24 @@ uint32_t GrammarSpace::node(uint32_t pos, uint32_t parent) {
 
 // Depth-first over (position, continuation) pairs with an explicit work list,
 // so a long run of returns through empty-matching rules cannot overflow the
-// C++ stack. Each pair is expanded once per call.
-void GrammarSpace::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out) {
+// C++ stack. The seeds are expand_work_'s pairs; each pair is expanded once
+// per call, however many seeds reach it (one seen set for all of them keeps
+// a transition linear in the pairs it reaches: a nullable repetition of many
+// copies reaches the same continuations from every copy).
+void GrammarSpace::expand(std::vector<uint32_t>& out) {
   const std::vector<GrammarElement>& el = grammar_->elements;
-  expand_work_.clear();
   expand_seen_.clear();
-  expand_work_.emplace_back(pos, parent);
   while (!expand_work_.empty()) {
     auto [p, par] = expand_work_.back();
     expand_work_.pop_back();
     const uint64_t key = (uint64_t{p} << 32) | par;
     if (!expand_seen_.insert(key).second) continue;
+    if (++work_ > kMaxWork) {
+      fail("building its states took more than " + std::to_string(kMaxWork) +
+           " expansion steps (the grammar is too ambiguous)");
+      expand_work_.clear();
+      return;
+    }
     const GrammarElement& e = el[p];
     if (e.kind == GrammarElement::Kind::End) {
       if (par == kEmptyStack) {
@@ -62,6 +72,7 @@ void GrammarSpace::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& 
     }
     if (expand_seen_.size() > 64 * kMaxStacks) {
       fail("a state expands to too many parse stacks (the grammar is too ambiguous)");
+      expand_work_.clear();
       return;
     }
   }
@@ -100,16 +111,15 @@ uint32_t GrammarSpace::compute_next(uint32_t state, uint8_t byte, uint32_t slot)
   if (!status_.ok()) return kDead;
   std::vector<uint32_t> out;
   const std::vector<GrammarElement>& el = grammar_->elements;
-  // states_ may grow (reallocate) while expanding: copy the stack list first.
-  const std::vector<uint32_t> stacks = states_[state].stacks;
-  for (uint32_t n : stacks) {
-    if (n == kEmptyStack) continue;
-    const Node nd = nodes_[n];
-    if (!grammar_->byte_sets[el[nd.pos].value].test(byte)) continue;
-    std::vector<uint32_t> part;
-    expand(nd.pos + 1, nd.parent, part);
-    out.insert(out.end(), part.begin(), part.end());
+  // Seeds first (states_ may grow while interning the result).
+  expand_work_.clear();
+  const std::vector<uint32_t>& stacks = states_[state].stacks;
+  for (auto it = stacks.rbegin(); it != stacks.rend(); ++it) {
+    if (*it == kEmptyStack) continue;
+    const Node nd = nodes_[*it];
+    if (grammar_->byte_sets[el[nd.pos].value].test(byte)) expand_work_.emplace_back(nd.pos + 1, nd.parent);
   }
+  expand(out);
   const uint32_t result = status_.ok() ? intern_state(std::move(out)) : kDead;
   states_[state].next[slot] = result;
   return result;
@@ -118,7 +128,8 @@ uint32_t GrammarSpace::compute_next(uint32_t state, uint8_t byte, uint32_t slot)
 uint32_t GrammarSpace::expanded_state(uint32_t n) {
   if (n == kEmptyStack) return intern_state({kEmptyStack});
   std::vector<uint32_t> out;
-  expand(nodes_[n].pos, nodes_[n].parent, out);
+  expand_work_.assign(1, {nodes_[n].pos, nodes_[n].parent});
+  expand(out);
   return status_.ok() ? intern_state(std::move(out)) : kDead;
 }
 

@@ -11,7 +11,7 @@
 //                stored by the byte's rank in the state's first-byte set.
 // Expansion (a Rule top becomes the first element of each alternative over a
 // continuation node) always ends because compile_gbnf refuses left recursion.
-// Limits: kMaxStacks per state, kMaxNodes / kMaxStates in all; past them the
+// Limits: kMaxStacks per state, kMaxNodes / kMaxStates / kMaxWork in all; past them the
 // space fails (status()) and next() returns kDead from then on.
 // Threads: one thread (not synchronized).
 #pragma once
@@ -38,12 +38,17 @@ class GrammarSpace {
   static constexpr size_t kMaxStacks = 1024;
   static constexpr size_t kMaxNodes = 8u << 20;
   static constexpr size_t kMaxStates = 2u << 20;
+  // Expansion steps over the space's life (every transition and frame built):
+  // bounds the time an adversarial grammar can take, whatever its shape.
+  static constexpr uint64_t kMaxWork = 16ull << 20;
 
   explicit GrammarSpace(std::shared_ptr<const Grammar> grammar);
 
   const Grammar& grammar() const { return *grammar_; }
   const std::shared_ptr<const Grammar>& grammar_ptr() const { return grammar_; }
   const Status& status() const { return status_; }
+  // Expansion steps taken so far (bounded by kMaxWork).
+  uint64_t work() const { return work_; }
 
   uint32_t start_state() const { return start_; }
   // The state of stack node `node` expanded (its top may be a Rule element);
@@ -108,8 +113,9 @@ class GrammarSpace {
   }
   uint32_t compute_next(uint32_t state, uint8_t byte, uint32_t slot);
   uint32_t node(uint32_t pos, uint32_t parent);
-  // Terminal stacks reached from "continue at pos over parent" (pos may be End: return to parent).
-  void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out);
+  // Terminal stacks reached from the seeds in expand_work_, each "continue at
+  // pos over parent" (pos may be End: return to parent); empties the list.
+  void expand(std::vector<uint32_t>& out);
   uint32_t intern_state(std::vector<uint32_t> stacks);
   void fail(std::string message);
 
@@ -122,6 +128,7 @@ class GrammarSpace {
   std::vector<std::pair<uint32_t, uint32_t>> expand_work_;  // scratch
   std::unordered_set<uint64_t> expand_seen_;                // scratch
   std::vector<uint32_t> position_rule_;                     // built on first describe
+  uint64_t work_ = 0;                                       // expansion steps so far (kMaxWork)
   uint32_t start_ = kDead;
 };
 

@@ -10,6 +10,7 @@
 #include "gb_test.h"
 #include "grammar/gbnf.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/grammar_space.h"
 #include "grammar/utf8_ranges.h"
 
 using namespace gb;
@@ -166,6 +167,27 @@ GB_TEST(gbnf_ambiguity_is_bounded) {
   QVERIFY(m.is_accepting());
   QVERIFY(m.status().ok());
   QVERIFY(!m.describe().empty());
+}
+
+// A nullable group repeated many times: after each byte the state holds a
+// stack in every copy, and every copy can skip to every later one. One byte
+// transition must expand each (position, continuation) pair once, not once
+// per stack that reaches it (that was quadratic: a fuzzed grammar of this
+// shape took 30 s for a dozen masks).
+GB_TEST(gbnf_nullable_repetition_is_linear_per_byte) {
+  auto g = gbnf_or_fail("root ::= ( \"a\" | [a-z]* ){300}\n");
+  auto space = std::make_shared<GrammarSpace>(g);
+  GrammarMatcher m(space);
+  const uint64_t start_work = space->work();
+  QVERIFY(m.accept_bytes("abcdefghij"));
+  QVERIFY(m.is_accepting());
+  QVERIFY(m.can_continue());
+  QVERIFY(space->status().ok());
+  QVERIFY(space->stacks(m.state()).size() >= 300);
+  // Each transition reaches about two pairs per copy; 300 stacks times 300
+  // copies each (the quadratic walk) would be ~90000 per byte.
+  const uint64_t per_byte = (space->work() - start_work) / 10;
+  if (per_byte > 4 * 600) qFatal("%llu expansion steps per byte", static_cast<unsigned long long>(per_byte));
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gb_test.h"
+#include "grammar/grammar_space.h"
 #include "grammar/token_masks.h"
 #include "model/gguf_vocabulary.h"
 #include "runtime/grammar_constraint.h"
@@ -61,12 +62,14 @@ void bench_format(const std::shared_ptr<const TokenTrie>& trie, const char* name
   }
   const TokenMaskStats& st = (*compiled)->masks->stats();
   std::printf("%-10s %5d masks: mean %6.1f us (first run %6.1f us over %d masks, later runs %5.1f us), max %.2f ms; "
-              "%llu frame walks, %llu dependent walks, %llu state-cache hits\n",
+              "%llu frame walks, %llu dependent walks, %llu state-cache hits, %llu expansion steps (limit %llu)\n",
               name, num_masks, 1000 * total_ms / num_masks, 1000 * first_ms / std::max(1, num_first), num_first,
               1000 * steady_ms / std::max(1, num_masks - num_first), max_ms,
               static_cast<unsigned long long>(st.num_frames_computed),
               static_cast<unsigned long long>(st.num_dependent_walks),
-              static_cast<unsigned long long>(st.num_state_cache_hits));
+              static_cast<unsigned long long>(st.num_state_cache_hits),
+              static_cast<unsigned long long>((*compiled)->space->work()),
+              static_cast<unsigned long long>(GrammarSpace::kMaxWork));
 }
 
 
