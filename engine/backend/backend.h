@@ -60,6 +60,16 @@ struct DeviceInfo {
   bool bf16_matmuls = false;
 };
 
+// What Backend::forward_capture records for one token of its step: the rows
+// the recipe's Capture steps hand over (layer_recipe.h, docs/inside.md), each
+// (num_layers, width) row-major, layer l at l x width; width is dim for the
+// residuals and num_heads x head_dim for the query. Layers the step does not
+// run (BatchLayout::num_layers) stay zero.
+struct CaptureRows {
+  int32_t token = 0;  // index into the batch's tokens
+  std::vector<float> layer_input, query, after_attention, layer_output;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -90,6 +100,25 @@ class Backend {
   // vocab_size logits per entry of batch.logit_token_indices into `logits`
   // (row-major, (num_logits, vocab_size)).
   virtual Status forward(const BatchLayout& batch, std::span<float> logits) = 0;
+
+  // forward() with the recipe's Capture steps recording token rows.token into
+  // `rows` (sized here). For inspection (runtime/inside.h), never on the hot
+  // path. Default: an error naming the backend.
+  virtual Status forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) {
+    (void)batch;
+    (void)logits;
+    (void)rows;
+    return make_error("the " + device_info().backend + " backend cannot capture layer rows");
+  }
+  // The model's epilogue (final norm, classifier, final soft-cap) over n
+  // residual rows x (n, dim): logits (n, vocab_size), each row what forward()
+  // gives for a token whose last residual is that row (the logit lens).
+  virtual Status epilogue_rows(std::span<const float> x, int32_t n, std::span<float> logits) {
+    (void)x;
+    (void)n;
+    (void)logits;
+    return make_error("the " + device_info().backend + " backend cannot run the epilogue on given rows");
+  }
 
   // Copies whole KV blocks (every layer of the group, K and V): pairs of
   // (source, destination) in that group's pool.

@@ -51,6 +51,7 @@ void BatchLayout::clear() {
   window_block_ids.clear();
   logit_token_indices.clear();
   num_layers = -1;
+  write_kv = true;
 }
 
 }  // namespace gb

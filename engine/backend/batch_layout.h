@@ -43,6 +43,10 @@ struct BatchLayout {
   // Run only the first num_layers layers, then the final norm and classifier
   // (self-drafting by layer skipping); -1 runs every layer.
   int32_t num_layers = -1;
+  // false: the KvWrite steps write nothing; the step's tokens must already be
+  // in the cache (an inspection re-running a computed position, which must not
+  // touch blocks others may share).
+  bool write_kv = true;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_seqs() const { return static_cast<int32_t>(seq_kv_len.size()); }

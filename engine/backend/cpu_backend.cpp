@@ -509,6 +509,7 @@ Status CpuBackend::rope(const RecipeStep& s) {
 // converted once to the pool's KV types (the weight-type table's quantize_row).
 Status CpuBackend::kv_write(const RecipeStep& s) {
   const BatchLayout& batch = *batch_;
+  if (!batch.write_kv) return {};
   const int64_t kv_dim = model_->config.kv_dim();
   uint8_t* kc = k_layer(s.layer);
   uint8_t* vc = v_layer(s.layer);
@@ -572,6 +573,62 @@ Status CpuBackend::residual_add(const RecipeStep& s) {
 Status CpuBackend::softcap(const RecipeStep& s) {
   kernels::softcap_inplace(buf(s.out), rows(s.out) * width(s.out), s.value);
   return {};
+}
+
+// One row of the step's buffer into the capture (forward_capture only).
+Status CpuBackend::capture(const RecipeStep& s) {
+  if (capture_ == nullptr) return {};
+  const int64_t w = width(s.in);
+  std::vector<float>* rows = nullptr;
+  switch (s.capture) {
+    case CapturePoint::LayerInput: rows = &capture_->layer_input; break;
+    case CapturePoint::Query: rows = &capture_->query; break;
+    case CapturePoint::AfterAttention: rows = &capture_->after_attention; break;
+    case CapturePoint::LayerOutput: rows = &capture_->layer_output; break;
+  }
+  const float* src = buf(s.in) + int64_t{capture_->token} * w;
+  std::copy(src, src + w, rows->data() + int64_t{s.layer} * w);
+  return {};
+}
+
+Status CpuBackend::forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) {
+  const ModelConfig& c = model_->config;
+  if (rows.token < 0 || rows.token >= batch.num_tokens())
+    return make_error("capture of token " + std::to_string(rows.token) + " of a step with " +
+                      std::to_string(batch.num_tokens()) + " tokens");
+  const auto layers = static_cast<size_t>(c.num_layers);
+  rows.layer_input.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+  rows.after_attention.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+  rows.layer_output.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+  rows.query.assign(layers * static_cast<size_t>(c.num_heads) * static_cast<size_t>(c.head_dim), 0.0f);
+  capture_ = &rows;
+  Status st = forward(batch, logits);
+  capture_ = nullptr;
+  return st;
+}
+
+// The epilogue over given rows: they become the X rows of a step of n tokens
+// whose logit rows are all of them, so the same steps (and kernels) as a
+// forward's last ones run.
+Status CpuBackend::epilogue_rows(std::span<const float> x, int32_t n, std::span<float> logits) {
+  const ModelConfig& c = model_->config;
+  if (n <= 0) return {};
+  GB_CHECK(x.size() >= static_cast<size_t>(n) * static_cast<size_t>(c.dim));
+  GB_CHECK(logits.size() >= static_cast<size_t>(n) * static_cast<size_t>(c.vocab_size));
+  BatchLayout rows;
+  rows.token_ids.assign(static_cast<size_t>(n), 0);
+  rows.positions.assign(static_cast<size_t>(n), 0);
+  for (int32_t i = 0; i < n; ++i) rows.logit_token_indices.push_back(i);
+  grow(x_, int64_t{n} * c.dim);
+  grow(proj_, int64_t{n} * c.dim);
+  grow(final_, int64_t{n} * c.dim);
+  std::copy(x.begin(), x.begin() + int64_t{n} * c.dim, x_.begin());
+  batch_ = &rows;
+  logits_ = logits.data();
+  Status st = run_steps(recipe_.epilogue, *this);
+  batch_ = nullptr;
+  logits_ = nullptr;
+  return st;
 }
 
 Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {

@@ -39,6 +39,8 @@ class CpuBackend final : public Backend, private LayerOps {
   bool supports_window_group() const override { return true; }
   void release_block_memory(std::span<const int32_t> blocks, KvGroup group) override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;
+  Status forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) override;
+  Status epilogue_rows(std::span<const float> x, int32_t n, std::span<float> logits) override;
   Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group) override;
   Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
                       std::span<float> v) const override;
@@ -66,6 +68,7 @@ class CpuBackend final : public Backend, private LayerOps {
   Status gated_activation(const RecipeStep& s) override;
   Status residual_add(const RecipeStep& s) override;
   Status softcap(const RecipeStep& s) override;
+  Status capture(const RecipeStep& s) override;
 
   // A recipe buffer of the current step: its data, row width and row count.
   float* buf(Buf b);
@@ -104,6 +107,7 @@ class CpuBackend final : public Backend, private LayerOps {
   // The step being run (set by forward for the recipe's operations).
   const BatchLayout* batch_ = nullptr;
   float* logits_ = nullptr;
+  CaptureRows* capture_ = nullptr;  // forward_capture's rows, else null (Capture steps do nothing)
 
   // Step activations, grown on demand and reused (num_tokens rows each).
   std::vector<float> x_;       // (num_tokens, dim) residual stream

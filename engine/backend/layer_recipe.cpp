@@ -37,9 +37,17 @@ RopeSpec rope_spec(const ModelConfig& c, int32_t layer) {
   return r;
 }
 
+RecipeStep capture(Buf in, CapturePoint point, int32_t layer) {
+  RecipeStep s = step(RecipeOp::Capture, in, Buf::None, WeightSlot::None, layer);
+  s.capture = point;
+  return s;
+}
+
 // Attention half: norm, q/k/v, biases, q/k norms, RoPE, KV write, attention,
-// output projection, optional post-norm, residual.
+// output projection, optional post-norm, residual; captures of the input
+// residual, the query and the residual after the block.
 void attention_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& out) {
+  out.push_back(capture(Buf::X, CapturePoint::LayerInput, l));
   out.push_back(norm(Buf::X, Buf::XB, WeightSlot::AttnNorm, l, c.rms_eps));
   RecipeStep qkv = step(RecipeOp::ProjectQkv, Buf::XB, Buf::None, c.fused_qkv ? WeightSlot::Wqkv : WeightSlot::None, l);
   qkv.fused = c.fused_qkv;
@@ -63,6 +71,7 @@ void attention_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& ou
     s.rope = rope_spec(c, l);
     out.push_back(s);
   }
+  out.push_back(capture(Buf::Q, CapturePoint::Query, l));
   out.push_back(step(RecipeOp::KvWrite, Buf::K, Buf::None, WeightSlot::None, l));
   RecipeStep att = step(RecipeOp::Attention, Buf::Q, Buf::Att, WeightSlot::None, l);
   att.attention = {c.attn_scale, c.attn_softcap, c.is_sliding(l) ? c.sliding_window : 0};
@@ -76,6 +85,7 @@ void attention_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& ou
     wo.accumulate = true;
     out.push_back(wo);
   }
+  out.push_back(capture(Buf::X, CapturePoint::AfterAttention, l));
 }
 
 // FFN half: norm, gate/up, gated activation, down, optional post-norm, residual.
@@ -96,6 +106,7 @@ void ffn_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& out) {
     down.accumulate = true;
     out.push_back(down);
   }
+  out.push_back(capture(Buf::X, CapturePoint::LayerOutput, l));
 }
 
 }  // namespace
@@ -131,8 +142,15 @@ ModelRecipe model_recipe(const ModelConfig& c) {
 std::string_view recipe_op_name(RecipeOp op) {
   static constexpr std::string_view names[kNumRecipeOps] = {
       "embed",   "scale",   "norm",      "norm_logit_rows", "project_qkv",     "add_bias",         "head_norm", "rope",
-      "kv_write", "attention", "project", "project_gate_up", "gated_activation", "residual_add", "softcap"};
+      "kv_write", "attention", "project", "project_gate_up", "gated_activation", "residual_add", "softcap",
+      "capture"};
   return names[static_cast<int>(op)];
+}
+
+std::string_view capture_point_name(CapturePoint p) {
+  static constexpr std::string_view names[kNumCapturePoints] = {"layer_input", "query", "after_attention",
+                                                                "layer_output"};
+  return names[static_cast<int>(p)];
 }
 
 std::string_view buf_name(Buf b) {
@@ -179,6 +197,9 @@ std::string describe_step(const RecipeStep& s) {
     case RecipeOp::GatedActivation:
       d += s.activation == FfnActivation::GeluTanh ? " gelu_tanh" : " silu";
       break;
+    case RecipeOp::Capture:
+      d += " " + std::string(capture_point_name(s.capture));
+      break;
     default: break;
   }
   return d;
@@ -202,6 +223,7 @@ Status run_steps(std::span<const RecipeStep> steps, LayerOps& ops) {
       case RecipeOp::GatedActivation: GB_TRY(ops.gated_activation(s)); break;
       case RecipeOp::ResidualAdd: GB_TRY(ops.residual_add(s)); break;
       case RecipeOp::Softcap: GB_TRY(ops.softcap(s)); break;
+      case RecipeOp::Capture: GB_TRY(ops.capture(s)); break;
     }
   }
   return {};

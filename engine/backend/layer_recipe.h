@@ -42,8 +42,19 @@ enum class RecipeOp : uint8_t {
   GatedActivation,  // out = act(gate) * up                           (SiLU: SwiGLU, GELU-tanh: GeGLU)
   ResidualAdd,      // out += in
   Softcap,          // out = value * tanh(out / value)                (Gemma 2's final logits)
+  Capture,          // hands one row of `in` to the backend's capture (see CapturePoint); a no-op unless
+                    // the step runs under Backend::forward_capture (backend.h, docs/inside.md)
 };
-inline constexpr int kNumRecipeOps = static_cast<int>(RecipeOp::Softcap) + 1;
+inline constexpr int kNumRecipeOps = static_cast<int>(RecipeOp::Capture) + 1;
+
+// Where a Capture step sits in a layer, and what it hands over.
+enum class CapturePoint : uint8_t {
+  LayerInput,      // X entering the layer (the residual stream)
+  Query,           // Q after biases, q-norm and RoPE: what the attention step scores with
+  AfterAttention,  // X after the attention block's residual add
+  LayerOutput,     // X leaving the layer
+};
+inline constexpr int kNumCapturePoints = static_cast<int>(CapturePoint::LayerOutput) + 1;
 
 enum class Buf : uint8_t { None, X, XB, Q, K, V, Att, Proj, Hidden, Final, Logits };
 
@@ -87,6 +98,7 @@ struct RecipeStep {
   bool accumulate = false;  // Project: out += in x W^T
   float value = 0.0f;       // Norm/HeadNorm eps, Scale factor, Softcap cap
   FfnActivation activation = FfnActivation::SiLU;
+  CapturePoint capture = CapturePoint::LayerInput;  // Capture
   RopeSpec rope;
   AttentionSpec attention;
 };
@@ -104,6 +116,7 @@ ModelRecipe model_recipe(const ModelConfig& c);
 std::string_view recipe_op_name(RecipeOp op);
 std::string_view buf_name(Buf b);
 std::string_view weight_slot_name(WeightSlot w);
+std::string_view capture_point_name(CapturePoint p);
 // "norm X->XB attn_norm eps 1e-05", for tests, docs and debugging.
 std::string describe_step(const RecipeStep& s);
 
@@ -128,6 +141,7 @@ class LayerOps {
   virtual Status gated_activation(const RecipeStep& s) = 0;
   virtual Status residual_add(const RecipeStep& s) = 0;
   virtual Status softcap(const RecipeStep& s) = 0;
+  virtual Status capture(const RecipeStep& s) = 0;
 };
 
 // Runs the steps in order through `ops`; stops at the first error.

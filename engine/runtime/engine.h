@@ -45,6 +45,7 @@
 #include "kv/kv_snapshot.h"
 #include "kv/request.h"
 #include "model/model.h"
+#include "runtime/inside.h"
 #include "sampling/sampler_settings.h"
 #include "speculative/speculative_config.h"
 #include "speculative/speculative_stats.h"
@@ -247,6 +248,15 @@ class Engine {
   // Drafted / accepted counts, acceptance by position, timings of a request
   // that asked for speculative decoding (also after it finished); else nullopt.
   std::optional<SpeculativeStats> speculative_stats(RequestId id) const;
+
+  // Inside the model at `position` of `tokens` (runtime/inside.h,
+  // docs/inside.md): tokens 0 .. position go in as an internal prefill-only
+  // request (prefix-cache hits reuse what the engine holds; the rest is
+  // prefilled), then that position's forward runs again with capture on,
+  // reading the cached K/V and writing none. Steps the engine meanwhile (other
+  // requests advance too). Errors: a position outside the tokens or the
+  // context, a backend that cannot capture.
+  Result<InsideReport> inspect(std::span<const TokenId> tokens, int32_t position, const InsideOptions& options);
 
  private:
   struct RequestState;

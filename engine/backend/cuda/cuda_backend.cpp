@@ -131,6 +131,24 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     return forward_inspect(batch, 0, {}, logits);
   }
 
+  // The capture steps copy their row to the host on the step's stream;
+  // forward_inspect drains it before returning.
+  Status forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) override {
+    const ModelConfig& c = config_;
+    if (rows.token < 0 || rows.token >= batch.num_tokens())
+      return make_error("capture of token " + std::to_string(rows.token) + " of a step with " +
+                        std::to_string(batch.num_tokens()) + " tokens");
+    const auto layers = static_cast<size_t>(c.num_layers);
+    rows.layer_input.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+    rows.after_attention.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+    rows.layer_output.assign(layers * static_cast<size_t>(c.dim), 0.0f);
+    rows.query.assign(layers * static_cast<size_t>(q_dim()), 0.0f);
+    capture_ = &rows;
+    Status st = forward(batch, logits);
+    capture_ = nullptr;
+    return st;
+  }
+
   Status forward_inspect(const BatchLayout& batch, int32_t top_n, std::span<LogitSummary> summaries,
                          std::span<float> logits) override {
     const size_t num_logits = static_cast<size_t>(batch.num_logits());
@@ -382,6 +400,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     return {};
   }
   Status kv_write(const RecipeStep& s) override {
+    if (!write_kv_) return {};
     const View k = view(Buf::K), v = view(Buf::V);
     GB_CUDA_TRY(cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
                                       metadata_.device().slot_mapping, k_plane(s.layer), v_plane(s.layer), stream_,
@@ -440,6 +459,21 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     GB_CUDA_TRY(cuda::launch_softcap(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
     return {};
   }
+  Status capture(const RecipeStep& s) override {
+    if (capture_ == nullptr) return {};
+    const View v = view(s.in);
+    std::vector<float>* rows = nullptr;
+    switch (s.capture) {
+      case CapturePoint::LayerInput: rows = &capture_->layer_input; break;
+      case CapturePoint::Query: rows = &capture_->query; break;
+      case CapturePoint::AfterAttention: rows = &capture_->after_attention; break;
+      case CapturePoint::LayerOutput: rows = &capture_->layer_output; break;
+    }
+    GB_CUDA_TRY(cudaMemcpyAsync(rows->data() + static_cast<size_t>(s.layer) * static_cast<size_t>(v.width),
+                                v.data + int64_t{capture_->token} * v.stride, static_cast<size_t>(v.width) * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+    return {};
+  }
 
   // Enqueues the whole forward pass; logits_ holds (num_logits, vocab) when the stream drains.
   Status run_step(const BatchLayout& batch) {
@@ -455,6 +489,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
                                    config_.kv_release_window(), stream_));
     num_seqs_ = batch.num_seqs();
     num_tokens_ = n;
+    write_kv_ = batch.write_kv;
     num_logits_ = batch.num_logits();
     GB_TRY(ensure_workspace(static_cast<size_t>(n), static_cast<size_t>(batch.num_logits())));
     if (metadata_.decode_only()) {
@@ -511,6 +546,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   ModelRecipe recipe_;
   int32_t num_seqs_ = 0;
   int32_t num_tokens_ = 0;  // of the step being run
+  bool write_kv_ = true;    // the step's BatchLayout::write_kv
+  CaptureRows* capture_ = nullptr;  // forward_capture's rows, else null
   int32_t num_logits_ = 0;
 
   KvPoolSpec pool_;

@@ -32,10 +32,12 @@ gb::ModelConfig llama_config() {
   return (*model)->config;
 }
 
-// Op names of a step list, space separated.
+// Op names of a step list, space separated, without the capture steps (see
+// capture_steps_sit_at_the_residual_and_query_points).
 std::string ops(const std::vector<gb::RecipeStep>& steps) {
   std::string s;
-  for (const gb::RecipeStep& st : steps) s += (s.empty() ? "" : " ") + std::string(gb::recipe_op_name(st.op));
+  for (const gb::RecipeStep& st : steps)
+    if (st.op != gb::RecipeOp::Capture) s += (s.empty() ? "" : " ") + std::string(gb::recipe_op_name(st.op));
   return s;
 }
 
@@ -70,7 +72,7 @@ GB_TEST(llama_layer_is_the_plain_block_with_residuals_folded_into_the_projection
   QVERIFY(wo.accumulate);
   QVERIFY(wo.weight == gb::WeightSlot::Wo);
   QCOMPARE(find(l1, gb::RecipeOp::GatedActivation).activation, gb::FfnActivation::SiLU);
-  QCOMPARE(gb::describe_step(l1.front()), std::string("norm X->XB attn_norm eps 1e-05"));
+  QCOMPARE(gb::describe_step(l1[1]), std::string("norm X->XB attn_norm eps 1e-05"));  // after the layer_input capture
 }
 
 GB_TEST(qwen2_row_adds_q_k_v_biases_and_neox_rope) {
@@ -122,8 +124,8 @@ GB_TEST(gemma2_has_post_norms_softcaps_gelu_scaled_embeddings_and_alternating_wi
     QVERIFY(att.attention.scale > 0.0f);
     QVERIFY(find(steps, gb::RecipeOp::Project, gb::Buf::Proj).weight == gb::WeightSlot::Wo);
     QCOMPARE(find(steps, gb::RecipeOp::GatedActivation).activation, gb::FfnActivation::GeluTanh);
-    QVERIFY(steps[7].weight == gb::WeightSlot::PostAttnNorm);
-    QVERIFY(steps[13].weight == gb::WeightSlot::PostFfnNorm);
+    QVERIFY(steps[9].weight == gb::WeightSlot::PostAttnNorm);  // counting the two capture steps before it
+    QVERIFY(steps[16].weight == gb::WeightSlot::PostFfnNorm);
   }
 }
 
@@ -170,4 +172,35 @@ GB_TEST(mistral_slides_every_layer) {
 GB_TEST(every_op_has_a_name) {
   for (int op = 0; op < gb::kNumRecipeOps; ++op)
     QVERIFY(!gb::recipe_op_name(static_cast<gb::RecipeOp>(op)).empty());
+}
+
+// Every layer of every architecture hands over, in this order: the residual
+// entering it (before its first norm), the query after RoPE (before the KV
+// write and the attention that reads it), the residual after the attention
+// block's residual add and the residual leaving it (its last step).
+GB_TEST(capture_steps_sit_at_the_residual_and_query_points) {
+  std::vector<gb::ModelConfig> configs = {llama_config()};
+  for (const char* name : {"qwen3", "mistral", "gemma2", "gemma3", "phi3"}) configs.push_back(arch_config(name));
+  for (const gb::ModelConfig& c : configs) {
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      const auto steps = gb::layer_recipe(c, l);
+      std::vector<size_t> at;
+      for (size_t i = 0; i < steps.size(); ++i)
+        if (steps[i].op == gb::RecipeOp::Capture) at.push_back(i);
+      QCOMPARE(at.size(), size_t{4});
+      const auto point = [&](size_t k) { return steps[at[k]].capture; };
+      QCOMPARE(at[0], size_t{0});
+      QVERIFY(point(0) == gb::CapturePoint::LayerInput && steps[at[0]].in == gb::Buf::X);
+      QVERIFY(point(1) == gb::CapturePoint::Query && steps[at[1]].in == gb::Buf::Q);
+      QVERIFY(steps[at[1] - 1].op == gb::RecipeOp::Rope && steps[at[1] + 1].op == gb::RecipeOp::KvWrite);
+      QVERIFY(point(2) == gb::CapturePoint::AfterAttention && steps[at[2]].in == gb::Buf::X);
+      // Right after the step that adds the attention block into X.
+      const gb::RecipeStep& before = steps[at[2] - 1];
+      QVERIFY(before.out == gb::Buf::X && (before.op == gb::RecipeOp::ResidualAdd || before.accumulate));
+      QCOMPARE(steps[at[2] + 1].weight, gb::WeightSlot::FfnNorm);
+      QVERIFY(point(3) == gb::CapturePoint::LayerOutput && at[3] == steps.size() - 1);
+      for (size_t k : at) QCOMPARE(steps[k].layer, l);
+    }
+  }
+  QCOMPARE(gb::describe_step(gb::layer_recipe(configs[0], 0).front()), std::string("capture X->- layer_input"));
 }
