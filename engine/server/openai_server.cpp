@@ -20,6 +20,7 @@
 #include "runtime/make_backend.h"
 #include "runtime/text_scorer.h"
 #include "server/http_server.h"
+#include "server/inspect_request.h"
 #include "server/openai_response.h"
 #include "template/chat_template.h"
 
@@ -147,6 +148,7 @@ struct OpenAiServer::Impl {
   // the same queue limit as generation (ServeHub::max_queue), so an echo flood
   // gets 429 like any other.
   std::atomic<int32_t> echo_waiting{0};
+  std::atomic<bool> inspect_busy{false};  // an inspection is waiting for the engine thread
 
   Impl(ServeHub& w, std::shared_ptr<const Model> m, std::shared_ptr<const Tokenizer> t, ServerConfig c)
       : hub(w), model(std::move(m)), tokenizer(std::move(t)),
@@ -162,6 +164,7 @@ struct OpenAiServer::Impl {
   http::Response handle(const http::Request& req);
   http::Response route(const http::Request& req);
   http::Response handle_generate(ApiEndpoint endpoint, const http::Request& req);
+  http::Response handle_inspect(const http::Request& req);
   http::Response handle_echo(const ApiRequest& r);
   std::variant<json, ApiError> echo_choice(const std::vector<TokenId>& ids, const std::string& text, int index,
                                            int top_n);
@@ -216,7 +219,8 @@ std::optional<ApiError> check_request_head(const ServerConfig& config, int port,
     return ApiError{403, "requests from the web origin '" + origin + "' are not allowed (--allow-origin ORIGIN allows one)",
                     "invalid_request_error", "", "origin_not_allowed", 0};
   // A browser's CORS preflight carries no credentials: it is answered without a key.
-  bool ok = config.api_keys.empty() || req.path.rfind("/v1/", 0) != 0 || req.method == "OPTIONS";
+  const bool api_path = req.path.rfind("/v1/", 0) == 0 || req.path.rfind("/glassbox/", 0) == 0;
+  bool ok = config.api_keys.empty() || !api_path || req.method == "OPTIONS";
   const std::string token = bearer_token(req);
   for (const std::string& key : config.api_keys) ok |= same_key(token, key);
   if (ok) return std::nullopt;
@@ -254,8 +258,9 @@ http::Response OpenAiServer::Impl::route(const http::Request& req) {
   }
   if (req.method == "POST" && path == "/v1/completions") return handle_generate(ApiEndpoint::Completions, req);
   if (req.method == "POST" && path == "/v1/chat/completions") return handle_generate(ApiEndpoint::ChatCompletions, req);
+  if (req.method == "POST" && path == "/glassbox/v1/inspect") return handle_inspect(req);
   // CORS preflight from an allowed origin (check() refused the others).
-  if (req.method == "OPTIONS" && path.rfind("/v1/", 0) == 0) {
+  if (req.method == "OPTIONS" && (path.rfind("/v1/", 0) == 0 || path.rfind("/glassbox/", 0) == 0)) {
     http::Response res;
     res.status = 204;
     res.set("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
@@ -266,6 +271,22 @@ http::Response OpenAiServer::Impl::route(const http::Request& req) {
     return res;
   }
   return error_reply({404, "unknown request URL: " + req.method + " " + path, "invalid_request_error", "", "unknown_url", 0});
+}
+
+// One inspection at a time waits for the engine thread; more get 429 (each
+// one is a prefill and a lens over the whole vocabulary per layer).
+http::Response OpenAiServer::Impl::handle_inspect(const http::Request& req) {
+  const EngineInfo& info = hub.info();
+  auto parsed = parse_inspect_request(req.body, *tokenizer, info.vocab_size, info.max_context);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return error_reply(*e);
+  InspectRequest& r = std::get<InspectRequest>(parsed);
+  if (inspect_busy.exchange(true))
+    return error_reply({429, "an inspection is already running; retry when it is done", "rate_limit_error", "",
+                        "inspect_busy", 1});
+  Result<std::string> out = hub.inspect(std::move(r.tokens), r.position, r.options);
+  inspect_busy = false;
+  if (!out) return error_reply({400, out.error().message, "invalid_request_error", "", "inspect_failed", 0});
+  return json_reply(*out);
 }
 
 std::variant<std::vector<std::vector<TokenId>>, ApiError> OpenAiServer::Impl::prompt_ids(const ApiRequest& r) const {

@@ -70,6 +70,26 @@ void ServeHub::cancel(std::vector<RequestId> ids) {
   if (!ids.empty()) post(CancelCommand{std::move(ids)});
 }
 
+Result<std::string> ServeHub::inspect(std::vector<TokenId> tokens, int32_t position, InsideOptions options) {
+  auto handover = std::make_shared<Handover>();
+  InspectCommand command{std::move(tokens), position, options, handover, {}};
+  std::future<Result<std::string>> done = command.done.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || !healthy_) return make_error("the server is shutting down or its engine failed");
+    commands_.push_back(std::move(command));
+  }
+  if (wake_) wake_();
+  if (done.wait_for(config_.submit_timeout) != std::future_status::ready) {
+    std::unique_lock lock(handover->mutex);
+    if (!handover->taken) {
+      handover->abandoned = true;
+      return make_error("the engine did not take the inspection in time");
+    }
+  }
+  return done.get();
+}
+
 void ServeHub::run_commands(Engine& engine) {
   std::vector<Command> commands;
   {
@@ -84,6 +104,17 @@ void ServeHub::run_commands(Engine& engine) {
         s->handover->taken = true;
       }
       s->done.set_value(handle_submit(engine, *s));
+      continue;
+    }
+    if (auto* in = std::get_if<InspectCommand>(&c)) {
+      {
+        std::lock_guard lock(in->handover->mutex);
+        if (in->handover->abandoned) continue;
+        in->handover->taken = true;
+      }
+      Result<InsideReport> report = engine.inspect(in->tokens, in->position, in->options);
+      if (report) in->done.set_value(inside_to_json(*report, engine.tokenizer()));
+      else in->done.set_value(report.error());
       continue;
     }
     for (RequestId id : std::get<CancelCommand>(c).ids)
@@ -201,6 +232,11 @@ void ServeHub::fail_all(Engine& engine, const std::string& message, bool unhealt
       if (s->handover->abandoned) continue;
       s->handover->taken = true;
       s->done.set_value({SubmitStatus::Unavailable, message, {}});
+    } else if (auto* in = std::get_if<InspectCommand>(&c)) {
+      std::lock_guard lock(in->handover->mutex);
+      if (in->handover->abandoned) continue;
+      in->handover->taken = true;
+      in->done.set_value(make_error(message));
     }
   std::vector<RequestId> ids;
   for (auto& [id, live] : live_) {

@@ -83,6 +83,10 @@ class ServeHub {
   SubmitOutcome submit(std::vector<ChoiceSubmission> items, std::shared_ptr<RequestChannel> channel);
   // Cancels the requests that are still live; their blocks are freed at once.
   void cancel(std::vector<RequestId> ids);
+  // Engine::inspect on the engine thread (docs/inside.md): the report's JSON,
+  // or why not. Blocks until the engine thread answered (or did not take it
+  // within submit_timeout).
+  Result<std::string> inspect(std::vector<TokenId> tokens, int32_t position, InsideOptions options);
 
   const EngineInfo& info() const { return info_; }
   ServerMetrics& metrics() { return metrics_; }
@@ -114,7 +118,14 @@ class ServeHub {
   struct CancelCommand {
     std::vector<RequestId> ids;
   };
-  using Command = std::variant<SubmitCommand, CancelCommand>;
+  struct InspectCommand {
+    std::vector<TokenId> tokens;
+    int32_t position = 0;
+    InsideOptions options;
+    std::shared_ptr<Handover> handover;
+    std::promise<Result<std::string>> done;
+  };
+  using Command = std::variant<SubmitCommand, CancelCommand, InspectCommand>;
   struct Live {  // engine thread only
     std::shared_ptr<RequestChannel> channel;
     int choice = 0;
