@@ -11,6 +11,7 @@
 #include "cli/command_registry.h"
 #include "cli/model_session.h"
 #include "cli/remote_compare.h"
+#include "cli/sampler_options.h"
 #include "runtime/comparison.h"
 #include "runtime/comparison_json.h"
 #include "runtime/engine.h"

@@ -54,7 +54,8 @@ int32_t KvCacheManager::num_releasable_blocks(int32_t num_computed) const {
 }
 
 void KvCacheManager::release_out_of_window(RequestId id, BlockTable& t) {
-  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());
+  const int32_t lag = hold_last_window_.contains(id) ? 1 : 0;
+  const int32_t target = std::min(num_releasable_blocks(std::max(0, t.num_computed - lag)), t.num_blocks());
   for (; t.num_released < target; ++t.num_released) {
     BlockId& b = t.blocks[static_cast<size_t>(t.num_released)];
     pool_.release(b, id, KvEventKind::WindowReleased);
@@ -368,6 +369,7 @@ void KvCacheManager::free_request(RequestId id) {
   for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it)
     if (*it != kReleasedBlock) pool_.release(*it, id);
   tables_.erase(id);
+  hold_last_window_.erase(id);
 }
 
 KvSnapshot KvCacheManager::snapshot() const {

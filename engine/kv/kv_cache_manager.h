@@ -65,6 +65,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kv/block_pool.h"
@@ -149,6 +150,12 @@ class KvCacheManager {
   // next write if someone else still holds it).
   void truncate(RequestId id, int32_t num_tokens);
   void free_request(RequestId id);
+  // With a sliding window: `id` (from now until it is freed) releases blocks
+  // as if its next query were one position earlier, so the window of its last
+  // computed position stays readable (an inspection re-runs that position,
+  // runtime/inside.h). Without a window nothing changes.
+  void hold_last_window(RequestId id) { hold_last_window_.insert(id); }
+  void end_hold_last_window(RequestId id) { hold_last_window_.erase(id); }  // also done by free_request
   // Evicts the least recently freed cached block. False when none is cached.
   bool evict_lru_cached() { return pool_.evict_lru_cached(); }
 
@@ -200,6 +207,7 @@ class KvCacheManager {
   int32_t sliding_window_ = 0;
   bool follower_ = false;
   std::unordered_map<RequestId, BlockTable> tables_;
+  std::unordered_set<RequestId> hold_last_window_;  // see hold_last_window()
   std::unordered_map<RequestId, std::vector<BlockId>> lookahead_;  // lent blocks, by holder
   int32_t num_lookahead_ = 0;       // the reserve's size
   int32_t num_lookahead_held_ = 0;  // blocks lent now

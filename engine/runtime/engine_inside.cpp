@@ -70,12 +70,18 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
   Result<RequestId> submitted = submit(std::move(r));
   if (!submitted) return make_error("inspect: " + submitted.error().message);
   const RequestId id = *submitted;
+  // Keep the window of position p (the sliding window would release it as
+  // soon as p is computed: the next query, p + 1, no longer reads p - W + 1).
+  scheduler_->kv_cache().hold_last_window(id);
+  if (KvCacheManager* w = scheduler_->window_kv_cache()) w->hold_last_window(id);
   struct Release {
     Engine& e;
     RequestId id;
     ~Release() {
       if (e.is_live(id)) e.cancel(id);
       e.release(id);
+      e.scheduler_->kv_cache().end_hold_last_window(id);
+      if (KvCacheManager* w = e.scheduler_->window_kv_cache()) w->end_hold_last_window(id);
     }
   } release_guard{*this, id};
   while (is_live(id)) {
