@@ -128,8 +128,9 @@ def step_record(row):
     return {"top_ids": s["top_ids"], "top_logits": [float("%.7g" % x) for x in s["top_logits"]], "margin": s["margin"]}
 
 
-def make(arch, cli, out_dir, work):
-    seed, lengths = ARCHS[arch]
+def build_synth(arch, cli, work):
+    """Writes the synth GGUF of `arch` into `work` and returns (path, reader, HF class, float32 HF model, unused)."""
+    seed, _ = ARCHS[arch]
     path = os.path.join(work, arch + ".gguf")
     subprocess.run([cli, "synth", "--arch", arch, "--seed", str(seed), "--out", path], check=True)
     r = gguf.GGUFReader(path)
@@ -142,10 +143,22 @@ def make(arch, cli, out_dir, work):
     assert not missing and not unexpected, (missing, unexpected)
     if cfg.tie_word_embeddings:
         model.tie_weights()
+    return path, r, cls, model, unused
+
+
+def prompt_ids(arch, vocab_size):
+    """The prompts of `arch`: random ids >= 3 drawn from its seed, in ARCHS order."""
+    seed, lengths = ARCHS[arch]
     g = np.random.default_rng(seed)
+    return [[int(x) for x in g.integers(3, vocab_size, n)] for n in lengths]
+
+
+def make(arch, cli, out_dir, work):
+    seed, lengths = ARCHS[arch]
+    path, r, cls, model, unused = build_synth(arch, cli, work)
+    cfg = model.config
     prompts = []
-    for i, n in enumerate(lengths):
-        ids = [int(x) for x in g.integers(3, cfg.vocab_size, n)]
+    for i, ids in enumerate(prompt_ids(arch, cfg.vocab_size)):
         pl, gen, gl = gbfix.ref_forward(model, ids, n_gen=N_GEN)
         if 1 in gen:  # the engine stops at BOS (1) whatever ignore_eos says: choose another seed
             raise SystemExit(f"{arch}: greedy path reaches BOS; pick another seed")
