@@ -17,7 +17,11 @@ mutations=(
   # (a truncation into a shared block) is not copied first.
   "engine/kv/kv_cache_manager.cpp|    if (pool_.block(last).ref_count > 1) {|    if (pool_.block(last).ref_count > 2) {|glassbox_tests_engine_kv|kv_cache_manager_test"
   # The window group releases a block one step too early (a slot still read).
-  "engine/kv/kv_cache_manager.cpp|  const int32_t target = std::min(num_releasable_blocks(t.num_computed), t.num_blocks());|  const int32_t target = std::min(num_releasable_blocks(t.num_computed + (follower_ ? 1 : 0)), t.num_blocks());|glassbox_tests_engine_kv|window_group_test"
+  "engine/kv/kv_cache_manager.cpp|  const int32_t target = std::min(num_releasable_blocks(std::max(0, t.num_computed - lag)), t.num_blocks());|  const int32_t target = std::min(num_releasable_blocks(std::max(0, t.num_computed - lag) + (follower_ ? 1 : 0)), t.num_blocks());|glassbox_tests_engine_kv|window_group_test"
+  # An inspection's window is released under it (the position's first window slot).
+  "engine/kv/kv_cache_manager.cpp|  const int32_t lag = hold_last_window_.contains(id) ? 1 : 0;|  const int32_t lag = 0;|glassbox_tests_engine_runtime|test_inside"
+  # Inside: attention weights without the layer's soft-cap (Gemma 2).
+  "engine/runtime/inside.h|      if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);|      (void)softcap;|glassbox_tests_engine_runtime|test_inside_references"
   # The engine seam: a panel that includes an engine header (only ui/bridge may).
   "ui/panels/sampling_panel.cpp|#include \"session/json_number.h\"|#include \"runtime/engine.h\"|-|layering"
   # The CUDA plugin loader takes a plugin of another build (only the ABI number checked).
