@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -60,13 +59,23 @@ struct Softmax {
 
 std::vector<InsideTop> inside_top_k(const float* logits, int32_t vocab, int32_t k) {
   k = std::clamp(k, 0, vocab);
-  std::vector<int32_t> ids(static_cast<size_t>(vocab));
-  std::iota(ids.begin(), ids.end(), 0);
+  // One pass with a k-entry heap (worst first), then best first.
   const auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
+  std::vector<int32_t> heap;
+  heap.reserve(static_cast<size_t>(k) + 1);
+  for (int32_t i = 0; i < vocab && k > 0; ++i) {
+    if (static_cast<int32_t>(heap.size()) == k && !better(i, heap.front())) continue;
+    heap.push_back(i);
+    std::push_heap(heap.begin(), heap.end(), better);
+    if (static_cast<int32_t>(heap.size()) > k) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.pop_back();
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
   const Softmax sm(logits, vocab);
   std::vector<InsideTop> top;
-  for (int32_t i = 0; i < k; ++i) top.push_back({ids[static_cast<size_t>(i)], sm.prob(logits[ids[static_cast<size_t>(i)]])});
+  for (int32_t id : heap) top.push_back({id, sm.prob(logits[id])});
   return top;
 }
 
