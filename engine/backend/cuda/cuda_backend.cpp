@@ -131,6 +131,39 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     return forward_inspect(batch, 0, {}, logits);
   }
 
+  // The epilogue over given rows: they are uploaded as the X rows of a step of
+  // n one-token sequences (each at position 0 of pool block 0, which the
+  // epilogue never reads) whose logit rows are all of them.
+  Status epilogue_rows(std::span<const float> x, int32_t n, std::span<float> logits) override {
+    const ModelConfig& c = config_;
+    if (n <= 0) return {};
+    if (x.size() < static_cast<size_t>(n) * static_cast<size_t>(c.dim) ||
+        logits.size() < static_cast<size_t>(n) * static_cast<size_t>(c.vocab_size))
+      return make_error("CUDA backend: epilogue_rows given fewer values than n rows need");
+    GB_TRY(require_pool());
+    GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    BatchLayout rows;
+    const int32_t block0 = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      const TokenId token = 0;
+      rows.add_sequence_rows(&token, 1, 0, &block0, 1, 1);
+    }
+    GB_TRY(metadata_.plan(rows, c.vocab_size, pool_.num_blocks, pool_.block_size, c.kv_release_window(), stream_));
+    num_seqs_ = n;
+    num_tokens_ = n;
+    num_logits_ = n;
+    GB_TRY(ensure_workspace(static_cast<size_t>(n), static_cast<size_t>(n)));
+    GB_CUDA_TRY(cudaMemcpyAsync(x_.as<float>(), x.data(), static_cast<size_t>(n) * static_cast<size_t>(c.dim) * sizeof(float),
+                                cudaMemcpyHostToDevice, stream_));
+    GB_TRY(run_steps(recipe_.epilogue, *this));
+    GB_CUDA_TRY(cudaMemcpyAsync(logits.data(), logits_.get(),
+                                static_cast<size_t>(n) * static_cast<size_t>(c.vocab_size) * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+    GB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
   // The capture steps copy their row to the host on the step's stream;
   // forward_inspect drains it before returning.
   Status forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) override {

@@ -332,3 +332,60 @@ GB_TEST(half_precision_kv_matches_cpu_backend_at_the_same_type) {
     if (QTest::currentTestFailed()) return;
   }
 }
+
+// Inside the model (runtime/inside.h) on the device: the capture steps' rows
+// (residuals and the query), a position re-run without writing its K/V, and
+// the epilogue over given rows agree with the CPU backend; the re-run leaves
+// the cache as it was, and the epilogue of the last layer's output row is the
+// capture forward's own logits.
+GB_TEST(capture_and_epilogue_rows_match_cpu) {
+  Pair p;
+  QVERIFY2(p.open(gb::WeightType::F32, true), p.error.c_str());
+  std::string error;
+  std::vector<Sequence> a(1), b;
+  a[0].tokens = random_tokens(30, p.vocab, 12);
+  b = a;
+  ScrambledBlocks ba(kNumBlocks, 5), bb(kNumBlocks, 5);
+  QVERIFY2(!run_step(*p.cpu, a, ba, kBlockSize, {{0, 30, false}}, p.vocab, &error).empty(), error.c_str());
+  QVERIFY2(!run_step(*p.gpu, b, bb, kBlockSize, {{0, 30, false}}, p.vocab, &error).empty(), error.c_str());
+  const gb::ModelConfig& c = p.model->config;
+  const size_t kv_dim = static_cast<size_t>(c.kv_dim());
+  std::vector<float> k_before(kv_dim), v_before(kv_dim), k_after(kv_dim), v_after(kv_dim);
+  const int32_t last_block = b[0].block_table[29 / kBlockSize];
+  QVERIFY(p.gpu->read_kv_slot(0, last_block, 29 % kBlockSize, k_before, v_before).ok());
+  gb::CaptureRows rows[2];
+  std::vector<float> logits[2];
+  gb::Backend* backends[2] = {p.cpu.get(), p.gpu.get()};
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<Sequence>& s = i == 0 ? a : b;
+    gb::BatchLayout layout;
+    layout.block_size = kBlockSize;
+    const int32_t token = s[0].tokens[29];
+    layout.add_sequence_rows(&token, 1, 29, s[0].block_table.data(), static_cast<int32_t>(s[0].block_table.size()), 1);
+    layout.write_kv = false;
+    logits[i].assign(static_cast<size_t>(p.vocab), 0.0f);
+    rows[i].token = 0;
+    const gb::Status st = backends[i]->forward_capture(layout, logits[i], rows[i]);
+    QVERIFY2(st.ok(), st.ok() ? "" : st.error().message.c_str());
+  }
+  QVERIFY(p.gpu->read_kv_slot(0, last_block, 29 % kBlockSize, k_after, v_after).ok());
+  QCOMPARE(compare(k_before, k_after).max_abs, 0.0);
+  QVERIFY2(compare(logits[0], logits[1]).max_abs <= 1e-4, compare(logits[0], logits[1]).describe().c_str());
+  for (auto member : {&gb::CaptureRows::layer_input, &gb::CaptureRows::query, &gb::CaptureRows::after_attention,
+                      &gb::CaptureRows::layer_output}) {
+    QCOMPARE((rows[0].*member).size(), (rows[1].*member).size());
+    QVERIFY(!(rows[0].*member).empty());
+    QVERIFY2(compare(rows[0].*member, rows[1].*member).max_abs <= 1e-4,
+             compare(rows[0].*member, rows[1].*member).describe().c_str());
+  }
+  const int32_t n = c.num_layers;
+  std::vector<float> lens[2];
+  for (int i = 0; i < 2; ++i) {
+    lens[i].assign(static_cast<size_t>(n) * static_cast<size_t>(p.vocab), 0.0f);
+    const gb::Status st = backends[i]->epilogue_rows(rows[1].layer_output, n, lens[i]);
+    QVERIFY2(st.ok(), st.ok() ? "" : st.error().message.c_str());
+  }
+  QVERIFY2(compare(lens[0], lens[1]).max_abs <= 1e-4, compare(lens[0], lens[1]).describe().c_str());
+  const std::vector<float> last(lens[1].end() - p.vocab, lens[1].end());
+  QVERIFY2(compare(last, logits[1]).max_abs <= 1e-5, compare(last, logits[1]).describe().c_str());
+}
