@@ -25,10 +25,8 @@ QColor insideBlend(const QColor& to, double t) {
                           static_cast<float>(1.0 - t * (1.0 - to.blueF())));
 }
 
-QString insideVisibleText(const QString& text) {
-  QString s = text;
-  s.replace(QLatin1Char('\n'), QStringLiteral("\u21b5"));
-  return s.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"));
+QString insideVisibleText(const InsideToken& token) {
+  return insideTokenLabel(token).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"));
 }
 
 constexpr int kInsideGridLabelWidth = 28;
@@ -233,19 +231,24 @@ void InsideAttentionView::showRow() {
           .arg(l.headEntropy.value(head_), 0, 'f', 3)
           .arg(l.headSinkMass.value(head_), 0, 'f', 3));
 
-  // The strip: every context token, shaded by its weight relative to the row's largest.
+  // The strip: every context token, shaded by the square root of its weight
+  // relative to the row's largest (a sink that takes most of the weight would
+  // leave every other token white on a linear scale).
   const double maxW = argmax < 0 ? 1.0 : std::max(row_[argmax], 1e-12);
   QString html = QStringLiteral("<div style='font-family: monospace; line-height: 160%'>");
   for (int p = 0; p < report_->context.size(); ++p) {
-    const QString text = insideVisibleText(report_->context[p].text);
+    const QString text = insideVisibleText(report_->context[p]);
     if (p < l.firstPosition) {
       html += QStringLiteral("<span style='color:#999999; text-decoration: line-through' title='outside the window'>%1</span>").arg(text);
       continue;
     }
     const double w = row_.value(p - l.firstPosition);
-    const QString bg = insideBlend(QColor(214, 96, 20), w / maxW).name();
+    const QString bg = insideBlend(QColor(214, 96, 20), std::sqrt(w / maxW)).name();
     const QString border = p == topPosition_ ? QStringLiteral("; font-weight: bold; text-decoration: underline") : QString();
-    html += QStringLiteral("<a name='p%1'></a><span style='background-color:%2%3'>%4</span>").arg(p).arg(bg, border, text);
+    html += QStringLiteral("<span title='position %1: %2' style='background-color:%3%4'>%5</span>")
+                .arg(p)
+                .arg(w, 0, 'f', 4)
+                .arg(bg, border, text);
   }
   html += QStringLiteral("</div>");
   if (l.firstPosition > 0)
@@ -262,7 +265,7 @@ void InsideAttentionView::showRow() {
   for (int i = 0; i < n; ++i) {
     const int p = l.firstPosition + idx[i];
     top_->setItem(i, 0, new QTableWidgetItem(QString::number(p)));
-    top_->setItem(i, 1, new QTableWidgetItem(report_->context.value(p).text));
+    top_->setItem(i, 1, new QTableWidgetItem(insideTokenLabel(report_->context.value(p))));
     top_->setItem(i, 2, new QTableWidgetItem(QString::number(row_[idx[i]], 'f', 4)));
   }
 }

@@ -24,10 +24,14 @@
 namespace gbui {
 namespace {
 
-QString insideShown(const QString& text) {
-  QString s = text;
-  s.replace(QLatin1Char('\n'), QStringLiteral("\\n"));
-  return QStringLiteral("\u201c%1\u201d").arg(s);
+QString insideShown(const InsideToken& token) { return QStringLiteral("\u201c%1\u201d").arg(insideTokenLabel(token)); }
+
+// Whole layers on the x axis (steps of 1, 2, 5, ...).
+void insideLayerTicks(QCustomPlot* plot) {
+  QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  plot->xAxis->setTicker(ticker);
 }
 
 QCustomPlot* insideSmallPlot(const QString& title) {
@@ -37,6 +41,7 @@ QCustomPlot* insideSmallPlot(const QString& title) {
   auto* label = new QCPTextElement(plot, title);
   plot->plotLayout()->addElement(0, 0, label);
   plot->xAxis->setLabel(QObject::tr("layer"));
+  insideLayerTicks(plot);
   plot->addGraph();
   plot->graph(0)->setPen(QPen(QColor(33, 90, 170), 1.5));
   plot->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
@@ -78,6 +83,7 @@ InsidePanel::InsidePanel(SessionModel* model, QWidget* parent) : QWidget(parent)
   lensPlot_->setObjectName(QStringLiteral("insideLensPlot"));
   lensPlot_->setMinimumHeight(140);
   lensPlot_->xAxis->setLabel(tr("layer"));
+  insideLayerTicks(lensPlot_);
   lensPlot_->yAxis->setLabel(tr("target rank + 1"));
   lensPlot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   lensPlot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
@@ -108,6 +114,7 @@ InsidePanel::InsidePanel(SessionModel* model, QWidget* parent) : QWidget(parent)
   }
 
   tabs_ = new QTabWidget;
+  tabs_->setObjectName(QStringLiteral("insideTabs"));
   tabs_->addTab(attention_, tr("Attention"));
   tabs_->addTab(lens, tr("Logit lens"));
   tabs_->addTab(signalTab, tr("Signals"));
@@ -237,9 +244,9 @@ void InsidePanel::showHeader() {
   const InsideReportView& r = *report_;
   QString text = tr("<b>Position %1</b> %2 (id %3) → target %4 (id %5, %6)")
                      .arg(r.position)
-                     .arg(insideShown(r.token.text).toHtmlEscaped())
+                     .arg(insideShown(r.token).toHtmlEscaped())
                      .arg(r.token.id)
-                     .arg(insideShown(r.target.text).toHtmlEscaped())
+                     .arg(insideShown(r.target).toHtmlEscaped())
                      .arg(r.target.id)
                      .arg(r.targetSource == QLatin1String("next") ? tr("the next token") : tr("the model's argmax"));
   text += tr("<br>KV: %1 tokens reused, %2 recomputed (%3/%4) · %5 ms (prefill %6, capture %7, lens %8) · %9, %10 layers, "
@@ -278,7 +285,7 @@ void InsidePanel::fillLens() {
     lensTable_->setItem(row, 2, new QTableWidgetItem(QString::number(l.targetProb, 'f', 4)));
     for (int i = 0; i < l.lensTop.size(); ++i) {
       const InsideToken& t = l.lensTop[i];
-      auto* item = new QTableWidgetItem(QStringLiteral("%1 %2").arg(insideShown(t.text)).arg(t.prob, 0, 'f', 3));
+      auto* item = new QTableWidgetItem(QStringLiteral("%1 %2").arg(insideShown(t)).arg(t.prob, 0, 'f', 3));
       if (t.id == r.target.id) item->setBackground(QColor(255, 224, 178));  // the target among the top-k
       lensTable_->setItem(row, 3 + i, item);
     }
@@ -308,6 +315,7 @@ void InsidePanel::plotSignals() {
     QCustomPlot* p = signalPlots_[i];
     p->graph(0)->setData(xs, ys, true);
     p->rescaleAxes();
+    p->yAxis->scaleRange(1.15, p->yAxis->range().center());  // the extreme points off the frame
     if (!xs.isEmpty()) p->xAxis->setRange(xs.front() - 0.5, xs.back() + 0.5);
     p->replot(QCustomPlot::rpQueuedReplot);
   }

@@ -95,6 +95,13 @@ std::optional<InsideReportView> parseInsideReport(const QByteArray& json, QStrin
   return r;
 }
 
+QString insideTokenLabel(const InsideToken& token) {
+  if (token.text.isEmpty()) return QStringLiteral("<id %1>").arg(token.id);
+  QString s = token.text;
+  s.replace(QLatin1Char('\n'), QStringLiteral("\u21b5"));
+  return s;
+}
+
 QVector<int> insideHeadOrder(const InsideLayerView& layer, InsideHeadSort sort) {
   const auto n = static_cast<int>(std::max(layer.attention.size(), layer.headEntropy.size()));
   QVector<int> order(n);

@@ -51,6 +51,10 @@ struct InsideReportView {
   QVector<InsideLayerView> layers;  // the layers reported, in order
 };
 
+// A token's text for display: the text with line breaks shown, or "<id N>"
+// for a token without text (a special token such as BOS).
+QString insideTokenLabel(const InsideToken& token);
+
 // nullopt with `error` set when the text is not such a report.
 std::optional<InsideReportView> parseInsideReport(const QByteArray& json, QString& error);
 
