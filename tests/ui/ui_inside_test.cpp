@@ -18,6 +18,7 @@
 #include "gb_qtest_main.h"
 #include "panels/inside_attention_view.h"
 #include "panels/inside_panel.h"
+#include "panels/score_view.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;
@@ -193,6 +194,34 @@ class UiInsideTest : public QObject {
     QVERIFY(waitReport(*panel));
     QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
     QCOMPARE(panel->report()->position, static_cast<int>(window->sessionModel()->request(request)->promptIds.size()));
+  }
+
+  void aScoreTokenIsASelection() {
+    // A token clicked in the Score view: the scored sequence at its position.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    auto* panel = window->panelAs<gbui::InsidePanel>("inside");
+    qobject_cast<QDockWidget*>(panel->parentWidget())->raise();
+    QVERIFY(QTest::qWaitFor([&] { return panel->isVisible(); }, 5000));
+    gbui::ScoreView* score = window->scoreView();
+    QSignalSpy scored(score, &gbui::ScoreView::finished);
+    score->setText(QStringLiteral("Once upon a time, there was a little girl."));
+    score->score();
+    QVERIFY(scored.wait(60000));
+    const QJsonObject root = QJsonDocument::fromJson(score->resultJson().toUtf8()).object();
+    const QJsonObject token = root.value("tokens").toArray()[3].toObject();
+    score->showDetails(3);
+    QVERIFY(panel->waiting());
+    QVERIFY(waitReport(*panel));
+    QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
+    const QJsonObject report = QJsonDocument::fromJson(panel->reportJson().toUtf8()).object();
+    QCOMPARE(report.value("position").toInt(), token.value("position").toInt());
+    QCOMPARE(report.value("token").toObject().value("id").toInt(), token.value("id").toInt());
+    const QJsonArray ids = root.value("token_ids").toArray();
+    const QJsonArray context = report.value("context").toArray();
+    QCOMPARE(context.size(), token.value("position").toInt() + 1);
+    for (int i = 0; i < context.size(); ++i) QCOMPARE(context[i].toObject().value("id").toInt(), ids[i].toInt());
   }
 };
 
