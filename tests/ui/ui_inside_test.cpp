@@ -196,6 +196,49 @@ class UiInsideTest : public QObject {
     QCOMPARE(panel->report()->position, static_cast<int>(window->sessionModel()->request(request)->promptIds.size()));
   }
 
+  void aSlidingLayerMarksThePositionsOutsideItsWindow() {
+    // A report of our own (no model): layer 0 sees every position, layer 1
+    // slides (window 3, from position 2); 2 heads on 1 KV head.
+    gbui::InsideReportView r;
+    r.numLayers = r.numHeads = 2;
+    r.numKvHeads = 1;
+    r.position = 4;
+    for (int p = 0; p <= 4; ++p) r.context.push_back({p + 10, QStringLiteral("t%1").arg(p), 0.0});
+    gbui::InsideLayerView full;
+    full.attention = {{0.5, 0.1, 0.1, 0.1, 0.2}, {0.1, 0.1, 0.6, 0.1, 0.1}};
+    full.headEntropy = {1.0, 0.5};
+    full.headSinkMass = {0.5, 0.1};
+    gbui::InsideLayerView sliding;
+    sliding.layer = 1;
+    sliding.sliding = true;
+    sliding.window = 3;
+    sliding.firstPosition = 2;
+    sliding.attention = {{0.2, 0.7, 0.1}, {0.3, 0.3, 0.4}};
+    sliding.headEntropy = {0.8, 1.1};
+    sliding.headSinkMass = {0.0, 0.0};
+    r.layers = {full, sliding};
+    gbui::InsideAttentionView view;
+    view.setReport(&r);
+    view.pickHead(1, 0);
+    QCOMPARE(view.topPosition(), 3);  // first_position 2 + argmax 1
+    QCOMPARE(view.shownRow().size(), 3);
+    QVERIFY(view.stripHtml().contains(QStringLiteral("line-through")));
+    QVERIFY(view.stripHtml().contains(QStringLiteral("outside")));
+    QCOMPARE(view.topTable()->rowCount(), 3);  // only the window's positions
+    QCOMPARE(view.topTable()->item(0, 1)->text(), QStringLiteral("t3"));
+    view.setMeanOverGroup(true);  // (0.25, 0.5, 0.25)
+    QCOMPARE(view.topPosition(), 3);
+    view.pickHead(0, 0);  // the mean (0.3, 0.1, 0.35, 0.1, 0.15)
+    QCOMPARE(view.topPosition(), 2);
+    QVERIFY(!view.stripHtml().contains(QStringLiteral("line-through")));
+    view.setMeanOverGroup(false);  // head 0 alone: the sink
+    QCOMPARE(view.topPosition(), 0);
+    QCOMPARE(view.topTable()->rowCount(), 5);
+    view.setSort(gbui::InsideHeadSort::Entropy);  // lowest first
+    QCOMPARE(view.headOrder(0), QVector<int>({1, 0}));
+    QCOMPARE(view.headOrder(1), QVector<int>({0, 1}));
+  }
+
   void aScoreTokenIsASelection() {
     // A token clicked in the Score view: the scored sequence at its position.
     QTemporaryDir dir;
