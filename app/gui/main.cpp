@@ -36,6 +36,7 @@
 #include "chat_bench.h"
 #include "chat/chat_panel.h"
 #include "panels/compare_view.h"
+#include "panels/inside_panel.h"
 #include "panels/score_view.h"
 #include "bridge/engine_controller.h"
 #include "window/main_window.h"
@@ -218,6 +219,7 @@ class ScreenshotRun {
     }
     if (panel_ == QLatin1String("compare")) return runCompare();
     if (panel_ == QLatin1String("score")) return runScore();
+    if (panel_ == QLatin1String("inside")) return runInside();
     capture();
   }
 
@@ -252,6 +254,18 @@ class ScreenshotRun {
       capture();
     });
     sv->score();
+  }
+
+  // Inside the model at the selected token (the most uncertain one).
+  void runInside() {
+    auto* panel = window_.panelAs<gbui::InsidePanel>("inside");
+    if (auto* dock = qobject_cast<QDockWidget*>(panel->parentWidget())) {
+      dock->setFloating(true);  // room for the grid, the strip and the top positions
+      dock->resize(window_.width() * 3 / 4, window_.height() * 3 / 4);
+      dock->raise();
+    }
+    QObject::connect(panel, &gbui::InsidePanel::reportShown, &window_, [this] { capture(); });
+    if (!panel->waiting()) panel->inspectSelected();
   }
 
   gbui::MainWindow& window_;

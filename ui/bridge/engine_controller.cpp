@@ -192,6 +192,18 @@ void EngineController::scoreText(const ScoreCommand& command) {
   notify(&EngineController::scoreFinished, command.tag, json);
 }
 
+void EngineController::inspect(const InspectCommand& command) {
+  if (const QString refused = refusal(Capability::Inspect); !refused.isEmpty())
+    return notify(&EngineController::inspectFailed, command.tag, refused);
+  QString error;
+  const QString json = source_->inspect(command, error);
+  // The steps it ran (its own prefill, other requests' tokens) reach the UI first.
+  collectEvents();
+  scheduleSteps();
+  if (!error.isEmpty()) return notify(&EngineController::inspectFailed, command.tag, error);
+  notify(&EngineController::inspectFinished, command.tag, json);
+}
+
 void EngineController::exportTrace(const QString& path, const QString& format, const QString& branchesJson) {
   if (!source_) return notify(&EngineController::exportFinished, path, tr("Nothing to export: no model is loaded."));
   if (const QString refused = refusal(Capability::TraceExport); !refused.isEmpty())

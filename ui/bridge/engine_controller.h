@@ -98,6 +98,10 @@ class EngineController : public QObject {
   // Teacher-forced scoring (runtime/text_scorer.h), with a base model also
   // KL(base || model) per token. Emits scoreFinished(tag, JSON) or scoreFailed.
   void scoreText(const gbui::ScoreCommand& command);
+  // Inside the model at one position (runtime/inside.h, docs/inside.md): emits
+  // inspectFinished(tag, report JSON) or inspectFailed(tag, message). The
+  // inspected prefix runs as an internal request (other requests advance too).
+  void inspect(const gbui::InspectCommand& command);
   // Releases the KV every finished request keeps, except those in `keep` (the
   // branches on screen). Full blocks stay in the prefix cache. Emits
   // branchesReleased(number released).
@@ -146,6 +150,8 @@ class EngineController : public QObject {
   void comparisonFailed(quint64 tag, const QString& message);
   void scoreFinished(quint64 tag, const QString& json);
   void scoreFailed(quint64 tag, const QString& message);
+  void inspectFinished(quint64 tag, const QString& json);
+  void inspectFailed(quint64 tag, const QString& message);
   void servingStarted(const QString& address);
   void servingFailed(const QString& message);
   void servingStopped();

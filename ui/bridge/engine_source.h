@@ -27,6 +27,7 @@ enum class Capability {
   Compare,      // sampler comparisons
   Score,        // teacher-forced scoring
   ScoreBase,    // scoring against a base model (KL)
+  Inspect,      // inside the model: attention, logit lens, signals (docs/inside.md)
   Serve,        // serving it over the OpenAI API from the workbench
   TraceExport,  // the session's engine trace
 };
@@ -93,6 +94,9 @@ class EngineSource {
   virtual std::unique_ptr<ComparisonRun> startComparison(const CompareCommand& command, QString& error) = 0;
   // Teacher-forced scoring (Capability::Score): the result JSON, or the error.
   virtual QString score(const ScoreCommand& command, QString& error) = 0;
+  // Inside the model at one position (Capability::Inspect): the report JSON
+  // (schema glassbox-inside-v1), or the error.
+  virtual QString inspect(const InspectCommand& command, QString& error) = 0;
   // Writes the session's trace (Capability::TraceExport): "" or the error.
   virtual QString exportTrace(const QString& path, const QString& format, const QString& branchesJson) = 0;
 };

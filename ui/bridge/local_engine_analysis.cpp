@@ -1,6 +1,8 @@
-// LocalEngineSource: sampler comparisons (gb::Comparison on the loaded engine)
-// and teacher-forced scoring (on CPU backends of its own, so the engine's KV
-// pool is untouched). The Compare and Score views' commands.
+// LocalEngineSource: sampler comparisons (gb::Comparison on the loaded engine),
+// teacher-forced scoring (on CPU backends of its own, so the engine's KV
+// pool is untouched) and inside-the-model reports (on the loaded engine, whose
+// prefix cache serves the inspected prefix). The Compare, Score and Inside
+// panels' commands.
 #include <QCoreApplication>
 
 #include "engine_translation.h"
@@ -9,6 +11,7 @@
 #include "runtime/comparison.h"
 #include "runtime/comparison_json.h"
 #include "runtime/engine.h"
+#include "runtime/inside.h"
 #include "runtime/make_backend.h"
 #include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
@@ -142,6 +145,27 @@ QString LocalEngineSource::score(const ScoreCommand& command, QString& error) {
   options.model_path = model_->path;
   options.base_path = command.basePath.toStdString();
   return qstr(gb::text_score_to_json(*scored, *tokenizer_, options));
+}
+
+// On the loaded engine: the prefix the engine still holds (a conversation just
+// generated) comes from its prefix cache, so an inspection of a chat token
+// recomputes at most the last partial block. Engine::inspect steps the engine
+// meanwhile; its internal request's events reach the session like any other.
+QString LocalEngineSource::inspect(const InspectCommand& command, QString& error) {
+  gb::InsideOptions options;
+  if (gb::Status st = gb::parse_inside_layers(command.layers.toStdString(), options); !st)
+    return error = QStringLiteral("Layers: %1").arg(qstr(st.error().message)), QString();
+  options.top_k = command.topK;
+  std::vector<gb::TokenId> ids;
+  ids.reserve(static_cast<size_t>(command.tokens.size()));
+  for (int id : command.tokens) {
+    if (id < 0 || id >= vocab_.size())
+      return error = QStringLiteral("Token id %1 is not in the model's vocabulary.").arg(id), QString();
+    ids.push_back(static_cast<gb::TokenId>(id));
+  }
+  auto report = engine_->inspect(ids, command.position, options);
+  if (!report) return error = qstr(report.error().message), QString();
+  return qstr(gb::inside_to_json(*report, *tokenizer_));
 }
 
 }  // namespace gbui

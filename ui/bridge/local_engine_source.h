@@ -61,6 +61,7 @@ class LocalEngineSource final : public EngineSource {
   void flushTrace(QStringList& warnings) override;
   std::unique_ptr<ComparisonRun> startComparison(const CompareCommand& command, QString& error) override;
   QString score(const ScoreCommand& command, QString& error) override;
+  QString inspect(const InspectCommand& command, QString& error) override;
   QString exportTrace(const QString& path, const QString& format, const QString& branchesJson) override;
 
   // The engine's raw events, after they were translated (serving hands server

@@ -98,6 +98,8 @@ constexpr Refusal kRefusals[] = {
                                                 "Speculative decoding is not available with a remote engine (the OpenAI API does not offer it).")},
     {Capability::ScoreBase, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
                                               "A base model (KL) is not available with a remote engine.")},
+    {Capability::Inspect, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
+                                            "Inside the model is not available with a remote engine yet (it needs the Glassbox server's inspect endpoint).")},
     {Capability::Serve, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
                                           "A remote engine cannot be served again from here; load a local model.")},
     {Capability::TraceExport, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
@@ -335,6 +337,12 @@ QString RemoteEngineSource::score(const ScoreCommand& command, QString& error) {
   auto scored = (*client)->score(command.text.toStdString(), options_->top_logprobs);
   if (!scored) return error = QString::fromStdString(scored.error().message), QString();
   return QString::fromStdString(gb::server::remote_score_to_json(*scored, options_->url, (*client)->model()));
+}
+
+// The capability table refuses it (the controller asks refusal() first).
+QString RemoteEngineSource::inspect(const InspectCommand&, QString& error) {
+  error = refusal(Capability::Inspect);
+  return {};
 }
 
 }  // namespace gbui

@@ -47,6 +47,7 @@ class RemoteEngineSource final : public EngineSource {
   void flushTrace(QStringList&) override {}
   std::unique_ptr<ComparisonRun> startComparison(const CompareCommand& command, QString& error) override;
   QString score(const ScoreCommand& command, QString& error) override;
+  QString inspect(const InspectCommand& command, QString& error) override;
   QString exportTrace(const QString&, const QString&, const QString&) override { return refusal(Capability::TraceExport); }
 
   gb::server::RemoteSession& session() const { return *session_; }

@@ -148,6 +148,12 @@ void ScoreView::render() {
 void ScoreView::showDetails(int k) {
   if (k < 0 || k >= tokens_.size()) return;
   const QJsonObject t = tokens_[k].toObject();
+  const QJsonArray ids = QJsonDocument::fromJson(json_.toUtf8()).object().value(QStringLiteral("token_ids")).toArray();
+  if (!ids.isEmpty() && t.value(QStringLiteral("id")).isDouble()) {
+    QVector<int> sequence;
+    for (const QJsonValue& v : ids) sequence.push_back(v.toInt());
+    emit tokenPicked(sequence, t.value(QStringLiteral("position")).toInt());
+  }
   // A remote score (echo + logprobs) has null where top-N logprobs cannot tell.
   const QString na = tr("not available");
   const QJsonValue id = t.value(QStringLiteral("id")), rank = t.value(QStringLiteral("rank")),

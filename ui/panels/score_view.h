@@ -45,6 +45,10 @@ class ScoreView : public QWidget {
  signals:
   void scoreRequested(quint64 tag, const QString& text, const QString& basePath);
   void finished();
+  // A token was clicked: the scored sequence's ids and its position (the
+  // Inside panel looks inside the model there). Not for a remote score
+  // without token ids.
+  void tokenPicked(const QVector<int>& tokens, int position);
 
  private:
   void render();

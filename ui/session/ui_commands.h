@@ -73,6 +73,17 @@ struct ScoreCommand {
   QString basePath;
 };
 
+// Inside the model at one position (docs/inside.md): the token ids of the
+// whole sequence the UI knows (a request's prompt + generated tokens, so the
+// lens ranks the token that really came next) and the position inspected.
+struct InspectCommand {
+  quint64 tag = 0;
+  QVector<int> tokens;
+  int position = 0;
+  QString layers;  // "a-b", "a" or "" (every layer)
+  int topK = 5;    // lens and final top-k (1 .. 100)
+};
+
 // Open a model file. device: "auto" | "cpu" | "cuda"; contextLength 0: from the
 // memory budget; kvTypes "K/V" names ("" = the default); bf16Matmuls: the CPU
 // backend rounds F32/F16 matrices to BF16 (faster, not exact).

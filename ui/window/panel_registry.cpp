@@ -1,7 +1,7 @@
 // The panel table. Order matters: it is the creation and docking order, and a
 // row may only tabify with a row above it. Tab groups today: kv | performance |
 // speculative | model | compare | serve | score (tabifyDockWidget puts the new tab
-// right after the one named) and inspector | branches.
+// right after the one named) and inspector | inside | branches.
 #include "panel_registry.h"
 
 #include "panel_wiring.h"
@@ -12,6 +12,7 @@
 #include "panels/branches_panel.h"
 #include "chat/chat_panel.h"
 #include "panels/compare_view.h"
+#include "panels/inside_panel.h"
 #include "panels/kv_cache_panel.h"
 #include "panels/model_info_panel.h"
 #include "panels/performance_panel.h"
@@ -59,6 +60,8 @@ const std::vector<PanelSpec>& panelSpecs() {
        make<ScoreView>, wireScore},
       {"branches", QT_TRANSLATE_NOOP("gbui::MainWindow", "Branches"), Qt::RightDockWidgetArea, "inspector",
        make<BranchesPanel>, wireBranches},
+      {"inside", QT_TRANSLATE_NOOP("gbui::MainWindow", "Inside"), Qt::RightDockWidgetArea, "inspector",
+       make<InsidePanel>, wireInside},
       {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
        make<ServePanel>, wireServe},
   };

@@ -8,6 +8,7 @@
 #include "main_window.h"
 #include "panels/branches_panel.h"
 #include "panels/compare_view.h"
+#include "panels/inside_panel.h"
 #include "panels/kv_cache_panel.h"
 #include "panels/sampling_panel.h"
 #include "panels/score_view.h"
@@ -128,6 +129,20 @@ void wireBranches(QWidget* panel, MainWindow& w) {
     if (conv.showRequest(request)) w.chat()->setConversation(conv);
     w.sessionModel()->selectToken(request, 0);
   });
+}
+
+// Inside the model: the panel's inspections run on the controller's thread.
+void wireInside(QWidget* panel, MainWindow& w) {
+  auto* inside = qobject_cast<InsidePanel*>(panel);
+  EngineController* c = w.controller();
+  QObject::connect(inside, &InsidePanel::inspectRequested, inside, [&w](const InspectCommand& command) {
+    post(w, [command](EngineController* ec) { ec->inspect(command); });
+  });
+  QObject::connect(c, &EngineController::inspectFinished, inside, &InsidePanel::onFinished);
+  QObject::connect(c, &EngineController::inspectFailed, inside, &InsidePanel::onFailed);
+  // A token clicked in the Score view is a selection too (the chat's arrive
+  // through the session model's tokenSelected).
+  QObject::connect(w.scoreView(), &ScoreView::tokenPicked, inside, &InsidePanel::selectSequence);
 }
 
 // The server: its requests are engine requests, listed in the Serve panel.

@@ -18,6 +18,7 @@ void wireKvCache(QWidget* panel, MainWindow& window);
 void wireCompare(QWidget* panel, MainWindow& window);
 void wireScore(QWidget* panel, MainWindow& window);
 void wireBranches(QWidget* panel, MainWindow& window);
+void wireInside(QWidget* panel, MainWindow& window);
 void wireServe(QWidget* panel, MainWindow& window);
 
 }  // namespace gbui
