@@ -220,6 +220,7 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
     ev.parent = branch->parent;
     ev.fork_position = branch->num_common;
   }
+  if (!request.purpose.empty()) ev.purpose = request.purpose;
   publish(std::move(ev));
   states_.emplace(id, std::move(rs));
   return id;

@@ -146,6 +146,10 @@ struct GenerationRequest {
   // way the submitted event names the parent and the common prefix length
   // (fork_position). Unknown candidates are ignored.
   std::vector<RequestId> branch_from;
+  // The engine's own requests name why they exist ("inspect"; the submitted
+  // event's `purpose`, so front ends can keep them out of the conversation);
+  // empty for everyone else's.
+  std::string purpose;
 };
 
 class Engine {

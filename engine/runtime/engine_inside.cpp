@@ -67,6 +67,7 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
   r.sampling.max_tokens = 1;
   r.ignore_eos = true;
   r.retain_kv = true;
+  r.purpose = "inspect";
   Result<RequestId> submitted = submit(std::move(r));
   if (!submitted) return make_error("inspect: " + submitted.error().message);
   const RequestId id = *submitted;

@@ -88,13 +88,20 @@ std::pair<int32_t, double> inside_rank(const float* logits, int32_t vocab, Token
 
 namespace {
 
+// A token's text: its bytes, or its vocabulary piece for a control token that
+// decodes to nothing (BOS: "<bos>"), so a reader sees which token it was.
+std::string token_text(TokenId id, const Tokenizer& tok) {
+  std::string text = tok.token_bytes(id);
+  return text.empty() ? tok.token_piece(id) : text;
+}
+
 nlohmann::json top_json(const std::vector<InsideTop>& top, const Tokenizer& tok) {
   nlohmann::json a = nlohmann::json::array();
-  for (const InsideTop& t : top) a.push_back({{"id", t.id}, {"text", tok.token_bytes(t.id)}, {"prob", t.prob}});
+  for (const InsideTop& t : top) a.push_back({{"id", t.id}, {"text", token_text(t.id, tok)}, {"prob", t.prob}});
   return a;
 }
 
-nlohmann::json token_json(TokenId id, const Tokenizer& tok) { return {{"id", id}, {"text", tok.token_bytes(id)}}; }
+nlohmann::json token_json(TokenId id, const Tokenizer& tok) { return {{"id", id}, {"text", token_text(id, tok)}}; }
 
 }  // namespace
 

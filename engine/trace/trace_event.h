@@ -34,6 +34,9 @@ struct RequestSubmittedEvent {
   std::string sampler_settings;   // JSON text of the request's SamplerSettings
   std::optional<RequestId> parent;  // set for a fork (branch)
   int32_t fork_position = 0;        // tokens shared with the parent
+  // Why the engine itself made the request, when it did: "inspect" (an
+  // inspection's prefill, Engine::inspect); absent for the callers' requests.
+  std::optional<std::string> purpose;
 };
 
 // The scheduler gave the request KV blocks for the first time (or again after a

@@ -212,7 +212,8 @@ struct FieldsOf<RequestSubmittedEvent> {
                                           field("priority", &T::priority, kPriorities),
                                           field("sampler_settings", &T::sampler_settings, Form::Text),
                                           field("parent", &T::parent),
-                                          field("fork_position", &T::fork_position)};
+                                          field("fork_position", &T::fork_position),
+                                          field("purpose", &T::purpose, Form::OmitWhenAbsent)};
 };
 
 template <>

@@ -74,6 +74,8 @@ void read_member(FieldReader& r, const char* key, M& m, Form form) {
     if (auto v = r.optional_u64(key)) m = RequestId{*v};
   } else if constexpr (std::is_same_v<M, std::optional<int32_t>>) {
     if (auto v = r.optional_i64(key, kI32Min, kI32Max)) m = static_cast<int32_t>(*v);
+  } else if constexpr (std::is_same_v<M, std::optional<std::string>>) {  // Form::OmitWhenAbsent: absent = none
+    if (r.has(key)) m = r.str(key);
   } else if constexpr (is_optional<M>) {  // an optional object (Form::OmitWhenAbsent): absent or null = none
     static_assert(trace_fields::HasFields<typename M::value_type>, "no JSON form for this optional member");
     if (r.has(key)) {

@@ -97,6 +97,8 @@ FieldSpec spec_for(const char* name, Form form, std::span<const std::string_view
   // Form::OmitWhenAbsent: written only with a value, so it may be absent.
   else if constexpr (std::is_same_v<M, std::optional<int32_t>>)
     return {name, Kind::NullOrInt32, {}, nullptr, form == Form::OmitWhenAbsent};
+  else if constexpr (std::is_same_v<M, std::optional<std::string>>)
+    return {name, Kind::String, {}, nullptr, form == Form::OmitWhenAbsent};
   else if constexpr (is_optional<M>) {  // an optional object, written only with a value
     static_assert(trace_fields::HasFields<typename M::value_type>, "no schema kind for this optional member");
     return {name, Kind::Object, {}, &spec_of<typename M::value_type>(), form == Form::OmitWhenAbsent};

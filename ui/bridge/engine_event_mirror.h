@@ -79,7 +79,7 @@ struct MirrorOf<gb::RequestSubmittedEvent> {
       std::tuple{to(&E::request, &U::request),       to(&E::prompt_ids, &U::promptIds),
                  to(&E::max_tokens, &U::maxTokens),  skip(&E::priority),
                  to(&E::sampler_settings, &U::samplerJson), to(&E::parent, &U::parent),
-                 to(&E::fork_position, &U::forkPosition)};
+                 to(&E::fork_position, &U::forkPosition), to(&E::purpose, &U::purpose)};
 };
 template <>
 struct MirrorOf<gb::RequestAdmittedEvent> {
@@ -291,6 +291,8 @@ void convert(const From& from, To& out) {
     out = from.value;
   } else if constexpr (std::is_same_v<From, std::optional<gb::RequestId>>) {
     out = from ? std::optional<RequestKey>(from->value) : std::nullopt;
+  } else if constexpr (std::is_same_v<From, std::optional<std::string>>) {
+    out = from ? std::optional<QString>(QString::fromStdString(*from)) : std::nullopt;
   } else if constexpr (std::is_same_v<From, std::optional<gb::TokenId>>) {  // also optional<int32_t> counts
     out = from ? *from : -1;  // the UI's "none"
   } else if constexpr (std::is_enum_v<From>) {

@@ -106,6 +106,7 @@ void BranchesPanel::rebuild() {
   std::map<RequestKey, QTreeWidgetItem*> items;
   int numBranches = 0;
   for (const auto& [key, r] : model_->requests()) {  // ascending ids: parents first
+    if (r.internal) continue;  // an inspection's prefill (docs/inside.md), not a branch
     QTreeWidgetItem* item = makeItem(r);
     items[key] = item;
     auto parent = r.parent ? items.find(*r.parent) : items.end();

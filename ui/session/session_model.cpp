@@ -129,6 +129,7 @@ void SessionModel::applyOne(const UiEvent& e) {
           r.forkPosition = b.forkPosition;
           r.promptIds = b.promptIds;
           r.samplerJson = b.samplerJson;
+          r.internal = b.purpose.has_value();
           const QJsonValue seed = QJsonDocument::fromJson(b.samplerJson.toUtf8()).object().value("seed");
           r.seed = jsonWholeNumber(seed, 0, kJsonMaxExactInteger).value_or(-1);
           r.submittedMs = tMs;

@@ -33,6 +33,7 @@ struct RequestInfo {
   int forkPosition = 0;
   QVector<int> promptIds;
   QString samplerJson;
+  bool internal = false;        // the engine's own request (an inspection's prefill): not a branch
   qint64 seed = -1;             // from samplerJson (-1: none given)
   QString error;                // the engine's last error message for this request
   TokenList tokens;             // generated tokens in order

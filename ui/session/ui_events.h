@@ -117,6 +117,7 @@ struct UiSubmitted {
   QVector<int> promptIds;
   int maxTokens = 0;
   QString samplerJson;
+  std::optional<QString> purpose;  // "inspect": the engine's own request for an inspection
 };
 struct UiAdmitted { RequestKey request = 0; int numCachedTokens = 0; double queueMs = 0.0; };
 struct UiPrefill { RequestKey request = 0; qint64 step = 0; int start = 0; int numTokens = 0; };

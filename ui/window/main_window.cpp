@@ -184,7 +184,8 @@ void MainWindow::onTraceOpened(const UiModelInfo& info, const UiEventBatch& even
   for (const auto& e : *events)
     if (const auto* s = std::get_if<UiSubmitted>(&e.body)) {
       recorded.insert(s->request);
-      if (!s->parent) replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
+      // The engine's own requests (an inspection's prefill) are no turn.
+      if (!s->parent && !s->purpose) replay.turns.push_back({QStringLiteral("assistant"), QString(), {s->request}, 0});
     }
   model_->apply(events);
   if (!info.branchTreeJson.isEmpty()) {

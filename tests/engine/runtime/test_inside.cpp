@@ -22,6 +22,8 @@
 #include "runtime/engine.h"
 #include "runtime/inside.h"
 #include "tokenizer/tokenizer.h"
+#include "trace/trace_json.h"
+#include "trace/trace_schema.h"
 
 namespace test_inside {
 namespace {
@@ -188,6 +190,23 @@ GB_TEST(inside_reuses_the_cached_prefix_and_repeats_itself) {
     QVERIFY(first->layers[l].residual_out == second->layers[l].residual_out);
   }
   QVERIFY(first->logits == second->logits);
+  // The inspections' requests say what they are, and that survives the trace.
+  int32_t num_inspect_requests = 0;
+  for (const gb::TraceEvent& e : engine->drain_events())
+    if (const auto* s = std::get_if<gb::RequestSubmittedEvent>(&e.body)) {
+      QVERIFY(s->purpose.has_value() && *s->purpose == "inspect");
+      ++num_inspect_requests;
+      const nlohmann::json j = gb::to_json(e);
+      QVERIFY(gb::validate_trace_json_line(j).ok());
+      auto back = gb::trace_event_from_json(j);
+      QVERIFY(back.ok() && gb::trace_events_equal(*back, e));
+      nlohmann::json old = j;  // a trace written before the field existed still reads
+      old.erase("purpose");
+      QVERIFY(gb::validate_trace_json_line(old).ok());
+      auto old_back = gb::trace_event_from_json(old);
+      QVERIFY(old_back.ok() && !std::get<gb::RequestSubmittedEvent>(old_back->body).purpose.has_value());
+    }
+  QCOMPARE(num_inspect_requests, 2);
   // A generation running beside an inspection is not disturbed by it.
   gb::GenerationRequest g;
   g.prompt_ids = tokens;
@@ -198,10 +217,14 @@ GB_TEST(inside_reuses_the_cached_prefix_and_repeats_itself) {
   QVERIFY(engine->step().ok());
   QVERIFY(engine->inspect(tokens, 30, o).ok());
   QVERIFY(engine->run_until_idle().ok());
-  int32_t sampled = 0;
-  for (const gb::TraceEvent& e : engine->drain_events())
+  int32_t sampled = 0, callers = 0, inspections = 0;
+  for (const gb::TraceEvent& e : engine->drain_events()) {
     if (const auto* f = std::get_if<gb::RequestFinishedEvent>(&e.body); f && f->num_generated == 8) ++sampled;
+    if (const auto* s = std::get_if<gb::RequestSubmittedEvent>(&e.body)) ++(s->purpose ? inspections : callers);
+  }
   QCOMPARE(sampled, 1);
+  QCOMPARE(callers, 1);  // the caller's request has no purpose, the inspection's has
+  QCOMPARE(inspections, 1);
   QVERIFY(engine->check_kv_ownership({}).ok());
 }
 
