@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backend/batch_layout.h"
+#include "backend/layer_recipe.h"
 #include "core/result.h"
 #include "model/dtype.h"
 
@@ -68,6 +69,22 @@ struct DeviceInfo {
 struct CaptureRows {
   int32_t token = 0;  // index into the batch's tokens
   std::vector<float> layer_input, query, after_attention, layer_output;
+
+  // Every row set sized for a model, zeroed (forward_capture, before the step).
+  void reset(int32_t num_layers, int32_t dim, int32_t q_dim) {
+    const auto layers = static_cast<size_t>(num_layers);
+    for (std::vector<float>* rows : {&layer_input, &after_attention, &layer_output})
+      rows->assign(layers * static_cast<size_t>(dim), 0.0f);
+    query.assign(layers * static_cast<size_t>(q_dim), 0.0f);
+  }
+  // Where a capture step of `layer` writes its row of `width` values.
+  float* row(CapturePoint point, int32_t layer, int64_t width) {
+    std::vector<float>& rows = point == CapturePoint::LayerInput ? layer_input
+                               : point == CapturePoint::Query    ? query
+                               : point == CapturePoint::AfterAttention ? after_attention
+                                                                       : layer_output;
+    return rows.data() + static_cast<size_t>(layer) * static_cast<size_t>(width);
+  }
 };
 
 class Backend {

@@ -579,15 +579,8 @@ Status CpuBackend::softcap(const RecipeStep& s) {
 Status CpuBackend::capture(const RecipeStep& s) {
   if (capture_ == nullptr) return {};
   const int64_t w = width(s.in);
-  std::vector<float>* rows = nullptr;
-  switch (s.capture) {
-    case CapturePoint::LayerInput: rows = &capture_->layer_input; break;
-    case CapturePoint::Query: rows = &capture_->query; break;
-    case CapturePoint::AfterAttention: rows = &capture_->after_attention; break;
-    case CapturePoint::LayerOutput: rows = &capture_->layer_output; break;
-  }
   const float* src = buf(s.in) + int64_t{capture_->token} * w;
-  std::copy(src, src + w, rows->data() + int64_t{s.layer} * w);
+  std::copy(src, src + w, capture_->row(s.capture, s.layer, w));
   return {};
 }
 
@@ -596,11 +589,7 @@ Status CpuBackend::forward_capture(const BatchLayout& batch, std::span<float> lo
   if (rows.token < 0 || rows.token >= batch.num_tokens())
     return make_error("capture of token " + std::to_string(rows.token) + " of a step with " +
                       std::to_string(batch.num_tokens()) + " tokens");
-  const auto layers = static_cast<size_t>(c.num_layers);
-  rows.layer_input.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-  rows.after_attention.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-  rows.layer_output.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-  rows.query.assign(layers * static_cast<size_t>(c.num_heads) * static_cast<size_t>(c.head_dim), 0.0f);
+  rows.reset(c.num_layers, c.dim, c.num_heads * c.head_dim);
   capture_ = &rows;
   Status st = forward(batch, logits);
   capture_ = nullptr;

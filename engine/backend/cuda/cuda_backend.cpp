@@ -171,11 +171,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     if (rows.token < 0 || rows.token >= batch.num_tokens())
       return make_error("capture of token " + std::to_string(rows.token) + " of a step with " +
                         std::to_string(batch.num_tokens()) + " tokens");
-    const auto layers = static_cast<size_t>(c.num_layers);
-    rows.layer_input.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-    rows.after_attention.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-    rows.layer_output.assign(layers * static_cast<size_t>(c.dim), 0.0f);
-    rows.query.assign(layers * static_cast<size_t>(q_dim()), 0.0f);
+    rows.reset(c.num_layers, c.dim, q_dim());
     capture_ = &rows;
     Status st = forward(batch, logits);
     capture_ = nullptr;
@@ -495,14 +491,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   Status capture(const RecipeStep& s) override {
     if (capture_ == nullptr) return {};
     const View v = view(s.in);
-    std::vector<float>* rows = nullptr;
-    switch (s.capture) {
-      case CapturePoint::LayerInput: rows = &capture_->layer_input; break;
-      case CapturePoint::Query: rows = &capture_->query; break;
-      case CapturePoint::AfterAttention: rows = &capture_->after_attention; break;
-      case CapturePoint::LayerOutput: rows = &capture_->layer_output; break;
-    }
-    GB_CUDA_TRY(cudaMemcpyAsync(rows->data() + static_cast<size_t>(s.layer) * static_cast<size_t>(v.width),
+    GB_CUDA_TRY(cudaMemcpyAsync(capture_->row(s.capture, s.layer, v.width),
                                 v.data + int64_t{capture_->token} * v.stride, static_cast<size_t>(v.width) * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_));
     return {};
