@@ -18,6 +18,8 @@
 #include "gb_qtest_main.h"
 #include "panels/inside_attention_view.h"
 #include "panels/inside_panel.h"
+#include "chat/chat_panel.h"
+#include "chat/prompt_view.h"
 #include "panels/score_view.h"
 #include "ui_test_support.h"
 
@@ -237,6 +239,38 @@ class UiInsideTest : public QObject {
     view.setSort(gbui::InsideHeadSort::Entropy);  // lowest first
     QCOMPARE(view.headOrder(0), QVector<int>({1, 0}));
     QCOMPARE(view.headOrder(1), QVector<int>({0, 1}));
+  }
+
+  void aPromptTokenIsASelection() {
+    // A prompt token clicked in the chat's "Show prompt": its request's
+    // sequence (prompt + answer) at that prompt position, so the lens ranks
+    // the prompt's next token.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    auto* panel = window->panelAs<gbui::InsidePanel>("inside");
+    qobject_cast<QDockWidget*>(panel->parentWidget())->raise();
+    QVERIFY(QTest::qWaitFor([&] { return panel->isVisible(); }, 5000));
+    gbui::ChatPanel* chat = window->chat();
+    chat->setCompletionMode(false);
+    chat->setFormat(QStringLiteral("chatml"));
+    QVERIFY(chatTurn(*window, QStringLiteral("Once upon a time"), 4));
+    const gbui::RequestInfo* r = window->sessionModel()->request(chat->conversation().turns.back().currentRequest());
+    QVERIFY(r != nullptr && r->promptIds.size() > 5);
+    chat->showPrompt();
+    gbui::PromptView* view = chat->promptView();
+    QVERIFY(view != nullptr && view->isVisible());
+    QVERIFY(view->tokensHtml().contains(QStringLiteral("token:3")));  // each token is a link to itself
+    view->pickToken(3);
+    QVERIFY(panel->waiting());
+    QVERIFY(waitReport(*panel));
+    QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
+    const QJsonObject report = QJsonDocument::fromJson(panel->reportJson().toUtf8()).object();
+    QCOMPARE(report.value("position").toInt(), 3);
+    QCOMPARE(report.value("token").toObject().value("id").toInt(), r->promptIds[3]);
+    QCOMPARE(report.value("target").toObject().value("id").toInt(), r->promptIds[4]);
+    QCOMPARE(report.value("target").toObject().value("source").toString(), QStringLiteral("next"));
+    view->close();
   }
 
   void aScoreTokenIsASelection() {

@@ -235,7 +235,13 @@ void ChatPanel::showPrompt() {
   if (conversation_.turns.isEmpty()) return;
   const UiChatPrompt* p = promptFor(static_cast<quint64>(conversation_.turns.size() - 1));
   if (!p) return;
-  if (!promptView_) promptView_ = new PromptView(this);
+  if (!promptView_) {
+    promptView_ = new PromptView(this);
+    connect(promptView_, &PromptView::tokenPicked, this, [this](int position) {
+      if (conversation_.turns.isEmpty()) return;
+      if (const RequestKey r = conversation_.turns.back().currentRequest(); r != 0) emit promptTokenClicked(r, position);
+    });
+  }
   promptView_->setPrompt(*p);
   promptView_->show();
   promptView_->raise();

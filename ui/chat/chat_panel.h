@@ -119,6 +119,8 @@ class ChatPanel : public QWidget {
   void stopRequested(quint64 request);
   void conversationChanged();
   void tokenClicked(quint64 request, int index);
+  // A prompt token clicked in "Show prompt": its request and prompt position.
+  void promptTokenClicked(quint64 request, int position);
 
  private:
   QHBoxLayout* buildToolBar();

@@ -3,7 +3,8 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QSplitter>
-#include <QTextEdit>
+#include <QTextBrowser>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace gbui {
@@ -19,8 +20,13 @@ PromptView::PromptView(QWidget* parent) : QDialog(parent) {
   text_ = new QPlainTextEdit;
   text_->setReadOnly(true);
   text_->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-  tokens_ = new QTextEdit;
-  tokens_->setReadOnly(true);
+  tokens_ = new QTextBrowser;
+  tokens_->setOpenLinks(false);  // a token is a link to itself: a click picks it
+  connect(tokens_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    bool ok = false;
+    const int position = url.toString().section(QLatin1Char(':'), 1).toInt(&ok);
+    if (ok && url.scheme() == QStringLiteral("token")) pickToken(position);
+  });
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(text_);
   split->addWidget(tokens_);
@@ -58,9 +64,11 @@ void PromptView::setPrompt(const UiChatPrompt& p) {
     const bool control = p.control.value(i);
     const QString bg = control ? QStringLiteral("#f4b6b6") : (i % 2 ? QStringLiteral("#e4ecf7") : QStringLiteral("#eef3e4"));
     const QString weight = control ? QStringLiteral("bold") : QStringLiteral("normal");
-    html += QStringLiteral("<span title='id %1' style='background:%2; font-weight:%3;'>%4</span> ")
+    html += QStringLiteral("<a href='token:%5' style='text-decoration: none; color: black;'>"
+                           "<span title='id %1 (click: inside the model here)' style='background:%2; font-weight:%3;'>%4</span></a> ")
                 .arg(p.ids[i])
-                .arg(bg, weight, displayPiece(p.pieces.value(i), control).toHtmlEscaped());
+                .arg(bg, weight, displayPiece(p.pieces.value(i), control).toHtmlEscaped())
+                .arg(i);
   }
   html += QStringLiteral("</div>");
   tokens_->setHtml(html);

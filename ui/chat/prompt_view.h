@@ -10,7 +10,7 @@
 
 class QLabel;
 class QPlainTextEdit;
-class QTextEdit;
+class QTextBrowser;
 
 namespace gbui {
 
@@ -29,12 +29,18 @@ class PromptView : public QDialog {
   // One token as it is shown: control tokens as written, others with
   // whitespace made visible (space ·, newline ↵, tab →).
   static QString displayPiece(const QString& piece, bool control);
+  // A click on the prompt token at `position` (tests call it directly).
+  void pickToken(int position) { emit tokenPicked(position); }
+
+ signals:
+  // A prompt token was clicked (the Inside panel inspects it).
+  void tokenPicked(int position);
 
  private:
   QLabel* summary_;
   QLabel* warning_;
   QPlainTextEdit* text_;
-  QTextEdit* tokens_;
+  QTextBrowser* tokens_;
 };
 
 }  // namespace gbui

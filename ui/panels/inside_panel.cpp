@@ -159,6 +159,12 @@ void InsidePanel::onTokenSelected(quint64 request, int index) {
   selectSequence(r->allTokenIds(), static_cast<int>(r->promptIds.size()) + index);
 }
 
+void InsidePanel::onPromptTokenSelected(quint64 request, int position) {
+  const RequestInfo* r = model_->request(request);
+  if (!r || position < 0 || position >= r->promptIds.size()) return;
+  selectSequence(r->allTokenIds(), position);
+}
+
 void InsidePanel::selectSequence(const QVector<int>& tokens, int position) {
   selectedTokens_ = tokens;
   selectedPosition_ = position;

@@ -63,6 +63,8 @@ class InsidePanel : public QWidget {
   // Selects position `position` of `tokens` (a token of the Score view, or of a
   // request: prompt + generated ids); inspected at once when the panel is
   // visible with "Auto" on, else on "Inspect" or when it shows.
+  // A prompt token (the chat's "Show prompt"): that request's sequence at the position.
+  void onPromptTokenSelected(quint64 request, int position);
   void selectSequence(const QVector<int>& tokens, int position);
   void onFinished(quint64 tag, const QString& json);
   void onFailed(quint64 tag, const QString& message);

@@ -143,6 +143,7 @@ void wireInside(QWidget* panel, MainWindow& w) {
   // A token clicked in the Score view is a selection too (the chat's arrive
   // through the session model's tokenSelected).
   QObject::connect(w.scoreView(), &ScoreView::tokenPicked, inside, &InsidePanel::selectSequence);
+  QObject::connect(w.chat(), &ChatPanel::promptTokenClicked, inside, &InsidePanel::onPromptTokenSelected);
 }
 
 // The server: its requests are engine requests, listed in the Serve panel.
