@@ -126,10 +126,9 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
   rep.logits.assign(static_cast<size_t>(c.vocab_size), 0.0f);
   GB_TRY(backend_->forward_capture(b, rep.logits, rows));
 
-  rep.target_is_next = position + 1 < n;
-  rep.target = rep.target_is_next ? tokens[static_cast<size_t>(position) + 1]
-                                  : inside_top_k(rep.logits.data(), c.vocab_size, 1).front().id;
   rep.final_top = inside_top_k(rep.logits.data(), c.vocab_size, o.top_k);
+  rep.target_is_next = position + 1 < n;
+  rep.target = rep.target_is_next ? tokens[static_cast<size_t>(position) + 1] : rep.final_top.front().id;
 
   const int32_t dim = c.dim, q_dim = c.num_heads * c.head_dim, kv_dim = c.kv_dim();
   std::vector<float> keys, k_row(static_cast<size_t>(kv_dim)), v_row(static_cast<size_t>(kv_dim));
@@ -191,7 +190,8 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
         InsideLayer& layer = rep.layers[static_cast<size_t>(i)];
         const float* row = lens.data() + static_cast<size_t>(i) * c.vocab_size;
         layer.lens_top = inside_top_k(row, c.vocab_size, o.top_k);
-        std::tie(layer.target_rank, layer.target_prob) = inside_rank(row, c.vocab_size, rep.target);
+        std::tie(layer.target_rank, layer.target_prob) =
+            inside_rank(row, c.vocab_size, rep.target, layer.lens_top.front());
       }
     }
   }

@@ -79,11 +79,11 @@ std::vector<InsideTop> inside_top_k(const float* logits, int32_t vocab, int32_t 
   return top;
 }
 
-std::pair<int32_t, double> inside_rank(const float* logits, int32_t vocab, TokenId id) {
+std::pair<int32_t, double> inside_rank(const float* logits, int32_t vocab, TokenId id, const InsideTop& best) {
   const float v = logits[id];
   int32_t rank = 0;
   for (int32_t i = 0; i < vocab; ++i) rank += logits[i] > v || (logits[i] == v && i < id);
-  return {rank, Softmax(logits, vocab).prob(v)};
+  return {rank, best.prob * std::exp(static_cast<double>(v) - static_cast<double>(logits[best.id]))};
 }
 
 namespace {

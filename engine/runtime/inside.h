@@ -82,8 +82,11 @@ std::vector<std::vector<float>> inside_attention_rows(const ModelConfig& c, cons
 
 // Top-k of a logits row as probabilities (softmax in double); ties: lower id first.
 std::vector<InsideTop> inside_top_k(const float* logits, int32_t vocab, int32_t k);
-// Rank (0 = top) and probability of `id` in a logits row.
-std::pair<int32_t, double> inside_rank(const float* logits, int32_t vocab, TokenId id);
+// Rank (0 = top) and probability of `id` in a logits row whose top choice
+// (inside_top_k's first entry) is `best`: the probability comes from best's,
+// p(id) = p(best) exp(logit(id) - logit(best)), without a second pass for the
+// softmax's normaliser.
+std::pair<int32_t, double> inside_rank(const float* logits, int32_t vocab, TokenId id, const InsideTop& best);
 
 struct InsideJsonOptions {
   bool context = true;  // the context tokens with their text

@@ -36,6 +36,13 @@ int jsonArgmax(const QJsonArray& row) {
   return best;
 }
 
+// The Inside panel's dock raised, once it shows (null if it does not).
+gbui::InsidePanel* showInside(gbui::MainWindow& window) {
+  auto* panel = window.panelAs<gbui::InsidePanel>("inside");
+  qobject_cast<QDockWidget*>(panel->parentWidget())->raise();
+  return QTest::qWaitFor([&] { return panel->isVisible(); }, 5000) ? panel : nullptr;
+}
+
 bool waitReport(gbui::InsidePanel& panel) {
   return QTest::qWaitFor([&] { return !panel.waiting(); }, 60000);
 }
@@ -63,12 +70,9 @@ class UiInsideTest : public QObject {
     QVERIFY(info != nullptr);
     QVERIFY(info->tokens.size() >= 3);
 
-    auto* panel = window->panelAs<gbui::InsidePanel>("inside");
     // Bring its tab to the front: with "Auto" a selection is inspected at once.
-    auto* dock = qobject_cast<QDockWidget*>(panel->parentWidget());
-    QVERIFY(dock != nullptr);
-    dock->raise();
-    QVERIFY(QTest::qWaitFor([&] { return panel->isVisible(); }, 5000));
+    gbui::InsidePanel* panel = showInside(*window);
+    QVERIFY(panel != nullptr);
 
     // A click on the second generated token in the chat.
     const int index = 1;
@@ -248,9 +252,8 @@ class UiInsideTest : public QObject {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
     QVERIFY(loadStories(*window));
-    auto* panel = window->panelAs<gbui::InsidePanel>("inside");
-    qobject_cast<QDockWidget*>(panel->parentWidget())->raise();
-    QVERIFY(QTest::qWaitFor([&] { return panel->isVisible(); }, 5000));
+    gbui::InsidePanel* panel = showInside(*window);
+    QVERIFY(panel != nullptr);
     gbui::ChatPanel* chat = window->chat();
     chat->setCompletionMode(false);
     chat->setFormat(QStringLiteral("chatml"));
@@ -278,9 +281,8 @@ class UiInsideTest : public QObject {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
     QVERIFY(loadStories(*window));
-    auto* panel = window->panelAs<gbui::InsidePanel>("inside");
-    qobject_cast<QDockWidget*>(panel->parentWidget())->raise();
-    QVERIFY(QTest::qWaitFor([&] { return panel->isVisible(); }, 5000));
+    gbui::InsidePanel* panel = showInside(*window);
+    QVERIFY(panel != nullptr);
     gbui::ScoreView* score = window->scoreView();
     QSignalSpy scored(score, &gbui::ScoreView::finished);
     score->setText(QStringLiteral("Once upon a time, there was a little girl."));

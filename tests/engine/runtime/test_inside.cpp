@@ -126,6 +126,16 @@ void check_report(const Loaded& m, const gb::InsideReport& r, const std::vector<
     QCOMPARE(last.lens_top[i].id, r.final_top[i].id);
     QCOMPARE(last.lens_top[i].prob, r.final_top[i].prob);
   }
+  // The last layer's target probability is the target's softmax probability
+  // under the model's logits (computed here in one plain pass).
+  {
+    double top = -INFINITY, sum = 0.0;
+    for (float v : r.logits) top = std::max(top, static_cast<double>(v));
+    for (float v : r.logits) sum += std::exp(static_cast<double>(v) - top);
+    const double want = std::exp(static_cast<double>(r.logits[static_cast<size_t>(r.target)]) - top) / sum;
+    QVERIFY2(std::abs(last.target_prob - want) <= 1e-9 + 1e-9 * want,
+             (what + ": target probability " + std::to_string(last.target_prob) + " vs " + std::to_string(want)).c_str());
+  }
   // The capture forward computes what a plain forward over the prefix does.
   const std::vector<gb::TokenId> prefix(tokens.begin(), tokens.begin() + p + 1);
   const auto top = plain_top(m, prefix);
