@@ -1,9 +1,15 @@
-// Architecture references made with tools/make_arch_refs.py: for qwen3, mistral
-// (llama with a sliding window), gemma2, gemma3 and phi3 (LongRoPE 128k style), a
-// small random model is re-created here with the same synth code and seed as
-// `glassbox-cli synth --arch NAME --seed S`, and its 16 greedy tokens and the
-// top-20 logits of every greedy step must match HF transformers (float32, run on
-// the file's own tensors) within 1e-3, through the Engine on the CPU backend.
+// Architecture references for qwen3, mistral (llama with a sliding window),
+// gemma2, gemma3 and phi3 (LongRoPE 128k style): 16 greedy tokens and the top-20
+// logits of every greedy step must match HF transformers (float32) within 1e-3,
+// through the Engine on the CPU backend, on two kinds of file:
+// - synthesized (tests/data/arch, tools/make_arch_refs.py): the small random model
+//   is re-created here with the same synth code and seed as `glassbox-cli synth
+//   --arch NAME --seed S`; transformers ran on the file's own tensors, the
+//   converter's conventions undone by the script;
+// - converted (tests/data/converted, tools/make_converted_refs.py): tiny files
+//   written by llama.cpp's own convert_hf_to_gguf.py from transformers
+//   checkpoints, the reference being transformers on the original checkpoint
+//   (independent of Glassbox in file and in forward pass).
 // Each case also checks that the variation it is about is really in play (the
 // config says so, and turning it off changes the logits), so the test can fail.
 #include <cstdio>
@@ -30,25 +36,38 @@ struct Loaded {
   json ref;
 };
 
-// Synthesises the model the reference was made from and loads it.
-Loaded load(const std::string& arch_name, std::string& error) {
+// Where a reference's file comes from.
+enum class Source { Synth, Converted };
+
+// Loads the model a reference was made from: synthesized again (synth) or the
+// committed file (converted); either way its bytes must be those the reference
+// names.
+Loaded load(const std::string& arch_name, Source source, std::string& error) {
   Loaded out;
-  out.ref = gbtest::read_json(std::string(GLASSBOX_ARCH_REF_DIR) + "/" + arch_name + ".json");
-  const gb::SyntheticArch* arch = gb::find_synthetic_arch(out.ref["arch"].get<std::string>());
-  if (arch == nullptr) {
-    error = "synth does not know arch " + arch_name;
-    return out;
+  const std::string dir = source == Source::Synth ? GLASSBOX_ARCH_REF_DIR : GLASSBOX_CONVERTED_REF_DIR;
+  out.ref = gbtest::read_json(dir + "/" + arch_name + ".json");
+  std::string path;
+  const char* remake = nullptr;
+  if (source == Source::Synth) {
+    const gb::SyntheticArch* arch = gb::find_synthetic_arch(out.ref["arch"].get<std::string>());
+    if (arch == nullptr) {
+      error = "synth does not know arch " + arch_name;
+      return out;
+    }
+    path = gbtest::temp_dir() + "/" + arch_name + ".gguf";
+    if (auto st = gb::write_synthetic_arch_model(*arch, out.ref["seed"].get<uint64_t>(), path); !st) {
+      error = st.error().message;
+      return out;
+    }
+    remake = "tools/make_arch_refs.py";  // glassbox-cli synth runs the same code
+  } else {
+    path = dir + "/" + out.ref["file"].get<std::string>();
+    remake = "tools/make_converted_refs.py";
   }
-  const std::string path = gbtest::temp_dir() + "/" + arch_name + ".gguf";
-  if (auto st = gb::write_synthetic_arch_model(*arch, out.ref["seed"].get<uint64_t>(), path); !st) {
-    error = st.error().message;
-    return out;
-  }
-  // The reference was made from exactly these bytes (glassbox-cli synth runs the same code).
   auto sha = gb::sha256_file_hex(path);
   if (!sha || *sha != out.ref["model_sha256"].get<std::string>()) {
-    error = path + ": synth output differs from the file the reference was made from (sha256 " +
-            (sha ? *sha : sha.error().message) + "); regenerate with tools/make_arch_refs.py";
+    error = path + ": differs from the file the reference was made from (sha256 " +
+            (sha ? *sha : sha.error().message) + "); regenerate with " + remake;
     return out;
   }
   gb::LoadOptions options;
@@ -92,8 +111,9 @@ void check_matches(const Loaded& l) {
             worst = std::max(worst, std::abs(static_cast<double>(logit) - step["top_logits"][j].get<double>()));
     }
   }
-  std::printf("%s: %zu prompts match transformers; max |d logit| over the top-20 of every step %.2e\n",
-              l.ref["arch"].get<std::string>().c_str(), l.ref["prompts"].size(), worst);
+  std::printf("%s (%s): %zu prompts match transformers; max |d logit| over the top-20 of every step %.2e\n",
+              l.ref["arch"].get<std::string>().c_str(), l.ref.contains("file") ? "converted by llama.cpp" : "synth",
+              l.ref["prompts"].size(), worst);
 }
 
 // With `change` applied to a copy of the model, the longest prompt's first
@@ -110,9 +130,9 @@ void check_feature_matters(const Loaded& l, const char* what, const std::functio
            (std::string("turning off ") + what + " left the logits unchanged: the reference does not exercise it").c_str());
 }
 
-#define LOAD_OR_FAIL(var, name)                           \
+#define LOAD_OR_FAIL(var, name, source)                   \
   std::string var##_error;                                \
-  const Loaded var = load(name, var##_error);             \
+  const Loaded var = load(name, source, var##_error);     \
   QVERIFY2(var##_error.empty(), var##_error.c_str())
 
 size_t longest_prompt(const json& ref) {
@@ -121,10 +141,8 @@ size_t longest_prompt(const json& ref) {
   return n;
 }
 
-}  // namespace
-
-GB_TEST(qwen3_matches_transformers) {
-  LOAD_OR_FAIL(l, "qwen3");
+void check_qwen3(Source source) {
+  LOAD_OR_FAIL(l, "qwen3", source);
   const gb::ModelConfig& c = l.model->config;
   QVERIFY(c.qk_norm && c.rope_style == gb::RopeStyle::NeoX && !c.qkv_bias);
   QVERIFY(c.head_dim * c.num_heads != c.dim);  // explicit head_dim (attention.key_length)
@@ -135,8 +153,8 @@ GB_TEST(qwen3_matches_transformers) {
   });
 }
 
-GB_TEST(mistral_sliding_window_matches_transformers) {
-  LOAD_OR_FAIL(l, "mistral");
+void check_mistral(Source source) {
+  LOAD_OR_FAIL(l, "mistral", source);
   const gb::ModelConfig& c = l.model->config;
   QCOMPARE(c.architecture, std::string("llama"));
   QVERIFY(c.sliding_window > 0 && static_cast<size_t>(c.sliding_window) < longest_prompt(l.ref));
@@ -145,8 +163,8 @@ GB_TEST(mistral_sliding_window_matches_transformers) {
   check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
 }
 
-GB_TEST(gemma2_matches_transformers) {
-  LOAD_OR_FAIL(l, "gemma2");
+void check_gemma2(Source source) {
+  LOAD_OR_FAIL(l, "gemma2", source);
   const gb::ModelConfig& c = l.model->config;
   QVERIFY(c.attn_softcap > 0.0f && c.final_softcap > 0.0f);
   QVERIFY(c.sliding_window > 0 && static_cast<size_t>(c.sliding_window) < longest_prompt(l.ref));
@@ -159,8 +177,8 @@ GB_TEST(gemma2_matches_transformers) {
   check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
 }
 
-GB_TEST(gemma3_matches_transformers) {
-  LOAD_OR_FAIL(l, "gemma3");
+void check_gemma3(Source source) {
+  LOAD_OR_FAIL(l, "gemma3", source);
   const gb::ModelConfig& c = l.model->config;
   QVERIFY(c.qk_norm && c.post_norms && c.num_layers >= 6);
   for (int32_t i = 0; i < 5; ++i) QVERIFY(c.is_sliding(i));
@@ -171,14 +189,28 @@ GB_TEST(gemma3_matches_transformers) {
   check_feature_matters(l, "the sliding window", [](gb::Model& m) { m.config.sliding_window = 0; });
 }
 
-GB_TEST(phi3_longrope_matches_transformers) {
-  LOAD_OR_FAIL(l, "phi3");
+void check_phi3(Source source) {
+  LOAD_OR_FAIL(l, "phi3", source);
   const gb::ModelConfig& c = l.model->config;
   QVERIFY(c.fused_qkv && c.fused_gate_up && c.rope_freq_factors && c.rope_long_factors);
   QVERIFY(c.rope_attn_factor > 1.0f);
   check_matches(l);
   check_feature_matters(l, "the LongRoPE attention factor", [](gb::Model& m) { m.config.rope_attn_factor = 1.0f; });
 }
+
+}  // namespace
+
+GB_TEST(qwen3_matches_transformers) { check_qwen3(Source::Synth); }
+GB_TEST(mistral_sliding_window_matches_transformers) { check_mistral(Source::Synth); }
+GB_TEST(gemma2_matches_transformers) { check_gemma2(Source::Synth); }
+GB_TEST(gemma3_matches_transformers) { check_gemma3(Source::Synth); }
+GB_TEST(phi3_longrope_matches_transformers) { check_phi3(Source::Synth); }
+
+// The same checks on files written by llama.cpp's converter.
+GB_TEST(converted_qwen3_matches_transformers) { check_qwen3(Source::Converted); }
+GB_TEST(converted_gemma2_matches_transformers) { check_gemma2(Source::Converted); }
+GB_TEST(converted_gemma3_matches_transformers) { check_gemma3(Source::Converted); }
+GB_TEST(converted_phi3_longrope_matches_transformers) { check_phi3(Source::Converted); }
 
 // The short factors are chosen when the context stays within the original one.
 GB_TEST(phi3_short_factors_within_original_context) {

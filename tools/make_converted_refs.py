@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Make tests/data/converted: tiny GGUFs written by llama.cpp's own converter, with references from
+Hugging Face transformers run on the original checkpoints (Python tooling, never run by CI or tests).
+
+tests/data/arch holds references for files that Glassbox synthesizes itself (`glassbox-cli synth`): an
+independent forward pass, but the file follows Glassbox's reading of the converter. This script closes
+that gap for qwen3, gemma2, gemma3 and phi3 (mistral is written by the converter as `llama`, which the
+stories goldens and tiny-llama3 already cover):
+
+1. a small SentencePiece vocabulary (byte fallback) is trained on the GPL-3 text, so the files stay small;
+2. per architecture, a tiny transformers model is built from a config and a fixed seed; every weight is
+   rounded to float16, so the converter's `--outtype f16` is lossless (norms stay float32 in the file);
+3. the checkpoint (safetensors + tokenizer.model + tokenizer_config.json) goes through llama.cpp's
+   `convert_hf_to_gguf.py --outtype f16`, unchanged; the file is written to tests/data/converted/<arch>.gguf;
+4. the reference is the same float32 transformers model (eager attention) on the original checkpoint:
+   prompt ids, 16 greedy tokens and the top-20 logits of every greedy step, in tests/data/converted/<arch>.json
+   (schema glassbox-arch-ref-v1, as tests/data/arch). Nothing is read back from the GGUF to make it.
+
+tests/engine/runtime/test_arch_converted_refs.cpp runs each file through the Engine and compares.
+
+Usage (the converter from the llama.cpp tree vendored in llama_cpp_python's sdist, a PyPI package):
+  python3 -m venv /work/venv-conv
+  /work/venv-conv/bin/pip install torch numpy "transformers>=4.57,<5" safetensors sentencepiece protobuf
+  pip download --no-deps --no-binary :all: llama_cpp_python==0.3.36 && tar xzf llama_cpp_python-0.3.36.tar.gz
+  /work/venv-conv/bin/pip install ./llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py
+  /work/venv-conv/bin/python tools/make_converted_refs.py \
+      --llama-cpp llama_cpp_python-0.3.36/vendor/llama.cpp [ARCH ...]
+"""
+import argparse, hashlib, json, os, subprocess, sys, tempfile
+
+import numpy as np
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+N_GEN = 16
+TOPK = 20
+VOCAB = 512
+SPECIAL = (0, 1, 2)  # <unk>, <s>, </s> of the trained vocabulary: greedy paths must avoid them
+MIN_MARGIN = 0.02  # the smallest top-1 / top-2 logit gap of a greedy step (the test's tolerance is 1e-3)
+
+# name -> (first seed, prompt lengths). Prompts are random ids >= 3 drawn from the seed. Lengths exceed
+# the sliding windows (6); phi3's exceed its original context (32), so both sides use the long factors.
+ARCHS = {
+    "qwen3": (4101, [5, 13, 21]),
+    "gemma2": (4102, [5, 13, 21]),
+    "gemma3": (4103, [5, 13, 21]),
+    "phi3": (4104, [33, 40]),
+}
+
+
+def config(arch):
+    common = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                  max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=1, eos_token_id=2,
+                  pad_token_id=0, attn_implementation="eager")
+    if arch == "qwen3":
+        # Untied output, grouped queries (4 heads over 2 KV heads), per-head q/k norms, a head size
+        # that is not hidden / heads (attention.key_length).
+        return transformers.Qwen3ForCausalLM, transformers.Qwen3Config(
+            num_hidden_layers=2, num_key_value_heads=2, head_dim=16, rope_theta=1e6, attention_bias=False,
+            tie_word_embeddings=False, **common)
+    if arch == "gemma2":
+        # Layers 0 and 2 slide over 6 tokens, layer 1 is global; both soft caps; query scale 1/sqrt(head_dim)
+        # (query_pre_attn_scalar = head_dim, llama.cpp's rule below 27B).
+        return transformers.Gemma2ForCausalLM, transformers.Gemma2Config(
+            num_hidden_layers=3, num_key_value_heads=2, head_dim=16, rope_theta=10000.0, sliding_window=6,
+            query_pre_attn_scalar=16, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+            hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True, **common)
+    if arch == "gemma3":
+        # Six layers: five slide over 6 tokens (local RoPE base 10000), the sixth is global (base 1e6,
+        # linear RoPE scaling 8 as in Gemma 3 4B and larger); one KV head.
+        return transformers.Gemma3ForCausalLM, transformers.Gemma3TextConfig(
+            num_hidden_layers=6, num_key_value_heads=1, head_dim=16, rope_theta=1e6, rope_local_base_freq=10000.0,
+            rope_scaling={"rope_type": "linear", "factor": 8.0}, sliding_window=6, query_pre_attn_scalar=16,
+            final_logit_softcapping=None, attn_logit_softcapping=None, hidden_activation="gelu_pytorch_tanh",
+            tie_word_embeddings=True, **common)
+    if arch == "phi3":
+        # Fused qkv and gate_up projections, LongRoPE (original context 32, long factors past it).
+        g = np.random.default_rng(7)
+        long_f = [float("%.4g" % x) for x in 1.0 + 4.0 * g.random(4)]  # head size 8: 4 rotated pairs
+        short_f = [float("%.4g" % x) for x in 1.0 + 0.5 * g.random(4)]
+        common["max_position_embeddings"] = 256
+        return transformers.Phi3ForCausalLM, transformers.Phi3Config(
+            num_hidden_layers=2, num_key_value_heads=4, rope_theta=10000.0, original_max_position_embeddings=32,
+            rope_scaling={"type": "longrope", "long_factor": long_f, "short_factor": short_f}, sliding_window=None,
+            tie_word_embeddings=False, **common)
+    raise SystemExit("unknown arch " + arch)
+
+
+def train_vocab(work):
+    """A 512-piece SentencePiece BPE vocabulary with byte fallback, trained on the GPL-3 text."""
+    import sentencepiece as spm
+    prefix = os.path.join(work, "spm")
+    spm.SentencePieceTrainer.train(
+        input="/usr/share/common-licenses/GPL-3", model_prefix=prefix, vocab_size=VOCAB, model_type="bpe",
+        byte_fallback=True, character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+        num_threads=2, minloglevel=2)
+    return prefix + ".model"
+
+
+def randomize(model, arch, seed):
+    """Every weight random and exactly representable in float16 (the converter's f16 output is then
+    lossless); norms near their neutral value (Gemma stores 1 + w, so w near 0)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                base = 0.0 if arch.startswith("gemma") else 1.0
+                p.copy_(base + 0.2 * torch.randn(p.shape, generator=g))
+            else:
+                # Unit-scale activations; a wider output head, so greedy margins stay well above the
+                # test's 1e-3 tolerance.
+                fan_in = p.shape[1] if "embed" not in name else 8.0
+                gain = 4.0 if "lm_head" in name else 1.5
+                p.copy_(torch.randn(p.shape, generator=g) * (gain / fan_in ** 0.5))
+            p.copy_(p.half().float())
+
+
+def save_checkpoint(model, arch, vocab_model, out_dir):
+    model.save_pretrained(out_dir, safe_serialization=True)
+    import shutil
+    shutil.copy(vocab_model, os.path.join(out_dir, "tokenizer.model"))
+    cls = "GemmaTokenizer" if arch.startswith("gemma") else "LlamaTokenizer"
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": cls, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                   "add_bos_token": True, "add_eos_token": False, "model_max_length": 256}, f, indent=1)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def forward(model, ids, n_gen):
+    """Greedy with a full recompute per step (no KV cache): the logits that chose each token."""
+    seq, gen, rows = list(ids), [], []
+    with torch.no_grad():
+        for _ in range(n_gen):
+            row = model(torch.tensor([seq], dtype=torch.long)).logits[0, -1].double()
+            rows.append(row)
+            t = int(torch.argmax(row))
+            gen.append(t)
+            seq.append(t)
+    return gen, rows
+
+
+def step_record(row):
+    top = torch.topk(row, TOPK)
+    logits = [float("%.7g" % x) for x in top.values.tolist()]
+    return {"top_ids": [int(i) for i in top.indices.tolist()], "top_logits": logits, "margin": logits[0] - logits[1]}
+
+
+def llama_cpp_version(tree):
+    """The llama.cpp tree's identity: the sdist's version file, else the path."""
+    for rel in ("../../llama_cpp/__init__.py",):
+        p = os.path.join(tree, rel)
+        if os.path.exists(p):
+            for line in open(p):
+                if line.startswith("__version__"):
+                    return "llama_cpp_python " + line.split("=")[1].strip().strip('"') + " vendor/llama.cpp"
+    return tree
+
+
+def references(model, seed, lengths):
+    """Prompts of random ids >= 3 from `seed` and their greedy records, or None when a greedy path reaches a
+    special token (the engine stops at end tokens) or a step's margin is under MIN_MARGIN."""
+    g = np.random.default_rng(seed)
+    prompts = []
+    for i, n in enumerate(lengths):
+        ids = [int(x) for x in g.integers(3, VOCAB, n)]
+        gen, rows = forward(model, ids, N_GEN)
+        steps = [step_record(r) for r in rows]
+        margin = min(s["margin"] for s in steps)
+        if any(t in SPECIAL for t in gen) or margin < MIN_MARGIN:
+            return None
+        prompts.append({"name": "p%d" % i, "ids": ids, "greedy": {"ids": gen, "steps": steps},
+                        "min_greedy_margin": margin})
+    return prompts
+
+
+def make(arch, vocab_model, tree, out_dir, work):
+    first_seed, lengths = ARCHS[arch]
+    cls, cfg = config(arch)
+    for seed in range(first_seed, first_seed + 100):  # the first seed whose greedy paths are clear
+        torch.manual_seed(seed)
+        model = cls(cfg).float().eval()
+        randomize(model, arch, seed)
+        prompts = references(model, seed, lengths)
+        if prompts is not None:
+            break
+    else:
+        raise SystemExit(f"{arch}: no seed in 100 gives clear greedy paths")
+    ckpt = os.path.join(work, arch)
+    save_checkpoint(model, arch, vocab_model, ckpt)
+    gguf_path = os.path.join(out_dir, arch + ".gguf")
+    subprocess.run([sys.executable, os.path.join(tree, "convert_hf_to_gguf.py"), ckpt, "--outtype", "f16",
+                    "--outfile", gguf_path], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    doc = {"schema": "glassbox-arch-ref-v1", "arch": arch, "architecture": arch, "file": arch + ".gguf",
+           "model_sha256": sha256(gguf_path), "seed": seed, "context_length": 256, "top_k": TOPK, "n_gen": N_GEN,
+           "converter": llama_cpp_version(tree) + " convert_hf_to_gguf.py --outtype f16",
+           "reference": f"float32 transformers {cls.__name__} (eager attention) on the original checkpoint "
+                        "(weights float16-exact), before conversion",
+           "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                        "numpy": np.__version__},
+           "prompts": prompts}
+    with open(os.path.join(out_dir, arch + ".json"), "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    print(arch, cls.__name__, "seed", seed, "min margin %.3g" % min(p["min_greedy_margin"] for p in prompts),
+          "gguf bytes", os.path.getsize(gguf_path))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llama-cpp", required=True, help="a llama.cpp source tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "data", "converted"))
+    ap.add_argument("archs", nargs="*", default=list(ARCHS))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        vocab_model = train_vocab(work)
+        for arch in a.archs:
+            make(arch, vocab_model, os.path.abspath(a.llama_cpp), a.out, work)
+
+
+if __name__ == "__main__":
+    main()
