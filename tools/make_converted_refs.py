@@ -47,7 +47,11 @@ ARCHS = {
     "gemma2": (4102, [5, 13, 21]),
     "gemma3": (4103, [5, 13, 21]),
     "phi3": (4104, [33, 40]),
+    "qwen3moe": (4111, [5, 13, 21]),
+    "mixtral": (4112, [5, 13, 21]),
 }
+BPE_ARCHS = {"qwen3moe"}  # the converter reads a byte-level BPE vocabulary for these, SentencePiece for the rest
+MIN_ROUTER_MARGIN = 1e-3  # the smallest gap between the k-th and (k+1)-th router logit of any token and layer
 
 
 def config(arch):
@@ -85,7 +89,35 @@ def config(arch):
             num_hidden_layers=2, num_key_value_heads=4, rope_theta=10000.0, original_max_position_embeddings=32,
             rope_scaling={"type": "longrope", "long_factor": long_f, "short_factor": short_f}, sliding_window=None,
             tie_word_embeddings=False, **common)
+    if arch == "qwen3moe":
+        # Every layer a mixture: 8 experts of width 32, 2 per token, top-k weights renormalized (llama.cpp always
+        # renormalizes for qwen3moe; Qwen3-30B-A3B's config says norm_topk_prob), q/k norms as qwen3.
+        return transformers.Qwen3MoeForCausalLM, transformers.Qwen3MoeConfig(
+            num_hidden_layers=2, num_key_value_heads=2, head_dim=16, rope_theta=1e6, attention_bias=False,
+            num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+            decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False, **common)
+    if arch == "mixtral":
+        # Mixtral: written by the converter as `llama` with expert_count; 4 experts of width 48, top-2 with the
+        # softmax over the chosen two; q/k rows permuted by the converter (llama).
+        common["intermediate_size"] = 48
+        return transformers.MixtralForCausalLM, transformers.MixtralConfig(
+            num_hidden_layers=2, num_key_value_heads=2, head_dim=8, rope_theta=1e6, num_local_experts=4,
+            num_experts_per_tok=2, sliding_window=None, tie_word_embeddings=False, **common)
     raise SystemExit("unknown arch " + arch)
+
+
+def routing(model, seq, k):
+    """For a mixture: the k experts each position of `seq` goes to in every layer (best first), and the smallest
+    gap between the k-th and (k+1)-th router logit."""
+    with torch.no_grad():
+        out = model(torch.tensor([seq], dtype=torch.long), output_router_logits=True)
+    layers, margin = [], float("inf")
+    for r in out.router_logits:  # (positions, experts) per layer
+        r = r.double()
+        top = torch.topk(r, k + 1, dim=-1)
+        layers.append([[int(e) for e in row[:k]] for row in top.indices.tolist()])
+        margin = min(margin, float((top.values[:, k - 1] - top.values[:, k]).min()))
+    return layers, margin
 
 
 def train_vocab(work):
@@ -97,6 +129,36 @@ def train_vocab(work):
         byte_fallback=True, character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
         num_threads=2, minloglevel=2)
     return prefix + ".model"
+
+
+def train_bpe_vocab(work):
+    """A 512-token byte-level BPE vocabulary (GPT-2's pre-tokenizer; <unk> 0, <s> 1, </s> 2, the 256 byte
+    symbols, then merges) trained on the GPL-3 text, saved as a transformers tokenizer directory."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train(["/usr/share/common-licenses/GPL-3"], trainer)
+    assert tok.get_vocab_size() == VOCAB and tok.token_to_id("</s>") == 2
+    out = os.path.join(work, "bpe")
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                         unk_token="<unk>").save_pretrained(out)
+    return out
+
+
+# The converter names a byte-level BPE vocabulary's pre-tokenizer by hashing the ids it gives a fixed text, and
+# knows only published vocabularies; for the trained one it is told the name (GPT-2's, which the trained
+# vocabulary uses). Everything else is the converter's own code.
+CONVERT_BPE = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+import convert_hf_to_gguf
+from conversion import base
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
+convert_hf_to_gguf.main()
+"""
 
 
 def randomize(model, arch, seed):
@@ -117,10 +179,14 @@ def randomize(model, arch, seed):
             p.copy_(p.half().float())
 
 
-def save_checkpoint(model, arch, vocab_model, out_dir):
+def save_checkpoint(model, arch, vocab, out_dir):
     model.save_pretrained(out_dir, safe_serialization=True)
     import shutil
-    shutil.copy(vocab_model, os.path.join(out_dir, "tokenizer.model"))
+    if arch in BPE_ARCHS:
+        for f in os.listdir(vocab["bpe"]):
+            shutil.copy(os.path.join(vocab["bpe"], f), out_dir)
+        return
+    shutil.copy(vocab["spm"], os.path.join(out_dir, "tokenizer.model"))
     cls = "GemmaTokenizer" if arch.startswith("gemma") else "LlamaTokenizer"
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
         json.dump({"tokenizer_class": cls, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
@@ -176,12 +242,19 @@ def references(model, seed, lengths):
         margin = min(s["margin"] for s in steps)
         if any(t in SPECIAL for t in gen) or margin < MIN_MARGIN:
             return None
-        prompts.append({"name": "p%d" % i, "ids": ids, "greedy": {"ids": gen, "steps": steps},
-                        "min_greedy_margin": margin})
+        record = {"name": "p%d" % i, "ids": ids, "greedy": {"ids": gen, "steps": steps}, "min_greedy_margin": margin}
+        if hasattr(model.config, "num_experts_per_tok"):
+            # Routing of every position the model ran: the prompt and the greedy tokens but the last.
+            k = model.config.num_experts_per_tok
+            experts, router_margin = routing(model, ids + gen[:-1], k)
+            if router_margin < MIN_ROUTER_MARGIN:
+                return None
+            record["routing"] = {"experts_per_token": k, "layers": experts, "min_router_margin": router_margin}
+        prompts.append(record)
     return prompts
 
 
-def make(arch, vocab_model, tree, out_dir, work):
+def make(arch, vocab, tree, out_dir, work):
     first_seed, lengths = ARCHS[arch]
     cls, cfg = config(arch)
     for seed in range(first_seed, first_seed + 100):  # the first seed whose greedy paths are clear
@@ -194,11 +267,13 @@ def make(arch, vocab_model, tree, out_dir, work):
     else:
         raise SystemExit(f"{arch}: no seed in 100 gives clear greedy paths")
     ckpt = os.path.join(work, arch)
-    save_checkpoint(model, arch, vocab_model, ckpt)
+    save_checkpoint(model, arch, vocab, ckpt)
     gguf_path = os.path.join(out_dir, arch + ".gguf")
-    subprocess.run([sys.executable, os.path.join(tree, "convert_hf_to_gguf.py"), ckpt, "--outtype", "f16",
-                    "--outfile", gguf_path], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    doc = {"schema": "glassbox-arch-ref-v1", "arch": arch, "architecture": arch, "file": arch + ".gguf",
+    convert = ["-c", CONVERT_BPE, tree] if arch in BPE_ARCHS else [os.path.join(tree, "convert_hf_to_gguf.py")]
+    subprocess.run([sys.executable, *convert, ckpt, "--outtype", "f16",
+                    "--outfile", gguf_path], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE if not os.environ.get("GB_VERBOSE") else None)
+    architecture = "llama" if arch == "mixtral" else arch
+    doc = {"schema": "glassbox-arch-ref-v1", "arch": arch, "architecture": architecture, "file": arch + ".gguf",
            "model_sha256": sha256(gguf_path), "seed": seed, "context_length": 256, "top_k": TOPK, "n_gen": N_GEN,
            "converter": llama_cpp_version(tree) + " convert_hf_to_gguf.py --outtype f16",
            "reference": f"float32 transformers {cls.__name__} (eager attention) on the original checkpoint "
@@ -220,9 +295,9 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
-        vocab_model = train_vocab(work)
+        vocab = {"spm": train_vocab(work), "bpe": train_bpe_vocab(work)}
         for arch in a.archs:
-            make(arch, vocab_model, os.path.abspath(a.llama_cpp), a.out, work)
+            make(arch, vocab, os.path.abspath(a.llama_cpp), a.out, work)
 
 
 if __name__ == "__main__":

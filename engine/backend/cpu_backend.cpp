@@ -1,7 +1,9 @@
 #include "backend/cpu_backend_impl.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -394,6 +396,7 @@ const TensorView& CpuBackend::tensor(WeightSlot w, int32_t layer) const {
     case WeightSlot::WUp: return l.w_up;
     case WeightSlot::WDown: return l.w_down;
     case WeightSlot::PostFfnNorm: return l.post_ffn_norm;
+    case WeightSlot::Router: return l.router;
     default: break;
   }
   GB_CHECK_MSG(false, "recipe step names no weight");
@@ -547,6 +550,90 @@ Status CpuBackend::project_gate_up(const RecipeStep& s) {
   const int64_t n = batch_->num_tokens();
   if (s.fused) matmul_group({{&tensor(s.weight, s.layer), gate_.data()}}, buf(s.in), n);
   else matmul_group({{&lw.w_gate, gate_.data()}, {&lw.w_up, up_.data()}}, buf(s.in), n);
+  return {};
+}
+
+// A mixture of experts over the step's rows: the router's logits, per row a
+// softmax and its `s.heads` best experts (ties to the lower index) with their
+// probabilities renormalized; then expert by expert, in index order, the rows
+// routed to it gathered into one small batch through its gate/up/activation/down
+// (views of its rows of the expert tensors, read in place), each output added
+// with its row's weight. Only the chosen experts' weights are read.
+Status CpuBackend::moe_ffn(const RecipeStep& s) {
+  const ModelConfig& c = model_->config;
+  const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
+  const int64_t n = rows(s.in), dim = c.dim, hidden = c.expert_hidden_dim;
+  const int32_t experts = c.num_experts, k = s.heads;
+  grow(router_, static_cast<size_t>(n * experts));
+  matmul_group({{&lw.router, router_.data()}}, buf(s.in), n);
+  // Routing: (row, weight) pairs bucketed by expert (counting sort).
+  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+  std::vector<float> chosen_weight(static_cast<size_t>(n * k));
+  std::vector<int32_t> order(static_cast<size_t>(experts));
+  std::vector<float> prob(static_cast<size_t>(experts));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* logit = router_.data() + i * experts;
+    const float top = *std::max_element(logit, logit + experts);
+    float sum = 0.0f;
+    for (int32_t e = 0; e < experts; ++e) sum += prob[static_cast<size_t>(e)] = std::exp(logit[e] - top);
+    for (int32_t e = 0; e < experts; ++e) prob[static_cast<size_t>(e)] /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+      return prob[static_cast<size_t>(a)] > prob[static_cast<size_t>(b)] ||
+             (prob[static_cast<size_t>(a)] == prob[static_cast<size_t>(b)] && a < b);
+    });
+    float chosen_sum = 0.0f;
+    for (int32_t j = 0; j < k; ++j) chosen_sum += prob[static_cast<size_t>(order[static_cast<size_t>(j)])];
+    for (int32_t j = 0; j < k; ++j) {
+      const int32_t e = order[static_cast<size_t>(j)];
+      chosen[static_cast<size_t>(i * k + j)] = e;
+      chosen_weight[static_cast<size_t>(i * k + j)] = prob[static_cast<size_t>(e)] / chosen_sum;
+    }
+  }
+  grow(moe_sum_, static_cast<size_t>(n * dim));
+  std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
+  grow(expert_in_, static_cast<size_t>(n * dim));
+  grow(expert_gate_, static_cast<size_t>(n * hidden));
+  grow(expert_up_, static_cast<size_t>(n * hidden));
+  grow(expert_out_, static_cast<size_t>(n * dim));
+  const float* in = buf(s.in);
+  std::vector<int64_t> routed;  // the rows of this expert, in row order
+  std::vector<float> routed_weight;
+  for (int32_t e = 0; e < experts; ++e) {
+    routed.clear();
+    routed_weight.clear();
+    for (int64_t t = 0; t < n * k; ++t)
+      if (chosen[static_cast<size_t>(t)] == e) {
+        routed.push_back(t / k);
+        routed_weight.push_back(chosen_weight[static_cast<size_t>(t)]);
+      }
+    if (routed.empty()) continue;
+    const auto m = static_cast<int64_t>(routed.size());
+    for (int64_t j = 0; j < m; ++j)
+      std::copy_n(in + routed[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
+    TensorView gate = lw.gate_exps, up = lw.up_exps, down = lw.down_exps;
+    gate.data = lw.gate_exps.row(e * hidden);
+    up.data = lw.up_exps.row(e * hidden);
+    down.data = lw.down_exps.row(e * dim);
+    gate.rows = up.rows = hidden;
+    down.rows = dim;
+    matmul_group({{&gate, expert_gate_.data()}, {&up, expert_up_.data()}}, expert_in_.data(), m);
+    for (int64_t j = 0; j < m; ++j) {
+      float* g = expert_gate_.data() + j * hidden;
+      const float* u = expert_up_.data() + j * hidden;
+      if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
+      else kernels::swiglu(g, g, u, hidden);
+    }
+    matmul_group({{&down, expert_out_.data()}}, expert_gate_.data(), m);
+    for (int64_t j = 0; j < m; ++j) {
+      float* acc = moe_sum_.data() + routed[static_cast<size_t>(j)] * dim;
+      const float* y = expert_out_.data() + j * dim;
+      const float w = routed_weight[static_cast<size_t>(j)];
+      for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
+    }
+  }
+  if (s.accumulate) kernels::add_inplace(buf(s.out), moe_sum_.data(), n * dim);
+  else std::copy_n(moe_sum_.data(), n * dim, buf(s.out));
   return {};
 }
 

@@ -69,6 +69,7 @@ class CpuBackend final : public Backend, private LayerOps {
   Status residual_add(const RecipeStep& s) override;
   Status softcap(const RecipeStep& s) override;
   Status capture(const RecipeStep& s) override;
+  Status moe_ffn(const RecipeStep& s) override;
 
   // A recipe buffer of the current step: its data, row width and row count.
   float* buf(Buf b);
@@ -122,6 +123,10 @@ class CpuBackend final : public Backend, private LayerOps {
   std::vector<float> up_;      // (num_tokens, hidden_dim)
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
   std::vector<float> final_;   // (num_logits, dim)
+  // A mixture-of-experts step (moe_ffn): router logits (num_tokens, experts);
+  // each expert's tokens gathered (m, dim), its gate and up (m, expert width),
+  // its output (m, dim), and the weighted sum of the experts (num_tokens, dim).
+  std::vector<float> router_, expert_in_, expert_gate_, expert_up_, expert_out_, moe_sum_;
   std::vector<kernels::ActBlockQ8> xq_;  // (num_tokens, cols / 32) activations of a quantized matmul
   std::vector<uint16_t> x_bf16_;          // (num_tokens, cols) bf16 activations of a BF16-weight matmul
 

@@ -88,9 +88,23 @@ void attention_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& ou
   out.push_back(capture(Buf::X, CapturePoint::AfterAttention, l));
 }
 
-// FFN half: norm, gate/up, gated activation, down, optional post-norm, residual.
+// FFN half: norm, gate/up, gated activation, down, optional post-norm, residual
+// (a mixture of experts: norm, the experts' step into the residual).
 void ffn_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& out) {
   out.push_back(norm(Buf::X, Buf::XB, WeightSlot::FfnNorm, l, c.rms_eps));
+  if (c.is_moe()) {
+    RecipeStep moe = step(RecipeOp::MoeFfn, Buf::XB, c.post_norms ? Buf::Proj : Buf::X, WeightSlot::Router, l);
+    moe.heads = c.num_experts_used;
+    moe.activation = c.activation;
+    moe.accumulate = !c.post_norms;
+    out.push_back(moe);
+    if (c.post_norms) {
+      out.push_back(norm(Buf::Proj, Buf::Proj, WeightSlot::PostFfnNorm, l, c.rms_eps));
+      out.push_back(step(RecipeOp::ResidualAdd, Buf::Proj, Buf::X, WeightSlot::None, l));
+    }
+    out.push_back(capture(Buf::X, CapturePoint::LayerOutput, l));
+    return;
+  }
   RecipeStep gate_up = step(RecipeOp::ProjectGateUp, Buf::XB, Buf::None, c.fused_gate_up ? WeightSlot::WUp : WeightSlot::None, l);
   gate_up.fused = c.fused_gate_up;
   out.push_back(gate_up);
@@ -143,7 +157,7 @@ std::string_view recipe_op_name(RecipeOp op) {
   static constexpr std::string_view names[kNumRecipeOps] = {
       "embed",   "scale",   "norm",      "norm_logit_rows", "project_qkv",     "add_bias",         "head_norm", "rope",
       "kv_write", "attention", "project", "project_gate_up", "gated_activation", "residual_add", "softcap",
-      "capture"};
+      "capture", "moe_ffn"};
   return names[static_cast<int>(op)];
 }
 
@@ -162,7 +176,7 @@ std::string_view weight_slot_name(WeightSlot w) {
   static constexpr std::string_view names[] = {
       "-",     "token_embd", "attn_norm", "attn_q",   "attn_k", "attn_v",         "attn_qkv",
       "bq",    "bk",         "bv",        "attn_q_norm", "attn_k_norm", "attn_output", "post_attention_norm",
-      "ffn_norm", "ffn_gate", "ffn_up",   "ffn_down", "post_ffw_norm", "output_norm", "output"};
+      "ffn_norm", "ffn_gate", "ffn_up",   "ffn_down", "post_ffw_norm", "output_norm", "output", "ffn_gate_inp"};
   return names[static_cast<int>(w)];
 }
 
@@ -197,6 +211,9 @@ std::string describe_step(const RecipeStep& s) {
     case RecipeOp::GatedActivation:
       d += s.activation == FfnActivation::GeluTanh ? " gelu_tanh" : " silu";
       break;
+    case RecipeOp::MoeFfn:
+      d += std::string(" top ") + std::to_string(s.heads) + (s.activation == FfnActivation::GeluTanh ? " gelu_tanh" : " silu");
+      break;
     case RecipeOp::Capture:
       d += " " + std::string(capture_point_name(s.capture));
       break;
@@ -224,6 +241,7 @@ Status run_steps(std::span<const RecipeStep> steps, LayerOps& ops) {
       case RecipeOp::ResidualAdd: GB_TRY(ops.residual_add(s)); break;
       case RecipeOp::Softcap: GB_TRY(ops.softcap(s)); break;
       case RecipeOp::Capture: GB_TRY(ops.capture(s)); break;
+      case RecipeOp::MoeFfn: GB_TRY(ops.moe_ffn(s)); break;
     }
   }
   return {};

@@ -44,8 +44,12 @@ enum class RecipeOp : uint8_t {
   Softcap,          // out = value * tanh(out / value)                (Gemma 2's final logits)
   Capture,          // hands one row of `in` to the backend's capture (see CapturePoint); a no-op unless
                     // the step runs under Backend::forward_capture (backend.h, docs/inside.md)
+  MoeFfn,           // out (+)= the mixture of experts of in: router logits = in x Wrouter^T, softmax, the
+                    // `heads` best experts per row with their probabilities renormalized to sum 1, and the
+                    // weighted sum of those experts' gated FFNs (gate/up/activation/down of the expert
+                    // tensors' rows); `accumulate` as Project
 };
-inline constexpr int kNumRecipeOps = static_cast<int>(RecipeOp::Capture) + 1;
+inline constexpr int kNumRecipeOps = static_cast<int>(RecipeOp::MoeFfn) + 1;
 
 // Where a Capture step sits in a layer, and what it hands over.
 enum class CapturePoint : uint8_t {
@@ -61,7 +65,7 @@ enum class Buf : uint8_t { None, X, XB, Q, K, V, Att, Proj, Hidden, Final, Logit
 // Which weight a step reads; the backend resolves it for the step's layer.
 enum class WeightSlot : uint8_t {
   None, TokenEmbedding, AttnNorm, Wq, Wk, Wv, Wqkv, Bq, Bk, Bv, QNorm, KNorm, Wo, PostAttnNorm,
-  FfnNorm, WGate, WUp, WDown, PostFfnNorm, OutputNorm, Classifier,
+  FfnNorm, WGate, WUp, WDown, PostFfnNorm, OutputNorm, Classifier, Router,
 };
 
 // RoPE as this layer applies it: pair i of the first rope_dim dimensions turns by
@@ -93,7 +97,7 @@ struct RecipeStep {
   Buf out = Buf::None;
   WeightSlot weight = WeightSlot::None;
   int32_t layer = -1;       // -1: a model-level step
-  int32_t heads = 0;        // HeadNorm, Rope: heads per row of `out`
+  int32_t heads = 0;        // HeadNorm, Rope: heads per row of `out`; MoeFfn: experts per token
   bool fused = false;       // ProjectQkv, ProjectGateUp: one fused matrix
   bool accumulate = false;  // Project: out += in x W^T
   float value = 0.0f;       // Norm/HeadNorm eps, Scale factor, Softcap cap
@@ -142,6 +146,7 @@ class LayerOps {
   virtual Status residual_add(const RecipeStep& s) = 0;
   virtual Status softcap(const RecipeStep& s) = 0;
   virtual Status capture(const RecipeStep& s) = 0;
+  virtual Status moe_ffn(const RecipeStep& s) = 0;
 };
 
 // Runs the steps in order through `ops`; stops at the first error.

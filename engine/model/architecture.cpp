@@ -7,13 +7,18 @@ namespace gb {
 
 const std::vector<ArchitectureSpec>& architectures() {
   static const std::vector<ArchitectureSpec> rows = {
-      {.name = "llama", .rope_style = RopeStyle::Adjacent, .rope_freqs = true,
-       .summary = "Llama 1/2/3.x, Mistral/Ministral: RMSNorm, SwiGLU, RoPE on adjacent pairs (GGUF permutes q/k), "
-                  "optional rope_freqs (Llama-3.1 scaling) and attention.sliding_window (every layer)"},
+      {.name = "llama", .rope_style = RopeStyle::Adjacent, .rope_freqs = true, .moe = MoeSupport::Optional,
+       .summary = "Llama 1/2/3.x, Mistral/Ministral, Mixtral: RMSNorm, SwiGLU, RoPE on adjacent pairs (GGUF permutes "
+                  "q/k), optional rope_freqs (Llama-3.1 scaling), attention.sliding_window (every layer) and experts "
+                  "(Mixtral: expert_count, top-k of a softmax router)"},
       {.name = "qwen2", .rope_style = RopeStyle::NeoX, .qkv_bias = true,
        .summary = "Qwen2 / Qwen2.5: llama block with q/k/v biases and NeoX RoPE"},
       {.name = "qwen3", .rope_style = RopeStyle::NeoX, .qk_norm = true,
        .summary = "Qwen3: NeoX RoPE, per-head RMSNorm on q and k, explicit head_dim, no biases"},
+      {.name = "qwen3moe", .rope_style = RopeStyle::NeoX, .qk_norm = true, .moe = MoeSupport::Required,
+       .expert_ffn_length_key = true,
+       .summary = "Qwen3-MoE: Qwen3's attention, every FFN a mixture of experts (top-k of a softmax router, the "
+                  "chosen weights renormalized)"},
       {.name = "gemma2", .rope_style = RopeStyle::NeoX, .post_norms = true, .embed_scale_sqrt_dim = true,
        .activation = FfnActivation::GeluTanh, .swa_pattern = 2, .default_sliding_window = 4096, .layers_27b = 46,
        .summary = "Gemma 2: GELU-tanh gated FFN, (1+w) RMSNorm (stored with the 1 added), post-attention and "
@@ -88,11 +93,15 @@ std::string describe_sliding_window(const ModelConfig& c) {
 // Block variations beyond llama's, in one line.
 std::string describe_block(const ModelConfig& c) {
   std::string s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated FFN" : "SwiGLU FFN";
+  if (c.is_moe()) s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated experts" : "SwiGLU experts";
   if (c.qkv_bias) s += ", q/k/v biases";
   if (c.qk_norm) s += ", q/k RMSNorm";
   if (c.post_norms) s += ", post-attention/FFN norms";
   if (c.fused_qkv) s += ", fused qkv";
   if (c.fused_gate_up) s += ", fused gate/up";
+  if (c.is_moe())
+    s += ", " + std::to_string(c.num_experts) + " experts of width " + std::to_string(c.expert_hidden_dim) + ", " +
+         std::to_string(c.num_experts_used) + " per token";
   char buf[96];
   if (c.embed_scale != 1.0f) {
     std::snprintf(buf, sizeof buf, ", embeddings x%.4g", static_cast<double>(c.embed_scale));

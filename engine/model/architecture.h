@@ -25,6 +25,8 @@
 
 namespace gb {
 
+enum class MoeSupport : uint8_t { None, Optional, Required };
+
 struct ArchitectureSpec {
   std::string_view name;         // general.architecture; metadata keys are "<name>.embedding_length" ...
   RopeStyle rope_style = RopeStyle::Adjacent;
@@ -41,6 +43,12 @@ struct ArchitectureSpec {
   int32_t default_sliding_window = 0; // used when the file has no <arch>.attention.sliding_window
   float rope_freq_base_swa = 0.0f;    // sliding layers' RoPE base when the file does not say (0: global base)
   int32_t layers_27b = 0;             // layer count of the shape whose query scale is 1/sqrt(dim/heads)
+  // Mixture of experts (<arch>.expert_count > 0): refused (None), taken when the
+  // file says so (Optional: Mixtral is written as `llama`) or required.
+  MoeSupport moe = MoeSupport::None;
+  // The experts' width: <arch>.expert_feed_forward_length (Qwen3-MoE) when set,
+  // else <arch>.feed_forward_length (Mixtral).
+  bool expert_ffn_length_key = false;
   std::string_view summary;           // one line for docs and `info`
 };
 

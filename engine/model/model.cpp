@@ -1,6 +1,7 @@
 // Model's size accounting and the format names. The tied classifier shares the
 // token embedding's bytes, so it is counted once everywhere except the per-token
-// read estimate (a decode step reads one embedding row and the whole classifier).
+// read estimate (a decode step reads one embedding row and the whole classifier;
+// of a mixture's expert tensors, only the chosen experts' share).
 #include "model/model.h"
 
 namespace gb {
@@ -44,8 +45,14 @@ size_t Model::weight_bytes_per_token() const { return gb::weight_bytes_per_token
 size_t weight_bytes_per_token(const ModelWeights& weights) {
   size_t n = weights.token_embedding.row_bytes() + weights.output_norm.num_bytes() + weights.classifier.num_bytes();
   for (const LayerWeights& l : weights.layers)
-    for (const TensorView* t : l.all())
-      if (t->data != nullptr) n += t->num_bytes();
+    for (const TensorView* t : l.all()) {
+      if (t->data == nullptr) continue;
+      // A token reads only its experts' rows of the expert tensors.
+      if (l.is_expert_tensor(t) && weights.experts > 0)
+        n += t->num_bytes() / static_cast<size_t>(weights.experts) * static_cast<size_t>(weights.experts_used);
+      else
+        n += t->num_bytes();
+    }
   return n;
 }
 

@@ -31,6 +31,10 @@ struct ModelWeights {
   // Phi-3 128k: the factor set not chosen for this context (rope_freqs holds the
   // chosen one); kept so the file's every tensor is accounted for. Or data == nullptr.
   TensorView rope_factors_other;
+  // Mixture of experts: how many experts the expert tensors hold and how many a
+  // token reads (ModelConfig's counts; 0 for a dense model).
+  int32_t experts = 0;
+  int32_t experts_used = 0;
 };
 
 // A tokenizer vocabulary embedded in the model file (GGUF tokenizer.ggml.*).

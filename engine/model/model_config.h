@@ -62,6 +62,14 @@ struct ModelConfig {
   float rope_attn_factor = 1.0f;    // cos/sin multiplier (Phi-3 LongRoPE's attention factor)
   int32_t rope_orig_context = 0;    // <arch>.rope.scaling.original_context_length, 0 if absent
   bool rope_long_factors = false;   // Phi-3: the long factors were chosen (context > original)
+  // Mixture of experts (Qwen3-MoE, Mixtral): every layer's FFN is num_experts
+  // gated FFNs of width expert_hidden_dim, of which a router picks
+  // num_experts_used per token (softmax over all experts, the chosen weights
+  // renormalized to sum 1). 0: a dense FFN of width hidden_dim.
+  int32_t num_experts = 0;
+  int32_t num_experts_used = 0;
+  int32_t expert_hidden_dim = 0;
+  bool is_moe() const { return num_experts > 0; }
 
   bool is_sliding(int32_t layer) const {
     return sliding_window > 0 && (swa_pattern <= 1 || layer % swa_pattern < swa_pattern - 1);

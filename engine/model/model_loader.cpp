@@ -25,17 +25,20 @@ namespace gb {
 namespace {
 
 // The width a tensor dimension must have, by name.
-enum class Width { One, Dim, QDim, KvDim, Hidden, UpRows, HeadDim, QkvDim };
-// When a layer tensor is present, by the architecture row's flags.
-enum class Needed { Always, QkvBias, SeparateQkv, FusedQkv, Gate, QkNorm, PostNorms };
+enum class Width { One, Dim, QDim, KvDim, Hidden, UpRows, HeadDim, QkvDim, Experts, ExpertHidden };
+// When a layer tensor is present, by the architecture row's flags and, for
+// mixtures of experts, the file's expert count.
+enum class Needed { Always, QkvBias, SeparateQkv, FusedQkv, Dense, Gate, Moe, QkNorm, PostNorms };
 
 // The tensors of one block: GGUF name after "blk.N.", where it goes, its shape
-// (rows x cols; vectors have rows One) and when it is required.
+// (rows x cols; vectors have rows One) and when it is required. Expert tensors
+// are 3-D, one (rows x cols) matrix per expert: GGUF ne = [cols, rows, experts].
 struct LayerTensor {
   const char* name;
   TensorView LayerWeights::*field;
   Width rows, cols;
   Needed needed;
+  bool per_expert = false;
 };
 
 constexpr LayerTensor kLayerTensors[] = {
@@ -53,18 +56,24 @@ constexpr LayerTensor kLayerTensors[] = {
     {"post_attention_norm.weight", &LayerWeights::post_attn_norm, Width::One, Width::Dim, Needed::PostNorms},
     {"ffn_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::Always},
     {"ffn_gate.weight", &LayerWeights::w_gate, Width::Hidden, Width::Dim, Needed::Gate},
-    {"ffn_down.weight", &LayerWeights::w_down, Width::Dim, Width::Hidden, Needed::Always},
-    {"ffn_up.weight", &LayerWeights::w_up, Width::UpRows, Width::Dim, Needed::Always},
+    {"ffn_down.weight", &LayerWeights::w_down, Width::Dim, Width::Hidden, Needed::Dense},
+    {"ffn_up.weight", &LayerWeights::w_up, Width::UpRows, Width::Dim, Needed::Dense},
+    {"ffn_gate_inp.weight", &LayerWeights::router, Width::Experts, Width::Dim, Needed::Moe},
+    {"ffn_gate_exps.weight", &LayerWeights::gate_exps, Width::ExpertHidden, Width::Dim, Needed::Moe, true},
+    {"ffn_up_exps.weight", &LayerWeights::up_exps, Width::ExpertHidden, Width::Dim, Needed::Moe, true},
+    {"ffn_down_exps.weight", &LayerWeights::down_exps, Width::Dim, Width::ExpertHidden, Needed::Moe, true},
     {"post_ffw_norm.weight", &LayerWeights::post_ffn_norm, Width::One, Width::Dim, Needed::PostNorms},
 };
 
-bool needed(const ArchitectureSpec& a, Needed n) {
+bool needed(const ArchitectureSpec& a, const ModelConfig& c, Needed n) {
   switch (n) {
     case Needed::Always: return true;
     case Needed::QkvBias: return a.qkv_bias;
     case Needed::SeparateQkv: return !a.fused_qkv;
     case Needed::FusedQkv: return a.fused_qkv;
-    case Needed::Gate: return !a.fused_gate_up;
+    case Needed::Dense: return !c.is_moe();
+    case Needed::Gate: return !c.is_moe() && !a.fused_gate_up;
+    case Needed::Moe: return c.is_moe();
     case Needed::QkNorm: return a.qk_norm;
     case Needed::PostNorms: return a.post_norms;
   }
@@ -81,6 +90,8 @@ int64_t width(const ModelConfig& c, Width w) {
     case Width::UpRows: return c.fused_gate_up ? int64_t{2} * c.hidden_dim : c.hidden_dim;  // gate rows, then up
     case Width::HeadDim: return c.head_dim;
     case Width::QkvDim: return int64_t{c.num_heads} * c.head_dim + 2 * int64_t{c.kv_dim()};
+    case Width::Experts: return c.num_experts;
+    case Width::ExpertHidden: return c.expert_hidden_dim;
   }
   return 0;
 }
@@ -99,11 +110,7 @@ class GgufLlamaReader {
     const ArchitectureSpec* spec = find_architecture(arch->string);
     if (spec == nullptr)
       return fail("unsupported architecture '" + arch->string + "' (supported: " + supported_architectures() + ")");
-    // A mixture-of-experts file (Mixtral and others under a supported name)
-    // would otherwise fail later on a missing dense FFN tensor.
-    if (const GgufValue* e = f_.find(arch->string + ".expert_count"); e && e->as_int() && *e->as_int() > 0)
-      return fail("mixture-of-experts models are not supported (" + arch->string + ".expert_count = " +
-                  std::to_string(*e->as_int()) + ")");
+    GB_TRY(read_experts(*spec));
     GB_TRY(read_config(*spec));
     GB_TRY(read_variations(*spec));
     GB_TRY(complete_model_config(m_.config, f_.path()));
@@ -148,6 +155,56 @@ class GgufLlamaReader {
     GB_TRY(read_float(p + "rope.freq_base", c.rope_freq_base));
     GB_TRY(read_float(p + "attention.layer_norm_rms_epsilon", c.rms_eps));
     return read_vocab_size(p);
+  }
+
+  // Mixture of experts: the counts, the experts' width, and a refusal of the
+  // variants the FFN step does not run (shared experts, other gating functions,
+  // expert groups, scaled weights), each before the rest of the config is read.
+  Status read_experts(const ArchitectureSpec& spec) {
+    const std::string p = std::string(spec.name) + ".";
+    ModelConfig& c = m_.config;
+    int32_t experts = 0;
+    GB_TRY(read_int(p + "expert_count", experts, false));
+    if (experts <= 0) {
+      if (spec.moe == MoeSupport::Required) return fail("missing or zero " + p + "expert_count (a mixture of experts)");
+      return Status::success();
+    }
+    if (spec.moe == MoeSupport::None)
+      return fail("mixture-of-experts " + std::string(spec.name) + " models are not supported (" + p +
+                  "expert_count = " + std::to_string(experts) + "; supported: llama (Mixtral), qwen3moe)");
+    if (experts > kMaxExperts)
+      return fail(p + "expert_count = " + std::to_string(experts) + " is out of range (at most " +
+                  std::to_string(kMaxExperts) + ")");
+    int32_t used = 0;
+    GB_TRY(read_int(p + "expert_used_count", used, true));
+    if (used < 1 || used > experts)
+      return fail(p + "expert_used_count = " + std::to_string(used) + " must be between 1 and expert_count (" +
+                  std::to_string(experts) + ")");
+    int32_t width = 0;
+    GB_TRY(read_int(p + (spec.expert_ffn_length_key ? "expert_feed_forward_length" : "feed_forward_length"), width, true));
+    if (width <= 0 || width > kMaxModelDim)
+      return fail("expert width " + std::to_string(width) + " is out of range");
+    for (const char* key : {"expert_shared_count", "expert_shared_feed_forward_length", "expert_group_count"}) {
+      int32_t v = 0;
+      GB_TRY(read_int(p + key, v, false));
+      if (v > 0) return fail(p + key + " = " + std::to_string(v) + ": shared or grouped experts are not supported");
+    }
+    int32_t gating = 1;  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
+    GB_TRY(read_int(p + "expert_gating_func", gating, false));
+    if (gating != 1)
+      return fail(p + "expert_gating_func = " + std::to_string(gating) + " is not supported (1, softmax, is)");
+    float scale = 1.0f;
+    GB_TRY(read_float(p + "expert_weights_scale", scale));
+    if (scale != 1.0f) return fail(p + "expert_weights_scale other than 1 is not supported");
+    if (const GgufValue* norm = f_.find(p + "expert_weights_norm"); norm && norm->type == GgufType::Bool &&
+                                                                    norm->as_int() && *norm->as_int() == 0)
+      return fail(p + "expert_weights_norm = false is not supported (the chosen weights are renormalized)");
+    c.num_experts = experts;
+    c.num_experts_used = used;
+    c.expert_hidden_dim = width;
+    m_.weights.experts = experts;
+    m_.weights.experts_used = used;
+    return Status::success();
   }
 
   // The table row's variations, and the keys that tune them.
@@ -199,8 +256,9 @@ class GgufLlamaReader {
       LayerWeights& lw = w.layers[static_cast<size_t>(l)];
       const std::string b = "blk." + std::to_string(l) + ".";
       for (const LayerTensor& t : kLayerTensors) {
-        if (!needed(spec, t.needed)) continue;
-        if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
+        if (!needed(spec, c, t.needed)) continue;
+        if (t.per_expert) GB_TRY(expert_matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
+        else if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
         else GB_TRY(matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
       }
     }
@@ -309,6 +367,21 @@ class GgufLlamaReader {
       return fail("tensor " + name + " has shape " + shape_text(t->dims) + " but the config expects " +
                   shape_text(want) + " (ne order: columns first)");
     out = TensorView{name, t->dtype, f_.tensor_data(*t), rows, cols};
+    return Status::success();
+  }
+
+  // A stack of `experts` (rows, cols) matrices: GGUF ne = [cols, rows, experts],
+  // viewed as one (experts * rows, cols) matrix (expert e's rows follow e - 1's).
+  Status expert_matrix(const std::string& name, int64_t rows, int64_t cols, TensorView& out) {
+    const GgufTensorInfo* t = nullptr;
+    GB_TRY(find(name, t));
+    const int64_t experts = m_.config.num_experts;
+    const std::vector<uint64_t> want = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
+                                        static_cast<uint64_t>(experts)};
+    if (t->dims != want)
+      return fail("tensor " + name + " has shape " + shape_text(t->dims) + " but the config expects " +
+                  shape_text(want) + " (ne order: columns, rows, experts)");
+    out = TensorView{name, t->dtype, f_.tensor_data(*t), rows * experts, cols};
     return Status::success();
   }
 

@@ -16,6 +16,7 @@ namespace gb {
 inline constexpr int32_t kMaxModelDim = 1 << 20;        // embedding and FFN widths
 inline constexpr int32_t kMaxModelLayers = 4096;
 inline constexpr int32_t kMaxModelHeads = 4096;
+inline constexpr int32_t kMaxExperts = 1024;          // experts per mixture layer
 inline constexpr int32_t kMaxVocabSize = 1 << 24;       // 16.7M tokens
 inline constexpr int32_t kMaxContextLength = 1 << 24;
 

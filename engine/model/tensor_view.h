@@ -49,12 +49,21 @@ struct LayerWeights {
   // Fused layouts (Phi-3): wqkv replaces wq/wk/wv, and w_up holds 2*hidden_dim
   // rows (gate, then up) with no w_gate.
   TensorView wqkv;       // (num_heads*head_dim + 2*num_kv_heads*head_dim, dim)
+  // Mixture of experts (ModelConfig::is_moe; then w_gate, w_up, w_down are
+  // absent). The GGUF 3-D expert tensors as matrices of the experts' rows one
+  // after another, so expert e's gate is rows e*H .. (e+1)*H of gate_exps.
+  TensorView router;     // (experts, dim)                 ffn_gate_inp
+  TensorView gate_exps;  // (experts * expert_hidden, dim) ffn_gate_exps
+  TensorView up_exps;    // (experts * expert_hidden, dim) ffn_up_exps
+  TensorView down_exps;  // (experts * dim, expert_hidden) ffn_down_exps
 
   // Every tensor of the block, present or not, in a fixed order.
-  std::array<const TensorView*, 17> all() const {
+  std::array<const TensorView*, 21> all() const {
     return {&attn_norm, &wq, &wk, &wv, &wo, &ffn_norm, &w_gate, &w_down, &w_up, &bq, &bk, &bv,
-            &q_norm, &k_norm, &post_attn_norm, &post_ffn_norm, &wqkv};
+            &q_norm, &k_norm, &post_attn_norm, &post_ffn_norm, &wqkv, &router, &gate_exps, &up_exps, &down_exps};
   }
+  // The tensors of which a token reads only its experts' share.
+  bool is_expert_tensor(const TensorView* t) const { return t == &gate_exps || t == &up_exps || t == &down_exps; }
 };
 
 }  // namespace gb

@@ -496,6 +496,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
                                 cudaMemcpyDeviceToHost, stream_));
     return {};
   }
+  // Refused at make_cuda_backend (mixtures run on the CPU only); never reached.
+  Status moe_ffn(const RecipeStep&) override { return make_error("the CUDA backend has no mixture-of-experts step"); }
 
   // Enqueues the whole forward pass; logits_ holds (num_logits, vocab) when the stream drains.
   Status run_step(const BatchLayout& batch) {
@@ -622,6 +624,8 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Mod
     return make_error(model->path + ": head_dim " + std::to_string(c.head_dim) + " is not supported by the CUDA backend (1..256)");
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
     return make_error(model->path + ": head counts or rope_dim are inconsistent");
+  if (c.is_moe())
+    return make_error(model->path + ": mixture-of-experts models run on the CPU backend only (--backend cpu)");
   auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
   GB_TRY(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));

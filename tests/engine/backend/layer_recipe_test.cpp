@@ -169,6 +169,24 @@ GB_TEST(mistral_slides_every_layer) {
   }
 }
 
+// A mixture of experts (the converted Qwen3-MoE file, tests/data/converted):
+// qwen3's attention half, then the FFN norm and one experts step that adds into
+// the residual, with the file's experts per token and activation.
+GB_TEST(qwen3moe_ffn_is_one_experts_step) {
+  auto model = gb::load_model(std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf");
+  QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
+  const gb::ModelConfig& c = (*model)->config;
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const auto steps = gb::layer_recipe(c, l);
+    QCOMPARE(ops(steps), std::string("norm project_qkv head_norm head_norm rope rope kv_write attention project norm moe_ffn"));
+    const gb::RecipeStep& moe = find(steps, gb::RecipeOp::MoeFfn);
+    QVERIFY(moe.in == gb::Buf::XB && moe.out == gb::Buf::X && moe.accumulate && moe.weight == gb::WeightSlot::Router);
+    QCOMPARE(moe.heads, 2);
+    QVERIFY(moe.activation == gb::FfnActivation::SiLU);
+    QCOMPARE(gb::describe_step(moe), std::string("moe_ffn XB->X ffn_gate_inp += top 2 silu"));
+  }
+}
+
 GB_TEST(every_op_has_a_name) {
   for (int op = 0; op < gb::kNumRecipeOps; ++op)
     QVERIFY(!gb::recipe_op_name(static_cast<gb::RecipeOp>(op)).empty());

@@ -423,13 +423,61 @@ GB_TEST(missing_architecture) {
   expect_load_error(gbtest::write_tiny_gguf("no-arch.gguf", o), "missing general.architecture (string)");
 }
 
-GB_TEST(mixture_of_experts_is_refused_by_name) {
-  expect_override_error("moe.gguf", {{"llama.expert_count", gb::GgufValue::u32(8)}},
-                        "mixture-of-experts models are not supported (llama.expert_count = 8)");
+// Mixtures of experts: each bad count or unsupported variant one clear error,
+// read before any tensor (the tiny llama file has no expert tensors at all).
+GB_TEST(mixture_of_experts_bad_metadata) {
+  const auto experts = [](uint32_t n) { return std::pair{std::string("llama.expert_count"), gb::GgufValue::u32(n)}; };
+  const auto used = [](uint32_t n) { return std::pair{std::string("llama.expert_used_count"), gb::GgufValue::u32(n)}; };
+  expect_override_error("moe-no-used.gguf", {experts(8)}, "missing metadata key llama.expert_used_count");
+  expect_override_error("moe-topk.gguf", {experts(8), used(9)},
+                        "llama.expert_used_count = 9 must be between 1 and expert_count (8)");
+  expect_override_error("moe-top0.gguf", {experts(8), used(0)}, "llama.expert_used_count = 0 must be between 1");
+  expect_override_error("moe-many.gguf", {experts(5000), used(2)}, "llama.expert_count = 5000 is out of range");
+  expect_override_error("moe-shared.gguf", {experts(8), used(2), {"llama.expert_shared_count", gb::GgufValue::u32(1)}},
+                        "llama.expert_shared_count = 1: shared or grouped experts are not supported");
+  expect_override_error("moe-sigmoid.gguf", {experts(8), used(2), {"llama.expert_gating_func", gb::GgufValue::u32(2)}},
+                        "llama.expert_gating_func = 2 is not supported");
+  expect_override_error("moe-scale.gguf", {experts(8), used(2), {"llama.expert_weights_scale", gb::GgufValue::f32(2.5f)}},
+                        "llama.expert_weights_scale other than 1 is not supported");
+  // An architecture without experts in the table refuses them by name.
+  expect_override_error("moe-qwen2.gguf", {{"general.architecture", gb::GgufValue::str("qwen2")},
+                                           {"qwen2.expert_count", gb::GgufValue::u32(8)}},
+                        "mixture-of-experts qwen2 models are not supported");
+  // With the counts right, the missing expert tensors are named.
+  expect_override_error("moe-no-tensors.gguf", {experts(4), used(2)}, "missing tensor blk.0.ffn_gate_inp.weight");
   // A dense file that writes expert_count 0 still loads.
   TinyGgufOptions dense;
-  dense.overrides = {{"llama.expert_count", gb::GgufValue::u32(0)}};
+  dense.overrides = {experts(0)};
   QVERIFY(gb::load_model(gbtest::write_tiny_gguf("dense-experts0.gguf", dense)).ok());
+}
+
+// The converted Mixtral file (tests/data/converted) with one number changed:
+// an expert count the tensors disagree with, and an expert tensor of the wrong
+// shape, each named.
+GB_TEST(mixture_of_experts_tensors_that_disagree) {
+  const std::vector<uint8_t> good = gbtest::read_bytes(std::string(GLASSBOX_CONVERTED_REF_DIR) + "/mixtral.gguf");
+  QVERIFY(!good.empty());
+  QVERIFY(gb::load_model(gbtest::write_bytes("mixtral-good.gguf", good)).ok());
+  // llama.expert_count: key, u32 type 4, value 4 -> 3.
+  std::vector<uint8_t> bytes = good;
+  const std::string key = "llama.expert_count";
+  const size_t at = gbtest::find_bytes(bytes, key);
+  QVERIFY(at != std::string::npos);
+  QCOMPARE(bytes[at + key.size()], uint8_t{4});
+  QCOMPARE(bytes[at + key.size() + 4], uint8_t{4});
+  gbtest::poke<uint32_t>(bytes, at + key.size() + 4, 3);
+  expect_load_error(gbtest::write_bytes("mixtral-3-experts.gguf", bytes),
+                    "tensor blk.0.ffn_gate_inp.weight has shape [32, 4] but the config expects [32, 3]");
+  // blk.0.ffn_gate_exps.weight's third dimension (experts) 4 -> 2.
+  bytes = good;
+  const std::string name = "blk.0.ffn_gate_exps.weight";
+  const size_t t = gbtest::find_bytes(bytes, name);
+  QVERIFY(t != std::string::npos);
+  const size_t ne2 = t + name.size() + 4 + 8 * 2;  // n_dims u32, then ne[0], ne[1], ne[2] as u64
+  QCOMPARE(bytes[ne2], uint8_t{4});
+  gbtest::poke<uint64_t>(bytes, ne2, 2);
+  expect_load_error(gbtest::write_bytes("mixtral-gate-2.gguf", bytes),
+                    "tensor blk.0.ffn_gate_exps.weight has shape [32, 48, 2] but the config expects [32, 48, 4]");
 }
 
 GB_TEST(no_vocabulary_and_no_tokenizer_file) {

@@ -198,6 +198,20 @@ void check_phi3(Source source) {
   check_feature_matters(l, "the LongRoPE attention factor", [](gb::Model& m) { m.config.rope_attn_factor = 1.0f; });
 }
 
+// A mixture of experts: the counts as the reference's config says, and using
+// one expert per token instead of the file's count moves the logits.
+void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
+  const gb::ModelConfig& c = l.model->config;
+  QVERIFY(c.is_moe());
+  QCOMPARE(c.num_experts, experts);
+  QCOMPARE(c.num_experts_used, used);
+  QCOMPARE(c.expert_hidden_dim, width);
+  for (const gb::LayerWeights& w : l.model->weights.layers)
+    QVERIFY(w.router.data != nullptr && w.gate_exps.rows == int64_t{experts} * width && w.w_up.data == nullptr);
+  check_matches(l);
+  check_feature_matters(l, "the second expert per token", [](gb::Model& m) { m.config.num_experts_used = 1; });
+}
+
 }  // namespace
 
 GB_TEST(qwen3_matches_transformers) { check_qwen3(Source::Synth); }
@@ -211,6 +225,20 @@ GB_TEST(converted_qwen3_matches_transformers) { check_qwen3(Source::Converted); 
 GB_TEST(converted_gemma2_matches_transformers) { check_gemma2(Source::Converted); }
 GB_TEST(converted_gemma3_matches_transformers) { check_gemma3(Source::Converted); }
 GB_TEST(converted_phi3_longrope_matches_transformers) { check_phi3(Source::Converted); }
+
+// Mixtures of experts (converted only): Qwen3-MoE (8 experts of width 32, 2 per
+// token, Qwen3's attention) and Mixtral (written as `llama`: 4 experts of width
+// 48, 2 per token).
+GB_TEST(converted_qwen3moe_matches_transformers) {
+  LOAD_OR_FAIL(l, "qwen3moe", Source::Converted);
+  QVERIFY(l.model->config.qk_norm && l.model->config.architecture == "qwen3moe");
+  check_moe(l, 8, 2, 32);
+}
+GB_TEST(converted_mixtral_matches_transformers) {
+  LOAD_OR_FAIL(l, "mixtral", Source::Converted);
+  QCOMPARE(l.model->config.architecture, std::string("llama"));
+  check_moe(l, 4, 2, 48);
+}
 
 // The short factors are chosen when the context stays within the original one.
 GB_TEST(phi3_short_factors_within_original_context) {
