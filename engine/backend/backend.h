@@ -69,13 +69,22 @@ struct DeviceInfo {
 struct CaptureRows {
   int32_t token = 0;  // index into the batch's tokens
   std::vector<float> layer_input, query, after_attention, layer_output;
+  // A mixture of experts: the token's experts in each layer, best first, and
+  // their renormalized weights ((layers, experts_per_token) each; empty for a
+  // dense model). Written by the backend's MoeFfn step.
+  int32_t experts_per_token = 0;
+  std::vector<int32_t> experts;
+  std::vector<float> expert_weights;
 
   // Every row set sized for a model, zeroed (forward_capture, before the step).
-  void reset(int32_t num_layers, int32_t dim, int32_t q_dim) {
+  void reset(int32_t num_layers, int32_t dim, int32_t q_dim, int32_t experts_used = 0) {
     const auto layers = static_cast<size_t>(num_layers);
     for (std::vector<float>* rows : {&layer_input, &after_attention, &layer_output})
       rows->assign(layers * static_cast<size_t>(dim), 0.0f);
     query.assign(layers * static_cast<size_t>(q_dim), 0.0f);
+    experts_per_token = experts_used;
+    experts.assign(layers * static_cast<size_t>(experts_used), -1);
+    expert_weights.assign(layers * static_cast<size_t>(experts_used), 0.0f);
   }
   // Where a capture step of `layer` writes its row of `width` values.
   float* row(CapturePoint point, int32_t layer, int64_t width) {

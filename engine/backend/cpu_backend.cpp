@@ -590,6 +590,12 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
       chosen_weight[static_cast<size_t>(i * k + j)] = prob[static_cast<size_t>(e)] / chosen_sum;
     }
   }
+  if (capture_ != nullptr && capture_->experts_per_token == k) {  // forward_capture: the captured token's routing
+    const auto at = static_cast<size_t>(int64_t{s.layer} * k), from = static_cast<size_t>(int64_t{capture_->token} * k);
+    std::copy_n(chosen.begin() + static_cast<ptrdiff_t>(from), k, capture_->experts.begin() + static_cast<ptrdiff_t>(at));
+    std::copy_n(chosen_weight.begin() + static_cast<ptrdiff_t>(from), k,
+                capture_->expert_weights.begin() + static_cast<ptrdiff_t>(at));
+  }
   grow(moe_sum_, static_cast<size_t>(n * dim));
   std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
   grow(expert_in_, static_cast<size_t>(n * dim));
@@ -676,7 +682,7 @@ Status CpuBackend::forward_capture(const BatchLayout& batch, std::span<float> lo
   if (rows.token < 0 || rows.token >= batch.num_tokens())
     return make_error("capture of token " + std::to_string(rows.token) + " of a step with " +
                       std::to_string(batch.num_tokens()) + " tokens");
-  rows.reset(c.num_layers, c.dim, c.num_heads * c.head_dim);
+  rows.reset(c.num_layers, c.dim, c.num_heads * c.head_dim, c.num_experts_used);
   capture_ = &rows;
   Status st = forward(batch, logits);
   capture_ = nullptr;

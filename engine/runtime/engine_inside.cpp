@@ -148,6 +148,12 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
       layer.residual_in.assign(in, in + dim);
       layer.residual_out.assign(out, out + dim);
     }
+    if (rows.experts_per_token > 0) {
+      const auto at = static_cast<ptrdiff_t>(l) * rows.experts_per_token;
+      layer.experts.assign(rows.experts.begin() + at, rows.experts.begin() + at + rows.experts_per_token);
+      layer.expert_weights.assign(rows.expert_weights.begin() + at,
+                                  rows.expert_weights.begin() + at + rows.experts_per_token);
+    }
     if (o.attention) {
       const bool windowed = window_kv != nullptr && c.is_sliding(l);
       const std::vector<int32_t>& ids = windowed ? window_ids : main_ids;

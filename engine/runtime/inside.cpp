@@ -145,6 +145,7 @@ std::string inside_to_json(const InsideReport& r, const Tokenizer& tok, const In
                     {"cosine_to_previous", l.cosine_to_previous}};
     if (!l.lens_top.empty())
       e["lens"] = {{"top", top_json(l.lens_top, tok)}, {"target_rank", l.target_rank}, {"target_prob", l.target_prob}};
+    if (!l.experts.empty()) e["experts"] = {{"ids", l.experts}, {"weights", l.expert_weights}};
     if (!l.residual_in.empty()) {
       e["residual_in"] = l.residual_in;
       e["residual_out"] = l.residual_out;

@@ -54,6 +54,10 @@ struct InsideLayer {
   int32_t target_rank = -1;            // 0 = the lens' top choice; -1 without the lens
   double target_prob = 0.0;
   std::vector<float> residual_in, residual_out;  // (dim) with InsideOptions::residuals
+  // A mixture of experts: the experts the position went to, best first, and
+  // their weights (renormalized to sum 1); empty for a dense layer.
+  std::vector<int32_t> experts;
+  std::vector<float> expert_weights;
 };
 
 struct InsideReport {

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "model/synthetic_model.h"
 #include "core/sha256.h"
+#include "runtime/inside.h"
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 
@@ -198,6 +199,49 @@ void check_phi3(Source source) {
   check_feature_matters(l, "the LongRoPE attention factor", [](gb::Model& m) { m.config.rope_attn_factor = 1.0f; });
 }
 
+// The routing of every position the reference ran (each prompt and its greedy
+// tokens but the last), through Engine::inspect: in every layer the same
+// experts, best first, as transformers' router chose, with weights summing to 1.
+void check_routing(const Loaded& l) {
+  gb::EngineConfig config;
+  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
+  config.max_seqs = 1;
+  config.max_context = 256;
+  gb::Engine engine(l.model, l.tokenizer, gb::make_cpu_backend(l.model), config);
+  QVERIFY(engine.start().ok());
+  gb::InsideOptions options;
+  options.attention = options.lens = false;
+  options.top_k = 1;
+  int checked = 0;
+  for (const json& prompt : l.ref["prompts"]) {
+    std::vector<gb::TokenId> seq = gbtest::json_ids(prompt["ids"]);
+    const auto greedy = gbtest::json_ids(prompt["greedy"]["ids"]);
+    seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
+    const json& want = prompt["routing"]["layers"];  // [layer][position][k]
+    for (int32_t p = 0; p < static_cast<int32_t>(seq.size()); ++p) {
+      auto report = engine.inspect(seq, p, options);
+      QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+      QCOMPARE(report->layers.size(), want.size());
+      for (size_t layer = 0; layer < want.size(); ++layer) {
+        const gb::InsideLayer& got = report->layers[layer];
+        const auto expected = want[layer][static_cast<size_t>(p)].get<std::vector<int32_t>>();
+        QVERIFY2(got.experts == expected, (prompt["name"].get<std::string>() + " position " + std::to_string(p) +
+                                           " layer " + std::to_string(layer) + ": experts differ from transformers'")
+                                              .c_str());
+        float sum = 0.0f;
+        for (size_t j = 0; j < got.expert_weights.size(); ++j) {
+          sum += got.expert_weights[j];
+          if (j > 0) QVERIFY(got.expert_weights[j] <= got.expert_weights[j - 1]);
+        }
+        QVERIFY(std::abs(sum - 1.0f) < 1e-5f);
+        ++checked;
+      }
+    }
+  }
+  std::printf("%s: the experts of %d (position, layer) pairs match transformers' routing\n",
+              l.ref["arch"].get<std::string>().c_str(), checked);
+}
+
 // A mixture of experts: the counts as the reference's config says, and using
 // one expert per token instead of the file's count moves the logits.
 void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
@@ -209,6 +253,7 @@ void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
   for (const gb::LayerWeights& w : l.model->weights.layers)
     QVERIFY(w.router.data != nullptr && w.gate_exps.rows == int64_t{experts} * width && w.w_up.data == nullptr);
   check_matches(l);
+  check_routing(l);
   check_feature_matters(l, "the second expert per token", [](gb::Model& m) { m.config.num_experts_used = 1; });
 }
 
