@@ -126,12 +126,21 @@ std::vector<Plan> plan_types(const GgufFile& f, const Mixture& mix, bool pure) {
   const bool has_output = f.find_tensor("output.weight") != nullptr;
   int64_t n_of[3] = {0, 0, 0};
   const std::string_view roles[3] = {"attn_v", "attn_output", "ffn_down"};
+  // A role's tensor, dense or the experts' 3-D stack (ffn_down_exps), as
+  // llama-quantize counts them.
+  const auto has_role = [](const std::string& name, std::string_view role) {
+    return name.find(std::string(role) + ".weight") != std::string::npos ||
+           name.find(std::string(role) + "_exps.weight") != std::string::npos;
+  };
   for (const auto& t : f.tensors())
-    for (int r = 0; r < 3; ++r) n_of[r] += t.name.find(std::string(roles[r]) + ".weight") != std::string::npos;
+    for (int r = 0; r < 3; ++r) n_of[r] += has_role(t.name, roles[r]);
   int64_t i_of[3] = {0, 0, 0};
   std::vector<Plan> plan;
   for (const auto& t : f.tensors()) {
-    const bool matrix = t.dims.size() == 2 && t.name.size() > 6 && t.name.ends_with("weight");
+    // Matrices and the experts' stacks of matrices are quantized row by row;
+    // a mixture's router (ffn_gate_inp) stays as it is, as llama-quantize keeps it.
+    const bool matrix = (t.dims.size() == 2 || t.dims.size() == 3) && t.name.size() > 6 && t.name.ends_with("weight") &&
+                        t.name.find("ffn_gate_inp") == std::string::npos;
     if (!matrix) {
       plan.push_back({&t, t.dtype});
       continue;
@@ -140,7 +149,7 @@ std::vector<Plan> plan_types(const GgufFile& f, const Mixture& mix, bool pure) {
     const bool is_output = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
     if (!pure && is_output && kernels::is_quantized(mix.base)) to = mix.base == WeightType::Q8_0 ? WeightType::Q8_0 : WeightType::Q6_K;
     for (int r = 0; r < 3 && !pure; ++r) {
-      if (t.name.find(std::string(roles[r]) + ".weight") == std::string::npos) continue;
+      if (!has_role(t.name, roles[r])) continue;
       for (const Rule& rule : mix.rules)
         if (rule.role == roles[r] && layer_matches(rule.layers, i_of[r], n_of[r], gqa)) {
           to = rule.type;

@@ -101,6 +101,56 @@ GB_TEST(quantized_file_loads_and_runs) {
   for (float v : logits) QVERIFY(std::isfinite(v));
 }
 
+// A mixture of experts (the converted Qwen3-MoE file): the 3-D expert stacks
+// are quantized row by row (ffn_down_exps under the ffn_down rule), the router
+// stays float32, and the Q8_0 file gives the F16 file's greedy tokens.
+GB_TEST(mixture_of_experts_quantizes_the_experts_not_the_router) {
+  const std::string src = std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf";
+  const std::string out = gbtest::temp_dir() + "/qwen3moe-q8.gguf";
+  gb::QuantizeOptions o;
+  o.type = "Q8_0";
+  auto report = gb::quantize_model(src, out, o);
+  QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+  int experts = 0;
+  for (const auto& t : *report) {
+    if (t.name.find("_exps.weight") != std::string::npos) {
+      QVERIFY2(t.to == gb::WeightType::Q8_0, t.name.c_str());
+      ++experts;
+    }
+    if (t.name.find("ffn_gate_inp") != std::string::npos) QVERIFY2(t.to == gb::WeightType::F32, t.name.c_str());
+  }
+  QCOMPARE(experts, 6);
+  o.type = "Q4_K_M";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  for (const auto& [name, t] : *plan)
+    if (name.find("ffn_down_exps") != std::string::npos) QVERIFY2(t != gb::WeightType::Q4_K, name.c_str());  // the ffn_down rule
+  auto f16 = gb::load_model(src);
+  auto q8 = gb::load_model(out);
+  QVERIFY(f16.ok() && q8.ok());
+  QCOMPARE((*q8)->weights.layers[0].gate_exps.dtype, gb::WeightType::Q8_0);
+  std::vector<std::vector<float>> logits;
+  for (const auto& m : {*f16, *q8}) {
+    auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
+    QVERIFY(made.ok());
+    QVERIFY((*made)->init_kv_pool({4, 16}).ok());
+    gb::BatchLayout batch;
+    const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
+    const std::vector<int32_t> table = {0, 1, 2, 3};
+    batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
+    logits.emplace_back(512);
+    QVERIFY((*made)->forward(batch, logits.back()).ok());
+  }
+  // Q8_0 everywhere but the norms and the router: within 3% of the logits' spread.
+  double worst = 0.0;
+  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
+  const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].end());
+  const double spread = *hi - *lo;
+  QVERIFY2(worst < 0.03 * spread, (std::to_string(worst) + " of " + std::to_string(spread)).c_str());
+  QCOMPARE(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin(),
+           std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
+}
+
 GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
   // search should land well inside them; these catch layout/packing slips,
