@@ -145,8 +145,8 @@ std::vector<WeightType> CpuBackend::kv_types() const {
   return out;
 }
 
-void CpuBackend::matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
-                              int64_t num_tokens) {
+void CpuBackend::matmul_list(std::span<const std::pair<const TensorView*, float*>> mats, const float* x,
+                             int64_t num_tokens) {
   const int64_t cols = mats.begin()->first->cols;
   // Quantized weights want 8-bit activations, BF16 weights bf16 ones: convert
   // x once for the whole group, before the rows are split across threads.
@@ -598,44 +598,80 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
   }
   grow(moe_sum_, static_cast<size_t>(n * dim));
   std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
+  const int64_t most = std::max<int64_t>(n, k);  // rows of one expert's batch, or a token's k experts
   grow(expert_in_, static_cast<size_t>(n * dim));
-  grow(expert_gate_, static_cast<size_t>(n * hidden));
-  grow(expert_up_, static_cast<size_t>(n * hidden));
-  grow(expert_out_, static_cast<size_t>(n * dim));
+  grow(expert_gate_, static_cast<size_t>(most * hidden));
+  grow(expert_up_, static_cast<size_t>(most * hidden));
+  grow(expert_out_, static_cast<size_t>(most * dim));
   const float* in = buf(s.in);
-  std::vector<int64_t> routed;  // the rows of this expert, in row order
-  std::vector<float> routed_weight;
-  for (int32_t e = 0; e < experts; ++e) {
-    routed.clear();
-    routed_weight.clear();
-    for (int64_t t = 0; t < n * k; ++t)
-      if (chosen[static_cast<size_t>(t)] == e) {
-        routed.push_back(t / k);
-        routed_weight.push_back(chosen_weight[static_cast<size_t>(t)]);
-      }
-    if (routed.empty()) continue;
-    const auto m = static_cast<int64_t>(routed.size());
-    for (int64_t j = 0; j < m; ++j)
-      std::copy_n(in + routed[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
-    TensorView gate = lw.gate_exps, up = lw.up_exps, down = lw.down_exps;
-    gate.data = lw.gate_exps.row(e * hidden);
-    up.data = lw.up_exps.row(e * hidden);
-    down.data = lw.down_exps.row(e * dim);
-    gate.rows = up.rows = hidden;
-    down.rows = dim;
-    matmul_group({{&gate, expert_gate_.data()}, {&up, expert_up_.data()}}, expert_in_.data(), m);
-    for (int64_t j = 0; j < m; ++j) {
+  // Expert e's gate, up and down: views of its rows of the stacks.
+  const auto expert_view = [&](const TensorView& stack, int32_t e, int64_t rows_per_expert) {
+    TensorView v = stack;
+    v.data = stack.row(e * rows_per_expert);
+    v.rows = rows_per_expert;
+    return v;
+  };
+  const auto activate = [&](int64_t count) {
+    for (int64_t j = 0; j < count; ++j) {
       float* g = expert_gate_.data() + j * hidden;
       const float* u = expert_up_.data() + j * hidden;
       if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
       else kernels::swiglu(g, g, u, hidden);
     }
-    matmul_group({{&down, expert_out_.data()}}, expert_gate_.data(), m);
-    for (int64_t j = 0; j < m; ++j) {
-      float* acc = moe_sum_.data() + routed[static_cast<size_t>(j)] * dim;
-      const float* y = expert_out_.data() + j * dim;
-      const float w = routed_weight[static_cast<size_t>(j)];
-      for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
+  };
+  const auto add_weighted = [&](int64_t row, const float* y, float w) {
+    float* acc = moe_sum_.data() + row * dim;
+    for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
+  };
+  if (n == 1) {
+    // Decode: the token's k experts share its row, so their gates and ups are
+    // one dispatch over 2k views; then each expert's down. Summed in expert
+    // index order, as the batched path below.
+    std::vector<int32_t> by_index(chosen.begin(), chosen.begin() + k);
+    std::vector<float> weight_of(static_cast<size_t>(experts), 0.0f);
+    for (int32_t j = 0; j < k; ++j) weight_of[static_cast<size_t>(chosen[static_cast<size_t>(j)])] = chosen_weight[static_cast<size_t>(j)];
+    std::sort(by_index.begin(), by_index.end());
+    std::vector<TensorView> views;
+    views.reserve(static_cast<size_t>(2 * k));
+    std::vector<std::pair<const TensorView*, float*>> mats;
+    for (int32_t j = 0; j < k; ++j) {
+      views.push_back(expert_view(lw.gate_exps, by_index[static_cast<size_t>(j)], hidden));
+      views.push_back(expert_view(lw.up_exps, by_index[static_cast<size_t>(j)], hidden));
+    }
+    for (int32_t j = 0; j < k; ++j) {
+      mats.emplace_back(&views[static_cast<size_t>(2 * j)], expert_gate_.data() + j * hidden);
+      mats.emplace_back(&views[static_cast<size_t>(2 * j + 1)], expert_up_.data() + j * hidden);
+    }
+    matmul_list(mats, in, 1);
+    activate(k);
+    for (int32_t j = 0; j < k; ++j) {
+      const int32_t e = by_index[static_cast<size_t>(j)];
+      const TensorView down = expert_view(lw.down_exps, e, dim);
+      matmul_group({{&down, expert_out_.data()}}, expert_gate_.data() + j * hidden, 1);
+      add_weighted(0, expert_out_.data(), weight_of[static_cast<size_t>(e)]);
+    }
+  } else {
+    std::vector<int64_t> routed;  // the rows of this expert, in row order
+    std::vector<float> routed_weight;
+    for (int32_t e = 0; e < experts; ++e) {
+      routed.clear();
+      routed_weight.clear();
+      for (int64_t t = 0; t < n * k; ++t)
+        if (chosen[static_cast<size_t>(t)] == e) {
+          routed.push_back(t / k);
+          routed_weight.push_back(chosen_weight[static_cast<size_t>(t)]);
+        }
+      if (routed.empty()) continue;
+      const auto m = static_cast<int64_t>(routed.size());
+      for (int64_t j = 0; j < m; ++j)
+        std::copy_n(in + routed[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
+      const TensorView gate = expert_view(lw.gate_exps, e, hidden), up = expert_view(lw.up_exps, e, hidden),
+                       down = expert_view(lw.down_exps, e, dim);
+      matmul_group({{&gate, expert_gate_.data()}, {&up, expert_up_.data()}}, expert_in_.data(), m);
+      activate(m);
+      matmul_group({{&down, expert_out_.data()}}, expert_gate_.data(), m);
+      for (int64_t j = 0; j < m; ++j)
+        add_weighted(routed[static_cast<size_t>(j)], expert_out_.data() + j * dim, routed_weight[static_cast<size_t>(j)]);
     }
   }
   if (s.accumulate) kernels::add_inplace(buf(s.out), moe_sum_.data(), n * dim);

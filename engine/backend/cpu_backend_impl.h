@@ -16,6 +16,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -50,7 +52,11 @@ class CpuBackend final : public Backend, private LayerOps {
   // Row-parallel y = W x over several matrices that share the input x, in one
   // dispatch (q/k/v, gate/up). outs[i] is (num_tokens, rows of mats[i]).
   void matmul_group(std::initializer_list<std::pair<const TensorView*, float*>> mats, const float* x,
-                    int64_t num_tokens);
+                    int64_t num_tokens) {
+    matmul_list(std::span(mats.begin(), mats.size()), x, num_tokens);
+  }
+  // The same over a list made at run time (a token's experts).
+  void matmul_list(std::span<const std::pair<const TensorView*, float*>> mats, const float* x, int64_t num_tokens);
 
   // LayerOps: the recipe's operations over the current step (batch_, logits_).
   Status embed(const RecipeStep& s) override;

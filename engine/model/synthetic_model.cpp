@@ -92,6 +92,12 @@ const std::vector<SyntheticShape>& synthetic_shapes() {
       // Llama 3.1 8B's shape (its 128256-token vocabulary and 131072-token
       // context; RoPE base and scaling are not the model's).
       {"llama-3.1-8b", 4096, 14336, 32, 32, 8, 128256, 131072, false},
+      // Qwen3-30B-A3B's shape: 128 experts of width 768, 8 per token, head size
+      // 128 with q/k norms, its 151936-token vocabulary and 40960-token context.
+      {.name = "qwen3-30b-a3b", .dim = 2048, .hidden_dim = 6144, .num_layers = 48, .num_heads = 32,
+       .num_kv_heads = 4, .vocab_size = 151936, .context_length = 40960, .tied_classifier = false,
+       .architecture = "qwen3moe", .head_dim = 128, .qk_norm = true, .experts = 128, .experts_used = 8,
+       .expert_hidden_dim = 768},
   };
   return shapes;
 }
@@ -152,11 +158,13 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   c.num_kv_heads = s.num_kv_heads;
   c.vocab_size = s.vocab_size;
   c.context_length = s.context_length;
+  c.head_dim = s.head_dim;
   GB_TRY(complete_model_config(c, path));
   if (s.vocab_size < 260) return make_error(path + ": synthetic vocab size must be at least 260");
 
   GgufWriter w;
-  w.add_metadata("general.architecture", GgufValue::str("llama"));
+  const std::string p = s.architecture + ".";
+  w.add_metadata("general.architecture", GgufValue::str(s.architecture));
   w.add_metadata("general.name", GgufValue::str("synthetic-" + s.name));
   const uint32_t file_type = spec.dtype == WeightType::F32    ? 0
                              : spec.dtype == WeightType::F16  ? 1
@@ -165,15 +173,25 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
                                                          : 32;
   w.add_metadata("general.file_type", GgufValue::u32(file_type));
   w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(spec.seed));
-  w.add_metadata("llama.context_length", GgufValue::u32(static_cast<uint32_t>(c.context_length)));
-  w.add_metadata("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(c.dim)));
-  w.add_metadata("llama.block_count", GgufValue::u32(static_cast<uint32_t>(c.num_layers)));
-  w.add_metadata("llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(c.hidden_dim)));
-  w.add_metadata("llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(c.num_heads)));
-  w.add_metadata("llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(c.num_kv_heads)));
-  w.add_metadata("llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(c.head_dim)));
-  w.add_metadata("llama.rope.freq_base", GgufValue::f32(10000.0f));
-  w.add_metadata("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+  const auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+  w.add_metadata(p + "context_length", u32(c.context_length));
+  w.add_metadata(p + "embedding_length", u32(c.dim));
+  w.add_metadata(p + "block_count", u32(c.num_layers));
+  w.add_metadata(p + "feed_forward_length", u32(c.hidden_dim));
+  w.add_metadata(p + "attention.head_count", u32(c.num_heads));
+  w.add_metadata(p + "attention.head_count_kv", u32(c.num_kv_heads));
+  if (s.head_dim > 0) {
+    w.add_metadata(p + "attention.key_length", u32(c.head_dim));
+    w.add_metadata(p + "attention.value_length", u32(c.head_dim));
+  }
+  w.add_metadata(p + "rope.dimension_count", u32(c.head_dim));
+  w.add_metadata(p + "rope.freq_base", GgufValue::f32(10000.0f));
+  w.add_metadata(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+  if (s.experts > 0) {
+    w.add_metadata(p + "expert_count", u32(s.experts));
+    w.add_metadata(p + "expert_used_count", u32(s.experts_used));
+    if (s.architecture != "llama") w.add_metadata(p + "expert_feed_forward_length", u32(s.expert_hidden_dim));
+  }
 
   add_vocabulary(w, s.vocab_size);
 
@@ -184,24 +202,47 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, dtype_info(spec.dtype).gguf_code,
                  *dtype_bytes(spec.dtype, n), make_fill(spec.dtype, spec.seed, index++, 0.02f, 0.0f));
   };
-  auto norm = [&](const std::string& name) {
-    w.add_tensor(name, {static_cast<uint64_t>(c.dim)}, dtype_info(WeightType::F32).gguf_code,
-                 static_cast<uint64_t>(c.dim) * sizeof(float), make_fill(WeightType::F32, spec.seed, index++, 0.0f, 1.0f));
+  // The experts' 3-D stacks: ne = [cols, rows, experts].
+  auto experts = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const uint64_t n = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * static_cast<uint64_t>(s.experts);
+    w.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(s.experts)},
+                 dtype_info(spec.dtype).gguf_code, *dtype_bytes(spec.dtype, n),
+                 make_fill(spec.dtype, spec.seed, index++, 0.02f, 0.0f));
   };
+  auto norm = [&](const std::string& name, int64_t n) {
+    w.add_tensor(name, {static_cast<uint64_t>(n)}, dtype_info(WeightType::F32).gguf_code,
+                 static_cast<uint64_t>(n) * sizeof(float), make_fill(WeightType::F32, spec.seed, index++, 0.0f, 1.0f));
+  };
+  const int64_t q_dim = int64_t{c.num_heads} * c.head_dim;
   matrix("token_embd.weight", c.vocab_size, c.dim);
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    norm(b + "attn_norm.weight");
-    matrix(b + "attn_q.weight", c.dim, c.dim);
+    norm(b + "attn_norm.weight", c.dim);
+    matrix(b + "attn_q.weight", q_dim, c.dim);
     matrix(b + "attn_k.weight", c.kv_dim(), c.dim);
     matrix(b + "attn_v.weight", c.kv_dim(), c.dim);
-    matrix(b + "attn_output.weight", c.dim, c.dim);
-    norm(b + "ffn_norm.weight");
+    if (s.qk_norm) {
+      norm(b + "attn_q_norm.weight", c.head_dim);
+      norm(b + "attn_k_norm.weight", c.head_dim);
+    }
+    matrix(b + "attn_output.weight", c.dim, q_dim);
+    norm(b + "ffn_norm.weight", c.dim);
+    if (s.experts > 0) {
+      // The router in float32 (as converters write it), the experts in the file's type.
+      const uint64_t n = static_cast<uint64_t>(s.experts) * static_cast<uint64_t>(c.dim);
+      w.add_tensor(b + "ffn_gate_inp.weight", {static_cast<uint64_t>(c.dim), static_cast<uint64_t>(s.experts)},
+                   dtype_info(WeightType::F32).gguf_code, n * sizeof(float),
+                   make_fill(WeightType::F32, spec.seed, index++, 0.5f, 0.0f));
+      experts(b + "ffn_gate_exps.weight", s.expert_hidden_dim, c.dim);
+      experts(b + "ffn_down_exps.weight", c.dim, s.expert_hidden_dim);
+      experts(b + "ffn_up_exps.weight", s.expert_hidden_dim, c.dim);
+      continue;
+    }
     matrix(b + "ffn_gate.weight", c.hidden_dim, c.dim);
     matrix(b + "ffn_down.weight", c.dim, c.hidden_dim);
     matrix(b + "ffn_up.weight", c.hidden_dim, c.dim);
   }
-  norm("output_norm.weight");
+  norm("output_norm.weight", c.dim);
   if (!s.tied_classifier) matrix("output.weight", c.vocab_size, c.dim);
   return w.write(path, progress);
 }

@@ -34,9 +34,20 @@ struct SyntheticShape {
   int32_t vocab_size = 0;       // >= 259 + 1 (specials and byte tokens, at least one piece)
   int32_t context_length = 0;
   bool tied_classifier = true;  // llama2.c-trained shapes tie; tinyllama does not
+  // Beyond the llama block (the Qwen3-MoE shapes): the architecture written,
+  // an explicit head size (0: dim / heads), q/k norms, and a mixture of
+  // `experts` FFNs of width expert_hidden_dim with experts_used per token.
+  std::string architecture = "llama";
+  int32_t head_dim = 0;
+  bool qk_norm = false;
+  int32_t experts = 0;
+  int32_t experts_used = 0;
+  int32_t expert_hidden_dim = 0;
 };
 
-// stories260K, stories15M, stories42M, stories110M, tinyllama-1.1b.
+// stories260K, stories15M, stories42M, stories110M, tinyllama-1.1b, llama-3.1-8b,
+// qwen3-30b-a3b (a mixture of experts: with `synth --layers N` a side-by-side
+// file fits the machine).
 const std::vector<SyntheticShape>& synthetic_shapes();
 std::optional<SyntheticShape> find_synthetic_shape(std::string_view name);
 
