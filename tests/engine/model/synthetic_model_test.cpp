@@ -38,6 +38,46 @@ GB_TEST(named_shapes_match_the_brief) {
   QVERIFY(!gb::find_synthetic_shape("gpt-5").has_value());
 }
 
+// The Qwen3-30B-A3B shape's mixture written small (the named shape's
+// architecture and experts, narrower widths): it loads as a qwen3moe with its
+// experts, and a token reads only its experts' share of the expert tensors.
+GB_TEST(moe_shape_loads_as_a_mixture) {
+  auto named = gb::find_synthetic_shape("qwen3-30b-a3b");
+  QVERIFY(named.has_value());
+  QCOMPARE(named->experts, 128);
+  QCOMPARE(named->experts_used, 8);
+  QCOMPARE(named->expert_hidden_dim, 768);
+  gb::SyntheticShape small = *named;
+  small.dim = 64;
+  small.num_heads = 4;
+  small.num_kv_heads = 2;
+  small.head_dim = 32;
+  small.num_layers = 2;
+  small.vocab_size = 512;
+  small.context_length = 256;
+  small.experts = 8;
+  small.experts_used = 2;
+  small.expert_hidden_dim = 64;
+  const std::string path = gbtest::temp_dir() + "/synth-moe.gguf";
+  QVERIFY(gb::write_synthetic_model({small, gb::WeightType::Q8_0, 3}, path).ok());
+  auto m = gb::load_model(path);
+  QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
+  const gb::Model& model = **m;
+  QCOMPARE(model.config.architecture, std::string("qwen3moe"));
+  QVERIFY(model.config.is_moe() && model.config.qk_norm);
+  QCOMPARE(model.config.num_experts, 8);
+  QCOMPARE(model.config.expert_hidden_dim, 64);
+  const gb::LayerWeights& l = model.weights.layers[0];
+  QCOMPARE(l.gate_exps.rows, int64_t{8 * 64});
+  QCOMPARE(l.down_exps.rows, int64_t{8 * 64});
+  QVERIFY(l.gate_exps.dtype == gb::WeightType::Q8_0 && l.router.dtype == gb::WeightType::F32);
+  // Per token: all of every other tensor, 2 of the 8 experts' rows.
+  const size_t experts_bytes = 2 * (l.gate_exps.num_bytes() + l.up_exps.num_bytes() + l.down_exps.num_bytes());
+  QCOMPARE(model.weight_bytes() - model.weight_bytes_per_token() + model.weights.token_embedding.row_bytes() -
+               model.weights.token_embedding.num_bytes(),
+           experts_bytes - experts_bytes / 8 * 2);
+}
+
 GB_TEST(synthetic_f32_round_trips_with_sane_weights) {
   auto m = gb::load_model(synth("synth-f32.gguf", gb::WeightType::F32, 7));
   QVERIFY2(m.ok(), m.ok() ? "" : m.error().message.c_str());
