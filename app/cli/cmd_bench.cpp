@@ -186,7 +186,8 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
   const bool bf16_dots = device.bf16_matmuls || (!types.empty() && types.front().type == WeightType::BF16);
   const double bf16_peak = probe && bf16_dots ? kernels::bf16_dot_peak_gflops() : 0.0;
   const double bf16_peak_all = threads > 1 && probe && bf16_dots ? kernels::bf16_dot_peak_gflops(threads) : bf16_peak;
-  const double prefill_gflops = 2.0 * static_cast<double>(model.num_parameters()) * median(prefill_tok_s) / 1e9;
+  // A mixture's token uses only its experts' share (active parameters).
+  const double prefill_gflops = 2.0 * static_cast<double>(model.active_parameters()) * median(prefill_tok_s) / 1e9;
   const double peak_all = bf16_peak > 0 ? bf16_peak_all : peak_all_gflops;
   nlohmann::json j = {
       {"model", model.path},
@@ -194,6 +195,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"architecture", model.config.architecture},
       {"type_label", weight_type_label(model)},
       {"num_parameters", model.num_parameters()},
+      {"active_parameters", model.active_parameters()},
       {"weight_bytes", model.weight_bytes()},
       {"backend", device.backend},
       {"device", device.name},

@@ -123,7 +123,9 @@ void print_info_json(const Model& m, const InfoArgs& a) {
       {"sliding_window", c.sliding_window}, {"sliding_window_pattern", c.swa_pattern},
       {"attn_softcap", c.attn_softcap}, {"final_softcap", c.final_softcap}, {"query_scale", c.query_scale()},
       {"embed_scale", c.embed_scale}, {"block", describe_block(c)},
-      {"num_parameters", m.num_parameters()}, {"tensor_types", type_counts},
+      {"num_parameters", m.num_parameters()}, {"active_parameters", m.active_parameters()},
+      {"num_experts", c.num_experts}, {"num_experts_used", c.num_experts_used},
+      {"expert_hidden_dim", c.expert_hidden_dim}, {"tensor_types", type_counts},
       {"weight_bytes", m.weight_bytes()}, {"weight_bytes_per_token", m.weight_bytes_per_token()},
       {"kv_bytes_per_token_f32", kv_f32}, {"kv_bytes_per_token_f16", kv_f16},
       {"kv_type_k", std::string(kernels::kv_type_name(a.kv_types.k))},
@@ -201,8 +203,12 @@ void print_weights(const Model& m, const InfoArgs& a) {
   const size_t kv = kv_bytes_per_token(c, a.kv_types), kv_f32 = c.kv_bytes_per_token(4);
   const uint64_t memory = m.weight_bytes() + static_cast<uint64_t>(kv) * static_cast<uint64_t>(c.context_length);
   const std::string types = kv_types_name(a.kv_types);
-  std::printf("parameters     %llu (%.2f M)\n", static_cast<unsigned long long>(m.num_parameters()),
+  std::printf("parameters     %llu (%.2f M)", static_cast<unsigned long long>(m.num_parameters()),
               static_cast<double>(m.num_parameters()) / 1e6);
+  if (c.is_moe())
+    std::printf("; %.2f M active per token (%d of %d experts)", static_cast<double>(m.active_parameters()) / 1e6,
+                c.num_experts_used, c.num_experts);
+  std::printf("\n");
   std::printf("tensor types  ");
   for (const auto& [name, n] : type_counts) std::printf(" %s x %d", name.c_str(), n);
   std::printf("\n");

@@ -34,6 +34,20 @@ uint64_t Model::num_parameters() const {
   return n;
 }
 
+uint64_t Model::active_parameters() const {
+  uint64_t n = 0;
+  for (const TensorView* t : all_tensors()) {
+    auto count = static_cast<uint64_t>(t->num_elements());
+    for (const LayerWeights& l : weights.layers)
+      if (l.is_expert_tensor(t) && weights.experts > 0) {
+        count = count / static_cast<uint64_t>(weights.experts) * static_cast<uint64_t>(weights.experts_used);
+        break;
+      }
+    n += count;
+  }
+  return n;
+}
+
 size_t Model::weight_bytes() const {
   size_t n = 0;
   for (const TensorView* t : all_tensors()) n += t->num_bytes();

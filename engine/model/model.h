@@ -80,6 +80,9 @@ struct Model {
   std::vector<const TensorView*> all_tensors() const;
 
   uint64_t num_parameters() const;  // every tensor counted once (tied classifier once)
+  // The parameters one token uses: every tensor but the expert stacks, of which
+  // only the chosen experts' share (num_parameters() for a dense model).
+  uint64_t active_parameters() const;
   size_t weight_bytes() const;      // bytes of weights as stored, tied classifier once
   // Bytes of weights one decode step reads: every layer matrix, norms, the
   // classifier, and one embedding row.

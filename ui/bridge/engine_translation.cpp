@@ -103,6 +103,9 @@ UiModelInfo modelInfo(const gb::Model& m, const gb::Tokenizer& tokenizer, gb::En
                                     .arg(r.bits_per_weight(), 0, 'f', 2)});
   info.tensorTypes.push_back({QStringLiteral("total"), QString::fromStdString(gb::weight_type_label(m))});
   info.numParameters = m.num_parameters();
+  info.activeParameters = m.active_parameters();
+  info.numExperts = c.num_experts;
+  info.numExpertsUsed = c.num_experts_used;
   info.weightBytes = m.weight_bytes();
   info.contextLength = engine.max_context();
   info.vocabSize = c.vocab_size;

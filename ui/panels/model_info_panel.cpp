@@ -42,7 +42,12 @@ void ModelInfoPanel::refresh() {
   for (const auto& [k, v] : QVector<QPair<QString, QString>>{
            {tr("name"), m.name}, {tr("path"), m.path}, {tr("format"), m.format},
            {tr("architecture"), m.architecture}, {tr("tokenizer"), m.tokenizerKind},
-           {tr("parameters"), locale.toString(m.numParameters)},
+           {tr("parameters"), m.numExperts > 0 ? tr("%1 (%2 active per token: %3 of %4 experts)")
+                                                       .arg(locale.toString(m.numParameters),
+                                                            locale.toString(m.activeParameters))
+                                                       .arg(m.numExpertsUsed)
+                                                       .arg(m.numExperts)
+                                                 : locale.toString(m.numParameters)},
            {tr("weights"), locale.formattedDataSize(static_cast<qint64>(m.weightBytes))},
            {tr("context length"), QString::number(m.contextLength)},
            {tr("chat template"), m.chatTemplate.isEmpty() ? tr("(none)") : m.chatTemplate.left(80)}})

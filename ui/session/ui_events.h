@@ -171,6 +171,8 @@ struct UiModelInfo {
   QVector<QPair<QString, QString>> metadata;
   QVector<QPair<QString, QString>> tensorTypes;  // (weight type, "N tensors, bytes, bpw"), then ("total", "Q4_K_M, 4.9 bpw")
   quint64 numParameters = 0;
+  quint64 activeParameters = 0;  // per token: a mixture's chosen experts only (numParameters when dense)
+  int numExperts = 0, numExpertsUsed = 0;
   quint64 weightBytes = 0;
   int contextLength = 0, vocabSize = 0, numLayers = 0, numKvHeads = 0, headDim = 0;
   quint64 kvBytesPerTokenFormula = 0;  // the main pool's layers x (K row + V row) in their KV types (gb::kv_bytes_per_token)

@@ -71,6 +71,8 @@ GB_TEST(moe_shape_loads_as_a_mixture) {
   QCOMPARE(l.gate_exps.rows, int64_t{8 * 64});
   QCOMPARE(l.down_exps.rows, int64_t{8 * 64});
   QVERIFY(l.gate_exps.dtype == gb::WeightType::Q8_0 && l.router.dtype == gb::WeightType::F32);
+  const auto expert_values = static_cast<uint64_t>(2 * 3 * 8 * 64 * 64);  // layers x stacks x experts x rows x cols
+  QCOMPARE(model.active_parameters(), model.num_parameters() - expert_values + expert_values / 8 * 2);
   // Per token: all of every other tensor, 2 of the 8 experts' rows.
   const size_t experts_bytes = 2 * (l.gate_exps.num_bytes() + l.up_exps.num_bytes() + l.down_exps.num_bytes());
   QCOMPARE(model.weight_bytes() - model.weight_bytes_per_token() + model.weights.token_embedding.row_bytes() -
