@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "sampling/sampler_stage.h"
 #include "trace/json_fields.h"
@@ -52,6 +53,19 @@ nlohmann::json token_json(const TokenSampledEvent& t) {
                     {"num_allowed", r.grammar->num_allowed},
                     {"forced", r.grammar->forced},
                     {"state", r.grammar->state}};
+  if (r.routing && r.routing->experts_per_token > 0) {
+    // A mixture of experts: per layer, the experts of the step that chose the token, best first, with weights.
+    const auto k = static_cast<size_t>(r.routing->experts_per_token);
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t at = 0; at + k <= r.routing->experts.size(); at += k) {
+      nlohmann::json weights = nlohmann::json::array();
+      for (size_t i = at; i < at + k; ++i) weights.push_back(real32(r.routing->weights[i]));
+      layers.push_back({{"experts", std::vector<int32_t>(r.routing->experts.begin() + static_cast<ptrdiff_t>(at),
+                                                         r.routing->experts.begin() + static_cast<ptrdiff_t>(at + k))},
+                        {"weights", std::move(weights)}});
+    }
+    j["routing"] = std::move(layers);
+  }
   j["forward_ms"] = r.forward_ms;
   j["sample_ms"] = r.sample_ms;
   return j;

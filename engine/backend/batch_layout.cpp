@@ -52,6 +52,7 @@ void BatchLayout::clear() {
   logit_token_indices.clear();
   num_layers = -1;
   write_kv = true;
+  routing = nullptr;
 }
 
 }  // namespace gb

@@ -28,6 +28,17 @@
 
 namespace gb {
 
+// A mixture of experts' routing of a step's logit rows, filled by the backend
+// when BatchLayout::routing points here: for logit row r and layer l, the
+// experts_per_token experts (best first) and their weights at
+// ((r * layers) + l) * experts_per_token.
+struct RoutingRows {
+  int32_t layers = 0;
+  int32_t experts_per_token = 0;
+  std::vector<int32_t> experts;
+  std::vector<float> weights;
+};
+
 struct BatchLayout {
   std::vector<TokenId> token_ids;            // (num_tokens)
   std::vector<int32_t> positions;            // (num_tokens)
@@ -47,6 +58,9 @@ struct BatchLayout {
   // in the cache (an inspection re-running a computed position, which must not
   // touch blocks others may share).
   bool write_kv = true;
+  // Where the backend writes the logit rows' routing (a mixture of experts),
+  // or null: not wanted. Not owned.
+  RoutingRows* routing = nullptr;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_seqs() const { return static_cast<int32_t>(seq_kv_len.size()); }

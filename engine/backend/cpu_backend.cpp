@@ -590,6 +590,14 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
       chosen_weight[static_cast<size_t>(i * k + j)] = prob[static_cast<size_t>(e)] / chosen_sum;
     }
   }
+  if (RoutingRows* r = batch_->routing; r != nullptr && r->experts_per_token == k) {  // the logit rows' routing
+    for (int32_t row = 0; row < batch_->num_logits(); ++row) {
+      const auto from = static_cast<size_t>(int64_t{batch_->logit_token_indices[static_cast<size_t>(row)]} * k);
+      const auto at = static_cast<size_t>((int64_t{row} * r->layers + s.layer) * k);
+      std::copy_n(chosen.begin() + static_cast<ptrdiff_t>(from), k, r->experts.begin() + static_cast<ptrdiff_t>(at));
+      std::copy_n(chosen_weight.begin() + static_cast<ptrdiff_t>(from), k, r->weights.begin() + static_cast<ptrdiff_t>(at));
+    }
+  }
   if (capture_ != nullptr && capture_->experts_per_token == k) {  // forward_capture: the captured token's routing
     const auto at = static_cast<size_t>(int64_t{s.layer} * k), from = static_cast<size_t>(int64_t{capture_->token} * k);
     std::copy_n(chosen.begin() + static_cast<ptrdiff_t>(from), k, capture_->experts.begin() + static_cast<ptrdiff_t>(at));
@@ -762,6 +770,15 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
   batch_ = &batch;
   logits_ = logits.data();
   rope_tables_.clear();
+  if (batch.routing != nullptr) {  // a mixture's routing of the logit rows (moe_ffn fills it)
+    RoutingRows& r = *batch.routing;
+    r.layers = c.num_layers;
+    r.experts_per_token = c.num_experts_used;
+    const auto size = static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(c.num_layers) *
+                      static_cast<size_t>(c.num_experts_used);
+    r.experts.assign(size, -1);
+    r.weights.assign(size, 0.0f);
+  }
   Status status = run_steps(recipe_.prologue, *this);
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
   for (int32_t l = 0; l < num_layers && status.ok(); ++l) status = run_steps(recipe_.layers[static_cast<size_t>(l)], *this);

@@ -442,7 +442,10 @@ Status Engine::run_forward(const StepPlan& plan) {
   Status st = backend_->copy_blocks(plan.block_copies);
   if (st && !plan.window_block_copies.empty()) st = backend_->copy_blocks(plan.window_block_copies, KvGroup::Window);
   if (st) {
-    const BatchLayout layout = to_batch_layout(plan);
+    BatchLayout layout = to_batch_layout(plan);
+    // A mixture's routing goes into the tokens' records (the Experts view, the trace).
+    routing_.experts.clear();
+    if (model_->config.is_moe() && config_.record_tokens) layout.routing = &routing_;
     logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(model_->config.vocab_size));
     st = backend_->forward(layout, logits_);
   }

@@ -306,8 +306,14 @@ class Engine {
   bool begin_step(const StepPlan& plan, double start_ms);
   Status run_forward(const StepPlan& plan);
   StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
-  void sample_token(const ScheduledRequest& s, std::span<const float> logits, const StepTimes& t, StepOutputs& out);
-  void verify_drafts(const ScheduledRequest& s, std::span<const float> rows, const StepTimes& t, StepOutputs& out);
+  // first_row: the request's first logit row in the step (its routing's row).
+  void sample_token(const ScheduledRequest& s, std::span<const float> logits, size_t first_row, const StepTimes& t,
+                    StepOutputs& out);
+  void verify_drafts(const ScheduledRequest& s, std::span<const float> rows, size_t first_row, const StepTimes& t,
+                     StepOutputs& out);
+  // A mixture of experts: the routing of logit row `row` of the last forward
+  // pass, for a token's record (nothing when the pass recorded none).
+  std::optional<RoutingRecord> routing_of_row(size_t row) const;
   void end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t, double sampled_ms);
   void publish_step_event(const StepPlan& plan, const StepTimes& t, double sampled_ms);
   Result<RequestId> fork_impl(RequestId parent, int32_t num_tokens, std::optional<TokenId> forced_next,
@@ -346,6 +352,7 @@ class Engine {
   std::unordered_map<RequestId, FinishedRecord> finished_;
   std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records
   std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
+  RoutingRows routing_;        // a mixture's routing of those rows, when tokens are recorded
   std::unique_ptr<SpeculativeDecoder> spec_;  // drafters and verifier (created by start())
   std::unique_ptr<FormatCache> formats_;      // compiled formats (grammar stage), shared by requests
 };

@@ -54,17 +54,28 @@ StepOutputs Engine::sample_outputs(const StepPlan& plan, const StepTimes& t) {
     if (s.num_logit_rows == 0) continue;
     const auto num_rows = static_cast<size_t>(s.num_logit_rows);
     const std::span<const float> rows(logits_.data() + row * vocab, num_rows * vocab);
+    if (num_rows > 1) verify_drafts(s, rows, row, t, out);
+    else sample_token(s, rows, row, t, out);
     row += num_rows;
-    if (num_rows > 1) verify_drafts(s, rows, t, out);
-    else sample_token(s, rows, t, out);
   }
   return out;
 }
 
 // One token from one row of logits: the reasoning budget's forced token, or a
 // draw from the request's chain with its own random stream.
-void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logits, const StepTimes& t,
-                          StepOutputs& out) {
+std::optional<RoutingRecord> Engine::routing_of_row(size_t row) const {
+  const auto k = static_cast<size_t>(routing_.experts_per_token), layers = static_cast<size_t>(routing_.layers);
+  if (k == 0 || routing_.experts.size() < (row + 1) * layers * k) return std::nullopt;
+  RoutingRecord r;
+  r.experts_per_token = routing_.experts_per_token;
+  const auto from = static_cast<ptrdiff_t>(row * layers * k), to = from + static_cast<ptrdiff_t>(layers * k);
+  r.experts.assign(routing_.experts.begin() + from, routing_.experts.begin() + to);
+  r.weights.assign(routing_.weights.begin() + from, routing_.weights.begin() + to);
+  return r;
+}
+
+void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logits, size_t first_row,
+                          const StepTimes& t, StepOutputs& out) {
   RequestState& rs = *states_.at(s.id);
   const Request* r = scheduler_->find(s.id);
   const double t_sample0 = ms_now();
@@ -104,6 +115,7 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
     record->grammar->state = std::move(grammar_state);
     record->grammar->forced = grammar->one_text(grammar->mask());
   }
+  if (record) record->routing = routing_of_row(first_row);
   const TokenId chosen = ev.token;
   const bool stop = out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0);
   out.sampled.push_back({s.id, chosen, stop});
@@ -115,8 +127,8 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
 // A verification: rows for [last, d_1..d_k]. The accepted drafts are emitted,
 // then the resampled or bonus token, stopping early at EOS or a stop string;
 // the StepToken says how many drafts the scheduler keeps.
-void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> rows, const StepTimes& t,
-                           StepOutputs& out) {
+void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> rows, size_t first_row,
+                           const StepTimes& t, StepOutputs& out) {
   const int32_t num_draft = s.num_new_tokens - 1;
   const auto vocab = static_cast<size_t>(model_->config.vocab_size);
   RequestState& rs = *states_.at(s.id);
@@ -176,6 +188,7 @@ void Engine::verify_drafts(const ScheduledRequest& s, std::span<const float> row
         ev.record.grammar->state = row_states[i];
         ev.record.grammar->forced = grammar->one_text(row_masks[i]);
       }
+      ev.record.routing = routing_of_row(first_row + i);
       history.push_back(ev.token);
     }
     emitted.push_back(ev.token);

@@ -40,6 +40,15 @@ struct GrammarRecord {
   std::string state;          // where the grammar stood before this token (GrammarMatcher::describe)
 };
 
+// A mixture of experts: the experts of the step that chose the token (the
+// model's pass over the position before it), in every layer, best first, with
+// their weights (renormalized to sum 1 per layer). Set by the engine.
+struct RoutingRecord {
+  int32_t experts_per_token = 0;
+  std::vector<int32_t> experts;  // (layers x experts_per_token), layer by layer
+  std::vector<float> weights;    // the same shape
+};
+
 struct TokenRecord {
   std::vector<SamplerStage> stages;                  // (num_stages) in run order
   std::vector<uint8_t> stage_active;                 // (num_stages) 0 = parameter "off", stage skipped
@@ -62,6 +71,7 @@ struct TokenRecord {
   double xtc_draw = 0.0;     // the uniform XTC compared with its probability
   bool xtc_fired = false;
   std::optional<GrammarRecord> grammar;  // absent without a format (and in traces written before it)
+  std::optional<RoutingRecord> routing;  // a mixture of experts only (absent in traces written before it)
 
   // Filled by the caller (scheduler / UI), not by the sampler.
   double forward_ms = 0.0;

@@ -169,6 +169,13 @@ struct FieldsOf<GrammarRecord> {
 };
 
 template <>
+struct FieldsOf<RoutingRecord> {
+  using T = RoutingRecord;
+  static constexpr auto list = std::tuple{field("experts_per_token", &T::experts_per_token),
+                                          field("experts", &T::experts), field("weights", &T::weights)};
+};
+
+template <>
 struct FieldsOf<TokenRecord> {
   using T = TokenRecord;
   static constexpr auto list = std::tuple{
@@ -189,6 +196,7 @@ struct FieldsOf<TokenRecord> {
       field("xtc_draw", &T::xtc_draw),
       field("xtc_fired", &T::xtc_fired),
       field("grammar", &T::grammar, Form::OmitWhenAbsent),
+      field("routing", &T::routing, Form::OmitWhenAbsent),
       field("forward_ms", &T::forward_ms),
       field("sample_ms", &T::sample_ms)};
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
@@ -26,6 +27,7 @@ inline constexpr double kLogitTolerance = 1e-3;
 struct Step {
   gb::TokenId token;
   std::vector<std::pair<gb::TokenId, float>> top;  // (id, raw logit), best first
+  std::optional<gb::RoutingRecord> routing;        // a mixture of experts: the step's routing
 };
 
 inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& model,
@@ -55,7 +57,7 @@ inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& mode
   if (auto st = engine.run_until_idle(); !st) error = st.error().message;
   for (const gb::TraceEvent& e : engine.drain_events())
     if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) {
-      Step s{t->token, {}};
+      Step s{t->token, {}, t->record.routing};
       for (const auto& c : t->record.top) s.top.emplace_back(c.id, c.logit);
       steps.push_back(std::move(s));
     }

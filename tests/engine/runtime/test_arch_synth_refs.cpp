@@ -240,6 +240,30 @@ void check_routing(const Loaded& l) {
   }
   std::printf("%s: the experts of %d (position, layer) pairs match transformers' routing\n",
               l.ref["arch"].get<std::string>().c_str(), checked);
+  // The same routing in the records of generated tokens: greedy token i was
+  // chosen by the pass over position prompt length - 1 + i.
+  for (const json& prompt : l.ref["prompts"]) {
+    const auto ids = gbtest::json_ids(prompt["ids"]);
+    std::string error;
+    const auto steps = archref::run_greedy(l.model, l.tokenizer, ids, 4, error);
+    QVERIFY2(error.empty(), error.c_str());
+    QCOMPARE(steps.size(), size_t{4});
+    const json& want = prompt["routing"]["layers"];
+    const int32_t k = prompt["routing"]["experts_per_token"].get<int32_t>();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      QVERIFY2(steps[i].routing.has_value(), "a generated token of a mixture has no routing in its record");
+      const gb::RoutingRecord& r = *steps[i].routing;
+      QCOMPARE(r.experts_per_token, k);
+      QCOMPARE(r.experts.size(), want.size() * static_cast<size_t>(k));
+      for (size_t layer = 0; layer < want.size(); ++layer) {
+        const auto expected = want[layer][ids.size() - 1 + i].get<std::vector<int32_t>>();
+        const std::vector<int32_t> got(r.experts.begin() + static_cast<ptrdiff_t>(layer * k),
+                                       r.experts.begin() + static_cast<ptrdiff_t>((layer + 1) * k));
+        QVERIFY2(got == expected, ("generated token " + std::to_string(i) + " layer " + std::to_string(layer) +
+                                   ": the record's experts differ from transformers'").c_str());
+      }
+    }
+  }
 }
 
 // A mixture of experts: the counts as the reference's config says, and using

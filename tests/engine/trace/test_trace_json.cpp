@@ -42,6 +42,27 @@ GB_TEST(every_event_type_round_trips_exactly) {
     QVERIFY2(std::find(types_seen.begin(), types_seen.end(), t) != types_seen.end(), t);
 }
 
+// The optional records (a format's grammar, a mixture's routing) round trip,
+// are left out of the JSON when absent (so older traces stay as they were),
+// and pass the strict schema.
+GB_TEST(optional_records_round_trip_and_are_omitted_when_absent) {
+  gb::TraceEvent e = gbtest::every_event_type()[4];
+  auto& rec = std::get<gb::TokenSampledEvent>(e.body).record;
+  const json plain = through_text(gb::to_json(e));
+  QVERIFY(!plain["record"].contains("routing") && !plain["record"].contains("grammar"));
+  rec.routing = gb::RoutingRecord{2, {6, 1, 0, 3}, {0.75f, 0.25f, 1.0f / 3.0f, 2.0f / 3.0f}};
+  rec.grammar = gb::GrammarRecord{0.5f, 3, false, "root: '{' _"};
+  const json j = through_text(gb::to_json(e));
+  QCOMPARE(j["record"]["routing"]["experts"], json({6, 1, 0, 3}));
+  QVERIFY2(gb::validate_trace_json_line(j).ok(), j.dump().c_str());
+  auto back = gb::trace_event_from_json(j);
+  QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+  QVERIFY(gb::trace_events_equal(e, back.value()));
+  gb::TraceEvent other = e;
+  std::get<gb::TokenSampledEvent>(other.body).record.routing->experts[3] = 4;
+  QVERIFY(!gb::trace_events_equal(e, other));
+}
+
 GB_TEST(equality_helper_notices_a_one_bit_change) {
   // Guards the round-trip test above: trace_events_equal must not be lenient.
   auto events = gbtest::every_event_type();
