@@ -212,7 +212,7 @@ struct MirrorOf<gb::TokenRecord> {
                                           skip(&E::xtc_draw),
                                           to(&E::xtc_fired, &U::xtcFired),
                                           skip(&E::grammar),  // engine_translation.cpp: UiToken::grammar
-                                          skip(&E::routing),  // engine_translation.cpp: UiToken::experts
+                                          skip(&E::routing),  // engine_translation.cpp: UiToken::routing
                                           to(&E::forward_ms, &U::forwardMs),
                                           to(&E::sample_ms, &U::sampleMs)};
 };

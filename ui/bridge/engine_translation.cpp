@@ -36,6 +36,13 @@ UiToken toUiToken(const gb::TokenSampledEvent& e, const QVector<QString>& vocab)
     info->state = QString::fromStdString(g->state);
     t.grammar = std::move(info);
   }
+  if (const auto& r = e.record.routing) {
+    auto info = std::make_shared<UiRouting>();
+    info->perToken = r->experts_per_token;
+    info->experts = QVector<int>(r->experts.begin(), r->experts.end());
+    info->weights = QVector<float>(r->weights.begin(), r->weights.end());
+    t.routing = std::move(info);
+  }
   for (UiCandidate& c : t.top) c.text = tokenText(vocab, c.id);
   return t;
 }

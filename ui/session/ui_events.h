@@ -54,6 +54,15 @@ struct UiGrammarInfo {
   QString state;             // the grammar's position before the token
 };
 
+// A mixture of experts' routing of the step that chose a token: per layer, the
+// experts (best first) and their weights, perToken of each.
+struct UiRouting {
+  int perToken = 0;
+  QVector<int> experts;    // (layers x perToken)
+  QVector<float> weights;  // the same shape
+  int numLayers() const { return perToken > 0 ? static_cast<int>(experts.size()) / perToken : 0; }
+};
+
 // One generated token. Fields are ordered by size (8-byte ones first), so the
 // record has no padding holes: a 100,000-token chat keeps 100,000 of them.
 struct UiToken {
@@ -72,6 +81,7 @@ struct UiToken {
   QVector<UiCandidate> top;
   std::shared_ptr<const UiDraftInfo> draft;  // null: not from a verification
   std::shared_ptr<const UiGrammarInfo> grammar;  // null: the request has no format
+  std::shared_ptr<const UiRouting> routing;      // null: not a mixture of experts (or trimmed)
   int position = 0;
   int index = 0;              // 0 = first generated token
   int tokenId = 0;

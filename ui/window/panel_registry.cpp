@@ -1,7 +1,7 @@
 // The panel table. Order matters: it is the creation and docking order, and a
 // row may only tabify with a row above it. Tab groups today: kv | performance |
 // speculative | model | compare | serve | score (tabifyDockWidget puts the new tab
-// right after the one named) and inspector | inside | branches.
+// right after the one named) and inspector | inside | experts | branches.
 #include "panel_registry.h"
 
 #include "panel_wiring.h"
@@ -12,6 +12,7 @@
 #include "panels/branches_panel.h"
 #include "chat/chat_panel.h"
 #include "panels/compare_view.h"
+#include "panels/experts_panel.h"
 #include "panels/inside_panel.h"
 #include "panels/kv_cache_panel.h"
 #include "panels/model_info_panel.h"
@@ -62,6 +63,8 @@ const std::vector<PanelSpec>& panelSpecs() {
        make<BranchesPanel>, wireBranches},
       {"inside", QT_TRANSLATE_NOOP("gbui::MainWindow", "Inside"), Qt::RightDockWidgetArea, "inspector",
        make<InsidePanel>, wireInside},
+      {"experts", QT_TRANSLATE_NOOP("gbui::MainWindow", "Experts"), Qt::RightDockWidgetArea, "inside",
+       make<ExpertsPanel>, nullptr},
       {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
        make<ServePanel>, wireServe},
   };
