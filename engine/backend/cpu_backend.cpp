@@ -147,48 +147,63 @@ std::vector<WeightType> CpuBackend::kv_types() const {
 
 void CpuBackend::matmul_list(std::span<const std::pair<const TensorView*, float*>> mats, const float* x,
                              int64_t num_tokens) {
-  const int64_t cols = mats.begin()->first->cols;
+  std::vector<MatmulJob> jobs;
+  jobs.reserve(mats.size());
+  for (const auto& [w, y] : mats) jobs.push_back({w, y, 0, num_tokens});
+  matmul_jobs(jobs, x, num_tokens);
+}
+
+void CpuBackend::matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t x_rows) {
+  const int64_t cols = jobs.front().w->cols;
   // Quantized weights want 8-bit activations, BF16 weights bf16 ones: convert
-  // x once for the whole group, before the rows are split across threads.
+  // x once for every job, before the rows are split across threads.
   kernels::MatmulInput in{x, nullptr, nullptr};
   bool wants_q8 = false, wants_bf16 = false;
-  for (const auto& m : mats) {
-    const kernels::ActivationType a = kernels::weight_traits(m.first->dtype).activation;
+  for (const MatmulJob& j : jobs) {
+    const kernels::ActivationType a = kernels::weight_traits(j.w->dtype).activation;
     wants_q8 |= a == kernels::ActivationType::Q8;
     wants_bf16 |= a == kernels::ActivationType::BF16;
   }
   const auto per_token = [&](auto&& convert) {
-    if (num_tokens * cols < kMinParallelMacs / 16) convert(0, num_tokens, 0);
-    else pool_.parallel_for(num_tokens, convert);
+    if (x_rows * cols < kMinParallelMacs / 16) convert(0, x_rows, 0);
+    else pool_.parallel_for(x_rows, convert);
   };
   if (wants_q8) {
-    grow(xq_, static_cast<size_t>(num_tokens * cols / kernels::kActBlock));
+    grow(xq_, static_cast<size_t>(x_rows * cols / kernels::kActBlock));
     per_token([&](int64_t begin, int64_t end, int) { kernels::quantize_activations(x, cols, begin, end, xq_.data()); });
     in.q8 = xq_.data();
   }
   if (wants_bf16) {
-    grow(x_bf16_, static_cast<size_t>(num_tokens * cols));
+    grow(x_bf16_, static_cast<size_t>(x_rows * cols));
     per_token([&](int64_t begin, int64_t end, int) { kernels::round_activations_bf16(x, cols, begin, end, x_bf16_.data()); });
     in.bf16 = x_bf16_.data();
   }
-  // Concatenate the row ranges of all matrices and split the total across threads
+  // Job j's input: its rows of each converted form.
+  const auto input_of = [&](const MatmulJob& j) {
+    kernels::MatmulInput ji = in;
+    ji.f32 = in.f32 + j.first_row * cols;
+    if (ji.q8 != nullptr) ji.q8 = in.q8 + j.first_row * cols / kernels::kActBlock;
+    if (ji.bf16 != nullptr) ji.bf16 = in.bf16 + j.first_row * cols;
+    return ji;
+  };
+  // Concatenate the row ranges of all jobs and split the total across threads
   // in multiples of 4 rows (the float kernel's tile height).
-  int64_t total = 0, weight_bytes = 0;
-  for (const auto& m : mats) {
-    total += m.first->rows;
-    weight_bytes += static_cast<int64_t>(m.first->num_bytes());
+  int64_t total = 0, weight_bytes = 0, macs = 0;
+  for (const MatmulJob& j : jobs) {
+    total += j.w->rows;
+    weight_bytes += static_cast<int64_t>(j.w->num_bytes());
+    macs += j.w->rows * cols * j.num_tokens;
   }
   const auto run = [&](int64_t begin, int64_t end, int) {
     int64_t base = 0;
-    for (const auto& [w, y] : mats) {
-      const int64_t lo = std::max(begin, base), hi = std::min(end, base + w->rows);
+    for (const MatmulJob& j : jobs) {
+      const int64_t lo = std::max(begin, base), hi = std::min(end, base + j.w->rows);
       if (lo < hi)
-        kernels::matmul_weights(y, w->rows, in, w->data, static_cast<int64_t>(w->row_bytes()),
-                                kernels::weight_traits(w->dtype), num_tokens, w->cols, lo - base, hi - base);
-      base += w->rows;
+        kernels::matmul_weights(j.y, j.w->rows, input_of(j), j.w->data, static_cast<int64_t>(j.w->row_bytes()),
+                                kernels::weight_traits(j.w->dtype), j.num_tokens, j.w->cols, lo - base, hi - base);
+      base += j.w->rows;
     }
   };
-  const int64_t macs = total * cols * num_tokens;
   if (macs < kMinParallelMacs && weight_bytes < kMinParallelWeightBytes) run(0, total, 0);
   else pool_.parallel_for(total, run, 4);
 }
@@ -555,10 +570,11 @@ Status CpuBackend::project_gate_up(const RecipeStep& s) {
 
 // A mixture of experts over the step's rows: the router's logits, per row a
 // softmax and its `s.heads` best experts (ties to the lower index) with their
-// probabilities renormalized; then expert by expert, in index order, the rows
-// routed to it gathered into one small batch through its gate/up/activation/down
-// (views of its rows of the expert tensors, read in place), each output added
-// with its row's weight. Only the chosen experts' weights are read.
+// probabilities renormalized; then the rows routed to each expert, gathered by
+// expert, go through its gate/up/activation/down (views of its rows of the
+// expert tensors, read in place; every expert's projection in one dispatch, the
+// threads splitting experts and rows), each output added with its row's weight
+// in expert index order. Only the chosen experts' weights are read.
 Status CpuBackend::moe_ffn(const RecipeStep& s) {
   const ModelConfig& c = model_->config;
   const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
@@ -604,83 +620,63 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
     std::copy_n(chosen_weight.begin() + static_cast<ptrdiff_t>(from), k,
                 capture_->expert_weights.begin() + static_cast<ptrdiff_t>(at));
   }
-  grow(moe_sum_, static_cast<size_t>(n * dim));
-  std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
-  const int64_t most = std::max<int64_t>(n, k);  // rows of one expert's batch, or a token's k experts
-  grow(expert_in_, static_cast<size_t>(n * dim));
-  grow(expert_gate_, static_cast<size_t>(most * hidden));
-  grow(expert_up_, static_cast<size_t>(most * hidden));
-  grow(expert_out_, static_cast<size_t>(most * dim));
+  // The routed rows grouped by expert (index order), each expert's in row order.
+  std::vector<int64_t> offset(static_cast<size_t>(experts) + 1, 0);
+  for (int64_t t = 0; t < n * k; ++t) ++offset[static_cast<size_t>(chosen[static_cast<size_t>(t)]) + 1];
+  for (int32_t e = 0; e < experts; ++e) offset[static_cast<size_t>(e) + 1] += offset[static_cast<size_t>(e)];
+  const int64_t routed = n * k;
+  std::vector<int64_t> routed_row(static_cast<size_t>(routed));
+  std::vector<float> routed_weight(static_cast<size_t>(routed));
+  {
+    std::vector<int64_t> next(offset.begin(), offset.end() - 1);
+    for (int64_t t = 0; t < routed; ++t) {
+      const auto at = static_cast<size_t>(next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++);
+      routed_row[at] = t / k;
+      routed_weight[at] = chosen_weight[static_cast<size_t>(t)];
+    }
+  }
+  grow(expert_in_, static_cast<size_t>(routed * dim));
+  grow(expert_gate_, static_cast<size_t>(routed * hidden));
+  grow(expert_up_, static_cast<size_t>(routed * hidden));
+  grow(expert_out_, static_cast<size_t>(routed * dim));
   const float* in = buf(s.in);
-  // Expert e's gate, up and down: views of its rows of the stacks.
-  const auto expert_view = [&](const TensorView& stack, int32_t e, int64_t rows_per_expert) {
+  for (int64_t j = 0; j < routed; ++j)
+    std::copy_n(in + routed_row[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
+  // Each chosen expert's gate, up and down: views of its rows of the stacks,
+  // run over its routed rows as jobs of one dispatch per projection.
+  std::vector<TensorView> views;
+  views.reserve(static_cast<size_t>(3 * std::min<int64_t>(experts, routed)));
+  std::vector<MatmulJob> gate_up, down;
+  const auto view = [&](const TensorView& stack, int32_t e, int64_t rows_per_expert) {
     TensorView v = stack;
     v.data = stack.row(e * rows_per_expert);
     v.rows = rows_per_expert;
-    return v;
+    views.push_back(v);
+    return &views.back();
   };
-  const auto activate = [&](int64_t count) {
-    for (int64_t j = 0; j < count; ++j) {
-      float* g = expert_gate_.data() + j * hidden;
-      const float* u = expert_up_.data() + j * hidden;
-      if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
-      else kernels::swiglu(g, g, u, hidden);
-    }
-  };
-  const auto add_weighted = [&](int64_t row, const float* y, float w) {
-    float* acc = moe_sum_.data() + row * dim;
+  for (int32_t e = 0; e < experts; ++e) {
+    const int64_t first = offset[static_cast<size_t>(e)], m = offset[static_cast<size_t>(e) + 1] - first;
+    if (m == 0) continue;
+    gate_up.push_back({view(lw.gate_exps, e, hidden), expert_gate_.data() + first * hidden, first, m});
+    gate_up.push_back({view(lw.up_exps, e, hidden), expert_up_.data() + first * hidden, first, m});
+    down.push_back({view(lw.down_exps, e, dim), expert_out_.data() + first * dim, first, m});
+  }
+  matmul_jobs(gate_up, expert_in_.data(), routed);
+  for (int64_t j = 0; j < routed; ++j) {
+    float* g = expert_gate_.data() + j * hidden;
+    const float* u = expert_up_.data() + j * hidden;
+    if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
+    else kernels::swiglu(g, g, u, hidden);
+  }
+  matmul_jobs(down, expert_gate_.data(), routed);
+  // Each row's experts summed in expert index order, with their weights.
+  grow(moe_sum_, static_cast<size_t>(n * dim));
+  std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
+  for (int64_t j = 0; j < routed; ++j) {
+    float* acc = moe_sum_.data() + routed_row[static_cast<size_t>(j)] * dim;
+    const float* y = expert_out_.data() + j * dim;
+    const float w = routed_weight[static_cast<size_t>(j)];
     for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
-  };
-  if (n == 1) {
-    // Decode: the token's k experts share its row, so their gates and ups are
-    // one dispatch over 2k views; then each expert's down. Summed in expert
-    // index order, as the batched path below.
-    std::vector<int32_t> by_index(chosen.begin(), chosen.begin() + k);
-    std::vector<float> weight_of(static_cast<size_t>(experts), 0.0f);
-    for (int32_t j = 0; j < k; ++j) weight_of[static_cast<size_t>(chosen[static_cast<size_t>(j)])] = chosen_weight[static_cast<size_t>(j)];
-    std::sort(by_index.begin(), by_index.end());
-    std::vector<TensorView> views;
-    views.reserve(static_cast<size_t>(2 * k));
-    std::vector<std::pair<const TensorView*, float*>> mats;
-    for (int32_t j = 0; j < k; ++j) {
-      views.push_back(expert_view(lw.gate_exps, by_index[static_cast<size_t>(j)], hidden));
-      views.push_back(expert_view(lw.up_exps, by_index[static_cast<size_t>(j)], hidden));
-    }
-    for (int32_t j = 0; j < k; ++j) {
-      mats.emplace_back(&views[static_cast<size_t>(2 * j)], expert_gate_.data() + j * hidden);
-      mats.emplace_back(&views[static_cast<size_t>(2 * j + 1)], expert_up_.data() + j * hidden);
-    }
-    matmul_list(mats, in, 1);
-    activate(k);
-    for (int32_t j = 0; j < k; ++j) {
-      const int32_t e = by_index[static_cast<size_t>(j)];
-      const TensorView down = expert_view(lw.down_exps, e, dim);
-      matmul_group({{&down, expert_out_.data()}}, expert_gate_.data() + j * hidden, 1);
-      add_weighted(0, expert_out_.data(), weight_of[static_cast<size_t>(e)]);
-    }
-  } else {
-    std::vector<int64_t> routed;  // the rows of this expert, in row order
-    std::vector<float> routed_weight;
-    for (int32_t e = 0; e < experts; ++e) {
-      routed.clear();
-      routed_weight.clear();
-      for (int64_t t = 0; t < n * k; ++t)
-        if (chosen[static_cast<size_t>(t)] == e) {
-          routed.push_back(t / k);
-          routed_weight.push_back(chosen_weight[static_cast<size_t>(t)]);
-        }
-      if (routed.empty()) continue;
-      const auto m = static_cast<int64_t>(routed.size());
-      for (int64_t j = 0; j < m; ++j)
-        std::copy_n(in + routed[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
-      const TensorView gate = expert_view(lw.gate_exps, e, hidden), up = expert_view(lw.up_exps, e, hidden),
-                       down = expert_view(lw.down_exps, e, dim);
-      matmul_group({{&gate, expert_gate_.data()}, {&up, expert_up_.data()}}, expert_in_.data(), m);
-      activate(m);
-      matmul_group({{&down, expert_out_.data()}}, expert_gate_.data(), m);
-      for (int64_t j = 0; j < m; ++j)
-        add_weighted(routed[static_cast<size_t>(j)], expert_out_.data() + j * dim, routed_weight[static_cast<size_t>(j)]);
-    }
   }
   if (s.accumulate) kernels::add_inplace(buf(s.out), moe_sum_.data(), n * dim);
   else std::copy_n(moe_sum_.data(), n * dim, buf(s.out));

@@ -55,8 +55,20 @@ class CpuBackend final : public Backend, private LayerOps {
                     int64_t num_tokens) {
     matmul_list(std::span(mats.begin(), mats.size()), x, num_tokens);
   }
-  // The same over a list made at run time (a token's experts).
+  // The same over a list made at run time.
   void matmul_list(std::span<const std::pair<const TensorView*, float*>> mats, const float* x, int64_t num_tokens);
+  // Products of several matrices, each over its own rows of one input x
+  // (x_rows, cols of every w): job j sets y_j (num_tokens, w rows) = x[first_row
+  // .. first_row + num_tokens) w^T. x is converted once, and the jobs' rows are
+  // split across threads in one dispatch (a mixture's experts, each over the
+  // tokens routed to it).
+  struct MatmulJob {
+    const TensorView* w = nullptr;
+    float* y = nullptr;
+    int64_t first_row = 0;
+    int64_t num_tokens = 0;
+  };
+  void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t x_rows);
 
   // LayerOps: the recipe's operations over the current step (batch_, logits_).
   Status embed(const RecipeStep& s) override;
