@@ -43,7 +43,7 @@ class UiWorkbenchTest : public QObject {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
     QCOMPARE(gbui::panelNames(), QStringList({"chat", "sampling", "inspector", "kv", "performance", "speculative",
-                                              "model", "compare", "score", "branches", "inside", "serve"}));
+                                              "model", "compare", "score", "branches", "inside", "experts", "serve"}));
     for (const gbui::PanelSpec& spec : gbui::panelSpecs()) {
       QWidget* panel = window->panel(spec.name);
       QVERIFY2(panel != nullptr, spec.name);
