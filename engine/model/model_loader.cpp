@@ -246,6 +246,12 @@ class GgufLlamaReader {
   Status read_tensors(const ArchitectureSpec& spec) {
     ModelConfig& c = m_.config;
     ModelWeights& w = m_.weights;
+    // Mixtral files converted before llama.cpp stacked the experts (early 2024)
+    // hold one 2-D tensor per expert; the experts step reads 3-D stacks.
+    if (c.is_moe() && f_.find_tensor("blk.0.ffn_gate_exps.weight") == nullptr &&
+        f_.find_tensor("blk.0.ffn_gate.0.weight") != nullptr)
+      return fail("the experts are stored one tensor per expert (blk.0.ffn_gate.0.weight, an older llama.cpp "
+                  "layout); convert the model again with a current llama.cpp, which stacks them (ffn_gate_exps)");
     // Query scale: Gemma's 27B shapes use dim / heads (see architecture.h).
     if (spec.layers_27b > 0)
       c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.num_layers == spec.layers_27b ? c.dim / c.num_heads

@@ -451,6 +451,18 @@ GB_TEST(mixture_of_experts_bad_metadata) {
   QVERIFY(gb::load_model(gbtest::write_tiny_gguf("dense-experts0.gguf", dense)).ok());
 }
 
+// A Mixtral file of the older layout, one 2-D tensor per expert, is named as such.
+GB_TEST(mixture_of_experts_in_the_old_per_expert_layout) {
+  TinyGgufOptions o;
+  o.overrides = {{"llama.expert_count", gb::GgufValue::u32(2)}, {"llama.expert_used_count", gb::GgufValue::u32(1)}};
+  gb::GgufWriter w = gbtest::tiny_gguf_writer(o);
+  std::vector<std::byte> bytes(16 * 8 * sizeof(float));
+  w.add_tensor("blk.0.ffn_gate.0.weight", {8, 16}, gb::WeightType::F32, bytes);
+  const std::string path = gbtest::temp_dir() + "/moe-old-layout.gguf";
+  QVERIFY(w.write(path).ok());
+  expect_load_error(path, "the experts are stored one tensor per expert (blk.0.ffn_gate.0.weight");
+}
+
 // The converted Mixtral file (tests/data/converted) with one number changed:
 // an expert count the tensors disagree with, and an expert tensor of the wrong
 // shape, each named.
