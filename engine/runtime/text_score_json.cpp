@@ -19,6 +19,10 @@ nlohmann::json token_entry(const TokenScore& s, const Tokenizer& tok) {
     j["top1_agree"] = *s.top1_agree;
     j["base_logprob"] = *s.base_logprob;
   }
+  if (s.routing)  // a mixture of experts: per layer, the experts of the pass that scored the token
+    j["routing"] = {{"experts_per_token", s.routing->experts_per_token},
+                    {"experts", s.routing->experts},
+                    {"weights", s.routing->weights}};
   return j;
 }
 

@@ -63,13 +63,14 @@ TokenScore score_position(int32_t position, TokenId id, std::span<const double> 
 // One chunk [start, end) of the prefill on one backend: logits at every new
 // position, (end - start, vocab) row-major. Blocks 0 .. are the sequence's table.
 Status forward_chunk(Backend& backend, std::span<const TokenId> tokens, int32_t start, int32_t end,
-                     int32_t block_size, std::vector<float>& logits, int32_t vocab) {
+                     int32_t block_size, std::vector<float>& logits, int32_t vocab, RoutingRows* routing = nullptr) {
   const int32_t num_blocks = (end + block_size - 1) / block_size;
   std::vector<int32_t> table(static_cast<size_t>(num_blocks));
   for (int32_t b = 0; b < num_blocks; ++b) table[static_cast<size_t>(b)] = b;
   BatchLayout layout;
   layout.block_size = block_size;
   layout.add_sequence(tokens.data() + start, end - start, start, table.data(), num_blocks, true);
+  layout.routing = routing;
   logits.resize(static_cast<size_t>(end - start) * static_cast<size_t>(vocab));
   return backend.forward(layout, logits);
 }
@@ -123,10 +124,12 @@ Result<TextScore> score_tokens(const Model& model, Backend& backend, const Model
   out.token_ids.assign(tokens.begin(), tokens.end());
   std::vector<float> logits, base_logits;
   std::vector<double> lp, base_lp;
+  RoutingRows routing;  // a mixture's routing of each scored row
   const int32_t chunk = std::max(1, o.chunk);
   for (int32_t start = 0; start < n - 1; start += chunk) {
     const int32_t end = std::min(n - 1, start + chunk);  // the last token's logits are never needed
-    GB_TRY(forward_chunk(backend, tokens, start, end, o.block_size, logits, vocab));
+    GB_TRY(forward_chunk(backend, tokens, start, end, o.block_size, logits, vocab,
+                         model.config.is_moe() ? &routing : nullptr));
     if (base_backend) GB_TRY(forward_chunk(*base_backend, tokens, start, end, o.block_size, base_logits, vocab));
     for (int32_t p = start; p < end; ++p) {
       const size_t row = static_cast<size_t>(p - start) * static_cast<size_t>(vocab);
@@ -134,6 +137,15 @@ Result<TextScore> score_tokens(const Model& model, Backend& backend, const Model
       if (base_backend) log_softmax(std::span<const float>(base_logits.data() + row, static_cast<size_t>(vocab)), base_lp);
       out.tokens.push_back(score_position(p + 1, tokens[static_cast<size_t>(p + 1)], lp,
                                           base_backend ? &base_lp : nullptr, o.top_n));
+      if (const auto k = static_cast<size_t>(routing.experts_per_token); k > 0) {
+        const size_t width = static_cast<size_t>(routing.layers) * k;
+        const auto from = static_cast<ptrdiff_t>(static_cast<size_t>(p - start) * width);
+        RoutingRecord r;
+        r.experts_per_token = routing.experts_per_token;
+        r.experts.assign(routing.experts.begin() + from, routing.experts.begin() + from + static_cast<ptrdiff_t>(width));
+        r.weights.assign(routing.weights.begin() + from, routing.weights.begin() + from + static_cast<ptrdiff_t>(width));
+        out.tokens.back().routing = std::move(r);
+      }
     }
   }
   summarize_scores(out);

@@ -24,6 +24,7 @@
 #include "backend/backend.h"
 #include "core/ids.h"
 #include "core/result.h"
+#include "sampling/token_record.h"
 
 namespace gb {
 
@@ -41,6 +42,9 @@ struct TokenScore {
   std::optional<double> kl;          // KL(base || model), nats
   std::optional<bool> top1_agree;    // argmax of base == argmax of model
   std::optional<double> base_logprob;
+  // A mixture of experts: the routing of the pass that scored the token (over
+  // position - 1), per layer, best first (TokenRecord's form).
+  std::optional<RoutingRecord> routing;
 };
 
 struct KlSummary {

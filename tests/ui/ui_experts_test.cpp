@@ -2,17 +2,22 @@
 // (tests/data/converted; offscreen): a clicked token's strip holds exactly its
 // record's routing (each layer's experts with their weights, nothing else), the
 // session load counts every generated token once per layer (each row's shares
-// sum to the experts per token; an inspection's own request is not counted),
-// and a dense model (stories260K) says it is not
+// sum to the experts per token; an inspection's own request is not counted), a
+// token clicked in the Score view shows the routing its score carries, and a
+// dense model (stories260K) says it is not
 // a mixture.
 #include <QApplication>
 #include <QDockWidget>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 
 #include "gb_qtest_main.h"
 #include "panels/experts_panel.h"
 #include "panels/inside_panel.h"
+#include "panels/score_view.h"
 #include "ui_test_support.h"
 
 using namespace gbuitest;
@@ -96,6 +101,34 @@ class UiExpertsTest : public QObject {
     emit window->chat()->tokenClicked(request, 1);
     QVERIFY(QTest::qWaitFor([&] { return !inside->waiting() && inside->report().has_value(); }, 60000));
     QCOMPARE(panel->tokensCounted(), generated);
+  }
+
+  void aScoredTokensRoutingIsShown() {
+    // A token clicked in the Score view: the strip is the routing of the pass
+    // that scored it, as the score's JSON gives it.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QSignalSpy ready(window.get(), &gbui::MainWindow::modelReady);
+    window->openModel(moePath());
+    QVERIFY(ready.wait(30000));
+    gbui::ExpertsPanel* panel = showExperts(*window);
+    QVERIFY(panel != nullptr);
+    gbui::ScoreView* score = window->scoreView();
+    QSignalSpy scored(score, &gbui::ScoreView::finished);
+    score->setText(QStringLiteral("the program is free software"));
+    score->score();
+    QVERIFY(scored.wait(60000));
+    const QJsonObject root = QJsonDocument::fromJson(score->resultJson().toUtf8()).object();
+    const QJsonObject token = root.value("tokens").toArray()[2].toObject();
+    const QJsonObject routing = token.value("routing").toObject();
+    QCOMPARE(routing.value("experts_per_token").toInt(), 2);
+    const QJsonArray experts = routing.value("experts").toArray(), weights = routing.value("weights").toArray();
+    QCOMPARE(experts.size(), 4);  // 2 layers x 2
+    score->showDetails(2);
+    for (int i = 0; i < experts.size(); ++i)
+      QVERIFY(std::abs(panel->tokenGrid()->value(i / 2, experts[i].toInt()) - weights[i].toDouble()) < 1e-6);
+    QVERIFY2(panel->header()->text().contains(QStringLiteral("Scored token at position %1").arg(token.value("position").toInt())),
+             qPrintable(panel->header()->text()));
   }
 
   void aDenseModelSaysItIsNotAMixture() {

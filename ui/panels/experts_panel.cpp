@@ -147,7 +147,13 @@ void ExpertsPanel::showToken(quint64 request, int index) {
                          .arg(t->piece.toHtmlEscaped()));
     return;
   }
-  const UiRouting& r = *t->routing;
+  showRouting(tr("Token %1 \"%2\": the experts of the step that chose it").arg(index).arg(t->piece.toHtmlEscaped()),
+              *t->routing);
+}
+
+void ExpertsPanel::showRouting(const QString& label, const UiRouting& r) {
+  if (experts_ == 0 || r.perToken <= 0 || r.numLayers() != layers_ || r.weights.size() != r.experts.size()) return;
+  QVector<double> weights(layers_ * experts_, 0.0);
   QStringList first;
   for (int i = 0; i < r.experts.size(); ++i) {
     const int layer = i / r.perToken, expert = r.experts[i];
@@ -155,10 +161,7 @@ void ExpertsPanel::showToken(quint64 request, int index) {
     if (layer == 0) first << tr("%1 (%2)").arg(expert).arg(r.weights[i], 0, 'f', 2);
   }
   token_->setGrid(layers_, experts_, weights, tr("weight"));
-  header_->setText(tr("Token %1 \"%2\": the experts of the step that chose it, per layer (row) and expert (column); "
-                      "layer 0: %3.")
-                       .arg(index)
-                       .arg(t->piece.toHtmlEscaped(), first.join(QStringLiteral(", "))));
+  header_->setText(tr("%1, per layer (row) and expert (column); layer 0: %2.").arg(label, first.join(QStringLiteral(", "))));
 }
 
 }  // namespace gbui

@@ -54,6 +54,8 @@ class ExpertsPanel : public QWidget {
 
  public slots:
   void showToken(quint64 request, int index);
+  // A routing from elsewhere (a token clicked in the Score view), under `label`.
+  void showRouting(const QString& label, const gbui::UiRouting& routing);
 
  private:
   void reset();

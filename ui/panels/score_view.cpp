@@ -154,6 +154,18 @@ void ScoreView::showDetails(int k) {
     for (const QJsonValue& v : ids) sequence.push_back(v.toInt());
     emit tokenPicked(sequence, t.value(QStringLiteral("position")).toInt());
   }
+  if (const QJsonObject r = t.value(QStringLiteral("routing")).toObject(); !r.isEmpty()) {
+    UiRouting routing;
+    routing.perToken = r.value(QStringLiteral("experts_per_token")).toInt();
+    for (const QJsonValue& v : r.value(QStringLiteral("experts")).toArray()) routing.experts.push_back(v.toInt());
+    for (const QJsonValue& v : r.value(QStringLiteral("weights")).toArray())
+      routing.weights.push_back(static_cast<float>(v.toDouble()));
+    if (routing.perToken > 0 && routing.experts.size() == routing.weights.size())
+      emit routingPicked(tr("Scored token at position %1 \"%2\"")
+                             .arg(t.value(QStringLiteral("position")).toInt())
+                             .arg(t.value(QStringLiteral("text")).toString().toHtmlEscaped()),
+                         routing);
+  }
   // A remote score (echo + logprobs) has null where top-N logprobs cannot tell.
   const QString na = tr("not available");
   const QJsonValue id = t.value(QStringLiteral("id")), rank = t.value(QStringLiteral("rank")),

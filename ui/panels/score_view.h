@@ -11,6 +11,8 @@
 #include <QString>
 #include <QWidget>
 
+#include "session/ui_events.h"
+
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -49,6 +51,9 @@ class ScoreView : public QWidget {
   // Inside panel looks inside the model there). Not for a remote score
   // without token ids.
   void tokenPicked(const QVector<int>& tokens, int position);
+  // The clicked token's routing (a mixture of experts: the pass that scored
+  // it), with a label naming the token, for the Experts panel.
+  void routingPicked(const QString& label, const gbui::UiRouting& routing);
 
  private:
   void render();

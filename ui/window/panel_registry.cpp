@@ -64,7 +64,7 @@ const std::vector<PanelSpec>& panelSpecs() {
       {"inside", QT_TRANSLATE_NOOP("gbui::MainWindow", "Inside"), Qt::RightDockWidgetArea, "inspector",
        make<InsidePanel>, wireInside},
       {"experts", QT_TRANSLATE_NOOP("gbui::MainWindow", "Experts"), Qt::RightDockWidgetArea, "inside",
-       make<ExpertsPanel>, nullptr},
+       make<ExpertsPanel>, wireExperts},
       {"serve", QT_TRANSLATE_NOOP("gbui::MainWindow", "Serve"), Qt::BottomDockWidgetArea, "compare",
        make<ServePanel>, wireServe},
   };

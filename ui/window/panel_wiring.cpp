@@ -8,6 +8,7 @@
 #include "main_window.h"
 #include "panels/branches_panel.h"
 #include "panels/compare_view.h"
+#include "panels/experts_panel.h"
 #include "panels/inside_panel.h"
 #include "panels/kv_cache_panel.h"
 #include "panels/sampling_panel.h"
@@ -115,6 +116,12 @@ void wireScore(QWidget* panel, MainWindow& w) {
   });
   QObject::connect(c, &EngineController::scoreFinished, score, &ScoreView::onFinished);
   QObject::connect(c, &EngineController::scoreFailed, score, &ScoreView::onFailed);
+}
+
+// A token clicked in the Score view shows its routing too (a mixture of experts).
+void wireExperts(QWidget* panel, MainWindow& w) {
+  QObject::connect(w.scoreView(), &ScoreView::routingPicked, qobject_cast<ExpertsPanel*>(panel),
+                   &ExpertsPanel::showRouting);
 }
 
 void wireBranches(QWidget* panel, MainWindow& w) {

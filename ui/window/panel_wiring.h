@@ -19,6 +19,7 @@ void wireCompare(QWidget* panel, MainWindow& window);
 void wireScore(QWidget* panel, MainWindow& window);
 void wireBranches(QWidget* panel, MainWindow& window);
 void wireInside(QWidget* panel, MainWindow& window);
+void wireExperts(QWidget* panel, MainWindow& window);
 void wireServe(QWidget* panel, MainWindow& window);
 
 }  // namespace gbui

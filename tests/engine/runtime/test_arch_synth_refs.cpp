@@ -21,6 +21,7 @@
 #include "model/synthetic_model.h"
 #include "core/sha256.h"
 #include "runtime/inside.h"
+#include "runtime/text_scorer.h"
 #include "../tokenizer/tokenizer_test_support.h"
 #include "arch_ref_support.h"
 
@@ -240,6 +241,31 @@ void check_routing(const Loaded& l) {
   }
   std::printf("%s: the experts of %d (position, layer) pairs match transformers' routing\n",
               l.ref["arch"].get<std::string>().c_str(), checked);
+  // The same routing for scored tokens (teacher forcing in chunks of 7): token
+  // k was scored by the pass over position k - 1.
+  for (const json& prompt : l.ref["prompts"]) {
+    std::vector<gb::TokenId> seq = gbtest::json_ids(prompt["ids"]);
+    const auto greedy = gbtest::json_ids(prompt["greedy"]["ids"]);
+    seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
+    auto backend = gb::make_cpu_backend(l.model);
+    gb::ScoreOptions options;
+    options.chunk = 7;
+    options.k_type = options.v_type = gb::WeightType::F32;
+    auto score = gb::score_tokens(*l.model, *backend, nullptr, nullptr, seq, options);
+    QVERIFY2(score.ok(), score.ok() ? "" : score.error().message.c_str());
+    const json& want = prompt["routing"]["layers"];
+    const auto k = prompt["routing"]["experts_per_token"].get<size_t>();
+    for (const gb::TokenScore& s : score->tokens) {
+      QVERIFY(s.routing.has_value());
+      for (size_t layer = 0; layer < want.size(); ++layer) {
+        const auto expected = want[layer][static_cast<size_t>(s.position) - 1].get<std::vector<int32_t>>();
+        const std::vector<int32_t> got(s.routing->experts.begin() + static_cast<ptrdiff_t>(layer * k),
+                                       s.routing->experts.begin() + static_cast<ptrdiff_t>((layer + 1) * k));
+        QVERIFY2(got == expected, ("scored position " + std::to_string(s.position) + " layer " +
+                                   std::to_string(layer) + ": experts differ from transformers'").c_str());
+      }
+    }
+  }
   // The same routing in the records of generated tokens: greedy token i was
   // chosen by the pass over position prompt length - 1 + i.
   for (const json& prompt : l.ref["prompts"]) {
