@@ -568,27 +568,18 @@ Status CpuBackend::project_gate_up(const RecipeStep& s) {
   return {};
 }
 
-// A mixture of experts over the step's rows: the router's logits, per row a
-// softmax and its `s.heads` best experts (ties to the lower index) with their
-// probabilities renormalized; then the rows routed to each expert, gathered by
-// expert, go through its gate/up/activation/down (views of its rows of the
-// expert tensors, read in place; every expert's projection in one dispatch, the
-// threads splitting experts and rows), each output added with its row's weight
-// in expert index order. Only the chosen experts' weights are read.
-Status CpuBackend::moe_ffn(const RecipeStep& s) {
-  const ModelConfig& c = model_->config;
-  const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
-  const int64_t n = rows(s.in), dim = c.dim, hidden = c.expert_hidden_dim;
-  const int32_t experts = c.num_experts, k = s.heads;
-  grow(router_, static_cast<size_t>(n * experts));
-  matmul_group({{&lw.router, router_.data()}}, buf(s.in), n);
-  // Routing: (row, weight) pairs bucketed by expert (counting sort).
-  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
-  std::vector<float> chosen_weight(static_cast<size_t>(n * k));
+namespace {
+// A mixture's routing of n rows of router logits (n, experts): per row a
+// softmax and its k best experts (ties to the lower index), best first, with
+// their probabilities renormalized to sum 1, at chosen / weight[row * k + j].
+void route_rows(const float* logits, int64_t n, int32_t experts, int32_t k, std::vector<int32_t>& chosen,
+                std::vector<float>& weight) {
+  chosen.resize(static_cast<size_t>(n * k));
+  weight.resize(static_cast<size_t>(n * k));
   std::vector<int32_t> order(static_cast<size_t>(experts));
   std::vector<float> prob(static_cast<size_t>(experts));
   for (int64_t i = 0; i < n; ++i) {
-    const float* logit = router_.data() + i * experts;
+    const float* logit = logits + i * experts;
     const float top = *std::max_element(logit, logit + experts);
     float sum = 0.0f;
     for (int32_t e = 0; e < experts; ++e) sum += prob[static_cast<size_t>(e)] = std::exp(logit[e] - top);
@@ -603,37 +594,61 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
     for (int32_t j = 0; j < k; ++j) {
       const int32_t e = order[static_cast<size_t>(j)];
       chosen[static_cast<size_t>(i * k + j)] = e;
-      chosen_weight[static_cast<size_t>(i * k + j)] = prob[static_cast<size_t>(e)] / chosen_sum;
+      weight[static_cast<size_t>(i * k + j)] = prob[static_cast<size_t>(e)] / chosen_sum;
     }
   }
-  if (RoutingRows* r = batch_->routing; r != nullptr && r->experts_per_token == k) {  // the logit rows' routing
+}
+}  // namespace
+
+// Row `from`'s routing (k experts and weights) to where the step's observers
+// want it: the logit rows' routing (BatchLayout::routing) and forward_capture's
+// token.
+void CpuBackend::record_routing(int32_t layer, int32_t k, const std::vector<int32_t>& chosen,
+                                const std::vector<float>& weight) {
+  const auto copy = [&](int64_t row, int32_t* experts_out, float* weights_out) {
+    const auto from = static_cast<ptrdiff_t>(row * k);
+    std::copy_n(chosen.begin() + from, k, experts_out);
+    std::copy_n(weight.begin() + from, k, weights_out);
+  };
+  if (RoutingRows* r = batch_->routing; r != nullptr && r->experts_per_token == k)
     for (int32_t row = 0; row < batch_->num_logits(); ++row) {
-      const auto from = static_cast<size_t>(int64_t{batch_->logit_token_indices[static_cast<size_t>(row)]} * k);
-      const auto at = static_cast<size_t>((int64_t{row} * r->layers + s.layer) * k);
-      std::copy_n(chosen.begin() + static_cast<ptrdiff_t>(from), k, r->experts.begin() + static_cast<ptrdiff_t>(at));
-      std::copy_n(chosen_weight.begin() + static_cast<ptrdiff_t>(from), k, r->weights.begin() + static_cast<ptrdiff_t>(at));
+      const auto at = static_cast<size_t>((int64_t{row} * r->layers + layer) * k);
+      copy(batch_->logit_token_indices[static_cast<size_t>(row)], r->experts.data() + at, r->weights.data() + at);
     }
+  if (capture_ != nullptr && capture_->experts_per_token == k) {
+    const auto at = static_cast<size_t>(int64_t{layer} * k);
+    copy(capture_->token, capture_->experts.data() + at, capture_->expert_weights.data() + at);
   }
-  if (capture_ != nullptr && capture_->experts_per_token == k) {  // forward_capture: the captured token's routing
-    const auto at = static_cast<size_t>(int64_t{s.layer} * k), from = static_cast<size_t>(int64_t{capture_->token} * k);
-    std::copy_n(chosen.begin() + static_cast<ptrdiff_t>(from), k, capture_->experts.begin() + static_cast<ptrdiff_t>(at));
-    std::copy_n(chosen_weight.begin() + static_cast<ptrdiff_t>(from), k,
-                capture_->expert_weights.begin() + static_cast<ptrdiff_t>(at));
-  }
+}
+
+// A mixture of experts over the step's rows (route_rows): the rows routed to
+// each expert, gathered by expert, go through its gate/up/activation/down
+// (views of its rows of the expert tensors, read in place; every expert's
+// projection in one dispatch, the threads splitting experts and rows), each
+// output added with its row's weight in expert index order. Only the chosen
+// experts' weights are read.
+Status CpuBackend::moe_ffn(const RecipeStep& s) {
+  const ModelConfig& c = model_->config;
+  const LayerWeights& lw = weights().layers[static_cast<size_t>(s.layer)];
+  const int64_t n = rows(s.in), dim = c.dim, hidden = c.expert_hidden_dim;
+  const int32_t experts = c.num_experts, k = s.heads;
+  grow(router_, static_cast<size_t>(n * experts));
+  matmul_group({{&lw.router, router_.data()}}, buf(s.in), n);
+  std::vector<int32_t> chosen;
+  std::vector<float> chosen_weight;
+  route_rows(router_.data(), n, experts, k, chosen, chosen_weight);
+  record_routing(s.layer, k, chosen, chosen_weight);
   // The routed rows grouped by expert (index order), each expert's in row order.
-  std::vector<int64_t> offset(static_cast<size_t>(experts) + 1, 0);
-  for (int64_t t = 0; t < n * k; ++t) ++offset[static_cast<size_t>(chosen[static_cast<size_t>(t)]) + 1];
-  for (int32_t e = 0; e < experts; ++e) offset[static_cast<size_t>(e) + 1] += offset[static_cast<size_t>(e)];
   const int64_t routed = n * k;
-  std::vector<int64_t> routed_row(static_cast<size_t>(routed));
+  std::vector<int64_t> offset(static_cast<size_t>(experts) + 1, 0);
+  for (int64_t t = 0; t < routed; ++t) ++offset[static_cast<size_t>(chosen[static_cast<size_t>(t)]) + 1];
+  for (int32_t e = 0; e < experts; ++e) offset[static_cast<size_t>(e) + 1] += offset[static_cast<size_t>(e)];
+  std::vector<int64_t> routed_row(static_cast<size_t>(routed)), next(offset.begin(), offset.end() - 1);
   std::vector<float> routed_weight(static_cast<size_t>(routed));
-  {
-    std::vector<int64_t> next(offset.begin(), offset.end() - 1);
-    for (int64_t t = 0; t < routed; ++t) {
-      const auto at = static_cast<size_t>(next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++);
-      routed_row[at] = t / k;
-      routed_weight[at] = chosen_weight[static_cast<size_t>(t)];
-    }
+  for (int64_t t = 0; t < routed; ++t) {
+    const auto at = static_cast<size_t>(next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++);
+    routed_row[at] = t / k;
+    routed_weight[at] = chosen_weight[static_cast<size_t>(t)];
   }
   grow(expert_in_, static_cast<size_t>(routed * dim));
   grow(expert_gate_, static_cast<size_t>(routed * hidden));

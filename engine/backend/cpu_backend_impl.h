@@ -88,6 +88,9 @@ class CpuBackend final : public Backend, private LayerOps {
   Status softcap(const RecipeStep& s) override;
   Status capture(const RecipeStep& s) override;
   Status moe_ffn(const RecipeStep& s) override;
+  // A mixture's routing of the step's rows (k per row) to the batch's routing
+  // rows and forward_capture's token, when they want it.
+  void record_routing(int32_t layer, int32_t k, const std::vector<int32_t>& chosen, const std::vector<float>& weight);
 
   // A recipe buffer of the current step: its data, row width and row count.
   float* buf(Buf b);

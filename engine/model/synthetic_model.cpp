@@ -80,6 +80,27 @@ void add_vocabulary(GgufWriter& w, int32_t vocab_size) {
   w.add_metadata("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
 }
 
+// The keys of a block's shape every synthetic file writes under prefix p
+// ("llama." ...): widths, counts, the head size (key/value length only when it
+// is explicit), RoPE dimensions and base, the norm epsilon.
+void add_shape_metadata(GgufWriter& w, const std::string& p, const ModelConfig& c, bool explicit_head_dim,
+                        float rope_base, float rms_eps) {
+  const auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+  w.add_metadata(p + "context_length", u32(c.context_length));
+  w.add_metadata(p + "embedding_length", u32(c.dim));
+  w.add_metadata(p + "block_count", u32(c.num_layers));
+  w.add_metadata(p + "feed_forward_length", u32(c.hidden_dim));
+  w.add_metadata(p + "attention.head_count", u32(c.num_heads));
+  w.add_metadata(p + "attention.head_count_kv", u32(c.num_kv_heads));
+  if (explicit_head_dim) {
+    w.add_metadata(p + "attention.key_length", u32(c.head_dim));
+    w.add_metadata(p + "attention.value_length", u32(c.head_dim));
+  }
+  w.add_metadata(p + "rope.dimension_count", u32(c.head_dim));
+  w.add_metadata(p + "rope.freq_base", GgufValue::f32(rope_base));
+  w.add_metadata(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(rms_eps));
+}
+
 }  // namespace
 
 const std::vector<SyntheticShape>& synthetic_shapes() {
@@ -174,19 +195,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   w.add_metadata("general.file_type", GgufValue::u32(file_type));
   w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(spec.seed));
   const auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
-  w.add_metadata(p + "context_length", u32(c.context_length));
-  w.add_metadata(p + "embedding_length", u32(c.dim));
-  w.add_metadata(p + "block_count", u32(c.num_layers));
-  w.add_metadata(p + "feed_forward_length", u32(c.hidden_dim));
-  w.add_metadata(p + "attention.head_count", u32(c.num_heads));
-  w.add_metadata(p + "attention.head_count_kv", u32(c.num_kv_heads));
-  if (s.head_dim > 0) {
-    w.add_metadata(p + "attention.key_length", u32(c.head_dim));
-    w.add_metadata(p + "attention.value_length", u32(c.head_dim));
-  }
-  w.add_metadata(p + "rope.dimension_count", u32(c.head_dim));
-  w.add_metadata(p + "rope.freq_base", GgufValue::f32(10000.0f));
-  w.add_metadata(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+  add_shape_metadata(w, p, c, s.head_dim > 0, 10000.0f, 1e-5f);
   if (s.experts > 0) {
     w.add_metadata(p + "expert_count", u32(s.experts));
     w.add_metadata(p + "expert_used_count", u32(s.experts_used));
@@ -285,19 +294,7 @@ void add_arch_metadata(GgufWriter& w, const SyntheticArch& a, const ModelConfig&
   w.add_metadata("general.name", GgufValue::str("synthetic-arch-" + a.name));
   w.add_metadata("general.file_type", GgufValue::u32(0));
   w.add_metadata("glassbox.synthetic.seed", GgufValue::u64(seed));
-  w.add_metadata(p + "context_length", u32(c.context_length));
-  w.add_metadata(p + "embedding_length", u32(c.dim));
-  w.add_metadata(p + "block_count", u32(c.num_layers));
-  w.add_metadata(p + "feed_forward_length", u32(c.hidden_dim));
-  w.add_metadata(p + "attention.head_count", u32(c.num_heads));
-  w.add_metadata(p + "attention.head_count_kv", u32(c.num_kv_heads));
-  if (a.head_dim > 0) {
-    w.add_metadata(p + "attention.key_length", u32(c.head_dim));
-    w.add_metadata(p + "attention.value_length", u32(c.head_dim));
-  }
-  w.add_metadata(p + "rope.dimension_count", u32(c.head_dim));
-  w.add_metadata(p + "rope.freq_base", GgufValue::f32(a.rope_base));
-  w.add_metadata(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(a.rms_eps));
+  add_shape_metadata(w, p, c, a.head_dim > 0, a.rope_base, a.rms_eps);
   if (a.sliding_window > 0 || a.architecture == "phi3") w.add_metadata(p + "attention.sliding_window", u32(a.sliding_window));
   if (a.attn_softcap > 0) w.add_metadata(p + "attn_logit_softcapping", GgufValue::f32(a.attn_softcap));
   if (a.final_softcap > 0) w.add_metadata(p + "final_logit_softcapping", GgufValue::f32(a.final_softcap));

@@ -13,10 +13,16 @@ namespace {
 
 // The CUDA backend when the device policy picks it; nullptr: use the CPU.
 // Auto falls back to the CPU when the plugin is not installed or cannot load,
-// when there is no usable device, or for a weight type the device has no
-// kernels for; --device cuda reports each (naming the tensor and the type).
+// when there is no usable device, for a weight type the device has no kernels
+// for, or for a mixture of experts; --device cuda reports each (naming the
+// tensor and the type).
 Result<std::unique_ptr<Backend>> try_cuda(const std::shared_ptr<const Model>& model, Device device) {
   if (device == Device::Cpu) return std::unique_ptr<Backend>();
+  // The CUDA backend has no mixture-of-experts step: auto runs such a model on the CPU.
+  if (model->config.is_moe()) {
+    if (device == Device::Cuda) return make_error("--device cuda: mixture-of-experts models run on the CPU backend only");
+    return std::unique_ptr<Backend>();
+  }
   auto plugin = cuda_plugin();
   if (!plugin) {
     if (device == Device::Cuda) return make_error("--device cuda: " + plugin.error().message);

@@ -32,6 +32,12 @@ gbui::ExpertsPanel* showExperts(gbui::MainWindow& window) {
 
 QString moePath() { return QStringLiteral(GLASSBOX_CONVERTED_DIR) + QStringLiteral("/qwen3moe.gguf"); }
 
+bool openMoe(gbui::MainWindow& window) {
+  QSignalSpy ready(&window, &gbui::MainWindow::modelReady);
+  window.openModel(moePath());
+  return ready.wait(30000);
+}
+
 }  // namespace
 
 class UiExpertsTest : public QObject {
@@ -48,9 +54,7 @@ class UiExpertsTest : public QObject {
   void aTokensRoutingAndTheSessionLoadAreDrawn() {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
-    QSignalSpy ready(window.get(), &gbui::MainWindow::modelReady);
-    window->openModel(moePath());
-    QVERIFY(ready.wait(30000));
+    QVERIFY(openMoe(*window));
     gbui::ExpertsPanel* panel = showExperts(*window);
     QVERIFY(panel != nullptr);
     QCOMPARE(panel->tokenGrid()->rows(), 2);     // layers
@@ -108,9 +112,7 @@ class UiExpertsTest : public QObject {
     // that scored it, as the score's JSON gives it.
     QTemporaryDir dir;
     auto window = makeWindow(dir);
-    QSignalSpy ready(window.get(), &gbui::MainWindow::modelReady);
-    window->openModel(moePath());
-    QVERIFY(ready.wait(30000));
+    QVERIFY(openMoe(*window));
     gbui::ExpertsPanel* panel = showExperts(*window);
     QVERIFY(panel != nullptr);
     gbui::ScoreView* score = window->scoreView();

@@ -248,10 +248,10 @@ void check_routing(const Loaded& l) {
     const auto greedy = gbtest::json_ids(prompt["greedy"]["ids"]);
     seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
     auto backend = gb::make_cpu_backend(l.model);
-    gb::ScoreOptions options;
-    options.chunk = 7;
-    options.k_type = options.v_type = gb::WeightType::F32;
-    auto score = gb::score_tokens(*l.model, *backend, nullptr, nullptr, seq, options);
+    gb::ScoreOptions score_options;
+    score_options.chunk = 7;
+    score_options.k_type = score_options.v_type = gb::WeightType::F32;
+    auto score = gb::score_tokens(*l.model, *backend, nullptr, nullptr, seq, score_options);
     QVERIFY2(score.ok(), score.ok() ? "" : score.error().message.c_str());
     const json& want = prompt["routing"]["layers"];
     const auto k = prompt["routing"]["experts_per_token"].get<size_t>();

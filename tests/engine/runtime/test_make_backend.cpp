@@ -61,6 +61,23 @@ GB_TEST(cpu_gives_the_cpu_backend_with_the_asked_threads) {
   QCOMPARE((*backend)->device_info().num_threads, 2);
 }
 
+// A mixture of experts (the converted Qwen3-MoE file) runs on the CPU under
+// auto, whatever the machine has; --device cuda says why it cannot.
+GB_TEST(mixtures_of_experts_take_the_cpu) {
+  auto model = gb::load_model(std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf");
+  QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
+  gb::BackendOptions options;
+  options.device = gb::Device::Auto;
+  auto backend = gb::make_backend(*model, options);
+  QVERIFY2(backend.ok(), backend.ok() ? "" : backend.error().message.c_str());
+  QCOMPARE((*backend)->device_info().backend, std::string("cpu"));
+  options.device = gb::Device::Cuda;
+  auto refused = gb::make_backend(*model, options);
+  QVERIFY(!refused.ok());
+  QVERIFY2(refused.error().message.find("mixture-of-experts models run on the CPU backend only") != std::string::npos,
+           refused.error().message.c_str());
+}
+
 namespace {
 
 void check_auto_and_cuda_agree(gb::WeightType dtype) {
