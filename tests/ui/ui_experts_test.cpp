@@ -142,6 +142,7 @@ class UiExpertsTest : public QObject {
     QVERIFY(panel != nullptr);
     QVERIFY(panel->header()->text().contains(QStringLiteral("not a mixture of experts")));
     QCOMPARE(panel->tokenGrid()->columns(), 0);
+    QVERIFY(panel->tokenGrid()->isHidden() && panel->loadGrid()->isHidden());
     QVERIFY(generate(*window, QStringLiteral("Once upon a time"), 4));
     QCOMPARE(panel->tokensCounted(), 0);
   }

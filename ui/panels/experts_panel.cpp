@@ -88,6 +88,7 @@ void ExpertsPanel::reset() {
   loadCounts_.fill(0, layers_ * experts_);
   counted_ = 0;
   token_->setGrid(layers_, experts_, QVector<double>(layers_ * experts_, 0.0), tr("weight"));
+  token_->setVisible(experts_ > 0);  // a dense model: the line alone
   header_->setText(experts_ > 0 ? tr("%1 experts, %2 per token in each of %3 layers. Click a generated token to see "
                                      "where its step sent it (colour: gate weight).")
                                       .arg(experts_)
