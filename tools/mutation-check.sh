@@ -22,6 +22,9 @@ mutations=(
   "engine/kv/kv_cache_manager.cpp|  const int32_t lag = hold_last_window_.contains(id) ? 1 : 0;|  const int32_t lag = 0;|glassbox_tests_engine_runtime|test_inside"
   # Inside: attention weights without the layer's soft-cap (Gemma 2).
   "engine/runtime/inside.h|      if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);|      (void)softcap;|glassbox_tests_engine_runtime|test_inside_references"
+  # A mixture's routing: the chosen experts in reverse order (the set, and so the
+  # logits, unchanged; every position's experts, best first, must equal transformers').
+  "engine/backend/cpu_backend.cpp|      const int32_t e = order[static_cast<size_t>(j)];|      const int32_t e = order[static_cast<size_t>(k - 1 - j)];|glassbox_tests_engine_runtime|test_arch_synth_refs"
   # The engine seam: a panel that includes an engine header (only ui/bridge may).
   "ui/panels/sampling_panel.cpp|#include \"session/json_number.h\"|#include \"runtime/engine.h\"|-|layering"
   # The CUDA plugin loader takes a plugin of another build (only the ABI number checked).
