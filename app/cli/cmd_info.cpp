@@ -181,7 +181,11 @@ void print_architecture(const Model& m) {
   std::printf("architecture   %s\n", c.architecture.c_str());
   std::printf("name           %s\n", m.name.c_str());
   std::printf("dim            %d\n", c.dim);
-  std::printf("hidden dim     %d\n", c.hidden_dim);
+  if (c.is_moe() && c.expert_hidden_dim != c.hidden_dim)  // Qwen3-MoE: the dense width is in the file, unused
+    std::printf("hidden dim     %d per expert (the file's dense FFN width %d is not used)\n", c.expert_hidden_dim,
+                c.hidden_dim);
+  else
+    std::printf("hidden dim     %d%s\n", c.hidden_dim, c.is_moe() ? " per expert" : "");
   std::printf("layers         %d\n", c.num_layers);
   std::printf("heads          %d (kv heads %d, head dim %d, rope dims %d)\n", c.num_heads, c.num_kv_heads,
               c.head_dim, c.rope_dim);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_runner.h"
@@ -134,4 +135,24 @@ GB_TEST(info_and_generate_on_a_window_group_model) {
   };
   QVERIFY(!ids(on.output).empty());
   QCOMPARE(ids(on.output), ids(off.output));
+}
+
+// A mixture of experts (the converted Qwen3-MoE file): the experts' width
+// (the file's unused dense width said as such), the experts, and the active
+// parameters in text and JSON.
+GB_TEST(info_on_a_mixture_of_experts) {
+  const std::string path = std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf";
+  const RunResult text = run_cli("info '" + path + "'");
+  QVERIFY2(text.exit_code == 0, text.output.c_str());
+  for (const char* want : {"hidden dim     32 per expert (the file's dense FFN width 64 is not used)",
+                           "8 experts of width 32, 2 per token", "active per token (2 of 8 experts)"})
+    QVERIFY2(text.output.find(want) != std::string::npos, (std::string(want) + " not in:\n" + text.output).c_str());
+  const RunResult json = run_cli("info --json '" + path + "'");
+  QVERIFY2(json.exit_code == 0, json.output.c_str());
+  const auto j = nlohmann::json::parse(json.output);
+  QCOMPARE(j["num_experts"].get<int>(), 8);
+  QCOMPARE(j["num_experts_used"].get<int>(), 2);
+  QCOMPARE(j["expert_hidden_dim"].get<int>(), 32);
+  // Per layer 6 of the 8 experts' three 32 x 32 matrices are not active: 2 layers x 6 x 3 x 1024.
+  QCOMPARE(j["num_parameters"].get<uint64_t>() - j["active_parameters"].get<uint64_t>(), uint64_t{2 * 6 * 3 * 1024});
 }
