@@ -13,6 +13,7 @@
 // Each case also checks that the variation it is about is really in play (the
 // config says so, and turning it off changes the logits), so the test can fail.
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <functional>
 
@@ -292,6 +293,58 @@ void check_routing(const Loaded& l) {
   }
 }
 
+// The reference's prompts decoded together in one engine (continuous
+// batching: each step's rows of all three share the experts' dispatches) give
+// each prompt exactly what it gets alone: tokens, logits bit for bit, routing.
+void check_batched_equals_alone(const Loaded& l) {
+  gb::EngineConfig config;
+  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
+  config.max_seqs = 4;
+  config.max_context = 256;
+  gb::Engine engine(l.model, l.tokenizer, gb::make_cpu_backend(l.model), config);
+  QVERIFY(engine.start().ok());
+  std::vector<gb::RequestId> ids;
+  for (const json& prompt : l.ref["prompts"]) {
+    gb::GenerationRequest request;
+    request.prompt_ids = gbtest::json_ids(prompt["ids"]);
+    request.sampling.temperature = 0.0f;
+    request.sampling.max_tokens = 8;
+    request.sampling.top_n_record = 20;
+    request.ignore_eos = true;
+    auto id = engine.submit(request);
+    QVERIFY(id.ok());
+    ids.push_back(*id);
+  }
+  QVERIFY(engine.run_until_idle().ok());
+  std::map<gb::RequestId, std::vector<const gb::TokenSampledEvent*>> together;
+  const std::vector<gb::TraceEvent> events = engine.drain_events();
+  for (const gb::TraceEvent& e : events)
+    if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) together[t->request].push_back(t);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    std::string error;
+    const auto alone = archref::run_greedy(l.model, l.tokenizer, gbtest::json_ids(l.ref["prompts"][p]["ids"]), 8, error);
+    QVERIFY2(error.empty(), error.c_str());
+    const auto& batched = together[ids[p]];
+    QCOMPARE(batched.size(), alone.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+      QCOMPARE(batched[i]->token, alone[i].token);
+      QCOMPARE(batched[i]->record.top.size(), alone[i].top.size());
+      for (size_t c = 0; c < alone[i].top.size(); ++c) {
+        QCOMPARE(batched[i]->record.top[c].id, alone[i].top[c].first);
+        QCOMPARE(batched[i]->record.top[c].logit, alone[i].top[c].second);  // the same bits
+      }
+      QVERIFY(batched[i]->record.routing.has_value() && alone[i].routing.has_value());
+      QVERIFY(batched[i]->record.routing->experts == alone[i].routing->experts);
+    }
+  }
+  int steps_with_several = 0;  // the batching really happened: steps that decoded more than one row
+  for (const gb::TraceEvent& e : events)
+    if (const auto* st = std::get_if<gb::StepEvent>(&e.body)) steps_with_several += st->num_seqs > 1 ? 1 : 0;
+  QVERIFY(steps_with_several > 0);
+  std::printf("%s: %zu prompts decoded together equal each alone (%d batched steps)\n",
+              l.ref["arch"].get<std::string>().c_str(), ids.size(), steps_with_several);
+}
+
 // A mixture of experts: the counts as the reference's config says, and using
 // one expert per token instead of the file's count moves the logits.
 void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
@@ -304,6 +357,7 @@ void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
     QVERIFY(w.router.data != nullptr && w.gate_exps.rows == int64_t{experts} * width && w.w_up.data == nullptr);
   check_matches(l);
   check_routing(l);
+  check_batched_equals_alone(l);
   check_feature_matters(l, "the second expert per token", [](gb::Model& m) { m.config.num_experts_used = 1; });
 }
 
