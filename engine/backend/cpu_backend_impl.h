@@ -30,6 +30,12 @@
 
 namespace gb {
 
+// v holds at least n elements (a step's scratch grows, never shrinks).
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
 class CpuBackend final : public Backend, private LayerOps {
  public:
   CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options);

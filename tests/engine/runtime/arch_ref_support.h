@@ -30,15 +30,24 @@ struct Step {
   std::optional<gb::RoutingRecord> routing;        // a mixture of experts: the step's routing
 };
 
+// The engine the references run through: the CPU backend, float32 K/V
+// (transformers' arithmetic), a 256-token context, invariants swept.
+inline std::unique_ptr<gb::Engine> make_ref_engine(const std::shared_ptr<const gb::Model>& model,
+                                                   const std::shared_ptr<const gb::Tokenizer>& tokenizer,
+                                                   int32_t max_seqs = 1) {
+  gb::EngineConfig config;
+  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
+  config.max_seqs = max_seqs;
+  config.max_context = 256;
+  config.check_invariants = true;
+  return std::make_unique<gb::Engine>(model, tokenizer, gb::make_cpu_backend(model), config);
+}
+
 inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& model,
                              const std::shared_ptr<const gb::Tokenizer>& tokenizer,
                              const std::vector<gb::TokenId>& prompt, int max_tokens, std::string& error) {
-  gb::EngineConfig config;
-  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};  // transformers' float32 arithmetic
-  config.max_seqs = 1;
-  config.max_context = 256;
-  config.check_invariants = true;
-  gb::Engine engine(model, tokenizer, gb::make_cpu_backend(model), config);
+  const std::unique_ptr<gb::Engine> made = make_ref_engine(model, tokenizer);
+  gb::Engine& engine = *made;
   std::vector<Step> steps;
   if (auto st = engine.start(); !st) {
     error = st.error().message;

@@ -205,11 +205,8 @@ void check_phi3(Source source) {
 // tokens but the last), through Engine::inspect: in every layer the same
 // experts, best first, as transformers' router chose, with weights summing to 1.
 void check_routing(const Loaded& l) {
-  gb::EngineConfig config;
-  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
-  config.max_seqs = 1;
-  config.max_context = 256;
-  gb::Engine engine(l.model, l.tokenizer, gb::make_cpu_backend(l.model), config);
+  const std::unique_ptr<gb::Engine> made = archref::make_ref_engine(l.model, l.tokenizer, 1);
+  gb::Engine& engine = *made;
   QVERIFY(engine.start().ok());
   gb::InsideOptions options;
   options.attention = options.lens = false;
@@ -297,11 +294,8 @@ void check_routing(const Loaded& l) {
 // batching: each step's rows of all three share the experts' dispatches) give
 // each prompt exactly what it gets alone: tokens, logits bit for bit, routing.
 void check_batched_equals_alone(const Loaded& l) {
-  gb::EngineConfig config;
-  config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
-  config.max_seqs = 4;
-  config.max_context = 256;
-  gb::Engine engine(l.model, l.tokenizer, gb::make_cpu_backend(l.model), config);
+  const std::unique_ptr<gb::Engine> made = archref::make_ref_engine(l.model, l.tokenizer, 4);
+  gb::Engine& engine = *made;
   QVERIFY(engine.start().ok());
   std::vector<gb::RequestId> ids;
   for (const json& prompt : l.ref["prompts"]) {
