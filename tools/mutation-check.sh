@@ -5,10 +5,16 @@
 # cannot fail, and this script says so and exits 1. Run by tools/test.sh in CI
 # (docs/testing.md, "Mutation check"); by hand:
 #   tools/mutation-check.sh [BUILD_DIR]        (default build/test, configured)
+#   tools/mutation-check.sh --table-only       (each row's line occurs once in its
+#                                               file; the main suite runs this as
+#                                               the test mutation_table, so a row a
+#                                               refactor left stale fails at once)
 # Each row: file | the exact line text | its mutation | target | test
 # (target "-": nothing to build, the test reads the sources).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+table_only=0
+if [[ "${1:-}" == "--table-only" ]]; then table_only=1; shift; fi
 build="${1:-$root/build/test}"
 mutations=(
   # Pool conservation: a block whose last holder leaves is not counted back.
@@ -24,7 +30,7 @@ mutations=(
   "engine/runtime/inside.h|      if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);|      (void)softcap;|glassbox_tests_engine_runtime|test_inside_references"
   # A mixture's routing: the chosen experts in reverse order (the set, and so the
   # logits, unchanged; every position's experts, best first, must equal transformers').
-  "engine/backend/cpu_backend.cpp|      const int32_t e = order[static_cast<size_t>(j)];|      const int32_t e = order[static_cast<size_t>(k - 1 - j)];|glassbox_tests_engine_runtime|test_arch_synth_refs"
+  "engine/backend/cpu_backend_moe.cpp|      const int32_t e = order[static_cast<size_t>(j)];|      const int32_t e = order[static_cast<size_t>(k - 1 - j)];|glassbox_tests_engine_runtime|test_arch_synth_refs"
   # The engine seam: a panel that includes an engine header (only ui/bridge may).
   "ui/panels/sampling_panel.cpp|#include \"session/json_number.h\"|#include \"runtime/engine.h\"|-|layering"
   # The CUDA plugin loader takes a plugin of another build (only the ABI number checked).
@@ -45,14 +51,21 @@ restore() {
 }
 trap restore EXIT
 failures=0
+targets=()
 for row in "${mutations[@]}"; do
   IFS='|' read -r file line mutated target test <<<"$row"
   path="$root/$file"
-  count=$(grep -cxF -- "$line" "$path" || true)
+  count=$(grep -cxF -- "$line" "$path" 2>/dev/null || true)
   if [[ "$count" != 1 ]]; then
-    echo "mutation-check: '$line' occurs $count times in $file (want 1): update the table" >&2
+    echo "mutation-check: '$line' occurs ${count:-0} times in $file (want 1): update the table" >&2
     failures=$((failures + 1)); continue
   fi
+  if [[ -z "$test" || "$mutated" == "$line" ]]; then
+    echo "mutation-check: the row for $file names no test or mutates nothing" >&2
+    failures=$((failures + 1)); continue
+  fi
+  [[ "$target" != "-" ]] && targets+=("$target")
+  [[ $table_only -eq 1 ]] && continue
   backup="$path.mutation-orig"
   cp "$path" "$backup"
   python3 - "$path" "$line" "$mutated" <<'PY'
@@ -73,5 +86,10 @@ PY
   fi
   restore
 done
-cmake --build "$build" --target glassbox_tests_engine_kv glassbox_tests_engine_backend glassbox_tests_engine_server >/dev/null  # the real sources again
+if [[ $table_only -eq 1 ]]; then
+  [[ $failures -eq 0 ]] || exit 1
+  echo "mutation-check: ${#mutations[@]} rows, each line found once"; exit 0
+fi
+# The real sources again, in every target a row rebuilt.
+cmake --build "$build" --target $(printf '%s\n' "${targets[@]}" | sort -u) >/dev/null
 [[ $failures -eq 0 ]] || { echo "mutation-check: $failures mutation(s) not caught" >&2; exit 1; }
