@@ -23,10 +23,6 @@ void row_to_f32(const TensorView& t, int64_t r, float* out) {
   kernels::weight_traits(t.dtype).dequantize_row(t.row(r), out, t.cols);
 }
 
-// Below this many multiply-adds a dispatch costs more than it saves (a wake-up
-// is a few microseconds; 2^18 MACs take ~20 us on one core), so small products
-// (stories260K's 64x64 matrices, single-token attention) run on the caller.
-constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 // A decode step's matmul is bound by reading its weights, not by its MACs: 128
 // KB take a core 3-4 us from memory, about what a dispatch to spinning workers
 // costs, so above that the rows are split even when the MACs are few
@@ -204,8 +200,39 @@ void CpuBackend::matmul_jobs(std::span<const MatmulJob> jobs, const float* x, in
       base += j.w->rows;
     }
   };
-  if (macs < kMinParallelMacs && weight_bytes < kMinParallelWeightBytes) run(0, total, 0);
-  else pool_.parallel_for(total, run, 4);
+  if (macs < kMinParallelMacs && weight_bytes < kMinParallelWeightBytes) {
+    run(0, total, 0);
+    return;
+  }
+  const bool same_tokens = std::all_of(jobs.begin(), jobs.end(),
+                                       [&](const MatmulJob& j) { return j.num_tokens == jobs.front().num_tokens; });
+  if (same_tokens || pool_.num_threads() == 1) {
+    pool_.parallel_for(total, run, 4);
+    return;
+  }
+  // Jobs over different numbers of rows of x (a mixture's experts, each over
+  // the tokens routed to it): a row's cost is its job's token count, so split
+  // the rows where the threads' shares of rows x tokens are equal (multiples
+  // of 4 rows), not by rows alone (one thread would get the busy experts).
+  const int threads = pool_.num_threads();
+  const int64_t work = macs / cols;  // rows x tokens over every job
+  std::vector<int64_t> bound(static_cast<size_t>(threads) + 1, total);
+  bound[0] = 0;
+  int t = 1;
+  int64_t base = 0, done = 0;
+  for (const MatmulJob& j : jobs) {
+    const int64_t per_row = std::max<int64_t>(1, j.num_tokens), job_work = j.w->rows * per_row;
+    for (; t < threads && work * t / threads < done + job_work; ++t) {
+      const int64_t row = base + (work * t / threads - done) / per_row;
+      bound[static_cast<size_t>(t)] = std::clamp<int64_t>(row / 4 * 4, bound[static_cast<size_t>(t) - 1], total);
+    }
+    base += j.w->rows;
+    done += job_work;
+  }
+  pool_.parallel_for(threads, [&](int64_t begin, int64_t end, int worker) {
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i)
+      if (bound[i] < bound[i + 1]) run(bound[i], bound[i + 1], worker);
+  });
 }
 
 namespace {

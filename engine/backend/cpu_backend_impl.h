@@ -30,6 +30,11 @@
 
 namespace gb {
 
+// Below this many multiply-adds a dispatch costs more than it saves (a wake-up
+// is a few microseconds; 2^18 MACs take ~20 us on one core), so small products
+// (stories260K's 64x64 matrices, single-token attention) run on the caller.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+
 // v holds at least n elements (a step's scratch grows, never shrinks).
 template <class T>
 void grow(std::vector<T>& v, size_t n) {

@@ -86,20 +86,33 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
   std::vector<int64_t> offset(static_cast<size_t>(experts) + 1, 0);
   for (int64_t t = 0; t < routed; ++t) ++offset[static_cast<size_t>(chosen[static_cast<size_t>(t)]) + 1];
   for (int32_t e = 0; e < experts; ++e) offset[static_cast<size_t>(e) + 1] += offset[static_cast<size_t>(e)];
-  std::vector<int64_t> routed_row(static_cast<size_t>(routed)), next(offset.begin(), offset.end() - 1);
+  // slot[row * k + j]: where row's j-th routed copy sits, sorted per row (so in
+  // expert index order).
+  std::vector<int64_t> routed_row(static_cast<size_t>(routed)), slot(static_cast<size_t>(routed)),
+      next(offset.begin(), offset.end() - 1);
   std::vector<float> routed_weight(static_cast<size_t>(routed));
   for (int64_t t = 0; t < routed; ++t) {
-    const auto at = static_cast<size_t>(next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++);
-    routed_row[at] = t / k;
-    routed_weight[at] = chosen_weight[static_cast<size_t>(t)];
+    const int64_t at = next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++;
+    routed_row[static_cast<size_t>(at)] = t / k;
+    routed_weight[static_cast<size_t>(at)] = chosen_weight[static_cast<size_t>(t)];
+    slot[static_cast<size_t>(t)] = at;
   }
+  for (int64_t i = 0; i < n; ++i) std::sort(slot.begin() + i * k, slot.begin() + (i + 1) * k);
   grow(expert_in_, static_cast<size_t>(routed * dim));
   grow(expert_gate_, static_cast<size_t>(routed * hidden));
   grow(expert_up_, static_cast<size_t>(routed * hidden));
   grow(expert_out_, static_cast<size_t>(routed * dim));
+  // The row-wise steps around the dispatches (gather, activation, weighted sum)
+  // split across the threads when there is enough of them (prefill).
+  const auto rowwise = [&](int64_t count, int64_t width, auto&& fn) {
+    if (count * width < kMinParallelMacs / 16) fn(0, count, 0);
+    else pool_.parallel_for(count, fn);
+  };
   const float* in = buf(s.in);
-  for (int64_t j = 0; j < routed; ++j)
-    std::copy_n(in + routed_row[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
+  rowwise(routed, dim, [&](int64_t begin, int64_t end, int) {
+    for (int64_t j = begin; j < end; ++j)
+      std::copy_n(in + routed_row[static_cast<size_t>(j)] * dim, dim, expert_in_.data() + j * dim);
+  });
   // Each chosen expert's gate, up and down: views of its rows of the stacks,
   // run over its routed rows as jobs of one dispatch per projection.
   std::vector<TensorView> views;
@@ -120,22 +133,29 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
     down.push_back({view(lw.down_exps, e, dim), expert_out_.data() + first * dim, first, m});
   }
   matmul_jobs(gate_up, expert_in_.data(), routed);
-  for (int64_t j = 0; j < routed; ++j) {
-    float* g = expert_gate_.data() + j * hidden;
-    const float* u = expert_up_.data() + j * hidden;
-    if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
-    else kernels::swiglu(g, g, u, hidden);
-  }
+  rowwise(routed, hidden, [&](int64_t begin, int64_t end, int) {
+    for (int64_t j = begin; j < end; ++j) {
+      float* g = expert_gate_.data() + j * hidden;
+      const float* u = expert_up_.data() + j * hidden;
+      if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
+      else kernels::swiglu(g, g, u, hidden);
+    }
+  });
   matmul_jobs(down, expert_gate_.data(), routed);
   // Each row's experts summed in expert index order, with their weights.
   grow(moe_sum_, static_cast<size_t>(n * dim));
-  std::fill_n(moe_sum_.begin(), n * dim, 0.0f);
-  for (int64_t j = 0; j < routed; ++j) {
-    float* acc = moe_sum_.data() + routed_row[static_cast<size_t>(j)] * dim;
-    const float* y = expert_out_.data() + j * dim;
-    const float w = routed_weight[static_cast<size_t>(j)];
-    for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
-  }
+  rowwise(n, dim * k, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* acc = moe_sum_.data() + i * dim;
+      std::fill_n(acc, dim, 0.0f);
+      for (int32_t j = 0; j < k; ++j) {
+        const auto at = static_cast<size_t>(slot[static_cast<size_t>(i * k + j)]);
+        const float* y = expert_out_.data() + static_cast<int64_t>(at) * dim;
+        const float w = routed_weight[at];
+        for (int64_t d = 0; d < dim; ++d) acc[d] += w * y[d];
+      }
+    }
+  });
   if (s.accumulate) kernels::add_inplace(buf(s.out), moe_sum_.data(), n * dim);
   else std::copy_n(moe_sum_.data(), n * dim, buf(s.out));
   return {};

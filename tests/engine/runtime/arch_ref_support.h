@@ -34,13 +34,13 @@ struct Step {
 // (transformers' arithmetic), a 256-token context, invariants swept.
 inline std::unique_ptr<gb::Engine> make_ref_engine(const std::shared_ptr<const gb::Model>& model,
                                                    const std::shared_ptr<const gb::Tokenizer>& tokenizer,
-                                                   int32_t max_seqs = 1) {
+                                                   int32_t max_seqs = 1, int32_t threads = 0) {
   gb::EngineConfig config;
   config.kv_types = {gb::WeightType::F32, gb::WeightType::F32};
   config.max_seqs = max_seqs;
   config.max_context = 256;
   config.check_invariants = true;
-  return std::make_unique<gb::Engine>(model, tokenizer, gb::make_cpu_backend(model), config);
+  return std::make_unique<gb::Engine>(model, tokenizer, gb::make_cpu_backend(model, {.num_threads = threads}), config);
 }
 
 inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& model,

@@ -339,6 +339,50 @@ void check_batched_equals_alone(const Loaded& l) {
               l.ref["arch"].get<std::string>().c_str(), ids.size(), steps_with_several);
 }
 
+// A long prompt's prefill (its experts' dispatches split across threads by
+// rows x routed tokens, and the gather, activation and weighted sum split by
+// rows) gives the same bits on 1 and 3 threads: logits and routing of the
+// first tokens.
+void check_threads_agree(const Loaded& l) {
+  std::vector<int32_t> prompt;
+  while (prompt.size() < 200)
+    for (const json& p : l.ref["prompts"])
+      for (const int32_t id : gbtest::json_ids(p["ids"])) prompt.push_back(id);
+  prompt.resize(200);
+  std::vector<std::vector<const gb::TokenSampledEvent*>> runs;
+  std::vector<std::vector<gb::TraceEvent>> keep;
+  for (const int32_t threads : {1, 3}) {
+    const std::unique_ptr<gb::Engine> engine = archref::make_ref_engine(l.model, l.tokenizer, 1, threads);
+    QVERIFY(engine->start().ok());
+    gb::GenerationRequest request;
+    request.prompt_ids = prompt;
+    request.sampling.temperature = 0.0f;
+    request.sampling.max_tokens = 3;
+    request.sampling.top_n_record = 20;
+    request.ignore_eos = true;
+    QVERIFY(engine->submit(request).ok());
+    QVERIFY(engine->run_until_idle().ok());
+    keep.push_back(engine->drain_events());
+    runs.emplace_back();
+    for (const gb::TraceEvent& e : keep.back())
+      if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) runs.back().push_back(t);
+  }
+  QCOMPARE(runs[0].size(), size_t{3});
+  QCOMPARE(runs[1].size(), runs[0].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    const gb::TokenRecord& a = runs[0][i]->record;
+    const gb::TokenRecord& b = runs[1][i]->record;
+    QCOMPARE(runs[1][i]->token, runs[0][i]->token);
+    QCOMPARE(b.top.size(), a.top.size());
+    for (size_t c = 0; c < a.top.size(); ++c) {
+      QCOMPARE(b.top[c].id, a.top[c].id);
+      QCOMPARE(b.top[c].logit, a.top[c].logit);  // the same bits
+    }
+    QVERIFY(a.routing.has_value() && b.routing.has_value());
+    QVERIFY(a.routing->experts == b.routing->experts && a.routing->weights == b.routing->weights);
+  }
+}
+
 // A mixture of experts: the counts as the reference's config says, and using
 // one expert per token instead of the file's count moves the logits.
 void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
@@ -352,6 +396,7 @@ void check_moe(const Loaded& l, int32_t experts, int32_t used, int32_t width) {
   check_matches(l);
   check_routing(l);
   check_batched_equals_alone(l);
+  check_threads_agree(l);
   check_feature_matters(l, "the second expert per token", [](gb::Model& m) { m.config.num_experts_used = 1; });
 }
 
