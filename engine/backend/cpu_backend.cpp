@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,9 @@ Status CpuBackend::attention(const RecipeStep& step) {
   const int32_t head_parts = (group + kAttentionQueries - 1) / kAttentionQueries;
   const int64_t tasks_per_tile = static_cast<int64_t>(c.num_kv_heads) * head_parts;
   const int64_t num_tasks = static_cast<int64_t>(tiles.size()) * tasks_per_tile;
+  // gpt-oss: each query head's sink logit (F32 from the loader).
+  const float* sinks = shape.sinks ? static_cast<const float*>(weights().layers[static_cast<size_t>(layer)].sinks.data) : nullptr;
+  constexpr float no_sink = -std::numeric_limits<float>::infinity();
   const auto run = [&](int64_t begin, int64_t end, int thread) {
     float* scores = scores_.data() + static_cast<size_t>(thread) * static_cast<size_t>(queries_per_task) *
                                          static_cast<size_t>(max_ctx);
@@ -310,7 +314,7 @@ Status CpuBackend::attention(const RecipeStep& step) {
         const int32_t first = shape.window > 0 ? std::max(0, pos - shape.window + 1) : 0;
         for (int32_t h = h_begin; h < h_end; ++h) {
           const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
-          queries[m++] = {q_.data() + qo, att_.data() + qo, first, pos + 1};
+          queries[m++] = {q_.data() + qo, att_.data() + qo, first, pos + 1, sinks != nullptr ? sinks[h] : no_sink};
         }
       }
       kernels::paged_attention_group(queries, m, kv, kv_head, shape.scale, shape.softcap, scores, max_ctx);
@@ -439,6 +443,7 @@ const TensorView& CpuBackend::tensor(WeightSlot w, int32_t layer) const {
     case WeightSlot::WDown: return l.w_down;
     case WeightSlot::PostFfnNorm: return l.post_ffn_norm;
     case WeightSlot::Router: return l.router;
+    case WeightSlot::Bo: return l.bo;
     default: break;
   }
   GB_CHECK_MSG(false, "recipe step names no weight");
@@ -604,8 +609,7 @@ Status CpuBackend::gated_activation(const RecipeStep& s) {
   for (int64_t i = 0; i < batch_->num_tokens(); ++i) {
     const float* gate = fused ? gate_.data() + i * 2 * hidden : gate_.data() + i * hidden;
     const float* up = fused ? gate + hidden : up_.data() + i * hidden;
-    if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(out + i * hidden, gate, up, hidden);
-    else kernels::swiglu(out + i * hidden, gate, up, hidden);
+    gated_activation_kernel(s.activation)(out + i * hidden, gate, up, hidden);
   }
   return {};
 }

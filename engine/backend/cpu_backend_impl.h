@@ -26,6 +26,7 @@
 #include "backend/kv_arena.h"
 #include "backend/layer_recipe.h"
 #include "core/thread_pool.h"
+#include "cpu/ops.h"
 #include "model/model.h"
 
 namespace gb {
@@ -34,6 +35,13 @@ namespace gb {
 // is a few microseconds; 2^18 MACs take ~20 us on one core), so small products
 // (stories260K's 64x64 matrices, single-token attention) run on the caller.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+
+// The CPU kernel of each FFN activation (model_config.h's FfnActivation).
+inline kernels::GatedActivationFn gated_activation_kernel(FfnActivation a) {
+  static constexpr kernels::GatedActivationFn rows[kNumFfnActivations] = {
+      &kernels::swiglu, &kernels::gelu_tanh_gated, &kernels::swiglu_oai};
+  return rows[static_cast<int>(a)];
+}
 
 // v holds at least n elements (a step's scratch grows, never shrinks).
 template <class T>

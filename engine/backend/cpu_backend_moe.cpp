@@ -77,6 +77,8 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
   const int32_t experts = c.num_experts, k = s.heads;
   grow(router_, static_cast<size_t>(n * experts));
   matmul_group({{&lw.router, router_.data()}}, buf(s.in), n);
+  if (const auto* bias = static_cast<const float*>(lw.router_bias.data); bias != nullptr)
+    for (int64_t i = 0; i < n; ++i) kernels::add_inplace(router_.data() + i * experts, bias, experts);
   std::vector<int32_t> chosen;
   std::vector<float> chosen_weight;
   route_rows(router_.data(), n, experts, k, chosen, chosen_weight);
@@ -89,11 +91,12 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
   // slot[row * k + j]: where row's j-th routed copy sits, sorted per row (so in
   // expert index order).
   std::vector<int64_t> routed_row(static_cast<size_t>(routed)), slot(static_cast<size_t>(routed)),
-      next(offset.begin(), offset.end() - 1);
+      routed_expert(static_cast<size_t>(routed)), next(offset.begin(), offset.end() - 1);
   std::vector<float> routed_weight(static_cast<size_t>(routed));
   for (int64_t t = 0; t < routed; ++t) {
     const int64_t at = next[static_cast<size_t>(chosen[static_cast<size_t>(t)])]++;
     routed_row[static_cast<size_t>(at)] = t / k;
+    routed_expert[static_cast<size_t>(at)] = chosen[static_cast<size_t>(t)];
     routed_weight[static_cast<size_t>(at)] = chosen_weight[static_cast<size_t>(t)];
     slot[static_cast<size_t>(t)] = at;
   }
@@ -133,15 +136,28 @@ Status CpuBackend::moe_ffn(const RecipeStep& s) {
     down.push_back({view(lw.down_exps, e, dim), expert_out_.data() + first * dim, first, m});
   }
   matmul_jobs(gate_up, expert_in_.data(), routed);
+  // gpt-oss: each expert's bias rows (F32 from the loader; expert of routed row
+  // j: routed_expert[j]).
+  const auto* gate_bias = static_cast<const float*>(lw.gate_exps_bias.data);
+  const auto* up_bias = static_cast<const float*>(lw.up_exps_bias.data);
+  const auto* down_bias = static_cast<const float*>(lw.down_exps_bias.data);
+  const kernels::GatedActivationFn activate = gated_activation_kernel(s.activation);
   rowwise(routed, hidden, [&](int64_t begin, int64_t end, int) {
     for (int64_t j = begin; j < end; ++j) {
       float* g = expert_gate_.data() + j * hidden;
-      const float* u = expert_up_.data() + j * hidden;
-      if (s.activation == FfnActivation::GeluTanh) kernels::gelu_tanh_gated(g, g, u, hidden);
-      else kernels::swiglu(g, g, u, hidden);
+      float* u = expert_up_.data() + j * hidden;
+      const int64_t e = routed_expert[static_cast<size_t>(j)];
+      if (gate_bias != nullptr) kernels::add_inplace(g, gate_bias + e * hidden, hidden);
+      if (up_bias != nullptr) kernels::add_inplace(u, up_bias + e * hidden, hidden);
+      activate(g, g, u, hidden);
     }
   });
   matmul_jobs(down, expert_gate_.data(), routed);
+  if (down_bias != nullptr)
+    rowwise(routed, dim, [&](int64_t begin, int64_t end, int) {
+      for (int64_t j = begin; j < end; ++j)
+        kernels::add_inplace(expert_out_.data() + j * dim, down_bias + routed_expert[static_cast<size_t>(j)] * dim, dim);
+    });
   // Each row's experts summed in expert index order, with their weights.
   grow(moe_sum_, static_cast<size_t>(n * dim));
   rowwise(n, dim * k, [&](int64_t begin, int64_t end, int) {

@@ -74,16 +74,18 @@ void attention_half(const ModelConfig& c, int32_t l, std::vector<RecipeStep>& ou
   out.push_back(capture(Buf::Q, CapturePoint::Query, l));
   out.push_back(step(RecipeOp::KvWrite, Buf::K, Buf::None, WeightSlot::None, l));
   RecipeStep att = step(RecipeOp::Attention, Buf::Q, Buf::Att, WeightSlot::None, l);
-  att.attention = {c.attn_scale, c.attn_softcap, c.is_sliding(l) ? c.sliding_window : 0};
+  att.attention = {c.attn_scale, c.attn_softcap, c.is_sliding(l) ? c.sliding_window : 0, c.attn_sinks};
   out.push_back(att);
   if (c.post_norms) {
     out.push_back(step(RecipeOp::Project, Buf::Att, Buf::Proj, WeightSlot::Wo, l));
+    if (c.out_bias) out.push_back(step(RecipeOp::AddBias, Buf::None, Buf::Proj, WeightSlot::Bo, l));
     out.push_back(norm(Buf::Proj, Buf::Proj, WeightSlot::PostAttnNorm, l, c.rms_eps));
     out.push_back(step(RecipeOp::ResidualAdd, Buf::Proj, Buf::X, WeightSlot::None, l));
   } else {
     RecipeStep wo = step(RecipeOp::Project, Buf::Att, Buf::X, WeightSlot::Wo, l);
     wo.accumulate = true;
     out.push_back(wo);
+    if (c.out_bias) out.push_back(step(RecipeOp::AddBias, Buf::None, Buf::X, WeightSlot::Bo, l));
   }
   out.push_back(capture(Buf::X, CapturePoint::AfterAttention, l));
 }
@@ -176,7 +178,7 @@ std::string_view weight_slot_name(WeightSlot w) {
   static constexpr std::string_view names[] = {
       "-",     "token_embd", "attn_norm", "attn_q",   "attn_k", "attn_v",         "attn_qkv",
       "bq",    "bk",         "bv",        "attn_q_norm", "attn_k_norm", "attn_output", "post_attention_norm",
-      "ffn_norm", "ffn_gate", "ffn_up",   "ffn_down", "post_ffw_norm", "output_norm", "output", "ffn_gate_inp"};
+      "ffn_norm", "ffn_gate", "ffn_up",   "ffn_down", "post_ffw_norm", "output_norm", "output", "ffn_gate_inp", "bo"};
   return names[static_cast<int>(w)];
 }
 
@@ -204,15 +206,15 @@ std::string describe_step(const RecipeStep& s) {
       d += buf;
       break;
     case RecipeOp::Attention:
-      std::snprintf(buf, sizeof buf, " scale %g softcap %g window %d", static_cast<double>(s.attention.scale),
-                    static_cast<double>(s.attention.softcap), s.attention.window);
+      std::snprintf(buf, sizeof buf, " scale %g softcap %g window %d%s", static_cast<double>(s.attention.scale),
+                    static_cast<double>(s.attention.softcap), s.attention.window, s.attention.sinks ? " sinks" : "");
       d += buf;
       break;
     case RecipeOp::GatedActivation:
-      d += s.activation == FfnActivation::GeluTanh ? " gelu_tanh" : " silu";
+      d += " " + std::string(ffn_activation_names(s.activation).recipe);
       break;
     case RecipeOp::MoeFfn:
-      d += std::string(" top ") + std::to_string(s.heads) + (s.activation == FfnActivation::GeluTanh ? " gelu_tanh" : " silu");
+      d += " top " + std::to_string(s.heads) + " " + std::string(ffn_activation_names(s.activation).recipe);
       break;
     case RecipeOp::Capture:
       d += " " + std::string(capture_point_name(s.capture));

@@ -32,7 +32,7 @@ enum class RecipeOp : uint8_t {
   Norm,             // out = RMSNorm(in) * weight, row by row, eps = value; in may be out
   NormLogitRows,    // out (logit rows, dim) = RMSNorm(in[logit rows]) * weight, eps = value
   ProjectQkv,       // Q, K, V = in x (Wq | Wk | Wv)^T, or in x Wqkv^T split by rows when `fused` (Phi-3)
-  AddBias,          // out rows += weight                             (Qwen2's q/k/v biases)
+  AddBias,          // out rows += weight                             (Qwen2's q/k/v biases, gpt-oss's output bias)
   HeadNorm,         // RMSNorm of each head_dim slice of out's `heads` heads, eps = value (Qwen3, Gemma 3)
   Rope,             // rotate out's `heads` heads at the tokens' positions, see RopeSpec
   KvWrite,          // K and V rows into the layer's KV slots named by the block tables
@@ -44,10 +44,11 @@ enum class RecipeOp : uint8_t {
   Softcap,          // out = value * tanh(out / value)                (Gemma 2's final logits)
   Capture,          // hands one row of `in` to the backend's capture (see CapturePoint); a no-op unless
                     // the step runs under Backend::forward_capture (backend.h, docs/inside.md)
-  MoeFfn,           // out (+)= the mixture of experts of in: router logits = in x Wrouter^T, softmax, the
-                    // `heads` best experts per row with their probabilities renormalized to sum 1, and the
-                    // weighted sum of those experts' gated FFNs (gate/up/activation/down of the expert
-                    // tensors' rows); `accumulate` as Project
+  MoeFfn,           // out (+)= the mixture of experts of in: router logits = in x Wrouter^T (+ its
+                    // bias), softmax, the `heads` best experts per row with their probabilities
+                    // renormalized to sum 1, and the weighted sum of those experts' gated FFNs
+                    // (gate/up/activation/down of the expert tensors' rows, plus their bias rows where
+                    // the model has them: gpt-oss); `accumulate` as Project
 };
 inline constexpr int kNumRecipeOps = static_cast<int>(RecipeOp::MoeFfn) + 1;
 
@@ -65,7 +66,7 @@ enum class Buf : uint8_t { None, X, XB, Q, K, V, Att, Proj, Hidden, Final, Logit
 // Which weight a step reads; the backend resolves it for the step's layer.
 enum class WeightSlot : uint8_t {
   None, TokenEmbedding, AttnNorm, Wq, Wk, Wv, Wqkv, Bq, Bk, Bv, QNorm, KNorm, Wo, PostAttnNorm,
-  FfnNorm, WGate, WUp, WDown, PostFfnNorm, OutputNorm, Classifier, Router,
+  FfnNorm, WGate, WUp, WDown, PostFfnNorm, OutputNorm, Classifier, Router, Bo,
 };
 
 // RoPE as this layer applies it: pair i of the first rope_dim dimensions turns by
@@ -89,6 +90,7 @@ struct AttentionSpec {
   float scale = 0.0f;    // scores x scale; 0: 1/sqrt(head_dim) (the kernels' own default)
   float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
   int32_t window = 0;    // > 0: a query at p sees p - window + 1 .. p (this layer slides)
+  bool sinks = false;    // each query head's sink logit (LayerWeights::sinks) joins its softmax (gpt-oss)
 };
 
 struct RecipeStep {

@@ -28,6 +28,12 @@ const std::vector<ArchitectureSpec>& architectures() {
        .rope_freq_base_swa = 10000.0f, .layers_27b = 62,
        .summary = "Gemma 3 (text): Gemma 2's block with q/k norms, five sliding layers per global one, local RoPE "
                   "base 10000 and the file's global base (linear scaling on global layers)"},
+      {.name = "gpt-oss", .rope_style = RopeStyle::NeoX, .qkv_bias = true, .out_bias = true, .attn_sinks = true,
+       .ffn_norm_post_attention = true, .moe_biases = true, .yarn_truncate = false,
+       .activation = FfnActivation::SwigluOai, .swa_pattern = 2, .moe = MoeSupport::Required,
+       .expert_ffn_length_key = true,
+       .summary = "gpt-oss: every FFN a mixture of experts (biases, router top-k then softmax, clamped SwiGLU), "
+                  "q/k/v/o biases, a learned attention sink per head, a sliding window on even layers, YaRN RoPE"},
       {.name = "phi3", .rope_style = RopeStyle::NeoX, .fused_qkv = true, .fused_gate_up = true,
        .rope_long_short = true,
        .summary = "Phi-3 / Phi-4-mini: fused attn_qkv and gate/up, NeoX RoPE, LongRoPE long/short factors "
@@ -62,7 +68,13 @@ std::string describe_rope(const ModelConfig& c) {
     std::snprintf(buf, sizeof buf, ", linear scaling x%g", 1.0 / static_cast<double>(c.rope_freq_scale));
     s += buf + std::string(c.sliding_window > 0 ? " (global layers)" : "");
   }
-  if (c.rope_freq_factors)
+  if (c.rope_yarn_factor > 0.0f) {
+    std::snprintf(buf, sizeof buf, ", YaRN x%g (original context %d, beta %g/%g%s)",
+                  static_cast<double>(c.rope_yarn_factor), c.rope_orig_context,
+                  static_cast<double>(c.rope_yarn_beta_fast), static_cast<double>(c.rope_yarn_beta_slow),
+                  c.rope_yarn_truncate ? "" : ", not truncated");
+    s += buf;
+  } else if (c.rope_freq_factors)
     s += c.rope_orig_context > 0 ? std::string(", LongRoPE ") + (c.rope_long_factors ? "long" : "short") +
                                        " factors (original context " + std::to_string(c.rope_orig_context) + ")"
                                  : ", rope_freqs factors (Llama 3.1 scaling)";
@@ -92,9 +104,11 @@ std::string describe_sliding_window(const ModelConfig& c) {
 
 // Block variations beyond llama's, in one line.
 std::string describe_block(const ModelConfig& c) {
-  std::string s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated FFN" : "SwiGLU FFN";
-  if (c.is_moe()) s = c.activation == FfnActivation::GeluTanh ? "GELU-tanh gated experts" : "SwiGLU experts";
+  std::string s = std::string(ffn_activation_names(c.activation).ffn) + (c.is_moe() ? " experts" : " FFN");
   if (c.qkv_bias) s += ", q/k/v biases";
+  if (c.out_bias) s += ", output bias";
+  if (c.attn_sinks) s += ", attention sinks";
+  if (c.moe_biases) s += ", router and expert biases";
   if (c.qk_norm) s += ", q/k RMSNorm";
   if (c.post_norms) s += ", post-attention/FFN norms";
   if (c.fused_qkv) s += ", fused qkv";

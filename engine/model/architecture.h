@@ -31,6 +31,15 @@ struct ArchitectureSpec {
   std::string_view name;         // general.architecture; metadata keys are "<name>.embedding_length" ...
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool qkv_bias = false;         // blk.N.attn_{q,k,v}.bias are required
+  bool out_bias = false;         // blk.N.attn_output.bias is required (gpt-oss)
+  bool attn_sinks = false;       // blk.N.attn_sinks.weight (num_heads sink logits) is required (gpt-oss)
+  // The FFN's input norm is stored as blk.N.post_attention_norm (gpt-oss, after
+  // Hugging Face's post_attention_layernorm), not blk.N.ffn_norm.
+  bool ffn_norm_post_attention = false;
+  bool moe_biases = false;       // ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias are required (gpt-oss)
+  // YaRN's correction range rounded outward to whole dimensions (llama.cpp and
+  // transformers' default); gpt-oss's config says truncate = false.
+  bool yarn_truncate = true;
   bool rope_freqs = false;       // an optional rope_freqs.weight (Llama-3.1 rope scaling) is read
   bool qk_norm = false;          // blk.N.attn_{q,k}_norm.weight (head_dim) are required
   bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm are required

@@ -22,7 +22,8 @@ std::vector<const TensorView*> Model::all_tensors() const {
     for (const TensorView* t : l.all())
       if (t->data != nullptr) out.push_back(t);
   out.push_back(&weights.output_norm);
-  if (weights.rope_freqs.data != nullptr) out.push_back(&weights.rope_freqs);
+  // (YaRN's divisors are computed at load, not a tensor of the file.)
+  if (weights.rope_freqs.data != nullptr && config.rope_yarn_factor <= 0.0f) out.push_back(&weights.rope_freqs);
   if (weights.rope_factors_other.data != nullptr) out.push_back(&weights.rope_factors_other);
   if (!config.tied_classifier) out.push_back(&weights.classifier);
   return out;

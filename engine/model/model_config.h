@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gb {
@@ -18,9 +19,21 @@ enum class RopeStyle {
 
 // The gated FFN's activation: down(act(gate x) * up x).
 enum class FfnActivation {
-  SiLU,      // SwiGLU: llama, Qwen, Mistral, Phi-3
-  GeluTanh,  // GeGLU with the tanh approximation of GELU: Gemma 2/3
+  SiLU,       // SwiGLU: llama, Qwen, Mistral, Phi-3
+  GeluTanh,   // GeGLU with the tanh approximation of GELU: Gemma 2/3
+  SwigluOai,  // gpt-oss: (clamp(up, -7, 7) + 1) * g * sigmoid(1.702 g), g = min(gate, 7)
 };
+inline constexpr int kNumFfnActivations = static_cast<int>(FfnActivation::SwigluOai) + 1;
+// Each activation's names: the recipe's (describe_step) and the FFN's, for `info`.
+struct FfnActivationNames {
+  std::string_view recipe;  // "silu"
+  std::string_view ffn;     // "SwiGLU"
+};
+inline const FfnActivationNames& ffn_activation_names(FfnActivation a) {
+  static constexpr FfnActivationNames rows[kNumFfnActivations] = {
+      {"silu", "SwiGLU"}, {"gelu_tanh", "GELU-tanh gated"}, {"swiglu_oai", "clamped SwiGLU (gpt-oss)"}};
+  return rows[static_cast<int>(a)];
+}
 
 struct ModelConfig {
   std::string architecture = "llama";
@@ -39,6 +52,8 @@ struct ModelConfig {
   bool tied_classifier = true;  // output projection shares the token embedding
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool qkv_bias = false;        // q/k/v projections add a bias (Qwen2)
+  bool out_bias = false;        // the attention output projection adds a bias (gpt-oss)
+  bool attn_sinks = false;      // each query head has a learned sink logit in its softmax (gpt-oss)
   bool rope_freq_factors = false;  // ModelWeights::rope_freqs holds per-pair frequency divisors
   // Architecture variations beyond the llama block (architecture.h sets them from
   // the table row and the file's keys; the defaults are plain llama).
@@ -62,6 +77,14 @@ struct ModelConfig {
   float rope_attn_factor = 1.0f;    // cos/sin multiplier (Phi-3 LongRoPE's attention factor)
   int32_t rope_orig_context = 0;    // <arch>.rope.scaling.original_context_length, 0 if absent
   bool rope_long_factors = false;   // Phi-3: the long factors were chosen (context > original)
+  // YaRN (<arch>.rope.scaling.type = yarn: gpt-oss): the factor (0: none), the
+  // correction range's rotation counts and whether it is rounded to whole
+  // dimensions. The loader turns them into per-pair frequency divisors
+  // (ModelWeights::rope_freqs) and multiplies rope_attn_factor by 0.1 ln(factor) + 1.
+  float rope_yarn_factor = 0.0f;
+  float rope_yarn_beta_fast = 32.0f;
+  float rope_yarn_beta_slow = 1.0f;
+  bool rope_yarn_truncate = true;
   // Mixture of experts (Qwen3-MoE, Mixtral): every layer's FFN is num_experts
   // gated FFNs of width expert_hidden_dim, of which a router picks
   // num_experts_used per token (softmax over all experts, the chosen weights
@@ -69,6 +92,7 @@ struct ModelConfig {
   int32_t num_experts = 0;
   int32_t num_experts_used = 0;
   int32_t expert_hidden_dim = 0;
+  bool moe_biases = false;  // the router and every expert's gate/up/down add biases (gpt-oss)
   bool is_moe() const { return num_experts > 0; }
 
   bool is_sliding(int32_t layer) const {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <numbers>
 
 #include "cpu/convert.h"
 #include "model/architecture.h"
@@ -25,10 +26,13 @@ namespace gb {
 namespace {
 
 // The width a tensor dimension must have, by name.
-enum class Width { One, Dim, QDim, KvDim, Hidden, UpRows, HeadDim, QkvDim, Experts, ExpertHidden };
+enum class Width { One, Dim, QDim, KvDim, Hidden, UpRows, HeadDim, QkvDim, Experts, ExpertHidden, Heads };
 // When a layer tensor is present, by the architecture row's flags and, for
 // mixtures of experts, the file's expert count.
-enum class Needed { Always, QkvBias, SeparateQkv, FusedQkv, Dense, Gate, Moe, QkNorm, PostNorms };
+enum class Needed {
+  Always, QkvBias, SeparateQkv, FusedQkv, Dense, Gate, Moe, QkNorm, PostNorms, OutBias, Sinks, FfnNorm,
+  FfnNormPostAttention, MoeBiases,
+};
 
 // The tensors of one block: GGUF name after "blk.N.", where it goes, its shape
 // (rows x cols; vectors have rows One) and when it is required. Expert tensors
@@ -39,6 +43,7 @@ struct LayerTensor {
   Width rows, cols;
   Needed needed;
   bool per_expert = false;
+  bool as_f32 = false;  // a matrix handed out as F32 whatever the file's type (the experts' bias rows)
 };
 
 constexpr LayerTensor kLayerTensors[] = {
@@ -54,7 +59,10 @@ constexpr LayerTensor kLayerTensors[] = {
     {"attn_k_norm.weight", &LayerWeights::k_norm, Width::One, Width::HeadDim, Needed::QkNorm},
     {"attn_output.weight", &LayerWeights::wo, Width::Dim, Width::QDim, Needed::Always},
     {"post_attention_norm.weight", &LayerWeights::post_attn_norm, Width::One, Width::Dim, Needed::PostNorms},
-    {"ffn_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::Always},
+    {"ffn_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::FfnNorm},
+    {"post_attention_norm.weight", &LayerWeights::ffn_norm, Width::One, Width::Dim, Needed::FfnNormPostAttention},
+    {"attn_output.bias", &LayerWeights::bo, Width::One, Width::Dim, Needed::OutBias},
+    {"attn_sinks.weight", &LayerWeights::sinks, Width::One, Width::Heads, Needed::Sinks},
     {"ffn_gate.weight", &LayerWeights::w_gate, Width::Hidden, Width::Dim, Needed::Gate},
     {"ffn_down.weight", &LayerWeights::w_down, Width::Dim, Width::Hidden, Needed::Dense},
     {"ffn_up.weight", &LayerWeights::w_up, Width::UpRows, Width::Dim, Needed::Dense},
@@ -62,6 +70,10 @@ constexpr LayerTensor kLayerTensors[] = {
     {"ffn_gate_exps.weight", &LayerWeights::gate_exps, Width::ExpertHidden, Width::Dim, Needed::Moe, true},
     {"ffn_up_exps.weight", &LayerWeights::up_exps, Width::ExpertHidden, Width::Dim, Needed::Moe, true},
     {"ffn_down_exps.weight", &LayerWeights::down_exps, Width::Dim, Width::ExpertHidden, Needed::Moe, true},
+    {"ffn_gate_inp.bias", &LayerWeights::router_bias, Width::One, Width::Experts, Needed::MoeBiases},
+    {"ffn_gate_exps.bias", &LayerWeights::gate_exps_bias, Width::Experts, Width::ExpertHidden, Needed::MoeBiases, false, true},
+    {"ffn_up_exps.bias", &LayerWeights::up_exps_bias, Width::Experts, Width::ExpertHidden, Needed::MoeBiases, false, true},
+    {"ffn_down_exps.bias", &LayerWeights::down_exps_bias, Width::Experts, Width::Dim, Needed::MoeBiases, false, true},
     {"post_ffw_norm.weight", &LayerWeights::post_ffn_norm, Width::One, Width::Dim, Needed::PostNorms},
 };
 
@@ -76,6 +88,11 @@ bool needed(const ArchitectureSpec& a, const ModelConfig& c, Needed n) {
     case Needed::Moe: return c.is_moe();
     case Needed::QkNorm: return a.qk_norm;
     case Needed::PostNorms: return a.post_norms;
+    case Needed::OutBias: return a.out_bias;
+    case Needed::Sinks: return a.attn_sinks;
+    case Needed::FfnNorm: return !a.ffn_norm_post_attention;
+    case Needed::FfnNormPostAttention: return a.ffn_norm_post_attention;
+    case Needed::MoeBiases: return a.moe_biases && c.is_moe();
   }
   return false;
 }
@@ -92,6 +109,7 @@ int64_t width(const ModelConfig& c, Width w) {
     case Width::QkvDim: return int64_t{c.num_heads} * c.head_dim + 2 * int64_t{c.kv_dim()};
     case Width::Experts: return c.num_experts;
     case Width::ExpertHidden: return c.expert_hidden_dim;
+    case Width::Heads: return c.num_heads;
   }
   return 0;
 }
@@ -212,6 +230,9 @@ class GgufLlamaReader {
     const std::string p = std::string(spec.name) + ".";
     ModelConfig& c = m_.config;
     c.activation = spec.activation;
+    c.out_bias = spec.out_bias;
+    c.attn_sinks = spec.attn_sinks;
+    c.moe_biases = spec.moe_biases && c.is_moe();
     c.qk_norm = spec.qk_norm;
     c.post_norms = spec.post_norms;
     c.fused_qkv = spec.fused_qkv;
@@ -230,16 +251,76 @@ class GgufLlamaReader {
     GB_TRY(read_float(p + "rope.scaling.attn_factor", c.rope_attn_factor));
     GB_TRY(read_int(p + "rope.scaling.original_context_length", c.rope_orig_context, false));
     if (const GgufValue* t = f_.find(p + "rope.scaling.type"); t && t->as_string() && t->string != "none") {
-      if (t->string != "linear")
-        return fail("rope scaling type '" + t->string + "' is not supported (linear is)");
+      if (t->string != "linear" && t->string != "yarn")
+        return fail("rope scaling type '" + t->string + "' is not supported (linear and yarn are)");
       float factor = 1.0f;
       GB_TRY(read_float(p + "rope.scaling.factor", factor));
-      if (!(factor > 0.0f)) return fail(p + "rope.scaling.factor must be positive");
-      c.rope_freq_scale = 1.0f / factor;
+      if (!(factor > 0.0f) || !std::isfinite(factor)) return fail(p + "rope.scaling.factor must be positive");
+      if (t->string == "linear") c.rope_freq_scale = 1.0f / factor;
+      else GB_TRY(read_yarn(spec, p, factor));
     }
     if (c.attn_softcap < 0.0f || c.final_softcap < 0.0f || !(c.rope_attn_factor > 0.0f))
       return fail("negative soft-cap or non-positive rope attention factor");
     if (spec.embed_scale_sqrt_dim) c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    return Status::success();
+  }
+
+  // YaRN (gpt-oss): the factor, the original context it extends and the
+  // correction range's rotation counts; read_rope_factors turns them into
+  // per-pair frequency divisors. Variants llama.cpp reads but the divisors do
+  // not express (another extrapolation mix, DeepSeek's log multiplier) are refused.
+  Status read_yarn(const ArchitectureSpec& spec, const std::string& p, float factor) {
+    ModelConfig& c = m_.config;
+    if (c.rope_orig_context <= 0)
+      return fail("YaRN RoPE scaling needs " + p + "rope.scaling.original_context_length");
+    float ext = 1.0f, log_multiplier = 0.0f;
+    GB_TRY(read_float(p + "rope.scaling.yarn_ext_factor", ext));
+    GB_TRY(read_float(p + "rope.scaling.yarn_log_multiplier", log_multiplier));
+    if (ext != 1.0f || log_multiplier != 0.0f)
+      return fail("YaRN with yarn_ext_factor other than 1 or a yarn_log_multiplier is not supported");
+    GB_TRY(read_float(p + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
+    GB_TRY(read_float(p + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
+    if (!(c.rope_yarn_beta_fast > 0.0f) || !(c.rope_yarn_beta_slow > 0.0f))
+      return fail("YaRN beta_fast / beta_slow must be positive");
+    c.rope_yarn_factor = factor;
+    c.rope_yarn_truncate = spec.yarn_truncate;
+    return Status::success();
+  }
+
+  // YaRN as frequency divisors: pair i turns at base^(-2i/d) / f_i with
+  // 1/f_i = e_i + (1 - e_i) / factor, e_i = 1 - clamp((i - low) / (high - low), 0, 1)
+  // (extrapolated below `low`, interpolated above `high`), low and high the
+  // dimensions where a pair turns beta_fast and beta_slow times over the
+  // original context; cos and sin x (0.1 ln(factor) + 1). As transformers'
+  // _compute_yarn_parameters; llama.cpp's ggml_rope_yarn_corr_dims always rounds
+  // the range outward (truncate), gpt-oss's own config says not to.
+  Status make_yarn_factors() {
+    ModelConfig& c = m_.config;
+    const double d = c.rope_dim, base = c.rope_freq_base, factor = c.rope_yarn_factor;
+    const auto corr_dim = [&](double rotations) {
+      return d * std::log(c.rope_orig_context / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+    };
+    double low = corr_dim(c.rope_yarn_beta_fast), high = corr_dim(c.rope_yarn_beta_slow);
+    if (c.rope_yarn_truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, d - 1.0);
+    if (low == high) high += 0.001;
+    const int64_t pairs = c.rope_dim / 2;
+    std::vector<std::byte> buffer(static_cast<size_t>(pairs) * sizeof(float));
+    auto* divisors = reinterpret_cast<float*>(buffer.data());
+    for (int64_t i = 0; i < pairs; ++i) {
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolated = 1.0 - ramp;
+      divisors[i] = static_cast<float>(1.0 / (extrapolated + (1.0 - extrapolated) / factor));
+    }
+    m_.owned_buffers.push_back(std::move(buffer));
+    m_.weights.rope_freqs = TensorView{"yarn (rope frequency divisors)", WeightType::F32,
+                                       m_.owned_buffers.back().data(), 1, pairs};
+    c.rope_freq_factors = true;
+    if (factor > 1.0) c.rope_attn_factor *= static_cast<float>(0.1 * std::log(factor) + 1.0);
     return Status::success();
   }
 
@@ -264,6 +345,7 @@ class GgufLlamaReader {
       for (const LayerTensor& t : kLayerTensors) {
         if (!needed(spec, c, t.needed)) continue;
         if (t.per_expert) GB_TRY(expert_matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
+        else if (t.as_f32) GB_TRY(f32_matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
         else if (t.rows == Width::One) GB_TRY(vector(b + t.name, width(c, t.cols), lw.*t.field));
         else GB_TRY(matrix(b + t.name, width(c, t.rows), width(c, t.cols), lw.*t.field));
       }
@@ -277,6 +359,11 @@ class GgufLlamaReader {
   Status read_rope_factors(const ArchitectureSpec& spec) {
     ModelConfig& c = m_.config;
     ModelWeights& w = m_.weights;
+    if (c.rope_yarn_factor > 0.0f) {
+      if (f_.find_tensor("rope_freqs.weight") != nullptr || f_.find_tensor("rope_factors_long.weight") != nullptr)
+        return fail("YaRN RoPE scaling together with stored frequency factors is not supported");
+      return make_yarn_factors();
+    }
     if (spec.rope_freqs && f_.find_tensor("rope_freqs.weight") != nullptr) {
       GB_TRY(vector("rope_freqs.weight", c.rope_dim / 2, w.rope_freqs));
       c.rope_freq_factors = true;
@@ -401,10 +488,30 @@ class GgufLlamaReader {
     if (!shape_ok)
       return fail("tensor " + name + " has shape " + shape_text(t->dims) + " but the config expects [" +
                   std::to_string(n) + "]");
-    out = TensorView{name, WeightType::F32, f_.tensor_data(*t), 1, n};
-    if (t->dtype == WeightType::F32) return Status::success();
-    std::vector<std::byte> converted(static_cast<size_t>(n) * sizeof(float));  // (n) f32
-    kernels::weight_traits(t->dtype).dequantize_row(f_.tensor_data(*t), reinterpret_cast<float*>(converted.data()), n);
+    return as_f32(*t, name, 1, n, out);
+  }
+
+  // A (rows, cols) matrix handed out as F32 (the experts' bias rows: small, and
+  // added to float rows), converted once here from any table type.
+  Status f32_matrix(const std::string& name, int64_t rows, int64_t cols, TensorView& out) {
+    GB_TRY(matrix(name, rows, cols, out));
+    const GgufTensorInfo* t = nullptr;
+    GB_TRY(find(name, t));
+    return as_f32(*t, name, rows, cols, out);
+  }
+
+  Status as_f32(const GgufTensorInfo& t, const std::string& name, int64_t rows, int64_t cols, TensorView& out) {
+    out = TensorView{name, WeightType::F32, f_.tensor_data(t), rows, cols};
+    if (t.dtype == WeightType::F32) return Status::success();
+    const kernels::WeightTypeTraits& traits = kernels::weight_traits(t.dtype);
+    if (cols % traits.block_elements != 0)
+      return fail("tensor " + name + " of type " + std::string(traits.name) + " has rows of " + std::to_string(cols) +
+                  " values, not whole blocks");
+    std::vector<std::byte> converted(static_cast<size_t>(rows * cols) * sizeof(float));  // (rows, cols) f32
+    const size_t row_bytes = static_cast<size_t>(cols / traits.block_elements) * static_cast<size_t>(traits.block_bytes);
+    for (int64_t r = 0; r < rows; ++r)
+      traits.dequantize_row(static_cast<const std::byte*>(f_.tensor_data(t)) + static_cast<size_t>(r) * row_bytes,
+                            reinterpret_cast<float*>(converted.data()) + r * cols, cols);
     m_.owned_buffers.push_back(std::move(converted));
     out.data = m_.owned_buffers.back().data();
     return Status::success();

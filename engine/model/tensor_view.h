@@ -56,14 +56,26 @@ struct LayerWeights {
   TensorView gate_exps;  // (experts * expert_hidden, dim) ffn_gate_exps
   TensorView up_exps;    // (experts * expert_hidden, dim) ffn_up_exps
   TensorView down_exps;  // (experts * dim, expert_hidden) ffn_down_exps
+  // gpt-oss (optional, F32): the output projection's bias, the heads' attention
+  // sink logits, the router's bias and each expert's biases (one row per expert).
+  TensorView bo;              // (dim)                   attn_output.bias
+  TensorView sinks;           // (num_heads)             attn_sinks.weight
+  TensorView router_bias;     // (experts)               ffn_gate_inp.bias
+  TensorView gate_exps_bias;  // (experts, expert_hidden) ffn_gate_exps.bias
+  TensorView up_exps_bias;    // (experts, expert_hidden) ffn_up_exps.bias
+  TensorView down_exps_bias;  // (experts, dim)           ffn_down_exps.bias
 
   // Every tensor of the block, present or not, in a fixed order.
-  std::array<const TensorView*, 21> all() const {
+  std::array<const TensorView*, 27> all() const {
     return {&attn_norm, &wq, &wk, &wv, &wo, &ffn_norm, &w_gate, &w_down, &w_up, &bq, &bk, &bv,
-            &q_norm, &k_norm, &post_attn_norm, &post_ffn_norm, &wqkv, &router, &gate_exps, &up_exps, &down_exps};
+            &q_norm, &k_norm, &post_attn_norm, &post_ffn_norm, &wqkv, &router, &gate_exps, &up_exps, &down_exps,
+            &bo, &sinks, &router_bias, &gate_exps_bias, &up_exps_bias, &down_exps_bias};
   }
   // The tensors of which a token reads only its experts' share.
-  bool is_expert_tensor(const TensorView* t) const { return t == &gate_exps || t == &up_exps || t == &down_exps; }
+  bool is_expert_tensor(const TensorView* t) const {
+    return t == &gate_exps || t == &up_exps || t == &down_exps || t == &gate_exps_bias || t == &up_exps_bias ||
+           t == &down_exps_bias;
+  }
 };
 
 }  // namespace gb

@@ -13,6 +13,10 @@ struct AttentionQuery {
   float* out;       // (head_dim)
   int32_t first;    // first position it sees (a sliding window's start, else 0)
   int32_t num_ctx;  // one past the last position it sees (its own position + 1)
+  // An attention sink (gpt-oss): a learned logit of the head that joins the
+  // softmax's denominator and has no value, so the weights sum to less than 1.
+  // -infinity: none (the weights sum to 1, the usual attention, same bits).
+  float sink = -__builtin_inff();
 };
 
 // The element types a SIMD attention kernel reads K and V in (the KV types of

@@ -1,5 +1,6 @@
 #include "cpu/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/matmul.h"
@@ -115,6 +116,14 @@ void gelu_tanh_gated(float* out, const float* gate, const float* up, int64_t n) 
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void swiglu_oai(float* out, const float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kSwigluOaiLimit);
+    const float u = std::clamp(up[i], -kSwigluOaiLimit, kSwigluOaiLimit);
+    out[i] = (u + 1.0f) * (g / (1.0f + std::exp(-kSwigluOaiAlpha * g)));
   }
 }
 

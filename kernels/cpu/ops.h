@@ -59,6 +59,16 @@ void swiglu_reference(float* out, const float* gate, const float* up, int64_t n)
 // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).   gate, up, out: (n)
 void gelu_tanh_gated(float* out, const float* gate, const float* up, int64_t n);
 
+// gpt-oss's clamped SwiGLU: g = min(gate[i], 7), u = clamp(up[i], -7, 7),
+// out[i] = (u + 1) * g * sigmoid(1.702 g)  (the model's fixed alpha and limit).
+// gate, up, out: (n); out may be gate.
+void swiglu_oai(float* out, const float* gate, const float* up, int64_t n);
+inline constexpr float kSwigluOaiAlpha = 1.702f;
+inline constexpr float kSwigluOaiLimit = 7.0f;
+
+// A gated activation's kernel (the backends pick one per FFN activation).
+using GatedActivationFn = void (*)(float* out, const float* gate, const float* up, int64_t n);
+
 // x[i] = cap * tanh(x[i] / cap)                        (n)
 void softcap_inplace(float* x, int64_t n, float cap);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "cpu/cpu_info.h"
@@ -116,12 +117,12 @@ void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t 
   }
   for (int32_t j = 0; j < num_queries; ++j)
     paged_attention_head_ex_reference(queries[j].out, queries[j].q, kv, kv_head, queries[j].num_ctx,
-                                      AttentionShape{queries[j].first, scale, softcap}, scores);
+                                      AttentionShape{queries[j].first, scale, softcap, queries[j].sink}, scores);
 }
 
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores) {
-  const AttentionQuery one{q, out, shape.first > 0 ? shape.first : 0, num_ctx};
+  const AttentionQuery one{q, out, shape.first > 0 ? shape.first : 0, num_ctx, shape.sink};
   paged_attention_group(&one, 1, kv, kv_head, shape.scale, shape.softcap, scores, num_ctx);
 }
 
@@ -140,7 +141,16 @@ void paged_attention_head_ex_reference(float* out, const float* q, const PagedKv
     s *= scale;
     scores[t] = shape.softcap > 0.0f ? shape.softcap * std::tanh(s / shape.softcap) : s;
   }
-  softmax_inplace(scores, n);
+  if (shape.sink > -std::numeric_limits<float>::infinity()) {
+    // The sink joins the denominator: e^(s - m) / (sum e^(s - m) + e^(sink - m)).
+    float m = shape.sink;
+    for (int32_t t = 0; t < n; ++t) m = std::max(m, scores[t]);
+    float sum = std::exp(shape.sink - m);
+    for (int32_t t = 0; t < n; ++t) sum += scores[t] = std::exp(scores[t] - m);
+    for (int32_t t = 0; t < n; ++t) scores[t] /= sum;
+  } else {
+    softmax_inplace(scores, n);
+  }
   for (int32_t i = 0; i < d; ++i) out[i] = 0.0f;
   for (int32_t t = 0; t < n; ++t) {
     kv.v_row(first + t, kv_head, row.data());

@@ -63,6 +63,7 @@ struct AttentionShape {
   int32_t first = 0;
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
   float softcap = 0.0f;  // 0: none
+  float sink = -__builtin_inff();  // the head's attention sink logit (AttentionQuery::sink); -inf: none
 };
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores);

@@ -626,6 +626,9 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(std::shared_ptr<const Mod
     return make_error(model->path + ": head counts or rope_dim are inconsistent");
   if (c.is_moe())
     return make_error(model->path + ": mixture-of-experts models run on the CPU backend only (--backend cpu)");
+  if (c.attn_sinks || c.out_bias || c.activation == FfnActivation::SwigluOai)
+    return make_error(model->path + ": attention sinks, an output bias and the clamped SwiGLU (gpt-oss) run on the "
+                                    "CPU backend only (--backend cpu)");
   auto backend = std::make_unique<CudaBackendImpl>(std::move(model), options);
   GB_TRY(backend->init());
   return std::unique_ptr<CudaBackend>(std::move(backend));

@@ -254,6 +254,42 @@ GB_TEST(paged_attention_window_scale_and_softcap_match_formula) {
   QVERIFY(a == b);
 }
 
+GB_TEST(paged_attention_sink_matches_formula) {
+  // gpt-oss's attention sink: the weights are e^(s_t - m) / (sum e^(s - m) + e^(sink - m)),
+  // in double, at every kernel level this CPU runs (head_dim 32: the SIMD kernels).
+  const int32_t kv_heads = 1, d = 32, ctx = 23, bs = 4, nblocks = 6, first = 5;
+  const auto k = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 41, 0.5f);
+  const auto v = gbtest::random_normals(static_cast<size_t>(nblocks * bs * kv_heads * d), 42);
+  const auto q = gbtest::random_normals(static_cast<size_t>(d), 43, 0.5f);
+  const std::vector<int32_t> table = {5, 2, 4, 0, 3, 1};
+  PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
+  const auto at = [&](int32_t t) { return (int64_t{table[static_cast<size_t>(t / bs)]} * bs + t % bs) * d; };
+  for (const float sink : {-3.0f, 0.7f, 9.0f}) {
+    std::vector<double> s;
+    double m = sink, z = 0;
+    for (int32_t t = first; t < ctx; ++t) {
+      double dot = 0;
+      for (int32_t i = 0; i < d; ++i) dot += double{q[static_cast<size_t>(i)]} * k[static_cast<size_t>(at(t) + i)];
+      s.push_back(dot / std::sqrt(double{d}));
+      m = std::max(m, s.back());
+    }
+    for (auto& x : s) z += x = std::exp(x - m);
+    z += std::exp(sink - m);
+    std::vector<double> want(d, 0.0);
+    for (int32_t i = 0; i < d; ++i)
+      for (int32_t t = first; t < ctx; ++t) want[static_cast<size_t>(i)] += s[static_cast<size_t>(t - first)] / z * v[static_cast<size_t>(at(t) + i)];
+    for (const Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (!isa_supported(isa)) continue;
+      std::vector<float> scores(ctx), out(d);
+      const AttentionQuery one{q.data(), out.data(), first, ctx, sink};
+      paged_attention_group_with(isa, &one, 1, kv, 0, 0.0f, 0.0f, scores.data(), ctx);
+      for (int32_t i = 0; i < d; ++i)
+        QVERIFY2(std::abs(want[static_cast<size_t>(i)] - out[static_cast<size_t>(i)]) < 1e-5,
+                 ("sink " + std::to_string(sink) + " level " + std::to_string(static_cast<int>(isa))).c_str());
+    }
+  }
+}
+
 GB_TEST(paged_attention_ex_simd_matches_reference) {
   if (!matmul_has_simd())
     QSKIP("SIMD off (no AVX2/FMA/F16C, or GLASSBOX_CPU_ISA=scalar): paged attention runs the reference");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -232,6 +233,7 @@ void check_attention_level(Isa isa) {
     const PagedKvView kv{k.data(), v.data(), table.data(), bs, kv_heads, d};
     for (const float cap : {0.0f, 3.0f}) {
       for (const int32_t window : {0, 29, 200}) {
+       for (const bool sinks : {false, true}) {  // gpt-oss's per-head sink logits, some above every score
         std::vector<AttentionQuery> queries;
         std::vector<float> out(static_cast<size_t>(positions * group * d), -1.0f);
         for (int32_t p = 0; p < positions; ++p)
@@ -239,7 +241,8 @@ void check_attention_level(Isa isa) {
             // Positions spread over the context: some queries see 1 key, some 280.
             const int32_t pos = p == 0 ? 0 : base_pos - 13 * (positions - 1 - p) + p, j = p * group + g;
             const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
-            queries.push_back({q.data() + j * d, out.data() + j * d, first, pos + 1});
+            const float sink = sinks ? 3.0f * static_cast<float>(g) - 2.5f : -std::numeric_limits<float>::infinity();
+            queries.push_back({q.data() + j * d, out.data() + j * d, first, pos + 1, sink});
           }
         const int32_t stride = nblocks * bs;
         std::vector<float> scores(queries.size() * static_cast<size_t>(stride));
@@ -247,16 +250,17 @@ void check_attention_level(Isa isa) {
                                    scores.data(), stride);
         std::vector<float> alone(static_cast<size_t>(d)), ref(static_cast<size_t>(d)), one(static_cast<size_t>(stride));
         for (const AttentionQuery& qj : queries) {
-          const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx};
+          const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx, qj.sink};
           paged_attention_group_with(isa, &self, 1, kv, 1, 0.0f, cap, one.data(), stride);
           QVERIFY2(std::memcmp(alone.data(), qj.out, sizeof(float) * static_cast<size_t>(d)) == 0,
                    ("d " + std::to_string(d) + ": a query differs from itself alone").c_str());
-          paged_attention_head_ex_reference(ref.data(), qj.q, kv, 1, qj.num_ctx, AttentionShape{qj.first, 0.0f, cap},
+          paged_attention_head_ex_reference(ref.data(), qj.q, kv, 1, qj.num_ctx, AttentionShape{qj.first, 0.0f, cap, qj.sink},
                                             one.data());
           for (int32_t i = 0; i < d; ++i)
             QVERIFY2(std::abs(ref[static_cast<size_t>(i)] - qj.out[i]) <= 2e-5f,
                      ("d " + std::to_string(d) + " ctx " + std::to_string(qj.num_ctx) + ": far from the reference").c_str());
         }
+       }
       }
     }
   }
@@ -334,7 +338,7 @@ void check_typed_attention_level(Isa isa) {
           for (const AttentionQuery& qj : a) {
             paged_attention_head_ex_reference(ref.data(), qj.q, typed, kv_head, qj.num_ctx,
                                               AttentionShape{qj.first, 0.0f, cap}, one.data());
-            const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx};
+            const AttentionQuery self{qj.q, alone.data(), qj.first, qj.num_ctx, qj.sink};
             paged_attention_group_with(isa, &self, 1, typed, kv_head, 0.0f, cap, one.data(), stride);
             QVERIFY2(std::memcmp(alone.data(), qj.out, sizeof(float) * static_cast<size_t>(d)) == 0,
                      (what + ": a query differs from itself alone").c_str());
