@@ -49,8 +49,9 @@ ARCHS = {
     "phi3": (4104, [33, 40]),
     "qwen3moe": (4111, [5, 13, 21]),
     "mixtral": (4112, [5, 13, 21]),
+    "gpt-oss": (4113, [5, 13, 40]),
 }
-BPE_ARCHS = {"qwen3moe"}  # the converter reads a byte-level BPE vocabulary for these, SentencePiece for the rest
+BPE_ARCHS = {"qwen3moe", "gpt-oss"}  # the converter reads a byte-level BPE vocabulary for these, SentencePiece for the rest
 MIN_ROUTER_MARGIN = 1e-3  # the smallest gap between the k-th and (k+1)-th router logit of any token and layer
 
 
@@ -103,16 +104,40 @@ def config(arch):
         return transformers.MixtralForCausalLM, transformers.MixtralConfig(
             num_hidden_layers=2, num_key_value_heads=2, head_dim=8, rope_theta=1e6, num_local_experts=4,
             num_experts_per_tok=2, sliding_window=None, tie_word_embeddings=False, **common)
+    if arch == "gpt-oss":
+        # gpt-oss: 4 layers alternating a 6-token sliding window (even layers) and full attention, a learned
+        # sink per head, q/k/v/o biases, 8 experts of width 32 with biases, 2 per token (top-k of the router's
+        # logits, then softmax over those), the clamped SwiGLU, YaRN x4 over an original context of 16 (not
+        # truncated, as gpt-oss's own config says); the 40-token prompt runs well past the original context.
+        return transformers.GptOssForCausalLM, transformers.GptOssConfig(
+            num_hidden_layers=4, num_key_value_heads=2, head_dim=16, rope_theta=150000.0, sliding_window=6,
+            num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False,
+            rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                          "truncate": False, "original_max_position_embeddings": 16},
+            **{**common, "intermediate_size": 32})
     raise SystemExit("unknown arch " + arch)
 
 
 def routing(model, seq, k):
     """For a mixture: the k experts each position of `seq` goes to in every layer (best first), and the smallest
     gap between the k-th and (k+1)-th router logit."""
-    with torch.no_grad():
-        out = model(torch.tensor([seq], dtype=torch.long), output_router_logits=True)
+    if model.config.model_type == "gpt_oss":
+        # gpt-oss's router hands on only the chosen experts' softmax; its logits come from its input.
+        captured = []
+        hooks = [layer.mlp.router.register_forward_hook(
+            lambda mod, args, out: captured.append(torch.nn.functional.linear(
+                args[0].reshape(-1, mod.hidden_dim), mod.weight, mod.bias)))
+            for layer in model.model.layers]
+        with torch.no_grad():
+            model(torch.tensor([seq], dtype=torch.long))
+        for h in hooks:
+            h.remove()
+        router_logits = captured
+    else:
+        with torch.no_grad():
+            router_logits = model(torch.tensor([seq], dtype=torch.long), output_router_logits=True).router_logits
     layers, margin = [], float("inf")
-    for r in out.router_logits:  # (positions, experts) per layer
+    for r in router_logits:  # (positions, experts) per layer
         r = r.double()
         top = torch.topk(r, k + 1, dim=-1)
         layers.append([[int(e) for e in row[:k]] for row in top.indices.tolist()])
@@ -167,7 +192,11 @@ def randomize(model, arch, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1:
+            if "sinks" in name:  # gpt-oss: sink logits around the scores' own scale
+                p.copy_(1.5 * torch.randn(p.shape, generator=g))
+            elif "bias" in name:
+                p.copy_(0.2 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1:
                 base = 0.0 if arch.startswith("gemma") else 1.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=g))
             else:

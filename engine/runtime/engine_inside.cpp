@@ -167,7 +167,8 @@ Result<InsideReport> Engine::inspect(std::span<const TokenId> tokens, int32_t po
       }
       layer.attention = inside_attention_rows(
           c, rows.query.data() + static_cast<size_t>(l) * q_dim, layer.first_position, position, c.attn_scale,
-          c.attn_softcap, [&](int32_t p) { return keys.data() + static_cast<size_t>(p - layer.first_position) * kv_dim; });
+          c.attn_softcap, [&](int32_t p) { return keys.data() + static_cast<size_t>(p - layer.first_position) * kv_dim; },
+          c.attn_sinks ? static_cast<const float*>(model_->weights.layers[static_cast<size_t>(l)].sinks.data) : nullptr);
       for (const std::vector<float>& row : layer.attention) {
         double ent = 0.0;
         for (float w : row)

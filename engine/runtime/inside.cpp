@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -32,11 +33,11 @@ Status parse_inside_layers(const std::string& text, InsideOptions& options) {
   return {};
 }
 
-std::vector<float> inside_softmax_row(std::vector<double>& scores) {
+std::vector<float> inside_softmax_row(std::vector<double>& scores, double sink) {
   std::vector<float> row(scores.size());
   if (scores.empty()) return row;
-  const double m = *std::max_element(scores.begin(), scores.end());
-  double sum = 0.0;
+  const double m = std::max(*std::max_element(scores.begin(), scores.end()), sink);
+  double sum = sink > -std::numeric_limits<double>::infinity() ? std::exp(sink - m) : 0.0;
   for (double& v : scores) sum += (v = std::exp(v - m));
   for (size_t i = 0; i < scores.size(); ++i) row[i] = static_cast<float>(scores[i] / sum);
   return row;

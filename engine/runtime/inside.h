@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,9 +81,12 @@ struct InsideReport {
 // the captured query (num_heads x head_dim) and each position's cached key
 // (key(p) returns num_kv_heads x head_dim floats), as the attention step
 // scores them: q . k x scale (0: 1/sqrt(head_dim)), soft-capped when softcap > 0.
+// sinks (num_heads, or null): gpt-oss's per-head sink logits, which join each
+// head's softmax with no position, so that head's weights sum to less than 1.
 template <typename KeyOf>
 std::vector<std::vector<float>> inside_attention_rows(const ModelConfig& c, const float* query, int32_t first,
-                                                      int32_t position, float scale, float softcap, KeyOf&& key);
+                                                      int32_t position, float scale, float softcap, KeyOf&& key,
+                                                      const float* sinks = nullptr);
 
 // Top-k of a logits row as probabilities (softmax in double); ties: lower id first.
 std::vector<InsideTop> inside_top_k(const float* logits, int32_t vocab, int32_t k);
@@ -99,11 +103,14 @@ std::string inside_to_json(const InsideReport& report, const Tokenizer& tok, con
 
 // ---- implementation of the template ----
 
-std::vector<float> inside_softmax_row(std::vector<double>& scores);
+// sink: a logit in the normaliser with no entry of its own (-infinity: none).
+std::vector<float> inside_softmax_row(std::vector<double>& scores,
+                                      double sink = -std::numeric_limits<double>::infinity());
 
 template <typename KeyOf>
 std::vector<std::vector<float>> inside_attention_rows(const ModelConfig& c, const float* query, int32_t first,
-                                                      int32_t position, float scale, float softcap, KeyOf&& key) {
+                                                      int32_t position, float scale, float softcap, KeyOf&& key,
+                                                      const float* sinks) {
   const int32_t group = c.num_heads / c.num_kv_heads;
   const double s = scale > 0.0f ? scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   std::vector<std::vector<double>> scores(static_cast<size_t>(c.num_heads));
@@ -120,7 +127,8 @@ std::vector<std::vector<float>> inside_attention_rows(const ModelConfig& c, cons
     }
   }
   std::vector<std::vector<float>> rows;
-  for (auto& r : scores) rows.push_back(inside_softmax_row(r));
+  for (size_t h = 0; h < scores.size(); ++h)
+    rows.push_back(sinks != nullptr ? inside_softmax_row(scores[h], sinks[h]) : inside_softmax_row(scores[h]));
   return rows;
 }
 

@@ -428,6 +428,31 @@ GB_TEST(converted_mixtral_matches_transformers) {
   check_moe(l, 4, 2, 48);
 }
 
+// gpt-oss (converted only): 4 layers alternating a 6-token window and full
+// attention, a sink logit per head, q/k/v/o biases, 8 experts of width 32 with
+// biases, 2 per token, the clamped SwiGLU, YaRN x4 (original context 16, not
+// truncated); the 40-token prompt runs past the original context and the window.
+GB_TEST(converted_gptoss_matches_transformers) {
+  LOAD_OR_FAIL(l, "gpt-oss", Source::Converted);
+  const gb::ModelConfig& c = l.model->config;
+  QCOMPARE(c.architecture, std::string("gpt-oss"));
+  QVERIFY(c.attn_sinks && c.out_bias && c.qkv_bias && c.moe_biases && c.activation == gb::FfnActivation::SwigluOai);
+  QVERIFY(c.rope_yarn_factor == 4.0f && !c.rope_yarn_truncate && c.rope_orig_context == 16);
+  QVERIFY(c.sliding_window == 6 && c.is_sliding(0) && !c.is_sliding(1) && c.is_sliding(2) && !c.is_sliding(3));
+  QVERIFY(longest_prompt(l.ref) > static_cast<size_t>(c.rope_orig_context));
+  check_moe(l, 8, 2, 32);
+  check_feature_matters(l, "the attention sinks", [](gb::Model& m) { m.config.attn_sinks = false; });
+  check_feature_matters(l, "the output bias", [](gb::Model& m) { m.config.out_bias = false; });
+  check_feature_matters(l, "the experts' biases", [](gb::Model& m) {
+    for (gb::LayerWeights& w : m.weights.layers) w.gate_exps_bias = w.up_exps_bias = w.down_exps_bias = gb::TensorView{};
+  });
+  check_feature_matters(l, "the clamped SwiGLU (plain SiLU instead)", [](gb::Model& m) { m.config.activation = gb::FfnActivation::SiLU; });
+  check_feature_matters(l, "YaRN", [](gb::Model& m) {
+    m.config.rope_freq_factors = false;
+    m.config.rope_attn_factor = 1.0f;
+  });
+}
+
 // The short factors are chosen when the context stays within the original one.
 GB_TEST(phi3_short_factors_within_original_context) {
   const gb::SyntheticArch* arch = gb::find_synthetic_arch("phi3");
