@@ -26,6 +26,15 @@ constexpr std::string_view kQwen2 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kTekken =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// o200k (GPT-4o; gpt-oss's o200k_harmony): the Split regex of openai/gpt-oss's
+// tokenizer.json, which is tiktoken's o200k_base pat_str (tiktoken_ext/openai_public.py)
+// and the "original regex from tokenizer.json" llama.cpp's llama-vocab.cpp quotes for
+// LLAMA_VOCAB_PRE_TYPE_GPT4O. Against kTekken: a contraction suffix after either
+// letter run, and digits in runs of up to three. The original (?i:'s|...) is kept:
+// PCRE2 folds case as Hugging Face's Oniguruma does ("it'\u017f" is one word), where
+// llama.cpp's adapted '[sS] list does not.
+constexpr std::string_view kO200k =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kGpt2NoTail = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 // DeepSeek LLM's letter class: the Latin, Greek, Cyrillic, Armenian, Georgian,
 // Cherokee ... letter ranges of its tokenizer.json.
@@ -48,6 +57,9 @@ const std::vector<PreTokenizerSpec>& table() {
       {"falcon", {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2NoTail, "[0-9][0-9][0-9]"}, false},
       {"starcoder|refact|smollm|command-r|codeshell|exaone|minerva-7b", {R"(\p{N})", kGpt2NoTail}, false},
       {"tekken", {kTekken}, true},
+      // gpt-oss and GPT-4o GGUFs (llama.cpp's name; it has no "gpt-oss" pre name).
+      // ignore_merges as tiktoken and the Hugging Face conversion of its ranks.
+      {"gpt-4o", {kO200k}, true},
   };
   return rows;
 }
