@@ -5,6 +5,7 @@
 #include <limits>
 #include <fstream>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 #include "gb_test.h"
@@ -490,6 +491,48 @@ GB_TEST(mixture_of_experts_tensors_that_disagree) {
   gbtest::poke<uint64_t>(bytes, ne2, 2);
   expect_load_error(gbtest::write_bytes("mixtral-gate-2.gguf", bytes),
                     "tensor blk.0.ffn_gate_exps.weight has shape [32, 48, 2] but the config expects [32, 48, 4]");
+}
+
+// The converted gpt-oss file (tests/data/converted) with one byte changed: a
+// missing sink or expert-bias tensor, a sink vector of the wrong length, an
+// unknown RoPE scaling type and YaRN without its original context, each named.
+GB_TEST(gpt_oss_bad_tensors_and_rope_scaling) {
+  const std::vector<uint8_t> good = gbtest::read_bytes(std::string(GLASSBOX_CONVERTED_REF_DIR) + "/gpt-oss.gguf");
+  QVERIFY(!good.empty());
+  QVERIFY(gb::load_model(gbtest::write_bytes("gpt-oss-good.gguf", good)).ok());
+  // Replaces the last byte of `text` (first occurrence) with `to`.
+  const auto changed = [&](const std::string& text, char to) {
+    std::vector<uint8_t> bytes = good;
+    const size_t at = gbtest::find_bytes(bytes, text);
+    if (at == std::string::npos) return std::vector<uint8_t>{};
+    bytes[at + text.size() - 1] = static_cast<uint8_t>(to);
+    return bytes;
+  };
+  const std::vector<std::tuple<std::string, char, std::string>> cases = {
+      {"blk.1.attn_sinks.weight", 'X', "missing tensor blk.1.attn_sinks.weight"},
+      {"blk.0.ffn_up_exps.bias", 'X', "missing tensor blk.0.ffn_up_exps.bias"},
+      {"blk.2.attn_output.bias", 'X', "missing tensor blk.2.attn_output.bias"},
+      {"blk.3.ffn_gate_inp.bias", 'X', "missing tensor blk.3.ffn_gate_inp.bias"},
+      {"blk.0.post_attention_norm.weight", 'X', "missing tensor blk.0.post_attention_norm.weight"},
+      {"yarn", 'm', "rope scaling type 'yarm' is not supported (linear and yarn are)"},
+      {"gpt-oss.rope.scaling.original_context_length", 'X',
+       "YaRN RoPE scaling needs gpt-oss.rope.scaling.original_context_length"},
+  };
+  for (const auto& [text, to, problem] : cases) {
+    const std::vector<uint8_t> bytes = changed(text, to);
+    QVERIFY2(!bytes.empty(), text.c_str());
+    expect_load_error(gbtest::write_bytes("gpt-oss-bad.gguf", bytes), problem);
+  }
+  // blk.1.attn_sinks.weight's length (heads) 4 -> 3.
+  std::vector<uint8_t> bytes = good;
+  const std::string name = "blk.1.attn_sinks.weight";
+  const size_t t = gbtest::find_bytes(bytes, name);
+  QVERIFY(t != std::string::npos);
+  const size_t ne0 = t + name.size() + 4;  // n_dims u32, then ne[0] as u64
+  QCOMPARE(bytes[ne0], uint8_t{4});
+  gbtest::poke<uint64_t>(bytes, ne0, 3);
+  expect_load_error(gbtest::write_bytes("gpt-oss-sinks-3.gguf", bytes),
+                    "tensor blk.1.attn_sinks.weight has shape [3] but the config expects [4]");
 }
 
 GB_TEST(no_vocabulary_and_no_tokenizer_file) {
