@@ -316,17 +316,84 @@ def make(arch, vocab, tree, out_dir, work):
           "gguf bytes", os.path.getsize(gguf_path))
 
 
+# Quantized files: (converted arch, llama-quantize file type). The reference for these is llama.cpp itself on
+# the quantized file (its CPU kernels, through llama-cpp-python's bindings of the same tree's libllama), and
+# the JSON records how far llama.cpp's own logits are from transformers' float32 ones (the bar a quantized
+# file is held to: within llama.cpp's own error).
+QUANTIZED = {"gpt-oss": "MXFP4_MOE"}
+
+
+def llama_cpp_greedy(lib_dir, sdist, path, ids, n_gen):
+    """llama.cpp's greedy path on `path` (argmax of its logits; KV cache F32 so the cache adds no rounding):
+    the generated ids and the logits row of every step."""
+    sys.path.insert(0, sdist)
+    os.environ["LLAMA_CPP_LIB_PATH"] = lib_dir
+    import llama_cpp
+    m = llama_cpp.Llama(model_path=path, n_ctx=256, logits_all=True, verbose=False, n_threads=1,
+                        type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+    m.eval(ids)
+    gen, rows = [], []
+    for _ in range(n_gen):
+        row = torch.tensor(np.array(m.scores[m.n_tokens - 1]), dtype=torch.float64)
+        rows.append(row)
+        t = int(torch.argmax(row))
+        gen.append(t)
+        m.eval([t])
+    return gen, rows
+
+
+def make_quantized(arch, ftype, tree, build, out_dir):
+    src = os.path.join(out_dir, arch + ".gguf")
+    name = arch + "-" + ftype.lower()
+    path = os.path.join(out_dir, name + ".gguf")
+    subprocess.run([os.path.join(build, "bin", "llama-quantize"), src, path, ftype], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ref = json.load(open(os.path.join(out_dir, arch + ".json")))
+    sdist = os.path.abspath(os.path.join(tree, "..", ".."))
+    prompts, worst_vs_hf = [], 0.0
+    for p in ref["prompts"]:
+        gen, rows = llama_cpp_greedy(os.path.join(build, "bin"), sdist, path, p["ids"], N_GEN)
+        steps = [step_record(r) for r in rows]
+        # llama.cpp's own error: its logits on the transformers greedy path's first step (the same context),
+        # over transformers' top-20 there.
+        hf = p["greedy"]["steps"][0]
+        first = rows[0]
+        worst_vs_hf = max(worst_vs_hf, max(abs(float(first[i]) - l) for i, l in zip(hf["top_ids"], hf["top_logits"])))
+        prompts.append({"name": p["name"], "ids": p["ids"], "greedy": {"ids": gen, "steps": steps},
+                        "min_greedy_margin": min(s["margin"] for s in steps)})
+    doc = {"schema": "glassbox-arch-ref-v1", "arch": arch, "architecture": ref["architecture"], "file": name + ".gguf",
+           "model_sha256": sha256(path), "seed": ref["seed"], "context_length": ref["context_length"], "top_k": TOPK,
+           "n_gen": N_GEN, "quantized": ftype,
+           "converter": ref["converter"] + "; llama-quantize " + ftype,
+           "reference": "llama.cpp (" + llama_cpp_version(tree) + ", CPU, F32 KV) on the quantized file",
+           "llama_cpp_vs_transformers": worst_vs_hf,
+           "prompts": prompts}
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    print(name, "llama.cpp's max |d logit| from transformers (first steps) %.3g" % worst_vs_hf,
+          "min margin %.3g" % min(p["min_greedy_margin"] for p in prompts), "gguf bytes", os.path.getsize(path))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-cpp", required=True, help="a llama.cpp source tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--llama-cpp-build", help="its CPU build (bin/llama-quantize, bin/libllama.so): also make "
+                                              "the quantized files of QUANTIZED")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "data", "converted"))
+    ap.add_argument("--quantized-only", action="store_true", help="only the quantized files, from the committed ones")
     ap.add_argument("archs", nargs="*", default=list(ARCHS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as work:
-        vocab = {"spm": train_vocab(work), "bpe": train_bpe_vocab(work)}
+    tree = os.path.abspath(a.llama_cpp)
+    if not a.quantized_only:
+        with tempfile.TemporaryDirectory() as work:
+            vocab = {"spm": train_vocab(work), "bpe": train_bpe_vocab(work)}
+            for arch in a.archs:
+                make(arch, vocab, tree, a.out, work)
+    if a.llama_cpp_build:
         for arch in a.archs:
-            make(arch, vocab, os.path.abspath(a.llama_cpp), a.out, work)
+            if arch in QUANTIZED:
+                make_quantized(arch, QUANTIZED[arch], tree, os.path.abspath(a.llama_cpp_build), a.out)
 
 
 if __name__ == "__main__":
