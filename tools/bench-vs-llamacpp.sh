@@ -14,6 +14,7 @@
 #                               given more than once, Glassbox runs once per set after each
 #                               llama.cpp run ("" for the defaults), each with its own ratio
 #     --out FILE.jsonl          every measurement as one JSON line (default: bench-vs-llamacpp.jsonl)
+#     --decode-only             tg128 only (no pp512): decode rows in a third of the time
 #
 # llama.cpp is built outside this repository, CPU-only, e.g.
 #   cmake -B build -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DLLAMA_CURL=OFF && cmake --build build --target llama-bench
@@ -25,13 +26,13 @@
 # measures the exact float32 cache).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-[[ $# -ge 1 ]] || { sed -n 2,20p "${BASH_SOURCE[0]}"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n 2,21p "${BASH_SOURCE[0]}"; exit 2; }
 llama_dir="$1"; shift
 llama_bench="$llama_dir/bin/llama-bench"
 [[ -x "$llama_bench" ]] || { echo "bench-vs-llamacpp: no llama-bench at $llama_bench" >&2; exit 2; }
 
 files="" shapes="stories110M" dtypes="f32 f16" threads="1 2" rounds=2
-gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl" variants=()
+gb="$root/build/release/app/glassbox-cli" out="bench-vs-llamacpp.jsonl" variants=() decode_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --files) files="$2"; shift 2 ;;
@@ -42,6 +43,7 @@ while [[ $# -gt 0 ]]; do
     --glassbox) gb="$2"; shift 2 ;;
     --glassbox-args) variants+=("$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --decode-only) decode_only=1; shift ;;
     *) echo "bench-vs-llamacpp: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -60,15 +62,18 @@ if [[ -z "$files" ]]; then
 fi
 
 : > "$out"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores" >&2
+# The processor: its name and family/model/stepping (the kernels' tuning is per
+# family, issue #44), so tables from different families are never mixed.
+cpu_field() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'; }
+echo "machine: $(cpu_field 'model name'), $(cpu_field vendor_id) family $(cpu_field 'cpu family') model $(cpu_field model) stepping $(cpu_field stepping), $(nproc) cores" >&2
 # The machine's FMA peak and read bandwidth (the denominators of bench's
 # prefill_fraction_of_fma_peak and roofline_ratio), measured before the runs.
 "$gb" probe >&2
 for f in $files; do
   for t in $threads; do
     for r in $(seq 1 "$rounds"); do
-      # llama.cpp: pp512 and tg128 in one call, 3 repetitions each.
-      "$llama_bench" -m "$f" -p 512 -n 128 -t "$t" -r 3 -o jsonl 2>/dev/null |
+      # llama.cpp: pp512 and tg128 in one call, 3 repetitions each (tg128 only with --decode-only).
+      "$llama_bench" -m "$f" -p "$([[ $decode_only -eq 1 ]] && echo 0 || echo 512)" -n 128 -t "$t" -r 3 -o jsonl 2>/dev/null |
         python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -80,7 +85,7 @@ for line in sys.stdin:
       for gb_args in "${variants[@]}"; do
         engine="glassbox${gb_args:+ $gb_args}"
         # shellcheck disable=SC2086  # the arguments split as on a command line
-        "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json $gb_args |
+        [[ $decode_only -eq 1 ]] || "$gb" bench --model "$f" --threads "$t" --prompt-tokens 512 --gen-tokens 1 --repeats 3 --skip-bandwidth --json $gb_args |
           python3 -c '
 import json, sys
 j = json.load(sys.stdin)
