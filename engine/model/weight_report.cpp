@@ -131,9 +131,8 @@ Status check_tensor_values(const Model& model) {
     for (uint64_t b = 0; b < blocks; ++b) {
       const uint8_t* blk = bytes + b * static_cast<uint64_t>(tr.block_bytes);
       for (int16_t off : {tr.scale_offset, tr.min_offset}) {
-        if (off < 0) continue;
-        const auto h = static_cast<uint16_t>(blk[off] | (blk[off + 1] << 8));
-        if ((h & 0x7c00u) == 0x7c00u) return bad(b, off == tr.scale_offset ? "NaN or infinite scale" : "NaN or infinite min");
+        if (off < 0 || !kernels::scale_is_nan_or_inf(tr.scale_format, blk + off)) continue;
+        return bad(b, off == tr.scale_offset ? "NaN or infinite scale" : "NaN or infinite min");
       }
     }
   }
