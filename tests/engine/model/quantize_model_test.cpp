@@ -151,6 +151,92 @@ GB_TEST(mixture_of_experts_quantizes_the_experts_not_the_router) {
            std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
 }
 
+// MXFP4_MOE (llama-quantize's ftype 38, what gpt-oss ships in): the experts'
+// stacks in MXFP4, every other matrix -- the output and the embedding too --
+// in Q8_0, the router and the norms as they are (llama.cpp's
+// llama_tensor_get_type_impl); --pure puts every matrix in MXFP4. The file
+// loads with its scales scanned, is labelled MXFP4_MOE, and runs within a
+// tenth of the F16 file's logit spread with the same top token; an E8M0 NaN
+// exponent (0xFF) in an expert block is named by the scan.
+GB_TEST(mxfp4_moe_quantizes_the_experts_to_mxfp4_and_the_rest_to_q8_0) {
+  const std::string src = std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf";
+  gb::QuantizeOptions o;
+  o.type = "mxfp4_moe";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY2(plan.ok(), plan.ok() ? "" : plan.error().message.c_str());
+  int experts = 0, q8 = 0;
+  for (const auto& [name, t] : *plan) {
+    const std::string what = name + " " + std::string(gb::dtype_info(t).name);
+    if (name.find("_exps.weight") != std::string::npos) {
+      QVERIFY2(t == gb::WeightType::MXFP4, what.c_str());
+      ++experts;
+    } else if (name.find("ffn_gate_inp") != std::string::npos || name.find("norm") != std::string::npos) {
+      QVERIFY2(t == gb::WeightType::F32, what.c_str());
+    } else {
+      QVERIFY2(t == gb::WeightType::Q8_0, what.c_str());  // attention, output.weight, token_embd.weight
+      ++q8;
+    }
+  }
+  QCOMPARE(experts, 6);
+  QCOMPARE(q8, 10);
+  o.pure = true;
+  plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  for (const auto& [name, t] : *plan) QVERIFY2(t == gb::WeightType::MXFP4 || t == gb::WeightType::F32, name.c_str());
+
+  o.pure = false;
+  const std::string out = gbtest::temp_dir() + "/qwen3moe-mxfp4.gguf";
+  auto report = gb::quantize_model(src, out, o);
+  QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+  for (const auto& t : *report)
+    if (t.to == gb::WeightType::MXFP4)  // 8 to 16 steps per block maximum: about 0.1 of the rms on these weights
+      QVERIFY2(t.rmse < 0.2 * t.source_rms, (t.name + " " + std::to_string(t.rmse / t.source_rms)).c_str());
+  gb::LoadOptions load;
+  load.check_tensors = true;
+  auto f16 = gb::load_model(src);
+  auto mx = gb::load_model(out, load);
+  QVERIFY2(f16.ok() && mx.ok(), mx.ok() ? "" : mx.error().message.c_str());
+  QCOMPARE((*mx)->weights.layers[1].down_exps.dtype, gb::WeightType::MXFP4);
+  QCOMPARE(gb::weight_type_label(**mx).substr(0, 11), std::string("MXFP4_MOE, "));
+  std::vector<std::vector<float>> logits;
+  for (const auto& m : {*f16, *mx}) {
+    auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
+    QVERIFY(made.ok());
+    QVERIFY((*made)->init_kv_pool({4, 16}).ok());
+    gb::BatchLayout batch;
+    const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
+    const std::vector<int32_t> table = {0, 1, 2, 3};
+    batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
+    logits.emplace_back(512);
+    QVERIFY((*made)->forward(batch, logits.back()).ok());
+  }
+  double worst = 0.0;
+  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
+  const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].end());
+  std::printf("MXFP4_MOE: largest logit difference %.4f of a spread of %.4f\n", worst, double(*hi - *lo));
+  QVERIFY2(worst < 0.1 * (*hi - *lo), (std::to_string(worst) + " of " + std::to_string(*hi - *lo)).c_str());
+  QCOMPARE(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin(),
+           std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
+
+  auto bytes = gbtest::read_bytes(out);
+  size_t at = 0;
+  {
+    auto f = gb::GgufFile::open(out);
+    QVERIFY(f.ok());
+    const gb::GgufTensorInfo* t = f->find_tensor("blk.1.ffn_up_exps.weight");
+    QVERIFY(t != nullptr && t->dtype == gb::WeightType::MXFP4);
+    at = static_cast<size_t>(f->tensor_data(*t) - f->file()->data());
+  }
+  gbtest::poke<uint8_t>(bytes, at + 70 * 17, 0xFE);  // the largest finite exponent: accepted
+  QVERIFY(gb::load_model(gbtest::write_bytes("mxfp4-fe.gguf", bytes), load).ok());
+  gbtest::poke<uint8_t>(bytes, at + 70 * 17, 0xFF);  // block 70's exponent: E8M0's NaN
+  auto bad = gb::load_model(gbtest::write_bytes("mxfp4-nan.gguf", bytes), load);
+  QVERIFY(!bad.ok());
+  QVERIFY2(bad.error().message.find("tensor blk.1.ffn_up_exps.weight (MXFP4) has a NaN or infinite scale in block 70 of "
+                                    "256 (row 70)") != std::string::npos,
+           bad.error().message.c_str());
+}
+
 GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
   // search should land well inside them; these catch layout/packing slips,
