@@ -237,6 +237,22 @@ GB_TEST(mxfp4_moe_quantizes_the_experts_to_mxfp4_and_the_rest_to_q8_0) {
            bad.error().message.c_str());
 }
 
+// A dense model under MXFP4_MOE has no experts: every matrix is Q8_0, the tied
+// embedding too (rows of 256 values, where a K-type would not fall back).
+GB_TEST(mxfp4_moe_on_a_dense_model_is_q8_0) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-F16.gguf");
+  gb::QuantizeOptions o;
+  o.type = "MXFP4_MOE";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  int q8 = 0;
+  for (const auto& [name, t] : *plan) {
+    QVERIFY2(t == (name.find("norm") != std::string::npos ? gb::WeightType::F32 : gb::WeightType::Q8_0), name.c_str());
+    q8 += t == gb::WeightType::Q8_0;
+  }
+  QCOMPARE(q8, 29);  // 4 layers x 7 matrices and the embedding
+}
+
 GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
   // search should land well inside them; these catch layout/packing slips,
