@@ -35,6 +35,12 @@ struct Mixture {
   WeightType base;
   uint32_t file_type;     // llama_ftype value written as general.file_type
   std::vector<Rule> rules;  // first match wins
+  // Set for MXFP4_MOE: base is then the type of the experts' stacks (3-D
+  // tensors of more than one matrix) only, and every other matrix, the output
+  // and the embedding included, gets this type (llama.cpp's
+  // llama_tensor_get_type_impl for LLAMA_FTYPE_MOSTLY_MXFP4_MOE). --pure
+  // gives every matrix base, as there.
+  std::optional<WeightType> non_expert = std::nullopt;
 };
 
 const std::vector<Mixture>& mixtures() {
@@ -65,6 +71,7 @@ const std::vector<Mixture>& mixtures() {
       {"Q6_K", T::Q6_K, 18, {}},
       {"IQ4_NL", T::IQ4_NL, 25, {{"attn_v", Layers::Gqa4, T::Q5_K}, {"ffn_down", Layers::FirstEighth, T::Q5_K}}},
       {"IQ4_XS", T::IQ4_XS, 30, {{"attn_v", Layers::Gqa4, T::Q5_K}, {"ffn_down", Layers::FirstEighth, T::Q5_K}}},
+      {"MXFP4_MOE", T::MXFP4, 38, {}, T::Q8_0},
   };
   return kMixtures;
 }
@@ -147,6 +154,12 @@ std::vector<Plan> plan_types(const GgufFile& f, const Mixture& mix, bool pure) {
     }
     WeightType to = mix.base;
     const bool is_output = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
+    const bool expert_stack = t.dims.size() == 3 && t.dims[2] > 1;
+    if (!pure && mix.non_expert) {
+      if (!expert_stack) to = *mix.non_expert;
+      plan.push_back({&t, fit_row_length(to, t.dims[0])});
+      continue;
+    }
     if (!pure && is_output && kernels::is_quantized(mix.base)) to = mix.base == WeightType::Q8_0 ? WeightType::Q8_0 : WeightType::Q6_K;
     for (int r = 0; r < 3 && !pure; ++r) {
       if (!has_role(t.name, roles[r])) continue;

@@ -20,7 +20,7 @@ std::string file_type_name(int64_t code) {
       {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
       {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
       {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {25, "IQ4_NL"}, {30, "IQ4_XS"},
-      {32, "BF16"}};
+      {32, "BF16"},   {38, "MXFP4_MOE"}};
   auto it = kNames.find(code);
   return it == kNames.end() ? "" : it->second;
 }
@@ -131,9 +131,8 @@ Status check_tensor_values(const Model& model) {
     for (uint64_t b = 0; b < blocks; ++b) {
       const uint8_t* blk = bytes + b * static_cast<uint64_t>(tr.block_bytes);
       for (int16_t off : {tr.scale_offset, tr.min_offset}) {
-        if (off < 0) continue;
-        const auto h = static_cast<uint16_t>(blk[off] | (blk[off + 1] << 8));
-        if ((h & 0x7c00u) == 0x7c00u) return bad(b, off == tr.scale_offset ? "NaN or infinite scale" : "NaN or infinite min");
+        if (off < 0 || !kernels::scale_is_nan_or_inf(tr.scale_format, blk + off)) continue;
+        return bad(b, off == tr.scale_offset ? "NaN or infinite scale" : "NaN or infinite min");
       }
     }
   }

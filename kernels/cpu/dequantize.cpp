@@ -238,4 +238,16 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n) {
   }
 }
 
+// The products are exact (a power of two times a small integer) unless they
+// overflow, for e = 254 and 255, to infinity as gguf-py's do.
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n) {
+  for (const uint8_t* b = bytes(src); n > 0; n -= 32, b += 17, dst += 32) {
+    const float d = e8m0_half(b[0]);
+    for (int j = 0; j < 16; ++j) {
+      dst[j] = d * static_cast<float>(kMxfp4Values[b[1 + j] & 0xF]);
+      dst[j + 16] = d * static_cast<float>(kMxfp4Values[b[1 + j] >> 4]);
+    }
+  }
+}
+
 }  // namespace gb::kernels

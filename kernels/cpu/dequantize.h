@@ -23,6 +23,7 @@ void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
 void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
 void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
 void dequantize_row_q4_k_r(const void* src, float* dst, int64_t n);  // CPU layout (repack.h)
 void dequantize_row_q5_k_r(const void* src, float* dst, int64_t n);  // CPU layout (repack.h)
 void dequantize_row_q6_k_r(const void* src, float* dst, int64_t n);  // CPU layout (repack.h)

@@ -15,6 +15,11 @@
 //   Q5_K  (256, 176 B): f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]
 //   Q6_K  (256, 210 B): u8 ql[128] | u8 qh[64] | i8 scales[16] | f16 d
 //   IQ4_XS (256, 136 B): f16 d | u16 scales_h | u8 scales_l[4] | u8 qs[128]
+//   MXFP4  (32, 17 B): u8 e | u8 qs[16]                 x = kMxfp4Values[nibble] * 2^(e - 128); low nibbles = values 0..15
+//          e is an E8M0 exponent (OCP MX: 2^(e - 127), 0xFF NaN); the table holds
+//          the E2M1 values doubled, hence 2^(e - 128). As in gguf-py/ggml, e = 0
+//          and 1 are the subnormal floats 2^-128 and 2^-127, and e = 0xFF is read
+//          as 2^127 (the loader's scan rejects it first: scale_is_nan_or_inf).
 //   Q4_K_R (256, 148 B, a CPU layout, never in a file): f16 d | f16 dmin |
 //          u8 scale[8] | u8 min[8] | u8 codes[128]: Q4_K with the 6-bit scales
 //          and mins unpacked and the codes transposed, byte 32k + 4g + j
@@ -57,6 +62,19 @@ namespace gb::kernels::quant {
 
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
+
+// MXFP4's codes: the E2M1 values {0, 0.5, 1, 1.5, 2, 3, 4, 6} and their
+// negatives, doubled so they are integers (code 8 is -0, stored as 0).
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// MXFP4's block scale 2^(e - 128) from its E8M0 byte, exactly (no libm): e >= 2
+// is the normal float with biased exponent e - 1; e = 0 and 1 are subnormals.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 inline uint16_t read_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 inline uint32_t read_u32(const uint8_t* p) {

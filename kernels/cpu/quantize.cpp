@@ -236,6 +236,51 @@ void quantize_row_iq4_nl(const float* x, void* dst, int64_t n) {
   }
 }
 
+// MXFP4 chooses as ggml's reference quantizer does (quantize_row_mxfp4_ref,
+// and gguf-py's MXFP4.quantize_blocks), byte for byte on the values that test
+// covers (tests/kernels/cpu/test_mxfp4.cpp): no search, e = floor(log2f(amax))
+// + 125, so the largest |x| is 8 to 16 steps of d = 2^(e - 128) and values
+// past 12 d saturate; each value takes the nearest of the 16 levels, a tie
+// going to the lower code (the smaller magnitude; +0 before -0). log2f is
+// rounded to float first, as the reference's is: an amax a few ulps below a
+// power of two counts as that power. One difference: an amax below 2^-125,
+// where the reference's uint8 cast of a negative exponent wraps (gguf-py then
+// writes e = 254 or 255 over all-zero codes), takes e = 0.
+namespace {
+int nearest_mxfp4(float v, float d) {
+  // The levels d * k are exact unless they overflow (e >= 253): such a level
+  // is never nearest, and testing for it keeps an FMA-contracted d * k - v
+  // from making it finite.
+  const auto err = [&](int i) {
+    const float level = d * static_cast<float>(kMxfp4Values[i]);
+    return std::isinf(level) ? INFINITY : std::fabs(level - v);
+  };
+  int best = 0;
+  float best_err = err(0);
+  for (int i = 1; i < 16; ++i)
+    if (const float e = err(i); e < best_err) best = i, best_err = e;
+  return best;
+}
+}  // namespace
+
+void quantize_row_mxfp4(const float* x, void* dst, int64_t n) {
+  auto* b = static_cast<uint8_t*>(dst);
+  for (; n > 0; n -= 32, x += 32, b += 17) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i)
+      if (amax < std::fabs(x[i])) amax = std::fabs(x[i]);  // NaN never wins, as in the reference
+    int e = 0;
+    if (amax > 0) {
+      const float l = std::floor(std::log2(amax));  // log2f, as the reference
+      e = l < -125.0f ? 0 : l > 128.0f ? 253 : static_cast<int>(l) + 125;  // 253: an infinite amax
+    }
+    b[0] = static_cast<uint8_t>(e);
+    const float d = e8m0_half(b[0]);
+    for (int j = 0; j < 16; ++j)
+      b[1 + j] = static_cast<uint8_t>(nearest_mxfp4(x[j], d) | (nearest_mxfp4(x[j + 16], d) << 4));
+  }
+}
+
 // K-types with offsets (Q2_K: 16 x 16 values, 4-bit scales; Q4_K/Q5_K: 8 x 32,
 // 6-bit): per sub-block (scale, min) fits, then the super-block d and dmin.
 struct OffsetFits {

@@ -63,11 +63,12 @@ constexpr VecDotFn reference_dot() {
   else return &vec_dot_q8_ref<D, BE, BB>;
 }
 
-template <WeightType T, DequantizeRowFn D, QuantizeRowFn Q, int BE, int BB, ActivationType A>
+template <WeightType T, DequantizeRowFn D, QuantizeRowFn Q, int BE, int BB, ActivationType A,
+          ScaleFormat S = ScaleFormat::F16>
 constexpr WeightTypeTraits row(std::string_view name, uint32_t code, int16_t scale_offset, int16_t min_offset,
                                WeightType cpu_layout = T, RepackRowFn repack = nullptr, WeightType file_type = T) {
-  return {T, name, code, BE, BB, A, D, reference_dot<D, BE, BB, A>(), Q, scale_offset, min_offset, cpu_layout, repack,
-          file_type};
+  return {T, name, code, BE, BB, A, D, reference_dot<D, BE, BB, A>(), Q, scale_offset, min_offset, S, cpu_layout,
+          repack, file_type};
 }
 
 constexpr auto F = ActivationType::F32;
@@ -75,7 +76,7 @@ constexpr auto B = ActivationType::BF16;
 constexpr auto Q = ActivationType::Q8;
 
 // One row per type, in WeightType order. Scale offsets: where the f16 d (and
-// dmin/m) of a block sits, for the NaN/Inf scan.
+// dmin/m) of a block sits, for the NaN/Inf scan (MXFP4: its E8M0 exponent byte).
 constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
     row<WeightType::F32, dequantize_row_f32, quantize_row_f32, 1, 4, F>("F32", 0, -1, -1),
     row<WeightType::F16, dequantize_row_f16, quantize_row_f16, 1, 2, F>("F16", 1, -1, -1),
@@ -95,6 +96,7 @@ constexpr std::array<WeightTypeTraits, kNumWeightTypes> kTraits = {
                                                                                repack_row_q6_k_r),
     row<WeightType::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl, 32, 18, Q>("IQ4_NL", 20, 0, -1),
     row<WeightType::IQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs, 256, 136, Q>("IQ4_XS", 23, 0, -1),
+    row<WeightType::MXFP4, dequantize_row_mxfp4, quantize_row_mxfp4, 32, 17, Q, ScaleFormat::E8M0>("MXFP4", 39, 0, -1),
     row<WeightType::Q4_K_R, dequantize_row_q4_k_r, quantize_row_q4_k_r, 256, 148, Q>(
         "Q4_K_R", kNoGgufCode, 0, 2, WeightType::Q4_K_R, nullptr, WeightType::Q4_K),
     row<WeightType::Q5_K_R, dequantize_row_q5_k_r, quantize_row_q5_k_r, 256, 180, Q>(

@@ -20,11 +20,12 @@ enum class WeightType : uint8_t {
   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
   IQ4_NL, IQ4_XS,
+  MXFP4,
   // CPU layouts: never in a file; the CPU backend repacks a file type into one
   // at load (WeightTypeTraits::cpu_layout) where its kernels are measured faster.
   Q4_K_R, Q5_K_R, Q6_K_R,
 };
-inline constexpr int kNumWeightTypes = 18;
+inline constexpr int kNumWeightTypes = 19;
 // gguf_code of the CPU layouts, which no file holds.
 inline constexpr uint32_t kNoGgufCode = 0xFFFFFFFFu;
 
@@ -45,6 +46,11 @@ struct ActBlockQ8 {
   int8_t qs[kActBlock];
 };
 static_assert(sizeof(ActBlockQ8) == 40);
+
+// How a block type stores its scales (d, and dmin where it has one): an IEEE
+// half (Q4_0 ... IQ4_XS), or an E8M0 byte (MXFP4: a bare biased power-of-two
+// exponent, 0xFF meaning NaN in the OCP MX specification).
+enum class ScaleFormat : uint8_t { F16, E8M0 };
 
 // Dequantizes n values (a whole number of blocks) from src to float32.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
@@ -68,10 +74,12 @@ struct WeightTypeTraits {
   DequantizeRowFn dequantize_row;
   VecDotFn vec_dot;
   QuantizeRowFn quantize_row;
-  // Byte offsets of the f16 block scales (d, and dmin where the type has one)
-  // inside a block, for the NaN/Inf scan; -1 where the type has none.
+  // Byte offsets of the block scales (d, and dmin where the type has one)
+  // inside a block, and how they are stored, for the NaN/Inf scan; -1 where
+  // the type has none.
   int16_t scale_offset;
   int16_t min_offset;
+  ScaleFormat scale_format;
   // The layout the CPU backend keeps this type in (the type itself, or a CPU
   // layout it repacks into at load with repack_row; same values, same results
   // bit for bit, faster kernels), and for a CPU layout the file type it comes from.
@@ -85,7 +93,7 @@ std::optional<WeightType> weight_type_from_gguf(uint32_t code);
 // File types only (a CPU layout's name is not a type a file or `quantize` can name).
 std::optional<WeightType> weight_type_from_name(std::string_view name);  // case-insensitive
 
-// Name of any ggml_type code, supported or not ("IQ2_XXS", "MXFP4"), or "" if unknown.
+// Name of any ggml_type code, supported or not ("IQ2_XXS", "TQ1_0"), or "" if unknown.
 std::string_view ggml_type_name(uint32_t code);
 
 // Bytes for `elements` values of type t; nullopt if not a whole number of blocks.
@@ -96,7 +104,14 @@ inline std::optional<size_t> weight_bytes(WeightType t, uint64_t elements) {
                              static_cast<uint64_t>(w.block_bytes));
 }
 
-// Block formats (Q4_0 ... IQ4_XS and their CPU layouts), not plain floats.
+// Whether the block scale at p (scale_offset or min_offset of a block) is NaN
+// or infinite: an f16 with all exponent bits set, or the E8M0 NaN byte 0xFF.
+inline bool scale_is_nan_or_inf(ScaleFormat f, const uint8_t* p) {
+  if (f == ScaleFormat::E8M0) return p[0] == 0xFF;
+  return ((p[0] | (p[1] << 8)) & 0x7c00) == 0x7c00;
+}
+
+// Block formats (Q4_0 ... MXFP4 and the CPU layouts), not plain floats.
 inline bool is_quantized(WeightType t) { return weight_traits(t).block_elements > 1; }
 // False for the CPU layouts.
 inline bool is_file_type(WeightType t) { return weight_traits(t).gguf_code != kNoGgufCode; }

@@ -11,7 +11,8 @@
 // same kernel gathers embedding rows.
 //
 // Which types have kernels is data: kQuantKernels has one row per weight type
-// (indexed by the WeightType value), null for the float types.
+// (indexed by the WeightType value), null for the float types and the types
+// without CUDA kernels (MXFP4).
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_kernels.h"
@@ -160,9 +161,10 @@ const QuantKernels kQuantKernels[kernels::kNumWeightTypes] = {
     kernels_of<WeightType::Q5_1>(), kernels_of<WeightType::Q8_0>(), kernels_of<WeightType::Q2_K>(),
     kernels_of<WeightType::Q3_K>(), kernels_of<WeightType::Q4_K>(), kernels_of<WeightType::Q5_K>(),
     kernels_of<WeightType::Q6_K>(), kernels_of<WeightType::IQ4_NL>(), kernels_of<WeightType::IQ4_XS>(),
+    {},  // MXFP4: no kernels yet; check_weight_types refuses such a model (--device auto runs it on the CPU)
     {}, {}, {},  // Q4_K_R, Q5_K_R, Q6_K_R: CPU layouts, never uploaded (the CUDA backend reads the file types)
 };
-static_assert(kernels::kNumWeightTypes == 18, "a new weight type needs its row in kQuantKernels");
+static_assert(kernels::kNumWeightTypes == 19, "a new weight type needs its row in kQuantKernels");
 
 const QuantKernels* kernels_for(WeightType t) {
   const auto i = static_cast<size_t>(t);

@@ -1,7 +1,8 @@
 // Random inputs for the kernel tests (header-only; link glassbox_kernels_cpu):
 // normal floats, and blocks of a quantized weight type with random bytes whose
 // f16 scales are replaced by finite values of either sign (the files hold
-// negative scales too, and random bytes would give NaN/Inf scales).
+// negative scales too, and random bytes would give NaN/Inf scales), E8M0
+// exponents (MXFP4) by scales of 2^-13 to 2^-3 (values up to 12 times that).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,10 @@ inline std::vector<uint8_t> random_quant_blocks(const gb::kernels::WeightTypeTra
   for (int64_t b = 0; b < blocks; ++b)
     for (int16_t off : {tr.scale_offset, tr.min_offset}) {
       if (off < 0) continue;
+      if (tr.scale_format == gb::kernels::ScaleFormat::E8M0) {
+        w[static_cast<size_t>(b * tr.block_bytes + off)] = static_cast<uint8_t>(115 + rng() % 11);  // 2^(e - 128)
+        continue;
+      }
       const uint16_t h = gb::kernels::f32_to_f16(scale(rng));
       std::memcpy(w.data() + b * tr.block_bytes + off, &h, 2);
     }

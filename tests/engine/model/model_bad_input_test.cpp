@@ -189,7 +189,7 @@ GB_TEST(unsupported_tensor_type) {
   // read (before anything is allocated), naming the tensor and the type.
   TinyGgufOptions o;
   for (const auto& [code, name] : std::vector<std::pair<uint32_t, std::string>>{
-           {16, "IQ2_XXS"}, {19, "IQ1_S"}, {21, "IQ3_S"}, {34, "TQ1_0"}, {39, "MXFP4"}, {15, "Q8_K"}}) {
+           {16, "IQ2_XXS"}, {19, "IQ1_S"}, {21, "IQ3_S"}, {34, "TQ1_0"}, {35, "TQ2_0"}, {15, "Q8_K"}}) {
     o.q_tensor_type = code;
     expect_load_error(gbtest::write_tiny_gguf("type" + std::to_string(code) + ".gguf", o),
                       "tensor blk.0.attn_q.weight has type " + name + " (ggml type " + std::to_string(code) +

@@ -151,6 +151,108 @@ GB_TEST(mixture_of_experts_quantizes_the_experts_not_the_router) {
            std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
 }
 
+// MXFP4_MOE (llama-quantize's ftype 38, what gpt-oss ships in): the experts'
+// stacks in MXFP4, every other matrix -- the output and the embedding too --
+// in Q8_0, the router and the norms as they are (llama.cpp's
+// llama_tensor_get_type_impl); --pure puts every matrix in MXFP4. The file
+// loads with its scales scanned, is labelled MXFP4_MOE, and runs within a
+// tenth of the F16 file's logit spread with the same top token; an E8M0 NaN
+// exponent (0xFF) in an expert block is named by the scan.
+GB_TEST(mxfp4_moe_quantizes_the_experts_to_mxfp4_and_the_rest_to_q8_0) {
+  const std::string src = std::string(GLASSBOX_CONVERTED_REF_DIR) + "/qwen3moe.gguf";
+  gb::QuantizeOptions o;
+  o.type = "mxfp4_moe";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY2(plan.ok(), plan.ok() ? "" : plan.error().message.c_str());
+  int experts = 0, q8 = 0;
+  for (const auto& [name, t] : *plan) {
+    const std::string what = name + " " + std::string(gb::dtype_info(t).name);
+    if (name.find("_exps.weight") != std::string::npos) {
+      QVERIFY2(t == gb::WeightType::MXFP4, what.c_str());
+      ++experts;
+    } else if (name.find("ffn_gate_inp") != std::string::npos || name.find("norm") != std::string::npos) {
+      QVERIFY2(t == gb::WeightType::F32, what.c_str());
+    } else {
+      QVERIFY2(t == gb::WeightType::Q8_0, what.c_str());  // attention, output.weight, token_embd.weight
+      ++q8;
+    }
+  }
+  QCOMPARE(experts, 6);
+  QCOMPARE(q8, 10);
+  o.pure = true;
+  plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  for (const auto& [name, t] : *plan) QVERIFY2(t == gb::WeightType::MXFP4 || t == gb::WeightType::F32, name.c_str());
+
+  o.pure = false;
+  const std::string out = gbtest::temp_dir() + "/qwen3moe-mxfp4.gguf";
+  auto report = gb::quantize_model(src, out, o);
+  QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+  for (const auto& t : *report)
+    if (t.to == gb::WeightType::MXFP4)  // 8 to 16 steps per block maximum: about 0.1 of the rms on these weights
+      QVERIFY2(t.rmse < 0.2 * t.source_rms, (t.name + " " + std::to_string(t.rmse / t.source_rms)).c_str());
+  gb::LoadOptions load;
+  load.check_tensors = true;
+  auto f16 = gb::load_model(src);
+  auto mx = gb::load_model(out, load);
+  QVERIFY2(f16.ok() && mx.ok(), mx.ok() ? "" : mx.error().message.c_str());
+  QCOMPARE((*mx)->weights.layers[1].down_exps.dtype, gb::WeightType::MXFP4);
+  QCOMPARE(gb::weight_type_label(**mx).substr(0, 11), std::string("MXFP4_MOE, "));
+  std::vector<std::vector<float>> logits;
+  for (const auto& m : {*f16, *mx}) {
+    auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
+    QVERIFY(made.ok());
+    QVERIFY((*made)->init_kv_pool({4, 16}).ok());
+    gb::BatchLayout batch;
+    const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
+    const std::vector<int32_t> table = {0, 1, 2, 3};
+    batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
+    logits.emplace_back(512);
+    QVERIFY((*made)->forward(batch, logits.back()).ok());
+  }
+  double worst = 0.0;
+  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
+  const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].end());
+  std::printf("MXFP4_MOE: largest logit difference %.4f of a spread of %.4f\n", worst, double(*hi - *lo));
+  QVERIFY2(worst < 0.1 * (*hi - *lo), (std::to_string(worst) + " of " + std::to_string(*hi - *lo)).c_str());
+  QCOMPARE(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin(),
+           std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
+
+  auto bytes = gbtest::read_bytes(out);
+  size_t at = 0;
+  {
+    auto f = gb::GgufFile::open(out);
+    QVERIFY(f.ok());
+    const gb::GgufTensorInfo* t = f->find_tensor("blk.1.ffn_up_exps.weight");
+    QVERIFY(t != nullptr && t->dtype == gb::WeightType::MXFP4);
+    at = static_cast<size_t>(f->tensor_data(*t) - f->file()->data());
+  }
+  gbtest::poke<uint8_t>(bytes, at + 70 * 17, 0xFE);  // the largest finite exponent: accepted
+  QVERIFY(gb::load_model(gbtest::write_bytes("mxfp4-fe.gguf", bytes), load).ok());
+  gbtest::poke<uint8_t>(bytes, at + 70 * 17, 0xFF);  // block 70's exponent: E8M0's NaN
+  auto bad = gb::load_model(gbtest::write_bytes("mxfp4-nan.gguf", bytes), load);
+  QVERIFY(!bad.ok());
+  QVERIFY2(bad.error().message.find("tensor blk.1.ffn_up_exps.weight (MXFP4) has a NaN or infinite scale in block 70 of "
+                                    "256 (row 70)") != std::string::npos,
+           bad.error().message.c_str());
+}
+
+// A dense model under MXFP4_MOE has no experts: every matrix is Q8_0, the tied
+// embedding too (rows of 256 values, where a K-type would not fall back).
+GB_TEST(mxfp4_moe_on_a_dense_model_is_q8_0) {
+  GB_REQUIRE_SHARED(src, "models/quant-llama/quant-llama-F16.gguf");
+  gb::QuantizeOptions o;
+  o.type = "MXFP4_MOE";
+  auto plan = gb::plan_quantization(src, o);
+  QVERIFY(plan.ok());
+  int q8 = 0;
+  for (const auto& [name, t] : *plan) {
+    QVERIFY2(t == (name.find("norm") != std::string::npos ? gb::WeightType::F32 : gb::WeightType::Q8_0), name.c_str());
+    q8 += t == gb::WeightType::Q8_0;
+  }
+  QCOMPARE(q8, 29);  // 4 layers x 7 matrices and the embedding
+}
+
 GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   // Relative RMSE bounds of each code width on N(0,1) data (the quantizers'
   // search should land well inside them; these catch layout/packing slips,
@@ -158,7 +260,8 @@ GB_TEST(every_quantizer_round_trips_gaussian_rows) {
   const std::map<gb::WeightType, double> bound = {
       {gb::WeightType::Q8_0, 0.006}, {gb::WeightType::Q6_K, 0.02}, {gb::WeightType::Q5_0, 0.045}, {gb::WeightType::Q5_1, 0.04},
       {gb::WeightType::Q5_K, 0.04},  {gb::WeightType::Q4_0, 0.09}, {gb::WeightType::Q4_1, 0.085}, {gb::WeightType::Q4_K, 0.085},
-      {gb::WeightType::IQ4_NL, 0.085}, {gb::WeightType::IQ4_XS, 0.09}, {gb::WeightType::Q3_K, 0.19}, {gb::WeightType::Q2_K, 0.38}};
+      {gb::WeightType::IQ4_NL, 0.085}, {gb::WeightType::IQ4_XS, 0.09}, {gb::WeightType::Q3_K, 0.19}, {gb::WeightType::Q2_K, 0.38},
+      {gb::WeightType::MXFP4, 0.15}};  // no scale search: the block maximum sits at 8 to 16 steps, saturating past 12
   std::mt19937 rng(3);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x(4096), back(4096);

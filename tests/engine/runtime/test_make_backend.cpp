@@ -4,8 +4,9 @@
 // no device is present, and the CUDA backend otherwise, for float and quantized
 // weights alike (the CUDA backend keeps quantized weights as GGUF blocks); cuda
 // without the CUDA plugin (or with one that cannot load), or without a device, fails with a
-// message naming the option. Models are stories260K-shaped
-// synthetic files (F32, and Q8_0 quantized from it), written to a temp dir.
+// message naming the option; a weight type without CUDA kernels (MXFP4) takes
+// the CPU under auto and is named by cuda. Models are stories260K-shaped
+// synthetic files (F32, and Q8_0 or MXFP4 quantized from it), written to a temp dir.
 #include <string>
 
 #include "gb_test.h"
@@ -20,7 +21,8 @@ namespace test_make_backend {
 
 namespace {
 
-// stories260K-shaped, F32 or (quantized from that) Q8_0.
+// stories260K-shaped, F32 or (quantized from that, every matrix that can be)
+// Q8_0 or MXFP4.
 std::shared_ptr<const gb::Model> synth_model(gb::WeightType dtype) {
   gb::SyntheticSpec spec{*gb::find_synthetic_shape("stories260K"), gb::WeightType::F32, 7};
   std::string path = gbtest::temp_dir() + "/synth-f32.gguf";
@@ -28,7 +30,8 @@ std::shared_ptr<const gb::Model> synth_model(gb::WeightType dtype) {
   GB_CHECK_MSG(st.ok(), st.ok() ? nullptr : st.error().message.c_str());
   if (dtype != gb::WeightType::F32) {
     gb::QuantizeOptions q;
-    q.type = std::string(gb::dtype_info(dtype).name);
+    // MXFP4 is no mixture of its own: llama-quantize's MXFP4_MOE, pure, gives every matrix MXFP4.
+    q.type = dtype == gb::WeightType::MXFP4 ? std::string("MXFP4_MOE") : std::string(gb::dtype_info(dtype).name);
     q.pure = true;
     const std::string out = gbtest::temp_dir() + "/synth-" + q.type + ".gguf";
     auto quantized = gb::quantize_model(path, out, q);
@@ -113,5 +116,30 @@ void check_auto_and_cuda_agree(gb::WeightType dtype) {
 GB_TEST(auto_and_cuda_follow_what_the_build_and_machine_have) { check_auto_and_cuda_agree(gb::WeightType::F32); }
 
 GB_TEST(quantized_weights_follow_the_same_policy) { check_auto_and_cuda_agree(gb::WeightType::Q8_0); }
+
+// A type the CUDA backend has no kernels for (MXFP4): auto runs the model on the
+// CPU whatever the machine has; --device cuda refuses it, naming the tensor and
+// the type where the plugin is there (the check comes before the device's).
+GB_TEST(weights_without_cuda_kernels_take_the_cpu) {
+  auto model = synth_model(gb::WeightType::MXFP4);
+  bool has_mxfp4 = false;
+  for (const gb::TensorView* t : model->all_tensors()) has_mxfp4 |= t->dtype == gb::WeightType::MXFP4;
+  QVERIFY(has_mxfp4);
+  gb::BackendOptions options;
+  options.num_threads = 1;
+  auto automatic = gb::make_backend(model, options);
+  QVERIFY2(automatic.ok(), automatic.ok() ? "" : automatic.error().message.c_str());
+  QCOMPARE((*automatic)->device_info().backend, std::string("cpu"));
+  options.device = gb::Device::Cuda;
+  auto cuda = gb::make_backend(model, options);
+  QVERIFY(!cuda.ok());
+  if (auto installed = gb::cuda_plugin(); !installed) {
+    QCOMPARE(cuda.error().message, "--device cuda: " + installed.error().message);
+    return;
+  }
+  QVERIFY2(cuda.error().message.find("is MXFP4, which the CUDA backend has no kernels for (use --device cpu)") !=
+               std::string::npos,
+           cuda.error().message.c_str());
+}
 
 }  // namespace test_make_backend

@@ -2,6 +2,8 @@
 // gguf-py's dequantization of the same blocks (../shared/testdata/quant: real
 // rows copied from llama-quantize output and crafted extreme rows; see its
 // README). Every float must have the same bit pattern, zeros' signs included.
+// MXFP4, which the shared files predate, has its gguf-py reference in
+// tests/data/mxfp4 (test_mxfp4.cpp).
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -75,7 +77,7 @@ GB_TEST(traits_table_matches_gguf_codes_and_names) {
                         {"Q4_1", 3, 32, 20}, {"Q5_0", 6, 32, 22}, {"Q5_1", 7, 32, 24}, {"Q8_0", 8, 32, 34},
                         {"Q2_K", 10, 256, 84}, {"Q3_K", 11, 256, 110}, {"Q4_K", 12, 256, 144},
                         {"Q5_K", 13, 256, 176}, {"Q6_K", 14, 256, 210}, {"IQ4_NL", 20, 32, 18},
-                        {"IQ4_XS", 23, 256, 136}}) {
+                        {"IQ4_XS", 23, 256, 136}, {"MXFP4", 39, 32, 17}}) {
     const auto t = gb::kernels::weight_type_from_gguf(w.code);
     QVERIFY2(t.has_value(), w.name);
     const auto& tr = gb::kernels::weight_traits(*t);
@@ -84,7 +86,7 @@ GB_TEST(traits_table_matches_gguf_codes_and_names) {
     QCOMPARE(tr.block_bytes, w.bytes);
     QVERIFY(gb::kernels::weight_type_from_name(w.name) == t);
   }
-  for (uint32_t unsupported : {16u, 17u, 18u, 19u, 21u, 22u, 29u, 34u, 35u, 39u})
+  for (uint32_t unsupported : {16u, 17u, 18u, 19u, 21u, 22u, 29u, 34u, 35u, 40u})
     QVERIFY(!gb::kernels::weight_type_from_gguf(unsupported).has_value());
-  QCOMPARE(std::string(gb::kernels::ggml_type_name(39)), std::string("MXFP4"));
+  QCOMPARE(std::string(gb::kernels::ggml_type_name(34)), std::string("TQ1_0"));
 }

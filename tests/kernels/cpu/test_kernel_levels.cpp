@@ -115,7 +115,7 @@ void check_batch_invariance(Isa isa) {
 const WeightType kLevelQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0,   WeightType::Q5_1,
                                        WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K,   WeightType::Q4_K,
                                        WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS,
-                                       WeightType::Q4_K_R, WeightType::Q5_K_R, WeightType::Q6_K_R};
+                                       WeightType::MXFP4, WeightType::Q4_K_R, WeightType::Q5_K_R, WeightType::Q6_K_R};
 
 // A quantized level: equal to the AVX2 level bit for bit (same exact integer
 // sums, same float steps), close to the reference, and batch-invariant.

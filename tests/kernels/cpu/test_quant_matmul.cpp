@@ -25,7 +25,7 @@ namespace {
 const WeightType kQuantTypes[] = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
                                   WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K, WeightType::Q4_K,
                                   WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS,
-                                  WeightType::Q4_K_R, WeightType::Q5_K_R, WeightType::Q6_K_R};
+                                  WeightType::MXFP4, WeightType::Q4_K_R, WeightType::Q5_K_R, WeightType::Q6_K_R};
 
 
 

@@ -16,8 +16,15 @@
 #include <vector>
 
 #include "core/check.h"
+#include "cpu/weight_type.h"
 
 namespace gbtest::cuda {
+
+// The quantized file types the CUDA backend has no kernels for: it refuses a
+// model holding one (cuda::check_weight_types; --device auto runs it on the
+// CPU). The tests expect exactly these to be unsupported and every other
+// quantized file type to run.
+inline bool lacks_cuda_kernels(gb::kernels::WeightType t) { return t == gb::kernels::WeightType::MXFP4; }
 
 // Owns a cudaMalloc'd array of T; aborts the test binary (with the CUDA message)
 // if the device refuses, which only a broken machine does for these sizes.

@@ -39,7 +39,9 @@ std::vector<WeightType> quantized_types() {
   std::vector<WeightType> out;
   for (int i = 0; i < gb::kernels::kNumWeightTypes; ++i) {
     const auto t = static_cast<WeightType>(i);
-    if (gb::kernels::is_quantized(t) && gb::kernels::is_file_type(t)) out.push_back(t);  // not the CPU layouts
+    // Not the CPU layouts, nor the types the backend refuses (checked below).
+    if (gb::kernels::is_quantized(t) && gb::kernels::is_file_type(t) && !gbtest::cuda::lacks_cuda_kernels(t))
+      out.push_back(t);
   }
   return out;
 }
@@ -161,7 +163,11 @@ GB_TEST(quant_gemv_and_prefill_match_cpu_oracle_every_type) {
 GB_TEST(quant_launchers_refuse_float_types_bad_shapes_and_too_many_tokens) {
   QVERIFY(!gb::cuda::quant_kernels_support(WeightType::F32));
   QVERIFY(!gb::cuda::quant_kernels_support(WeightType::F16));
+  QVERIFY(gbtest::cuda::lacks_cuda_kernels(WeightType::MXFP4) && !gb::cuda::quant_kernels_support(WeightType::MXFP4));
   DeviceArray<float> d(1024);
+  QVERIFY(gb::cuda::launch_quant_gemv(d.get(), 17, WeightType::MXFP4, 1, 32, d.get(), 1, d.get(), 1, 0.0f, nullptr) !=
+          cudaSuccess);
+  QVERIFY(gb::cuda::launch_dequantize_rows(d.get(), 17, WeightType::MXFP4, 0, 1, 32, d.get(), nullptr) != cudaSuccess);
   QVERIFY(gb::cuda::launch_quant_gemv(d.get(), 128, WeightType::F32, 1, 32, d.get(), 1, d.get(), 1, 0.0f, nullptr) !=
           cudaSuccess);
   QVERIFY(gb::cuda::launch_quant_gemv(d.get(), 34, WeightType::Q8_0, 1, 32, d.get(), gb::cuda::kMaxGemvTokens + 1,
