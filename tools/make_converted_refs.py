@@ -316,62 +316,78 @@ def make(arch, vocab, tree, out_dir, work):
           "gguf bytes", os.path.getsize(gguf_path))
 
 
-# Quantized files: (converted arch, llama-quantize file type). The reference for these is llama.cpp itself on
-# the quantized file (its CPU kernels, through llama-cpp-python's bindings of the same tree's libllama), and
-# the JSON records how far llama.cpp's own logits are from transformers' float32 ones (the bar a quantized
-# file is held to: within llama.cpp's own error).
+# Quantized files: (converted arch, llama-quantize file type). The bar a quantized file is held to is llama.cpp's
+# own error on it: llama.cpp (its CPU kernels, through llama-cpp-python's bindings of the same tree's libllama,
+# F32 KV) runs each prompt on the quantized file and on a float32 copy of it (every tensor dequantized by
+# gguf-py), and the JSON keeps both first-step top-20s. The test runs Glassbox the same two ways (its own float
+# copy, made in the test) and holds its quantization error to llama.cpp's, and its float32 logits to llama.cpp's.
 QUANTIZED = {"gpt-oss": "MXFP4_MOE"}
 
 
-def llama_cpp_greedy(lib_dir, sdist, path, ids, n_gen):
-    """llama.cpp's greedy path on `path` (argmax of its logits; KV cache F32 so the cache adds no rounding):
-    the generated ids and the logits row of every step."""
+def llama_cpp_first_step(lib_dir, sdist, path, ids):
+    """llama.cpp's logits after `ids` on `path` (KV cache F32)."""
     sys.path.insert(0, sdist)
     os.environ["LLAMA_CPP_LIB_PATH"] = lib_dir
     import llama_cpp
     m = llama_cpp.Llama(model_path=path, n_ctx=256, logits_all=True, verbose=False, n_threads=1,
                         type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
     m.eval(ids)
-    gen, rows = [], []
-    for _ in range(n_gen):
-        row = torch.tensor(np.array(m.scores[m.n_tokens - 1]), dtype=torch.float64)
-        rows.append(row)
-        t = int(torch.argmax(row))
-        gen.append(t)
-        m.eval([t])
-    return gen, rows
+    return torch.tensor(np.array(m.scores[m.n_tokens - 1]), dtype=torch.float64)
 
 
-def make_quantized(arch, ftype, tree, build, out_dir):
+def dequantized_copy(tree, src, dst):
+    """`src` with every tensor dequantized to float32 by gguf-py, the metadata unchanged but the file type."""
+    sys.path.insert(0, os.path.join(tree, "gguf-py"))
+    import gguf
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(dst, r.fields["general.architecture"].contents())
+    for name, f in r.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        if name == "general.file_type":
+            w.add_uint32(name, 0)
+        elif f.types[0] == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(name, f.contents(), f.types[0], sub_type=f.types[-1])
+        else:
+            w.add_key_value(name, f.contents(), f.types[0])
+    for t in r.tensors:
+        data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        w.add_tensor(t.name, data.reshape([int(x) for x in reversed(t.shape.tolist())]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def make_quantized(arch, ftype, tree, build, out_dir, work):
     src = os.path.join(out_dir, arch + ".gguf")
     name = arch + "-" + ftype.lower()
     path = os.path.join(out_dir, name + ".gguf")
     subprocess.run([os.path.join(build, "bin", "llama-quantize"), src, path, ftype], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    floats = os.path.join(work, name + "-f32.gguf")
+    dequantized_copy(tree, path, floats)
     ref = json.load(open(os.path.join(out_dir, arch + ".json")))
     sdist = os.path.abspath(os.path.join(tree, "..", ".."))
-    prompts, worst_vs_hf = [], 0.0
+    lib = os.path.join(build, "bin")
+    prompts, worst = [], 0.0
     for p in ref["prompts"]:
-        gen, rows = llama_cpp_greedy(os.path.join(build, "bin"), sdist, path, p["ids"], N_GEN)
-        steps = [step_record(r) for r in rows]
-        # llama.cpp's own error: its logits on the transformers greedy path's first step (the same context),
-        # over transformers' top-20 there.
-        hf = p["greedy"]["steps"][0]
-        first = rows[0]
-        worst_vs_hf = max(worst_vs_hf, max(abs(float(first[i]) - l) for i, l in zip(hf["top_ids"], hf["top_logits"])))
-        prompts.append({"name": p["name"], "ids": p["ids"], "greedy": {"ids": gen, "steps": steps},
-                        "min_greedy_margin": min(s["margin"] for s in steps)})
-    doc = {"schema": "glassbox-arch-ref-v1", "arch": arch, "architecture": ref["architecture"], "file": name + ".gguf",
-           "model_sha256": sha256(path), "seed": ref["seed"], "context_length": ref["context_length"], "top_k": TOPK,
-           "n_gen": N_GEN, "quantized": ftype,
-           "converter": ref["converter"] + "; llama-quantize " + ftype,
-           "reference": "llama.cpp (" + llama_cpp_version(tree) + ", CPU, F32 KV) on the quantized file",
-           "llama_cpp_vs_transformers": worst_vs_hf,
-           "prompts": prompts}
+        f32 = llama_cpp_first_step(lib, sdist, floats, p["ids"])
+        quant = llama_cpp_first_step(lib, sdist, path, p["ids"])
+        top = torch.topk(f32, TOPK).indices
+        worst = max(worst, float((quant[top] - f32[top]).abs().max()))
+        prompts.append({"name": p["name"], "ids": p["ids"], "llama_cpp_f32": step_record(f32),
+                        "llama_cpp_quantized": step_record(quant)})
+    doc = {"schema": "glassbox-quantized-ref-v1", "arch": arch, "file": name + ".gguf",
+           "model_sha256": sha256(path), "context_length": ref["context_length"], "top_k": TOPK,
+           "quantized": ftype, "made_from": arch + ".gguf, llama-quantize " + ftype,
+           "reference": "llama.cpp (" + llama_cpp_version(tree) + ", CPU, F32 KV) on the quantized file and on its "
+                        "float32 copy dequantized by gguf-py; first step of each prompt",
+           "llama_cpp_quantization_error": worst, "prompts": prompts}
     with open(os.path.join(out_dir, name + ".json"), "w") as f:
         json.dump(doc, f, separators=(",", ":"))
-    print(name, "llama.cpp's max |d logit| from transformers (first steps) %.3g" % worst_vs_hf,
-          "min margin %.3g" % min(p["min_greedy_margin"] for p in prompts), "gguf bytes", os.path.getsize(path))
+    print(name, "llama.cpp's max |d logit|, quantized against its float32 copy: %.3g" % worst,
+          "gguf bytes", os.path.getsize(path))
 
 
 def main():
@@ -391,9 +407,10 @@ def main():
             for arch in a.archs:
                 make(arch, vocab, tree, a.out, work)
     if a.llama_cpp_build:
-        for arch in a.archs:
-            if arch in QUANTIZED:
-                make_quantized(arch, QUANTIZED[arch], tree, os.path.abspath(a.llama_cpp_build), a.out)
+        with tempfile.TemporaryDirectory() as work:
+            for arch in a.archs:
+                if arch in QUANTIZED:
+                    make_quantized(arch, QUANTIZED[arch], tree, os.path.abspath(a.llama_cpp_build), a.out, work)
 
 
 if __name__ == "__main__":

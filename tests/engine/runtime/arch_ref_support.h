@@ -45,7 +45,7 @@ inline std::unique_ptr<gb::Engine> make_ref_engine(const std::shared_ptr<const g
 
 inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& model,
                              const std::shared_ptr<const gb::Tokenizer>& tokenizer,
-                             const std::vector<gb::TokenId>& prompt, int max_tokens, std::string& error) {
+                             const std::vector<gb::TokenId>& prompt, int max_tokens, std::string& error, int32_t top_n = 20) {
   const std::unique_ptr<gb::Engine> made = make_ref_engine(model, tokenizer);
   gb::Engine& engine = *made;
   std::vector<Step> steps;
@@ -57,7 +57,7 @@ inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& mode
   request.prompt_ids = prompt;
   request.sampling.temperature = 0.0f;
   request.sampling.max_tokens = max_tokens;
-  request.sampling.top_n_record = 20;
+  request.sampling.top_n_record = top_n;
   request.ignore_eos = true;
   if (auto id = engine.submit(request); !id) {
     error = id.error().message;
@@ -75,7 +75,8 @@ inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& mode
 
 // Every reference top-20 id must be among ours with a logit within tolerance
 // (order may differ only between logits closer than the tolerance).
-inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>& ours, const json& ref) {
+inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>& ours, const json& ref,
+                               double tolerance = kLogitTolerance) {
   const auto ids = ref["top_ids"].get<std::vector<gb::TokenId>>();
   const auto logits = ref["top_logits"].get<std::vector<double>>();
   double worst = 0.0;
@@ -83,12 +84,12 @@ inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>&
     const auto it = std::find_if(ours.begin(), ours.end(), [&](const auto& p) { return p.first == ids[k]; });
     if (it == ours.end()) {
       // A tail id may be replaced by one whose logit ties it within tolerance.
-      if (k + 1 == ids.size() && !ours.empty() && std::abs(ours.back().second - logits[k]) <= kLogitTolerance) continue;
+      if (k + 1 == ids.size() && !ours.empty() && std::abs(ours.back().second - logits[k]) <= tolerance) continue;
       return "reference top id " + std::to_string(ids[k]) + " missing from ours";
     }
     worst = std::max(worst, std::abs(static_cast<double>(it->second) - logits[k]));
   }
-  if (worst > kLogitTolerance) return "top-20 logit off by " + std::to_string(worst);
+  if (worst > tolerance) return "top-20 logit off by " + std::to_string(worst);
   return {};
 }
 
