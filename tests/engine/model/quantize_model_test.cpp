@@ -44,6 +44,20 @@ void check_plan_matches(const std::string& file_key, const std::string& type) {
   QCOMPARE(compared, 37);
 }
 
+// The converted mixture's logits (512) after six fixed tokens, one CPU forward;
+// empty when the backend fails.
+std::vector<float> six_token_logits(const std::shared_ptr<const gb::Model>& m) {
+  auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
+  if (!made.ok() || !(*made)->init_kv_pool({4, 16}).ok()) return {};
+  gb::BatchLayout batch;
+  const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
+  std::vector<float> logits(512);
+  if (!(*made)->forward(batch, logits).ok()) return {};
+  return logits;
+}
+
 }  // namespace
 
 GB_TEST(mixture_rules_match_llama_quantize) {
@@ -131,15 +145,8 @@ GB_TEST(mixture_of_experts_quantizes_the_experts_not_the_router) {
   QCOMPARE((*q8)->weights.layers[0].gate_exps.dtype, gb::WeightType::Q8_0);
   std::vector<std::vector<float>> logits;
   for (const auto& m : {*f16, *q8}) {
-    auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
-    QVERIFY(made.ok());
-    QVERIFY((*made)->init_kv_pool({4, 16}).ok());
-    gb::BatchLayout batch;
-    const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
-    const std::vector<int32_t> table = {0, 1, 2, 3};
-    batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
-    logits.emplace_back(512);
-    QVERIFY((*made)->forward(batch, logits.back()).ok());
+    logits.push_back(six_token_logits(m));
+    QVERIFY(!logits.back().empty());
   }
   // Q8_0 everywhere but the norms and the router: within 3% of the logits' spread.
   double worst = 0.0;
@@ -200,15 +207,8 @@ GB_TEST(mxfp4_moe_quantizes_the_experts_to_mxfp4_and_the_rest_to_q8_0) {
   QCOMPARE(gb::weight_type_label(**mx).substr(0, 11), std::string("MXFP4_MOE, "));
   std::vector<std::vector<float>> logits;
   for (const auto& m : {*f16, *mx}) {
-    auto made = gb::make_backend(m, {gb::Device::Cpu, 0});
-    QVERIFY(made.ok());
-    QVERIFY((*made)->init_kv_pool({4, 16}).ok());
-    gb::BatchLayout batch;
-    const std::vector<gb::TokenId> ids = {1, 300, 41, 77, 205, 9};
-    const std::vector<int32_t> table = {0, 1, 2, 3};
-    batch.add_sequence(ids.data(), 6, 0, table.data(), 4, false);
-    logits.emplace_back(512);
-    QVERIFY((*made)->forward(batch, logits.back()).ok());
+    logits.push_back(six_token_logits(m));
+    QVERIFY(!logits.back().empty());
   }
   double worst = 0.0;
   for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
