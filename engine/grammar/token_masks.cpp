@@ -221,8 +221,15 @@ void TokenMasks::compute(const GrammarMatcher& matcher, TokenBitmask& mask) {
     }
     if (space.accepting(state))
       for (TokenId t : trie_->end_of_generation_ids()) set_bit(mask, t);
-    if (impl_->by_state.size() >= Impl::kMaxCachedStates) impl_->by_state.clear();
-    impl_->by_state.emplace(state, mask);
+    if (!space.status().ok()) {
+      // The walks hit a limit of the space (a too ambiguous grammar): from now
+      // on every transition is dead, so no token can be accepted -- the mask
+      // says so too (part of it was built before the failure), and is not cached.
+      mask.assign(num_words, 0);
+    } else {
+      if (impl_->by_state.size() >= Impl::kMaxCachedStates) impl_->by_state.clear();
+      impl_->by_state.emplace(state, mask);
+    }
   }
   stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -298,7 +305,9 @@ bool TokenMasks::allows(const GrammarMatcher& matcher, TokenId id) const {
 }
 
 bool TokenMasks::accept_token(GrammarMatcher& matcher, TokenId id) const {
-  if (id < 0 || id >= trie_->vocab_size()) return false;
+  // A space that hit a limit accepts nothing more (as its masks allow nothing),
+  // even along transitions it had built before the failure.
+  if (id < 0 || id >= trie_->vocab_size() || !space_->status().ok()) return false;
   switch (trie_->token_class(id)) {
     case TokenClass::Never: return false;
     case TokenClass::EndOfGeneration: return matcher.is_accepting();

@@ -46,9 +46,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gb::TokenBitmask mask;
   for (int step = 0; step < 12 && space->status().ok(); ++step) {
     masks.compute(m, mask);
+    if (!space->status().ok()) {
+      // A limit of the space was hit while the mask was built: nothing may be allowed.
+      for (gb::TokenId t = 0; t < trie->vocab_size(); ++t)
+        if (gb::mask_allows(mask, t)) gbfuzz::fuzz_fail("a mask allows a token after its space failed");
+      break;
+    }
     std::vector<gb::TokenId> allowed;
     for (gb::TokenId t = 0; t < trie->vocab_size(); ++t) {
       const bool ok = masks.allows(m, t);
+      if (!space->status().ok()) return 0;  // a limit hit by this check's own walk: every later check is dead
       if (ok != gb::mask_allows(mask, t))
         gbfuzz::fuzz_fail("mask and per-token check disagree on token " + std::to_string(t) + " at step " +
                           std::to_string(step));

@@ -131,3 +131,38 @@ GB_TEST(token_masks_equal_per_token_checks) {
   QVERIFY(num_steps > 300);
   QVERIFY(num_finished > 0);  // some generations reached the end of the grammar
 }
+
+// A grammar ambiguous enough that building the first mask hits a limit of the
+// space (found by fuzz_gbnf's exploration): the space reports why, the mask
+// allows nothing (the part built before the failure is dropped, as every
+// transition after it is dead), and every per-token check agrees.
+GB_TEST(token_masks_of_a_failed_space_allow_nothing) {
+  auto grammar = compile_gbnf(R"(root ::= ( "br" | [b]* ){489})");
+  QVERIFY(grammar.ok());
+  const std::vector<std::string> bytes = {"", "a", "b", "ab", "ba", "bb", "br", "r"};
+  std::vector<TokenClass> classes(bytes.size(), TokenClass::Text);
+  classes[0] = TokenClass::EndOfGeneration;
+  auto trie = std::make_shared<TokenTrie>(bytes, classes);
+  auto space = std::make_shared<GrammarSpace>(*grammar);
+  TokenMasks masks(space, trie);
+  GrammarMatcher m(space);
+  TokenBitmask mask;
+  masks.compute(m, mask);
+  QVERIFY(!space->status().ok());
+  QVERIFY2(space->status().error().message.find("ambiguous") != std::string::npos ||
+               space->status().error().message.find("more than") != std::string::npos,
+           space->status().error().message.c_str());
+  for (TokenId t = 0; t < trie->vocab_size(); ++t) {
+    QVERIFY(!mask_allows(mask, t));
+    QVERIFY(!masks.allows(m, t));
+  }
+  // The same grammar with a small count stays within the limits and allows "b".
+  auto small = compile_gbnf(R"(root ::= ( "br" | [b]* ){5})");
+  QVERIFY(small.ok());
+  auto small_space = std::make_shared<GrammarSpace>(*small);
+  TokenMasks small_masks(small_space, trie);
+  GrammarMatcher sm(small_space);
+  small_masks.compute(sm, mask);
+  QVERIFY(small_space->status().ok());
+  QVERIFY(mask_allows(mask, 2) && small_masks.allows(sm, 2));
+}
