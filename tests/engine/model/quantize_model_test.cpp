@@ -58,6 +58,21 @@ std::vector<float> six_token_logits(const std::shared_ptr<const gb::Model>& m) {
   return logits;
 }
 
+// The quantized model's logits after six_token_logits' tokens are within
+// `fraction` of the F16 model's logit spread, with the same top token.
+void check_close_to_f16(const std::shared_ptr<const gb::Model>& f16, const std::shared_ptr<const gb::Model>& quantized,
+                        double fraction, const char* what) {
+  const std::vector<float> a = six_token_logits(f16), b = six_token_logits(quantized);
+  QVERIFY(!a.empty() && b.size() == a.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+  const auto [lo, hi] = std::minmax_element(a.begin(), a.end());
+  const double spread = *hi - *lo;
+  std::printf("%s: largest logit difference %.4f of a spread of %.4f\n", what, worst, spread);
+  QVERIFY2(worst < fraction * spread, (std::string(what) + ": " + std::to_string(worst) + " of " + std::to_string(spread)).c_str());
+  QCOMPARE(std::max_element(a.begin(), a.end()) - a.begin(), std::max_element(b.begin(), b.end()) - b.begin());
+}
+
 }  // namespace
 
 GB_TEST(mixture_rules_match_llama_quantize) {
@@ -143,19 +158,8 @@ GB_TEST(mixture_of_experts_quantizes_the_experts_not_the_router) {
   auto q8 = gb::load_model(out);
   QVERIFY(f16.ok() && q8.ok());
   QCOMPARE((*q8)->weights.layers[0].gate_exps.dtype, gb::WeightType::Q8_0);
-  std::vector<std::vector<float>> logits;
-  for (const auto& m : {*f16, *q8}) {
-    logits.push_back(six_token_logits(m));
-    QVERIFY(!logits.back().empty());
-  }
   // Q8_0 everywhere but the norms and the router: within 3% of the logits' spread.
-  double worst = 0.0;
-  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
-  const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].end());
-  const double spread = *hi - *lo;
-  QVERIFY2(worst < 0.03 * spread, (std::to_string(worst) + " of " + std::to_string(spread)).c_str());
-  QCOMPARE(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin(),
-           std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
+  check_close_to_f16(*f16, *q8, 0.03, "Q8_0");
 }
 
 // MXFP4_MOE (llama-quantize's ftype 38, what gpt-oss ships in): the experts'
@@ -205,18 +209,7 @@ GB_TEST(mxfp4_moe_quantizes_the_experts_to_mxfp4_and_the_rest_to_q8_0) {
   QVERIFY2(f16.ok() && mx.ok(), mx.ok() ? "" : mx.error().message.c_str());
   QCOMPARE((*mx)->weights.layers[1].down_exps.dtype, gb::WeightType::MXFP4);
   QCOMPARE(gb::weight_type_label(**mx).substr(0, 11), std::string("MXFP4_MOE, "));
-  std::vector<std::vector<float>> logits;
-  for (const auto& m : {*f16, *mx}) {
-    logits.push_back(six_token_logits(m));
-    QVERIFY(!logits.back().empty());
-  }
-  double worst = 0.0;
-  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, double(std::abs(logits[0][i] - logits[1][i])));
-  const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].end());
-  std::printf("MXFP4_MOE: largest logit difference %.4f of a spread of %.4f\n", worst, double(*hi - *lo));
-  QVERIFY2(worst < 0.1 * (*hi - *lo), (std::to_string(worst) + " of " + std::to_string(*hi - *lo)).c_str());
-  QCOMPARE(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin(),
-           std::max_element(logits[1].begin(), logits[1].end()) - logits[1].begin());
+  check_close_to_f16(*f16, *mx, 0.1, "MXFP4_MOE");
 
   auto bytes = gbtest::read_bytes(out);
   size_t at = 0;

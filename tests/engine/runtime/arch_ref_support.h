@@ -75,8 +75,7 @@ inline std::vector<Step> run_greedy(const std::shared_ptr<const gb::Model>& mode
 
 // Every reference top-20 id must be among ours with a logit within tolerance
 // (order may differ only between logits closer than the tolerance).
-inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>& ours, const json& ref,
-                               double tolerance = kLogitTolerance) {
+inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>& ours, const json& ref) {
   const auto ids = ref["top_ids"].get<std::vector<gb::TokenId>>();
   const auto logits = ref["top_logits"].get<std::vector<double>>();
   double worst = 0.0;
@@ -84,12 +83,12 @@ inline std::string compare_top(const std::vector<std::pair<gb::TokenId, float>>&
     const auto it = std::find_if(ours.begin(), ours.end(), [&](const auto& p) { return p.first == ids[k]; });
     if (it == ours.end()) {
       // A tail id may be replaced by one whose logit ties it within tolerance.
-      if (k + 1 == ids.size() && !ours.empty() && std::abs(ours.back().second - logits[k]) <= tolerance) continue;
+      if (k + 1 == ids.size() && !ours.empty() && std::abs(ours.back().second - logits[k]) <= kLogitTolerance) continue;
       return "reference top id " + std::to_string(ids[k]) + " missing from ours";
     }
     worst = std::max(worst, std::abs(static_cast<double>(it->second) - logits[k]));
   }
-  if (worst > tolerance) return "top-20 logit off by " + std::to_string(worst);
+  if (worst > kLogitTolerance) return "top-20 logit off by " + std::to_string(worst);
   return {};
 }
 

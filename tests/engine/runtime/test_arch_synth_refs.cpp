@@ -94,7 +94,7 @@ Loaded load(const std::string& arch_name, Source source, std::string& error) {
 }
 
 // Greedy tokens identical and every step's top-20 within tolerance.
-void check_matches(const Loaded& l, double tolerance = archref::kLogitTolerance) {
+void check_matches(const Loaded& l) {
   double worst = 0.0;  // largest |d logit| over every step's reference top-20
   for (const json& prompt : l.ref["prompts"]) {
     const std::string pname = prompt["name"].get<std::string>();
@@ -108,7 +108,7 @@ void check_matches(const Loaded& l, double tolerance = archref::kLogitTolerance)
       QVERIFY2(steps[k].token == want[k], (pname + ": greedy token " + std::to_string(k) + " is " +
                                            std::to_string(steps[k].token) + ", want " + std::to_string(want[k]))
                                               .c_str());
-      const std::string diff = archref::compare_top(steps[k].top, prompt["greedy"]["steps"][k], tolerance);
+      const std::string diff = archref::compare_top(steps[k].top, prompt["greedy"]["steps"][k]);
       QVERIFY2(diff.empty(), (pname + " step " + std::to_string(k) + ": " + diff).c_str());
       const json& step = prompt["greedy"]["steps"][k];
       for (size_t j = 0; j < step["top_ids"].size(); ++j)
