@@ -294,7 +294,7 @@ class GgufLlamaReader {
   // original context; cos and sin x (0.1 ln(factor) + 1). As transformers'
   // _compute_yarn_parameters; llama.cpp's ggml_rope_yarn_corr_dims always rounds
   // the range outward (truncate), gpt-oss's own config says not to.
-  Status make_yarn_factors() {
+  void make_yarn_factors() {
     ModelConfig& c = m_.config;
     const double d = c.rope_dim, base = c.rope_freq_base, factor = c.rope_yarn_factor;
     const auto corr_dim = [&](double rotations) {
@@ -321,7 +321,6 @@ class GgufLlamaReader {
                                        m_.owned_buffers.back().data(), 1, pairs};
     c.rope_freq_factors = true;
     if (factor > 1.0) c.rope_attn_factor *= static_cast<float>(0.1 * std::log(factor) + 1.0);
-    return Status::success();
   }
 
   Status read_tensors(const ArchitectureSpec& spec) {
@@ -362,7 +361,8 @@ class GgufLlamaReader {
     if (c.rope_yarn_factor > 0.0f) {
       if (f_.find_tensor("rope_freqs.weight") != nullptr || f_.find_tensor("rope_factors_long.weight") != nullptr)
         return fail("YaRN RoPE scaling together with stored frequency factors is not supported");
-      return make_yarn_factors();
+      make_yarn_factors();
+      return Status::success();
     }
     if (spec.rope_freqs && f_.find_tensor("rope_freqs.weight") != nullptr) {
       GB_TRY(vector("rope_freqs.weight", c.rope_dim / 2, w.rope_freqs));
