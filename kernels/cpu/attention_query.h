@@ -17,6 +17,16 @@ struct AttentionQuery {
   // softmax's denominator and has no value, so the weights sum to less than 1.
   // -infinity: none (the weights sum to 1, the usual attention, same bits).
   float sink = -__builtin_inff();
+  // The attention mass (what the H2O and SnapKV eviction policies rank positions
+  // by), accumulated while the kernel runs, with no second pass over K or V.
+  // (num_ctx) or longer, indexed by position from 0; nullptr: not wanted. For
+  // every position t in [first, num_ctx) the kernel adds the query's normalized
+  // weight p_t = e^(s_t - m) / (sum over t' of e^(s_t' - m) [+ e^(sink - m)]),
+  // exactly the weight that multiplies V[t]; positions outside are untouched,
+  // and `out` has the same bits with or without it. Several queries of one call
+  // may share an array (a call handles its queries one after another); the
+  // caller keeps calls on other threads off it.
+  float* weight_sum = nullptr;
 };
 
 // The element types a SIMD attention kernel reads K and V in (the KV types of

@@ -115,14 +115,16 @@ void paged_attention_group_with(Isa isa, const AttentionQuery* queries, int32_t 
     fn(queries, num_queries, ref, kv_head, scale, softcap, scores, score_stride);
     return;
   }
-  for (int32_t j = 0; j < num_queries; ++j)
-    paged_attention_head_ex_reference(queries[j].out, queries[j].q, kv, kv_head, queries[j].num_ctx,
-                                      AttentionShape{queries[j].first, scale, softcap, queries[j].sink}, scores);
+  for (int32_t j = 0; j < num_queries; ++j) {
+    const AttentionQuery& qj = queries[j];
+    paged_attention_head_ex_reference(qj.out, qj.q, kv, kv_head, qj.num_ctx,
+                                      AttentionShape{qj.first, scale, softcap, qj.sink, qj.weight_sum}, scores);
+  }
 }
 
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores) {
-  const AttentionQuery one{q, out, shape.first > 0 ? shape.first : 0, num_ctx, shape.sink};
+  const AttentionQuery one{q, out, shape.first > 0 ? shape.first : 0, num_ctx, shape.sink, shape.weight_sum};
   paged_attention_group(&one, 1, kv, kv_head, shape.scale, shape.softcap, scores, num_ctx);
 }
 
@@ -151,6 +153,8 @@ void paged_attention_head_ex_reference(float* out, const float* q, const PagedKv
   } else {
     softmax_inplace(scores, n);
   }
+  if (shape.weight_sum != nullptr)  // scores[t]: the normalized weight of position first + t
+    for (int32_t t = 0; t < n; ++t) shape.weight_sum[first + t] += scores[t];
   for (int32_t i = 0; i < d; ++i) out[i] = 0.0f;
   for (int32_t t = 0; t < n; ++t) {
     kv.v_row(first + t, kv_head, row.data());

@@ -64,6 +64,7 @@ struct AttentionShape {
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
   float softcap = 0.0f;  // 0: none
   float sink = -__builtin_inff();  // the head's attention sink logit (AttentionQuery::sink); -inf: none
+  float* weight_sum = nullptr;     // (num_ctx): += each position's weight (AttentionQuery::weight_sum)
 };
 void paged_attention_head_ex(float* out, const float* q, const PagedKvView& kv, int32_t kv_head, int32_t num_ctx,
                              const AttentionShape& shape, float* scores);
@@ -73,9 +74,12 @@ void paged_attention_head_ex_reference(float* out, const float* q, const PagedKv
 // of a GQA group, at one or more positions of a prefill): each K and V row is
 // read once for all of them. Query j sees positions first .. num_ctx - 1 and
 // writes out (head_dim); its result equals paged_attention_head_ex with
-// AttentionShape{first, scale, softcap} bit for bit, whatever the other queries
-// are. scores: scratch of num_queries * score_stride floats, score_stride >=
-// the widest num_ctx - first. At most kMaxAttentionGroup queries per call.
+// AttentionShape{first, scale, softcap, sink} bit for bit, whatever the other
+// queries are. A query with weight_sum set also adds its softmax weights there
+// (AttentionQuery::weight_sum: the attention mass), a side output that changes
+// no bit of out. scores: scratch of num_queries * score_stride floats,
+// score_stride >= the widest num_ctx - first. At most kMaxAttentionGroup
+// queries per call.
 inline constexpr int32_t kMaxAttentionGroup = 256;
 void paged_attention_group(const AttentionQuery* queries, int32_t num_queries, const PagedKvView& kv, int32_t kv_head,
                            float scale, float softcap, float* scores, int64_t score_stride);
