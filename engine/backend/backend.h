@@ -150,6 +150,17 @@ class Backend {
   // (source, destination) in that group's pool.
   virtual Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, KvGroup group = KvGroup::Main) = 0;
 
+  // KV eviction (BatchLayout::kv_slots, kv/kv_cache_manager.h): whether this
+  // backend runs batches whose slots are not positions, fills the attention
+  // mass, and moves single rows: every main-group layer's K and V row of
+  // physical slot src (block * block_size + offset) copied to dst, pairs in
+  // order. Default: none of it.
+  virtual bool supports_kv_eviction() const { return false; }
+  virtual Status move_slots(std::span<const std::pair<int32_t, int32_t>> src_dst) {
+    if (src_dst.empty()) return {};
+    return make_error("the " + device_info().backend + " backend cannot evict KV (use the CPU backend)");
+  }
+
   // Reads back the K and V rows of one slot for inspection and tests:
   // k and v receive (num_kv_heads * head_dim) floats.
   virtual Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,

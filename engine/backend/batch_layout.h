@@ -19,6 +19,17 @@
 //
 // A sequence's new tokens occupy the positions seq_kv_len - n_new ... seq_kv_len - 1;
 // the older positions must already be in the KV cache.
+//
+//   KV eviction (kv/scheduler.h): when kv_slots is set, the main tables' slots
+//               are not positions. Token i is written to slot kv_slots[i] of its
+//               sequence's main table and its query reads slots
+//               0 .. kv_visible[i] - 1 there (the positions still go to RoPE);
+//               a sequence holds seq_kv_slots slots after the step. Window
+//               tables keep positions. A model whose main-table layers slide
+//               cannot run such a batch.
+//   attention mass: sequences with mass_from[s] >= 0 get, in mass->sums, each
+//               slot's attention weight summed over every query of position
+//               >= mass_from[s], every query head and every main-table layer.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +50,13 @@ struct RoutingRows {
   std::vector<float> weights;
 };
 
+// Where a backend writes the attention mass (BatchLayout::mass): sequence s's
+// slots 0 .. seq_kv_slots[s] - 1 at sums[seq_offset[s] + slot].
+struct AttentionMass {
+  std::vector<int32_t> seq_offset;  // (num_seqs + 1)
+  std::vector<float> sums;
+};
+
 struct BatchLayout {
   std::vector<TokenId> token_ids;            // (num_tokens)
   std::vector<int32_t> positions;            // (num_tokens)
@@ -48,6 +66,11 @@ struct BatchLayout {
   std::vector<int32_t> block_ids;            // (block_indptr.back())
   std::vector<int32_t> window_block_indptr;  // (num_seqs + 1) or empty: no window group
   std::vector<int32_t> window_block_ids;     // (window_block_indptr.back())
+  std::vector<int32_t> kv_slots;             // (num_tokens) or empty: slot == position
+  std::vector<int32_t> kv_visible;           // (num_tokens) or empty: position + 1
+  std::vector<int32_t> seq_kv_slots;         // (num_seqs) or empty: seq_kv_len
+  std::vector<int32_t> mass_from;            // (num_seqs) or empty: no mass wanted
+  AttentionMass* mass = nullptr;             // not owned; see above
   // Rows of the logits output, in order: indices into token_ids (num_logits).
   std::vector<int32_t> logit_token_indices;
   int32_t block_size = 16;
@@ -73,7 +96,18 @@ struct BatchLayout {
   // The same with logits for the last num_logit_rows new tokens (0 ... num_new).
   void add_sequence_rows(const TokenId* tokens, int32_t num_new, int32_t start_pos,
                          const int32_t* table, int32_t num_blocks, int32_t num_logit_rows);
-  // The sequence just added also has a window group table (as many entries).
+  // The sequence just added keeps its main-table K/V in `slot_ids` (one per new
+  // token; null: slot == position), holds num_kv_slots slots after the step,
+  // and wants the attention mass of its queries from position mass_from on
+  // (-1: none). Called for every sequence once any needs it.
+  void add_kv_slots(const int32_t* slot_ids, int32_t num_kv_slots, int32_t mass_from);
+  bool has_kv_slots() const { return !kv_slots.empty(); }
+  // Slots of sequence s's main table a step reads and writes (seq_kv_len without eviction).
+  int32_t kv_slots_of(int32_t s) const {
+    return seq_kv_slots.empty() ? seq_kv_len[static_cast<size_t>(s)] : seq_kv_slots[static_cast<size_t>(s)];
+  }
+  // The sequence just added also has a window group table (as many entries,
+  // or more under KV eviction).
   void add_window_table(const int32_t* table, int32_t num_blocks);
   bool has_window_tables() const { return !window_block_indptr.empty(); }
   // Sequence s's table for a layer: the window group's when `window` and the

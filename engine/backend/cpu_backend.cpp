@@ -275,8 +275,15 @@ Status CpuBackend::attention(const RecipeStep& step) {
   const ModelConfig& c = model_->config;
   const int32_t q_dim = c.num_heads * c.head_dim;
   const int32_t group = c.num_heads / c.num_kv_heads;
+  // Main-table layers read slots (positions, unless KV eviction moved them);
+  // window-group layers read positions, at most their window.
+  const bool window_table = in_window_group(layer);
   int32_t max_ctx = 0;
-  for (int32_t s = 0; s < batch.num_seqs(); ++s) max_ctx = std::max(max_ctx, batch.seq_kv_len[static_cast<size_t>(s)]);
+  for (int32_t s = 0; s < batch.num_seqs(); ++s)
+    max_ctx = std::max(max_ctx, window_table ? batch.seq_kv_len[static_cast<size_t>(s)] : batch.kv_slots_of(s));
+  if (window_table && shape.window > 0) max_ctx = std::min(max_ctx, shape.window);
+  const bool slotted = !window_table && batch.has_kv_slots();
+  const bool want_mass = !window_table && batch.mass != nullptr && !batch.mass_from.empty();
   const int32_t positions_per_tile = std::max(1, kAttentionQueries / group);
   const int32_t queries_per_task = std::min(group, kAttentionQueries) * positions_per_tile;
   grow(scores_, static_cast<size_t>(pool_.num_threads()) * static_cast<size_t>(queries_per_task) *
@@ -304,17 +311,25 @@ Status CpuBackend::attention(const RecipeStep& step) {
       kv.v_cache = v_layer(layer);
       kv.k_type = kv_spec_.k_type;
       kv.v_type = kv_spec_.v_type;
-      kv.block_table = batch.table(tile.seq, in_window_group(layer));
+      kv.block_table = batch.table(tile.seq, window_table);
       kv.block_size = batch.block_size;
       kv.num_kv_heads = c.num_kv_heads;
       kv.head_dim = c.head_dim;
+      const auto su = static_cast<size_t>(tile.seq);
+      float* mass = want_mass && batch.mass_from[su] >= 0
+                        ? mass_partial_.data() + static_cast<size_t>(thread) * mass_slots_ +
+                              static_cast<size_t>(batch.mass->seq_offset[su])
+                        : nullptr;
       int32_t m = 0;
       for (int32_t i = tile.begin; i < tile.end; ++i) {
         const int32_t pos = batch.positions[static_cast<size_t>(i)];
         const int32_t first = shape.window > 0 ? std::max(0, pos - shape.window + 1) : 0;
+        const int32_t num_ctx = slotted ? batch.kv_visible[static_cast<size_t>(i)] : pos + 1;
+        float* weight_sum = mass != nullptr && pos >= batch.mass_from[su] ? mass : nullptr;
         for (int32_t h = h_begin; h < h_end; ++h) {
           const size_t qo = static_cast<size_t>(i) * q_dim + static_cast<size_t>(h) * c.head_dim;
-          queries[m++] = {q_.data() + qo, att_.data() + qo, first, pos + 1, sinks != nullptr ? sinks[h] : no_sink};
+          queries[m++] = {q_.data() + qo, att_.data() + qo, first, num_ctx, sinks != nullptr ? sinks[h] : no_sink,
+                          weight_sum};
         }
       }
       kernels::paged_attention_group(queries, m, kv, kv_head, shape.scale, shape.softcap, scores, max_ctx);
@@ -335,18 +350,22 @@ namespace {
 // context). Every id is -1 (released) or inside a pool of num_blocks.
 template <typename TableOf>
 Status check_table_slots(const BatchLayout& batch, int32_t window, int32_t num_blocks, const char* what,
-                         TableOf table_of) {
+                         TableOf table_of, bool slotted, bool window_table) {
   for (int32_t s = 0; s < batch.num_seqs(); ++s) {
     const auto su = static_cast<size_t>(s);
-    const int32_t kv_len = batch.seq_kv_len[su];
+    const int32_t kv_len = slotted ? batch.kv_slots_of(s) : batch.seq_kv_len[su];
     const int32_t* table = table_of(s);
-    const int32_t n = batch.block_indptr[su + 1] - batch.block_indptr[su];
+    const std::vector<int32_t>& indptr = slotted || !window_table ? batch.block_indptr : batch.window_block_indptr;
+    const int32_t n = indptr[su + 1] - indptr[su];
     for (int32_t blk = 0; blk < n; ++blk)
       if (table[blk] < -1 || table[blk] >= num_blocks)
         return make_error(std::string(what) + " of sequence " + std::to_string(s) + " names block " +
                           std::to_string(table[blk]) + ", outside a pool of " + std::to_string(num_blocks));
+    if (kv_len > n * batch.block_size)
+      return make_error("sequence " + std::to_string(s) + " reaches slot " + std::to_string(kv_len - 1) + " but its " +
+                        what + " has " + std::to_string(n) + " blocks");
     if (kv_len <= 0 || batch.seq_token_indptr[su] == batch.seq_token_indptr[su + 1]) continue;
-    const int32_t first_new = batch.positions[static_cast<size_t>(batch.seq_token_indptr[su])];
+    const int32_t first_new = slotted ? 0 : batch.positions[static_cast<size_t>(batch.seq_token_indptr[su])];
     const int32_t first_read = window > 0 ? std::max(0, first_new - window + 1) : 0;
     for (int32_t blk = first_read / batch.block_size; blk <= (kv_len - 1) / batch.block_size; ++blk)
       if (table[blk] < 0)
@@ -357,6 +376,45 @@ Status check_table_slots(const BatchLayout& batch, int32_t window, int32_t num_b
   return {};
 }
 }  // namespace
+
+// KV eviction's slots (batch_layout.h): one per token, inside the sequence's
+// table, reads within what the sequence holds; no main-table layer slides.
+Status CpuBackend::validate_kv_slots(const BatchLayout& batch) const {
+  const ModelConfig& c = model_->config;
+  const auto n = static_cast<size_t>(batch.num_tokens());
+  if (batch.kv_slots.size() != n || batch.kv_visible.size() != n ||
+      batch.seq_kv_slots.size() != static_cast<size_t>(batch.num_seqs()) ||
+      batch.mass_from.size() != static_cast<size_t>(batch.num_seqs()))
+    return make_error("the batch's KV slots do not cover every token and sequence");
+  for (int32_t l = 0; l < c.num_layers; ++l)
+    if (!in_window_group(l) && c.is_sliding(l))
+      return make_error("KV eviction needs every sliding layer in a window group; layer " + std::to_string(l) +
+                        " slides over the main table");
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const auto su = static_cast<size_t>(s);
+    const int32_t held = batch.seq_kv_slots[su];
+    const int32_t capacity = (batch.block_indptr[su + 1] - batch.block_indptr[su]) * batch.block_size;
+    if (held < 0 || held > capacity)
+      return make_error("sequence " + std::to_string(s) + " holds " + std::to_string(held) +
+                        " KV slots, more than its table's " + std::to_string(capacity));
+    for (int32_t i = batch.seq_token_indptr[su]; i < batch.seq_token_indptr[su + 1]; ++i) {
+      const int32_t slot = batch.kv_slots[static_cast<size_t>(i)], seen = batch.kv_visible[static_cast<size_t>(i)];
+      if (slot < 0 || slot >= held || seen <= slot || seen > held)
+        return make_error("token " + std::to_string(i) + " of the batch writes KV slot " + std::to_string(slot) +
+                          " and reads " + std::to_string(seen) + " of its sequence's " + std::to_string(held));
+    }
+  }
+  if (batch.mass != nullptr) {
+    const AttentionMass& m = *batch.mass;
+    if (m.seq_offset.size() != static_cast<size_t>(batch.num_seqs()) + 1)
+      return make_error("the attention mass has no offset per sequence");
+    for (int32_t s = 0; s < batch.num_seqs(); ++s)
+      if (m.seq_offset[static_cast<size_t>(s) + 1] - m.seq_offset[static_cast<size_t>(s)] <
+          batch.seq_kv_slots[static_cast<size_t>(s)])
+        return make_error("the attention mass of sequence " + std::to_string(s) + " is shorter than its slots");
+  }
+  return {};
+}
 
 Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) const {
   const ModelConfig& c = model_->config;
@@ -374,11 +432,13 @@ Status CpuBackend::validate(const BatchLayout& batch, std::span<float> logits) c
                           : "the batch has window-group tables but the KV pool has no window group");
   // -1 marks a block the sliding window released (kv/block_table.h): allowed
   // only where no query of this batch reads.
+  const bool slotted = batch.has_kv_slots();
+  if (slotted) GB_TRY(validate_kv_slots(batch));
   GB_TRY(check_table_slots(batch, c.kv_release_window(), kv_spec_.num_blocks, "block table",
-                           [&](int32_t s) { return batch.table(s, false); }));
+                           [&](int32_t s) { return batch.table(s, false); }, slotted, false));
   if (batch.has_window_tables())
     GB_TRY(check_table_slots(batch, c.sliding_window, kv_spec_.num_window_blocks, "window-group table",
-                             [&](int32_t s) { return batch.table(s, true); }));
+                             [&](int32_t s) { return batch.table(s, true); }, false, true));
   GB_CHECK(logits.size() >= static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(c.vocab_size));
   GB_CHECK(batch.num_layers <= c.num_layers);
   return {};
@@ -565,10 +625,13 @@ Status CpuBackend::kv_write(const RecipeStep& s) {
   uint8_t* vc = v_layer(s.layer);
   const kernels::WeightTypeTraits& kt = kernels::weight_traits(kv_spec_.k_type);
   const kernels::WeightTypeTraits& vt = kernels::weight_traits(kv_spec_.v_type);
+  const bool window_table = in_window_group(s.layer);
   for (int32_t q = 0; q < batch.num_seqs(); ++q) {
-    const int32_t* table = batch.table(q, in_window_group(s.layer));
+    const int32_t* table = batch.table(q, window_table);
     for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(q)]; i < batch.seq_token_indptr[static_cast<size_t>(q) + 1]; ++i) {
-      const int32_t pos = batch.positions[static_cast<size_t>(i)];
+      // Main-table layers of an evicting batch write the token's slot.
+      const int32_t pos = !window_table && batch.has_kv_slots() ? batch.kv_slots[static_cast<size_t>(i)]
+                                                                 : batch.positions[static_cast<size_t>(i)];
       const auto slot = static_cast<size_t>(int64_t{table[pos / batch.block_size]} * batch.block_size + pos % batch.block_size);
       kt.quantize_row(k_.data() + i * kv_dim, kc + slot * k_row_bytes_, kv_dim);
       vt.quantize_row(v_.data() + i * kv_dim, vc + slot * v_row_bytes_, kv_dim);
@@ -691,10 +754,22 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
     r.experts.assign(size, -1);
     r.weights.assign(size, 0.0f);
   }
+  const bool want_mass = batch.mass != nullptr && !batch.mass_from.empty();
+  if (want_mass) {
+    // Filled here from the batch's offsets (sized by the caller): each thread
+    // adds into its own copy, summed once after the layers.
+    mass_slots_ = static_cast<size_t>(batch.mass->seq_offset.back());
+    batch.mass->sums.assign(mass_slots_, 0.0f);
+    mass_partial_.assign(mass_slots_ * static_cast<size_t>(pool_.num_threads()), 0.0f);
+  }
   Status status = run_steps(recipe_.prologue, *this);
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
   for (int32_t l = 0; l < num_layers && status.ok(); ++l) status = run_steps(recipe_.layers[static_cast<size_t>(l)], *this);
   if (status.ok() && batch.num_logits() > 0) status = run_steps(recipe_.epilogue, *this);
+  if (want_mass)
+    for (int t = 0; t < pool_.num_threads(); ++t)
+      kernels::add_inplace(batch.mass->sums.data(), mass_partial_.data() + static_cast<size_t>(t) * mass_slots_,
+                           static_cast<int64_t>(mass_slots_));
   batch_ = nullptr;
   logits_ = nullptr;
   return status;
@@ -716,6 +791,21 @@ Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_
         std::memcpy(base + static_cast<size_t>(dst) * block_bytes, base + static_cast<size_t>(src) * block_bytes,
                     block_bytes);
       }
+    }
+  }
+  return {};
+}
+
+Status CpuBackend::move_slots(std::span<const std::pair<int32_t, int32_t>> src_dst) {
+  const int64_t num_slots = int64_t{kv_spec_.num_blocks} * kv_spec_.block_size;
+  for (const auto& [src, dst] : src_dst) {
+    if (src < 0 || src >= num_slots || dst < 0 || dst >= num_slots)
+      return make_error("move_slots: slot " + std::to_string(src < 0 || src >= num_slots ? src : dst) +
+                        " is outside the KV pool of " + std::to_string(num_slots));
+    for (int32_t l = 0; l < model_->config.num_layers; ++l) {
+      if (in_window_group(l)) continue;
+      for (const auto& [base, row] : {std::pair{k_layer(l), k_row_bytes_}, std::pair{v_layer(l), v_row_bytes_}})
+        std::memcpy(base + static_cast<size_t>(dst) * row, base + static_cast<size_t>(src) * row, row);
     }
   }
   return {};

@@ -58,6 +58,8 @@ class CpuBackend final : public Backend, private LayerOps {
   size_t kv_resident_bytes() const override;
   std::vector<WeightType> kv_types() const override;
   bool supports_window_group() const override { return true; }
+  bool supports_kv_eviction() const override { return true; }
+  Status move_slots(std::span<const std::pair<int32_t, int32_t>> src_dst) override;
   void release_block_memory(std::span<const int32_t> blocks, KvGroup group) override;
   Status forward(const BatchLayout& batch, std::span<float> logits) override;
   Status forward_capture(const BatchLayout& batch, std::span<float> logits, CaptureRows& rows) override;
@@ -119,6 +121,7 @@ class CpuBackend final : public Backend, private LayerOps {
   // A norm vector as float32 (the converted copies of attn/ffn/output norms).
   const float* norm_weight(WeightSlot w, int32_t layer) const;
   Status validate(const BatchLayout& batch, std::span<float> logits) const;
+  Status validate_kv_slots(const BatchLayout& batch) const;
 
   std::shared_ptr<const Model> model_;
   ModelRecipe recipe_;
@@ -162,6 +165,10 @@ class CpuBackend final : public Backend, private LayerOps {
   std::vector<float> qkv_;     // (num_tokens, q_dim + 2 kv_dim) with a fused attn_qkv
   std::vector<float> up_;      // (num_tokens, hidden_dim)
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
+  // (num_threads, mass slots) each thread's share of the step's attention
+  // mass (BatchLayout::mass), summed into the batch's at the end of forward().
+  std::vector<float> mass_partial_;
+  size_t mass_slots_ = 0;
   std::vector<float> final_;   // (num_logits, dim)
   // A mixture-of-experts step (moe_ffn): router logits (num_tokens, experts);
   // each expert's tokens gathered (m, dim), its gate and up (m, expert width),

@@ -125,6 +125,12 @@ void BlockPool::truncate_tokens(BlockId id, int32_t num_filled) {
   b.tokens.resize(static_cast<size_t>(num_filled));
 }
 
+void BlockPool::set_token(BlockId id, int32_t offset, TokenId token) {
+  KvBlock& b = at(id);
+  GB_CHECK(b.ref_count == 1 && !b.has_hash && offset >= 0 && offset < b.num_filled());
+  b.tokens[static_cast<size_t>(offset)] = token;
+}
+
 void BlockPool::copy_tokens(BlockId src, BlockId dst, int32_t num_filled, RequestId request) {
   const KvBlock& s = block(src);
   KvBlock& d = at(dst);

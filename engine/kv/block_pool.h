@@ -75,6 +75,9 @@ class BlockPool {
   void append_token(BlockId id, TokenId token);
   // Keeps the first num_filled tokens; the block must be uncommitted.
   void truncate_tokens(BlockId id, int32_t num_filled);
+  // Replaces the token recorded at `offset` (< num_filled) of a block one
+  // request holds and nobody indexes: a slot KV eviction rewrote.
+  void set_token(BlockId id, int32_t offset, TokenId token);
   // dst takes the first num_filled tokens of src (copy-on-write bookkeeping; the
   // caller hands the (src, dst) pair to Backend::copy_blocks).
   void copy_tokens(BlockId src, BlockId dst, int32_t num_filled, RequestId request);

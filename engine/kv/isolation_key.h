@@ -11,6 +11,9 @@
 //   tenant     permission domain; private documents must not leak across tenants
 //   kv_types   the K/V element types the blocks hold ("f16/q8_0"): the same tokens
 //              cached in another type are other values (the engine fills it)
+//   kv_policy  the KV eviction policy ("full", "h2o B=512 S=0 R=256"): a cache
+//              computed while evicting holds other values than a full one
+//              (the engine fills it; evicting requests also never commit)
 //
 // Thread: plain value, any thread.
 #pragma once
@@ -26,6 +29,7 @@ struct IsolationKey {
   std::string adapter;
   std::string tenant;
   std::string kv_types;
+  std::string kv_policy;
 
   friend bool operator==(const IsolationKey&, const IsolationKey&) = default;
 };

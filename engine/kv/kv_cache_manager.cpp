@@ -362,6 +362,91 @@ void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
   t.prefix_chain.resize(static_cast<size_t>(t.num_committed_blocks));
 }
 
+std::optional<BlockId> KvCacheManager::make_writable(RequestId id, BlockTable& t, int32_t i) {
+  const BlockId b = t.blocks[static_cast<size_t>(i)];
+  GB_CHECK(b != kReleasedBlock);
+  t.num_committed_blocks = std::min(t.num_committed_blocks, i);
+  t.prefix_chain.resize(std::min(t.prefix_chain.size(), static_cast<size_t>(t.num_committed_blocks)));
+  if (pool_.block(b).ref_count > 1) {
+    const BlockId fresh = take_block(id);
+    pool_.copy_tokens(b, fresh, pool_.block(b).num_filled(), id);
+    pool_.release(b, id);
+    t.blocks[static_cast<size_t>(i)] = fresh;
+    return b;
+  }
+  if (pool_.block(b).has_hash) pool_.uncache(b, id);
+  return std::nullopt;
+}
+
+std::optional<std::vector<SlotMove>> KvCacheManager::compact(RequestId id, std::span<const int32_t> kept,
+                                                            std::span<const TokenId> kept_tokens) {
+  BlockTable& t = mutable_table(id);
+  const int32_t bs = block_size();
+  const auto num_kept = static_cast<int32_t>(kept.size());
+  GB_CHECK_MSG(sliding_window_ == 0 && !follower_ && t.num_released == 0,
+               "KvCacheManager::compact: eviction works on a leader without a sliding window");
+  GB_CHECK_MSG(t.num_computed == t.num_tokens, "KvCacheManager::compact with uncomputed slots");
+  GB_CHECK(kept_tokens.size() == kept.size());
+  for (int32_t d = 0; d < num_kept; ++d)
+    GB_CHECK_MSG(kept[static_cast<size_t>(d)] >= d && kept[static_cast<size_t>(d)] < t.num_tokens &&
+                     (d == 0 || kept[static_cast<size_t>(d)] > kept[static_cast<size_t>(d - 1)]),
+                 "KvCacheManager::compact: kept slots must be ascending computed slots");
+  const int32_t new_blocks = ceil_div(num_kept, bs);
+  // Blocks that receive a moved row, and how many of those need a copy.
+  std::vector<char> changed(static_cast<size_t>(new_blocks), 0);
+  int32_t num_copies = 0;
+  for (int32_t d = 0; d < num_kept; ++d)
+    if (kept[static_cast<size_t>(d)] != d) changed[static_cast<size_t>(d / bs)] = 1;
+  for (int32_t i = 0; i < new_blocks; ++i)
+    if (changed[static_cast<size_t>(i)] && pool_.block(t.blocks[static_cast<size_t>(i)]).ref_count > 1) ++num_copies;
+  if (num_copies > num_available()) return std::nullopt;
+
+  const std::vector<BlockId> old = t.blocks;
+  const auto physical = [bs](BlockId b, int32_t slot) { return b.value * bs + slot % bs; };
+  std::vector<SlotMove> moves;
+  // Ascending destinations: a row moves down (kept[d] >= d), so no move reads
+  // a row an earlier one wrote; copies read from blocks others keep intact.
+  for (int32_t i = 0; i < new_blocks; ++i) {
+    if (!changed[static_cast<size_t>(i)]) continue;
+    const std::optional<BlockId> from = make_writable(id, t, i);
+    const BlockId to = t.blocks[static_cast<size_t>(i)];
+    const int32_t end = std::min(num_kept, (i + 1) * bs);
+    for (int32_t d = i * bs; d < end; ++d) {
+      const int32_t src = kept[static_cast<size_t>(d)];
+      if (from || src != d) moves.push_back({physical(old[static_cast<size_t>(src / bs)], src), physical(to, d)});
+      pool_.set_token(to, d % bs, kept_tokens[static_cast<size_t>(d)]);
+    }
+  }
+  // The blocks past the kept slots, last first (as free_request does).
+  while (t.num_blocks() > new_blocks) {
+    pool_.release(t.blocks.back(), id);
+    t.blocks.pop_back();
+  }
+  t.num_tokens = t.num_computed = num_kept;
+  t.num_committed_blocks = std::min(t.num_committed_blocks, num_kept / bs);
+  t.prefix_chain.resize(std::min(t.prefix_chain.size(), static_cast<size_t>(t.num_committed_blocks)));
+  return moves;
+}
+
+std::optional<std::vector<SlotMove>> KvCacheManager::reuse_slot(RequestId id, int32_t slot, TokenId token) {
+  BlockTable& t = mutable_table(id);
+  const int32_t bs = block_size();
+  GB_CHECK_MSG(sliding_window_ == 0 && !follower_ && t.num_released == 0,
+               "KvCacheManager::reuse_slot: eviction works on a leader without a sliding window");
+  GB_CHECK_MSG(slot >= 0 && slot < t.num_computed, "KvCacheManager::reuse_slot: not a computed slot");
+  const int32_t i = slot / bs;
+  if (pool_.block(t.blocks[static_cast<size_t>(i)]).ref_count > 1 && num_available() < 1) return std::nullopt;
+  std::vector<SlotMove> moves;
+  if (const std::optional<BlockId> from = make_writable(id, t, i)) {
+    const BlockId to = t.blocks[static_cast<size_t>(i)];
+    const int32_t end = std::min(t.num_tokens, (i + 1) * bs);
+    for (int32_t d = i * bs; d < end; ++d)
+      if (d != slot) moves.push_back({from->value * bs + d % bs, to.value * bs + d % bs});
+  }
+  pool_.set_token(t.blocks[static_cast<size_t>(i)], slot % bs, token);
+  return moves;
+}
+
 void KvCacheManager::free_request(RequestId id) {
   BlockTable& t = mutable_table(id);
   // Last block first: cached blocks enter the LRU queue tail-first, so a

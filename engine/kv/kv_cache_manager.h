@@ -55,6 +55,17 @@
 // match take the leader's links (leader_chain): the leader's table's
 // prefix_chain, or the leader's matched links (prefix_links()).
 //
+// KV eviction (kv/kv_policy.h, a leader without a sliding window): a table's
+// slots stop being its positions. compact() keeps a chosen subset of the
+// computed slots, moved down in order so they fill the first slots, and
+// releases the blocks past them; reuse_slot() lets the next forward pass
+// overwrite one computed slot (a decode at the budget puts its token where the
+// evicted one was). Both write into blocks: a block someone else holds (a fork,
+// the prefix cache) is first copied into a fresh one (every row of it moved
+// there), and a block in the prefix index leaves it. The data moves are
+// returned as SlotMoves for the backend (Backend::move_slots), to run in list
+// order before anything else writes the pool (before the step's block copies).
+//
 // Expected pressure (no block available) is a nullopt and changes nothing.
 // Programmer errors (unknown request, bad counts) fail GB_CHECK.
 //
@@ -76,6 +87,14 @@
 namespace gb {
 
 inline constexpr int32_t kNoTokenLimit = 0x7fffffff;
+
+// One K/V row moved inside the pool, every layer of the group: physical slot
+// src (block * block_size + offset) copied to dst.
+struct SlotMove {
+  int32_t src = 0;
+  int32_t dst = 0;
+  friend bool operator==(const SlotMove&, const SlotMove&) = default;
+};
 
 struct PrefixMatch {
   int32_t num_tokens = 0;       // cached tokens (num_blocks * block_size)
@@ -159,6 +178,21 @@ class KvCacheManager {
   // Evicts the least recently freed cached block. False when none is cached.
   bool evict_lru_cached() { return pool_.evict_lru_cached(); }
 
+  // --- KV eviction (see above) -------------------------------------------------
+  // Keeps only the computed slots `kept` (ascending), in order, recording
+  // kept_tokens (one per kept slot) as their tokens; the table then holds
+  // kept.size() computed tokens. nullopt (nothing changed) when a shared block
+  // needs a copy and no block is available.
+  std::optional<std::vector<SlotMove>> compact(RequestId id, std::span<const int32_t> kept,
+                                               std::span<const TokenId> kept_tokens);
+  // From now on the table commits nothing to the prefix index (a fork whose
+  // cache will be evicted; what it committed before stays).
+  void stop_prefix_commits(RequestId id) { mutable_table(id).use_prefix_cache = false; }
+  // The computed slot `slot` is overwritten by `token` in the next forward
+  // pass: its block is made writable. nullopt (nothing changed) when it must be
+  // copied and no block is available.
+  std::optional<std::vector<SlotMove>> reuse_slot(RequestId id, int32_t slot, TokenId token);
+
   // --- lookahead (see above) ----------------------------------------------------
   int32_t num_lookahead_blocks() const { return num_lookahead_; }  // the reserve
   int32_t num_lookahead_held() const { return num_lookahead_held_; }
@@ -200,6 +234,11 @@ class KvCacheManager {
   Status check_lookahead(std::span<int32_t> holders) const;
   // Commits the table's full computed blocks to the prefix index, in order.
   void commit_full_blocks(RequestId id, BlockTable& t, std::span<const PrefixLink> leader_chain);
+  // Table block i becomes writable for `id`. A shared one is replaced by a
+  // fresh block and the old one is returned (the caller moves the rows it
+  // keeps from there); an indexed one leaves the index. The table's committed
+  // prefix ends before block i. The caller checked that a block is available.
+  std::optional<BlockId> make_writable(RequestId id, BlockTable& t, int32_t i);
   // Releases the table's blocks that left the window (see above).
   void release_out_of_window(RequestId id, BlockTable& t);
 

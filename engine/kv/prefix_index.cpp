@@ -36,6 +36,7 @@ uint64_t hash_isolation_key(const IsolationKey& key) {
   h = hash_string(h, key.kv_types);
   h = hash_string(h, key.adapter);
   h = hash_string(h, key.tenant);
+  if (!key.kv_policy.empty()) h = hash_string(h, key.kv_policy);  // full: the key's hash as before the field
   return h;
 }
 

@@ -22,6 +22,7 @@
 
 #include "core/ids.h"
 #include "kv/isolation_key.h"
+#include "kv/kv_policy.h"
 
 namespace gb {
 
@@ -63,6 +64,9 @@ struct RequestSpec {
   // no longer holds its KV): they count as generated, and are computed like the
   // prompt (prefix hits included) before the first sampled token.
   std::vector<TokenId> initial_output;
+  // KV eviction (kv/kv_policy.h; resolved by the scheduler): full keeps
+  // everything. A request that evicts never uses the prefix cache.
+  KvPolicy kv_policy;
 };
 
 struct Request {
@@ -79,6 +83,22 @@ struct Request {
   bool retain_kv = false;
   int32_t num_prefix_hit_tokens = 0;  // summed over admissions
   int32_t num_preemptions = 0;
+  // KV eviction (kv/scheduler.h, "KV eviction"). kv_positions: the position
+  // each slot of the leader's table holds, when slots are not positions
+  // (a request that evicts, or a fork of one); empty: slot p holds position p.
+  KvPolicy kv_policy;
+  std::vector<int32_t> kv_positions;  // (slots) or empty
+  std::vector<float> kv_mass;         // (slots) attention mass received, policies that rank by it
+  int32_t kv_reuse_slot = -1;         // this step's decode token overwrites this slot (-1: appended)
+  bool kv_pruned = false;             // snapkv: the prompt was pruned
+  int32_t num_evicted = 0;            // tokens evicted so far (since the last admission)
+  int32_t kv_inherited = 0;           // a fork of an evicted cache: positions before this were the parent's choice
+  int32_t kv_fork_point = 0;          // a fork: the tokens it shared (its cache may exceed the budget until it runs)
+
+  // Slots of the leader's table that hold computed tokens (between steps).
+  int32_t num_kv_slots() const {
+    return kv_positions.empty() ? num_tokens_computed : static_cast<int32_t>(kv_positions.size());
+  }
 
   int32_t num_tokens_prompt() const { return num_prompt; }
   int32_t num_tokens_output() const { return num_tokens_total() - num_prompt; }

@@ -33,6 +33,7 @@ Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
       kv_(config.num_blocks, config.block_size, config.num_lookahead_blocks, config.sliding_window),
       max_total_tokens_(std::min(config.max_context, config.num_blocks * config.block_size)),
+      position_limit_(config.max_positions > 0 ? config.max_positions : config.max_context),
       watermark_blocks_(static_cast<int32_t>(std::ceil(config.admission_watermark * static_cast<float>(config.num_blocks)))) {
   GB_CHECK(config.max_batch_tokens > 0 && config.max_seqs > 0 && config.max_context > 1);
   GB_CHECK(config.admission_watermark >= 0.0f && config.admission_watermark < 1.0f);
@@ -60,18 +61,21 @@ void Scheduler::kv_free(RequestId id) {
   if (window_kv_) window_kv_->free_request(id);
 }
 
-bool Scheduler::kv_short(RequestId id, int32_t num_new_tokens, int32_t keep) const {
-  if (kv_.num_available() - kv_.num_blocks_needed(id, num_new_tokens) < keep) return true;
+bool Scheduler::kv_short(RequestId id, int32_t num_new_tokens, int32_t keep, bool leader) const {
+  if (leader && kv_.num_available() - kv_.num_blocks_needed(id, num_new_tokens) < keep) return true;
   return window_kv_ && window_kv_->num_available() - window_kv_->num_blocks_needed(id, num_new_tokens) < keep;
 }
 
-std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_append(RequestId id, std::span<const TokenId> tokens) {
+std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_append(RequestId id, std::span<const TokenId> tokens,
+                                                                       bool leader) {
   // Checked in both first: an append is all or nothing.
-  if (kv_short(id, static_cast<int32_t>(tokens.size()), 0)) return std::nullopt;
+  if (kv_short(id, static_cast<int32_t>(tokens.size()), 0, leader)) return std::nullopt;
   std::vector<GroupCopy> out;
-  auto copies = kv_.append_slots(id, tokens);
-  GB_CHECK(copies.has_value());
-  for (const BlockCopy& c : *copies) out.push_back({id, c, 0});
+  if (leader) {
+    auto copies = kv_.append_slots(id, tokens);
+    GB_CHECK(copies.has_value());
+    for (const BlockCopy& c : *copies) out.push_back({id, c, 0});
+  }
   if (window_kv_) {
     auto window_copies = window_kv_->append_slots(id, tokens);
     GB_CHECK(window_copies.has_value());
@@ -81,8 +85,8 @@ std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_append(RequestId 
 }
 
 std::optional<std::vector<Scheduler::GroupCopy>> Scheduler::kv_fork(RequestId parent, RequestId child,
-                                                                     int32_t num_tokens) {
-  auto copies = kv_.fork(parent, child, num_tokens);
+                                                                     int32_t num_tokens, int32_t num_slots) {
+  auto copies = kv_.fork(parent, child, num_slots);
   if (!copies) return std::nullopt;
   std::vector<GroupCopy> out;
   for (const BlockCopy& c : *copies) out.push_back({child, c, 0});
@@ -102,9 +106,9 @@ void Scheduler::kv_truncate(RequestId id, int32_t num_tokens) {
   if (window_kv_) window_kv_->truncate(id, num_tokens);
 }
 
-void Scheduler::kv_mark_computed(RequestId id, int32_t num_computed) {
-  kv_.mark_computed(id, num_computed);
-  if (window_kv_) window_kv_->mark_computed(id, num_computed, kv_.table(id).prefix_chain);
+void Scheduler::kv_mark_computed(const Request& r) {
+  kv_.mark_computed(r.id, r.num_kv_slots());
+  if (window_kv_) window_kv_->mark_computed(r.id, r.num_tokens_computed, kv_.table(r.id).prefix_chain);
 }
 
 Request& Scheduler::at(RequestId id) {
@@ -124,11 +128,26 @@ Status Scheduler::submit(RequestSpec spec) {
   const auto num_prompt = static_cast<int32_t>(spec.prompt_ids.size());
   if (num_prompt == 0) return make_error(name + ": empty prompt");
   if (spec.max_tokens < 1) return make_error(name + ": max_tokens must be at least 1");
+  auto policy = resolve_kv_policy(spec.kv_policy);
+  if (!policy) return make_error(name + ": " + policy.error().message);
+  if (policy->active()) {
+    if (config_.sliding_window > 0)
+      return make_error(name + ": KV eviction needs global attention layers; every layer of this model keeps only a " +
+                        std::to_string(config_.sliding_window) + "-token window already");
+    // The budget plus a block for the step's copy of a shared block.
+    if (ceil_div(policy->budget, config_.block_size) + 1 > config_.num_blocks)
+      return make_error(name + ": a KV budget of " + std::to_string(policy->budget) + " tokens needs " +
+                        std::to_string(ceil_div(policy->budget, config_.block_size) + 1) + " KV blocks, the pool has " +
+                        std::to_string(config_.num_blocks));
+    spec.use_prefix_cache = false;  // see KV eviction above
+  }
+  const bool evicts_while_running = kv_policy_row(policy->kind).evicts_while_running;
+  const int32_t limit = evicts_while_running ? position_limit_ : max_total_tokens_;
   // Room for the prompt plus one generated token is the least a request needs.
-  if (num_prompt >= config_.max_context)
+  if (num_prompt >= (evicts_while_running ? position_limit_ : config_.max_context))
     return make_error(name + ": prompt of " + std::to_string(num_prompt) + " tokens leaves no room to generate in a " +
                       std::to_string(config_.max_context) + "-token context");
-  if (num_prompt >= max_total_tokens_)
+  if (num_prompt >= limit)
     return make_error(name + ": prompt of " + std::to_string(num_prompt) + " tokens needs " +
                       std::to_string(ceil_div(num_prompt + 1, config_.block_size)) + " KV blocks, but the pool has " +
                       std::to_string(config_.num_blocks) + " blocks of " + std::to_string(config_.block_size) +
@@ -137,9 +156,9 @@ Status Scheduler::submit(RequestSpec spec) {
   if (num_initial >= spec.max_tokens)
     return make_error(name + ": max_tokens leaves no room to generate after the " + std::to_string(num_initial) +
                       " given output tokens");
-  if (num_prompt + num_initial >= max_total_tokens_)
+  if (num_prompt + num_initial >= limit)
     return make_error(name + ": " + std::to_string(num_prompt + num_initial) +
-                      " tokens leave no room to generate within " + std::to_string(max_total_tokens_));
+                      " tokens leave no room to generate within " + std::to_string(limit));
   Request r;
   r.id = spec.id;
   r.tokens = std::move(spec.prompt_ids);
@@ -151,6 +170,7 @@ Status Scheduler::submit(RequestSpec spec) {
   r.isolation = std::move(spec.isolation);
   r.use_prefix_cache = spec.use_prefix_cache;
   r.retain_kv = spec.retain_kv;
+  r.kv_policy = *policy;
   waiting_.push_back(r.id);
   requests_.emplace(r.id, std::move(r));
   return {};
@@ -188,15 +208,43 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
                       std::to_string(computed));
   if (num_total <= num_shared_tokens) return make_error(name + ": the child needs at least one token after the shared ones");
   if (num_total >= max_total_tokens_) return make_error(name + ": the branch is longer than the context");
-  if (!kv_.can_fork(parent, num_shared_tokens) || (window_kv_ && !window_kv_->can_fork(parent, num_shared_tokens)))
+  // An evicted parent shares the slots holding positions before the fork point.
+  const int32_t num_slots = shared_slots(parent, num_shared_tokens);
+  if (num_slots < 0)
+    return make_error(name + ": the parent's evicted KV cache does not hold the positions before " +
+                      std::to_string(num_shared_tokens) + " in its first slots");
+  if (num_slots == 0) return make_error(name + ": the parent's KV cache keeps none of the shared tokens");
+  if (!kv_.can_fork(parent, num_slots) || (window_kv_ && !window_kv_->can_fork(parent, num_shared_tokens)))
     return make_error(name + ": the parent's K/V before position " + std::to_string(num_shared_tokens) +
                       " has left the sliding window and was released");
   if (static_cast<int32_t>(initial_output.size()) >= child.max_tokens)
     return make_error(name + ": max_tokens leaves no room to generate after the forced tokens");
-  auto copies = kv_fork(parent, child.id, num_shared_tokens);
+  auto policy = resolve_kv_policy(child.kv_policy);
+  if (!policy) return make_error(name + ": " + policy.error().message);
+  if (policy->active() && config_.sliding_window > 0)
+    return make_error(name + ": KV eviction needs global attention layers");
+  std::vector<int32_t> positions;
+  std::vector<float> mass;
+  if (auto it = retained_.find(parent); it != retained_.end()) {
+    positions = it->second.kv_positions;
+    mass = it->second.kv_mass;
+  } else {
+    positions = requests_.at(parent).kv_positions;
+    mass = requests_.at(parent).kv_mass;
+  }
+  if (!positions.empty()) positions.resize(static_cast<size_t>(num_slots));
+  mass.resize(positions.empty() && !policy->active() ? 0 : static_cast<size_t>(num_slots), 0.0f);
+  if (policy->active() && positions.empty())
+    for (int32_t p = 0; p < num_slots; ++p) positions.push_back(p);
+  auto copies = kv_fork(parent, child.id, num_shared_tokens, num_slots);
   while (!copies && config_.evict_retained && release_lru_retained(parent))
-    copies = kv_fork(parent, child.id, num_shared_tokens);
+    copies = kv_fork(parent, child.id, num_shared_tokens, num_slots);
   if (!copies) return make_error(name + ": no free KV block for the copy-on-write of the last block");
+  if (policy->active() || !positions.empty()) {
+    // Its cache will hold other values than a full one (see KV eviction).
+    kv_.stop_prefix_commits(child.id);
+    if (window_kv_) window_kv_->stop_prefix_commits(child.id);
+  }
   pending_copies_.insert(pending_copies_.end(), copies->begin(), copies->end());
   Request r;
   r.id = child.id;
@@ -207,8 +255,13 @@ Status Scheduler::fork(RequestId parent, RequestSpec child, int32_t num_shared_t
   r.priority = child.priority;
   r.arrival = next_arrival_++;
   r.isolation = std::move(child.isolation);
-  r.use_prefix_cache = child.use_prefix_cache;
+  r.use_prefix_cache = child.use_prefix_cache && !policy->active();
   r.retain_kv = child.retain_kv;
+  r.kv_policy = *policy;
+  r.kv_positions = std::move(positions);
+  r.kv_mass = std::move(mass);
+  r.kv_inherited = num_slots < num_shared_tokens ? num_shared_tokens : 0;
+  r.kv_fork_point = num_shared_tokens;
   r.num_tokens_computed = num_shared_tokens;
   r.state = RequestState::Running;
   running_.push_back(r.id);
@@ -280,14 +333,133 @@ int32_t Scheduler::chunk_limit(int32_t budget) const {
   return n;
 }
 
+int32_t Scheduler::position_limit(const Request& r) const {
+  return kv_policy_row(r.kv_policy.kind).evicts_while_running ? position_limit_ : max_total_tokens_;
+}
+
+std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, bool decode, StepState& step) {
+  const KvPolicy& p = r.kv_policy;
+  if (!p.active()) return -1;
+  if (r.kv_reuse_slot >= 0) return r.kv_reuse_slot;  // decided earlier in this step
+  const KvPolicyRow& row = kv_policy_row(p.kind);
+  const int32_t slots = r.num_kv_slots();
+  const int32_t pos = r.num_tokens_computed;
+  const bool prune_prompt = row.prunes_after_prompt && !r.kv_pruned && pos >= r.num_prompt;
+  if (!(row.evicts_while_running && slots + n > p.budget) && !prune_prompt) return -1;
+  if (row.evicts_while_running && decode && n == 1 && slots == p.budget) {
+    // The one slot the policy drops takes the new token (no row moves).
+    const std::vector<int32_t> kept = kv_select_kept(p, r.kv_positions, r.kv_mass, slots - 1, pos + 1);
+    int32_t victim = slots - 1;
+    for (int32_t i = 0; i < slots - 1; ++i)
+      if (kept[static_cast<size_t>(i)] != i) {
+        victim = i;
+        break;
+      }
+    auto moves = kv_.reuse_slot(r.id, victim, r.token_at(pos));
+    if (!moves) return std::nullopt;
+    for (const SlotMove& m : *moves) step.moves.push_back({r.id, m});
+    r.kv_reuse_slot = victim;
+    ++r.num_evicted;
+    ++step.plan->stats.num_evicted_tokens;
+    return victim;
+  }
+  // Compaction: sink and h2o keep budget - n before a chunk, snapkv the budget
+  // of the prompt (its recent window is the prompt's last W tokens).
+  const int32_t keep = prune_prompt ? p.budget : p.budget - n;
+  const int32_t end_pos = prune_prompt ? r.num_prompt : pos + n;
+  GB_CHECK_MSG(keep >= 0, "Scheduler: a chunk larger than the KV budget");
+  std::vector<int32_t> kept;
+  if (prune_prompt) {
+    // Only prompt tokens are pruned; answer tokens computed already (a
+    // recompute after preemption) stay.
+    std::vector<int32_t> prompt_slots, prompt_positions;
+    std::vector<float> prompt_mass;
+    for (int32_t i = 0; i < slots; ++i) {
+      if (r.kv_positions[static_cast<size_t>(i)] >= r.num_prompt) continue;
+      prompt_slots.push_back(i);
+      prompt_positions.push_back(r.kv_positions[static_cast<size_t>(i)]);
+      if (!r.kv_mass.empty()) prompt_mass.push_back(r.kv_mass[static_cast<size_t>(i)]);
+    }
+    std::vector<char> keep_slot(static_cast<size_t>(slots), 1);
+    for (int32_t i : prompt_slots) keep_slot[static_cast<size_t>(i)] = 0;
+    for (int32_t k : kv_select_kept(p, prompt_positions, prompt_mass, keep, end_pos))
+      keep_slot[static_cast<size_t>(prompt_slots[static_cast<size_t>(k)])] = 1;
+    for (int32_t i = 0; i < slots; ++i)
+      if (keep_slot[static_cast<size_t>(i)]) kept.push_back(i);
+  } else if (keep < slots) {
+    kept = kv_select_kept(p, r.kv_positions, r.kv_mass, keep, end_pos);
+  }
+  if (static_cast<int32_t>(kept.size()) < slots && (prune_prompt || keep < slots)) {
+    std::vector<TokenId> kept_tokens;
+    for (int32_t i : kept) kept_tokens.push_back(r.token_at(r.kv_positions[static_cast<size_t>(i)]));
+    auto moves = kv_.compact(r.id, kept, kept_tokens);
+    if (!moves) return std::nullopt;
+    for (const SlotMove& m : *moves) step.moves.push_back({r.id, m});
+    std::vector<int32_t> positions;
+    std::vector<float> mass;
+    for (int32_t i : kept) {
+      positions.push_back(r.kv_positions[static_cast<size_t>(i)]);
+      if (!r.kv_mass.empty()) mass.push_back(r.kv_mass[static_cast<size_t>(i)]);
+    }
+    const int32_t dropped = slots - static_cast<int32_t>(kept.size());
+    r.num_evicted += dropped;
+    step.plan->stats.num_evicted_tokens += dropped;
+    r.kv_positions = std::move(positions);
+    r.kv_mass = std::move(mass);
+  }
+  if (prune_prompt) r.kv_pruned = true;
+  return -1;
+}
+
+void Scheduler::add_kv_mass(RequestId id, std::span<const float> mass) {
+  GB_CHECK_MSG(in_flight_, "Scheduler::add_kv_mass outside a step");
+  Request& r = at(id);
+  if (r.kv_mass.empty()) return;  // a policy that does not rank by it
+  GB_CHECK_MSG(mass.size() == r.kv_mass.size(), "Scheduler::add_kv_mass: one value per slot");
+  for (size_t i = 0; i < mass.size(); ++i) r.kv_mass[i] += mass[i];
+}
+
+int32_t Scheduler::shared_slots(RequestId parent, int32_t num_tokens) const {
+  const std::vector<int32_t>* positions = nullptr;
+  if (auto it = retained_.find(parent); it != retained_.end()) positions = &it->second.kv_positions;
+  else if (const Request* r = find(parent)) positions = &r->kv_positions;
+  if (positions == nullptr || positions->empty()) return num_tokens;
+  int32_t n = 0;
+  for (int32_t p : *positions) n += p < num_tokens ? 1 : 0;
+  for (int32_t i = 0; i < n; ++i)
+    if ((*positions)[static_cast<size_t>(i)] >= num_tokens) return -1;
+  return n;
+}
+
+bool Scheduler::can_share(RequestId parent, int32_t num_tokens) const {
+  return shared_slots(parent, num_tokens) > 0;
+}
+
+std::vector<int32_t> Scheduler::kv_positions(RequestId id) const {
+  if (auto it = retained_.find(id); it != retained_.end()) return it->second.kv_positions;
+  const Request* r = find(id);
+  return r ? r->kv_positions : std::vector<int32_t>{};
+}
+
 std::span<const TokenId> Scheduler::tokens_to_compute(const Request& r, int32_t n) const {
   return r.all_tokens().subspan(static_cast<size_t>(r.num_tokens_computed), static_cast<size_t>(n));
 }
 
+void Scheduler::drop_kv(Request& r) {
+  kv_free(r.id);
+  r.num_tokens_computed = 0;
+  r.kv_positions.clear();
+  r.kv_mass.clear();
+  r.kv_reuse_slot = -1;
+  r.kv_pruned = false;
+  r.num_evicted = 0;
+  r.kv_inherited = 0;
+  r.kv_fork_point = 0;
+}
+
 void Scheduler::preempt(RequestId victim, StepState& step) {
   Request& r = at(victim);
-  kv_free(victim);
-  r.num_tokens_computed = 0;
+  drop_kv(r);
   r.state = RequestState::Preempted;
   ++r.num_preemptions;
   remove_from(running_, victim);
@@ -301,6 +473,7 @@ void Scheduler::preempt(RequestId victim, StepState& step) {
     }
   }
   std::erase_if(step.copies, [victim](const GroupCopy& c) { return c.id == victim; });
+  std::erase_if(step.moves, [victim](const GroupMove& m) { return m.id == victim; });
   step.plan->preempted.push_back(victim);
   ++step.plan->stats.num_preemptions;
 }
@@ -315,15 +488,20 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
     Request& r = it->second;
     if (r.is_decoding() != decodes) continue;
     const int32_t left = r.num_tokens_total() - r.num_tokens_computed;
-    const int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
+    int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
+    if (const int32_t cap = kv_policy_chunk_limit(r.kv_policy); cap > 0) n = std::min(n, cap);
     const std::span<const TokenId> tokens = tokens_to_compute(r, n);
     if (decodes && try_schedule_draft(id, tokens, step)) continue;
     for (;;) {
-      if (auto copies = kv_append(id, tokens)) {
-        step.copies.insert(step.copies.end(), copies->begin(), copies->end());
-        step.entries.push_back({id, n, decodes});
-        step.budget -= n;
-        break;
+      // A decode at the budget overwrites the evicted token's slot: only the
+      // window group appends.
+      if (const std::optional<int32_t> reuse = evict_for(r, n, decodes, step)) {
+        if (auto copies = kv_append(id, tokens, *reuse < 0)) {
+          step.copies.insert(step.copies.end(), copies->begin(), copies->end());
+          step.entries.push_back({id, n, decodes});
+          step.budget -= n;
+          break;
+        }
       }
       // Kept blocks of finished requests go before anyone running is preempted.
       if (config_.evict_retained && release_lru_retained()) continue;
@@ -344,6 +522,8 @@ bool Scheduler::try_schedule_draft(RequestId id, std::span<const TokenId> last, 
   auto it = drafts_.find(id);
   if (it == drafts_.end() || step.budget < 2) return false;
   const Request& r = requests_.at(id);
+  // Verification rolls back slots; an evicted cache's slots are not positions.
+  if (r.kv_policy.active() || !r.kv_positions.empty()) return false;
   // Every draft token ends up in the output if accepted: stay within max_tokens
   // and the context (the engine bounds k the same way; this is the backstop).
   const int32_t room = std::min(r.max_tokens - r.num_tokens_output(), max_total_tokens_ - r.num_tokens_total());
@@ -392,6 +572,7 @@ void Scheduler::schedule_waiting(StepState& step) {
           match = kv_.find_prefix(known, r.isolation, window_match.num_tokens);
       }
       n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
+      if (const int32_t cap = kv_policy_chunk_limit(r.kv_policy); cap > 0) n = std::min(n, cap);
       const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
       const int32_t left_after = kv_.num_available() - taken;
       bool ok = left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);
@@ -453,6 +634,24 @@ StepPlan Scheduler::schedule() {
       const std::span<const TokenId> tokens = tokens_to_compute(r, e.num_new_tokens);
       s.token_ids.assign(tokens.begin(), tokens.end());
     }
+    Request& rw = requests_.at(e.id);
+    if (rw.kv_reuse_slot >= 0) {
+      // A decode at the budget: its token takes the evicted token's slot.
+      s.kv_slots = {rw.kv_reuse_slot};
+      rw.kv_positions[static_cast<size_t>(rw.kv_reuse_slot)] = s.start_pos;
+      if (!rw.kv_mass.empty()) rw.kv_mass[static_cast<size_t>(rw.kv_reuse_slot)] = 0.0f;
+    } else if (rw.kv_policy.active() || !rw.kv_positions.empty()) {
+      for (int32_t i = 0; i < s.num_new_tokens; ++i) {
+        s.kv_slots.push_back(static_cast<int32_t>(rw.kv_positions.size()));
+        rw.kv_positions.push_back(s.start_pos + i);
+      }
+      rw.kv_mass.resize(kv_policy_row(rw.kv_policy.kind).uses_mass ? rw.kv_positions.size() : 0, 0.0f);
+    }
+    s.num_kv_slots = rw.kv_positions.empty() ? s.start_pos + s.num_new_tokens
+                                             : static_cast<int32_t>(rw.kv_positions.size());
+    if (rw.kv_policy.kind == KvPolicyKind::H2O) s.mass_from = 0;
+    else if (rw.kv_policy.kind == KvPolicyKind::SnapKV && !rw.kv_pruned)
+      s.mass_from = std::max(0, rw.num_prompt - rw.kv_policy.window);
     s.block_ids = kv_.table(e.id).block_ids();
     if (window_kv_) s.window_block_ids = window_kv_->table(e.id).block_ids();
     // A verification needs logits at every position; otherwise only the step
@@ -468,7 +667,9 @@ StepPlan Scheduler::schedule() {
   const auto emit = [&plan](const GroupCopy& c) {
     (c.group == 0 ? plan.block_copies : plan.window_block_copies).emplace_back(c.copy.src.value, c.copy.dst.value);
   };
+  for (const GroupMove& m : step.moves) plan.slot_moves.emplace_back(m.move.src, m.move.dst);
   for (const GroupCopy& c : pending_copies_) emit(c);
+  plan.num_fork_copies = static_cast<int32_t>(plan.block_copies.size());
   pending_copies_.clear();
   for (const GroupCopy& c : step.copies) emit(c);
   drafts_.clear();  // a draft that did not get scheduled is stale next step
@@ -500,7 +701,8 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
                    "on_step_done: accepted drafts for a request that had none");
     }
     r.num_tokens_computed += s.num_new_tokens - (num_draft - num_accepted);
-    kv_mark_computed(s.id, r.num_tokens_computed);
+    r.kv_reuse_slot = -1;
+    kv_mark_computed(r);
     if (!s.needs_logits()) continue;
     GB_CHECK_MSG(next_sample < sampled.size() && sampled[next_sample].id == s.id,
                  "on_step_done: one StepToken per request with logit rows, in plan order");
@@ -510,10 +712,10 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
     FinishReason reason = FinishReason::None;
     if (t.stop) reason = FinishReason::Stop;
     else if (r.num_tokens_output() >= r.max_tokens) reason = FinishReason::MaxTokens;
-    else if (r.num_tokens_total() >= max_total_tokens_) reason = FinishReason::Length;
+    else if (r.num_tokens_total() >= position_limit(r)) reason = FinishReason::Length;
     if (reason == FinishReason::None) continue;
     if (r.retain_kv) {
-      retained_[s.id] = {r.num_tokens_computed, next_use_++};
+      retained_[s.id] = {r.num_tokens_computed, next_use_++, std::move(r.kv_positions), std::move(r.kv_mass)};
       if (config_.max_retained > 0 && static_cast<int32_t>(retained_.size()) > config_.max_retained)
         release_lru_retained(s.id);
     } else {
@@ -532,7 +734,56 @@ std::vector<FinishedRequest> Scheduler::on_step_done(const StepPlan& plan, std::
 
 void Scheduler::on_step_failed(const StepPlan& plan) {
   in_flight_ = false;
-  for (const ScheduledRequest& s : plan.requests) kv_truncate(s.id, s.num_new_tokens);
+  for (const ScheduledRequest& s : plan.requests) {
+    Request& r = at(s.id);
+    if (!s.kv_slots.empty()) {
+      // Its cache may be half rewritten (moved rows, an overwritten slot):
+      // it recomputes from scratch.
+      drop_kv(r);
+      r.state = RequestState::Preempted;
+      remove_from(running_, s.id);
+      waiting_.push_back(s.id);
+      continue;
+    }
+    kv_truncate(s.id, s.num_new_tokens);
+  }
+}
+
+// KV eviction's promises for a running request between steps: its slots hold
+// distinct computed positions, at most the budget (sink, h2o; snapkv after
+// the prompt: the budget plus the answer), every sink and every position of the
+// recent window (snapkv: the prompt's last W) among them.
+Status Scheduler::check_kv_policy(const Request& r) const {
+  auto fail = [&](const std::string& what) {
+    return Status(make_error("Scheduler invariant: request " + std::to_string(r.id.value) + ": " + what));
+  };
+  if (r.kv_positions.empty()) return {};
+  const int32_t computed = r.num_tokens_computed;
+  std::vector<char> held(static_cast<size_t>(computed), 0);
+  for (int32_t p : r.kv_positions) {
+    if (p < 0 || p >= computed) return fail("a slot holds position " + std::to_string(p) + ", not a computed one");
+    if (held[static_cast<size_t>(p)]++) return fail("two slots hold position " + std::to_string(p));
+  }
+  if (!r.kv_mass.empty() && r.kv_mass.size() != r.kv_positions.size()) return fail("attention mass per slot drifted");
+  const KvPolicy& p = r.kv_policy;
+  if (!p.active()) return {};
+  const KvPolicyRow& row = kv_policy_row(p.kind);
+  const auto slots = static_cast<int32_t>(r.kv_positions.size());
+  int32_t recent_from = computed;
+  if (row.evicts_while_running) {
+    if (slots > p.budget && computed > r.kv_fork_point)
+      return fail("holds " + std::to_string(slots) + " slots, over its budget");
+    recent_from = computed - p.recent;
+  } else if (r.kv_pruned) {
+    if (slots > p.budget + computed - r.num_prompt) return fail("holds more than its budget after the prompt");
+    recent_from = r.num_prompt - p.window;
+  }
+  for (int32_t q = 0; q < computed; ++q)
+    if (!held[static_cast<size_t>(q)] && q >= r.kv_inherited && (q < p.sinks || q >= recent_from))
+      return fail("evicted position " + std::to_string(q) + ", a sink or in the recent window (" +
+                  describe_kv_policy(p) + ", " + std::to_string(computed) + " computed, prompt " +
+                  std::to_string(r.num_prompt) + ", fork " + std::to_string(r.kv_fork_point) + ")");
+  return {};
 }
 
 Status Scheduler::check_invariants() const {
@@ -547,11 +798,16 @@ Status Scheduler::check_invariants() const {
       if (!window_kv_->has_request(id)) return fail("a retained request is in one layer group only");
     }
     for (const auto& [id, request] : requests_) {
-      (void)request;
       if (kv_.has_request(id) != window_kv_->has_request(id)) return fail("a request is in one layer group only");
       if (!kv_.has_request(id)) continue;
       const BlockTable& a = kv_.table(id);
       const BlockTable& b = window_kv_->table(id);
+      // An evicted leader's slots are not positions; the window group's are.
+      if (!request.kv_positions.empty() || request.kv_policy.active()) {
+        if (!in_flight_ && b.num_tokens != request.num_tokens_computed)
+          return fail("the window group of an evicting request does not hold its positions");
+        continue;
+      }
       if (a.num_tokens != b.num_tokens || a.num_computed != b.num_computed ||
           a.num_committed_blocks != b.num_committed_blocks || a.prefix_chain.size() != b.prefix_chain.size())
         return fail("the layer groups' tables of a request disagree");
@@ -568,15 +824,17 @@ Status Scheduler::check_invariants() const {
     if (!kv_.has_request(id)) return fail("running request without a block table");
     const BlockTable& t = kv_.table(id);
     if (r.num_tokens_computed >= r.num_tokens_total()) return fail("running request with nothing left to compute");
-    if (r.num_tokens_total() > max_total_tokens_) return fail("request longer than the context limit");
-    if (!in_flight_ && (t.num_tokens != r.num_tokens_computed || t.num_computed != r.num_tokens_computed))
+    if (r.num_tokens_total() > position_limit(r)) return fail("request longer than the context limit");
+    if (!in_flight_ && (t.num_tokens != r.num_kv_slots() || t.num_computed != r.num_kv_slots()))
       return fail("block table and request disagree on computed tokens");
+    if (!in_flight_) GB_TRY(check_kv_policy(r));
   }
   if (config_.max_retained > 0 && static_cast<int32_t>(retained_.size()) > config_.max_retained)
     return fail("more retained requests than max_retained");
   for (const auto& [id, kept] : retained_) {
     if (requests_.contains(id)) return fail("a retained request is still queued or running");
-    if (!kv_.has_request(id) || kv_.table(id).num_computed != kept.num_computed)
+    const int32_t slots = kept.kv_positions.empty() ? kept.num_computed : static_cast<int32_t>(kept.kv_positions.size());
+    if (!kv_.has_request(id) || kv_.table(id).num_computed != slots)
       return fail("a retained request's block table does not match its computed tokens");
   }
   for (RequestId id : waiting_) {

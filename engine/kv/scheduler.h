@@ -55,6 +55,27 @@
 // group's pool, and the limit from the leader's. StepPlan carries both
 // groups' tables and copies.
 //
+// KV eviction (kv/kv_policy.h; RequestSpec::kv_policy, docs/kv-eviction.md):
+// a request whose policy keeps a budget B holds at most B slots in the
+// leader's table at every forward pass. Its slots stop being its positions
+// (Request::kv_positions says which position each holds; keys stay rotated
+// at their own positions). Before the request's entry is scheduled:
+//   sink, h2o  a prefill chunk of n tokens that would pass B compacts the
+//              cache to the B - n slots the policy keeps (chunks are at most
+//              the policy's recent window); a decode at B overwrites the
+//              slot of the one token the policy drops (no data moves)
+//   snapkv     the first decode after the prompt compacts the prompt to B;
+//              the answer then appends
+// Compaction moves rows down (SlotMoves, StepPlan::slot_moves) and frees the
+// blocks past them. The attention mass the policies rank by comes from the
+// backend (add_kv_mass, between schedule() and on_step_done()). A request
+// that evicts takes no prefix hits and commits nothing (its blocks hold other
+// values than a full cache would), may run past max_context up to
+// max_positions (sink, h2o), and after a preemption recomputes with a fresh
+// cache. The window group (the sliding layers) never evicts: it keeps its
+// window by position. A fork shares the parent's slots that hold positions
+// before the fork point when those are the table's first slots.
+//
 // The engine loop (runtime/) -- one step:
 //
 //   StepPlan plan = scheduler.schedule();
@@ -129,6 +150,9 @@ struct SchedulerConfig {
   // block_size >= window, so one request alone always fits. Its pool has the
   // same lookahead reserve (num_lookahead_blocks) beside num_blocks.
   KvGroupSpec window_group;
+  // Positions a request whose policy keeps its budget while running (sink,
+  // h2o) may reach; 0: max_context (see KV eviction above).
+  int32_t max_positions = 0;
 };
 
 struct StepToken {
@@ -193,6 +217,16 @@ class Scheduler {
   // The step did not run: releases the slots it reserved.
   void on_step_failed(const StepPlan& plan);
 
+  // The backend's attention mass for a request scheduled in this step (its
+  // ScheduledRequest::mass_from was >= 0): one value per slot after the step.
+  void add_kv_mass(RequestId id, std::span<const float> mass);
+  // Whether a fork of `parent` sharing num_tokens tokens can take them from
+  // its cache (an evicted cache shares only when those are its first slots).
+  bool can_share(RequestId parent, int32_t num_tokens) const;
+  // The positions the leader's slots hold for a running or retained request
+  // (empty: slot == position, or unknown).
+  std::vector<int32_t> kv_positions(RequestId id) const;
+
   const Request* find(RequestId id) const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
@@ -209,11 +243,16 @@ class Scheduler {
   Status check_invariants() const;
 
  private:
+  Status check_kv_policy(const Request& r) const;
   struct Entry {
     RequestId id;
     int32_t num_new_tokens;
     bool is_decode;
     int32_t num_draft = 0;  // of num_new_tokens, drafted tokens to verify
+  };
+  struct GroupMove {
+    RequestId id;
+    SlotMove move;
   };
   struct GroupCopy {
     RequestId id;
@@ -223,6 +262,7 @@ class Scheduler {
   struct StepState {
     std::vector<Entry> entries;
     std::vector<GroupCopy> copies;
+    std::vector<GroupMove> moves;
     int32_t budget = 0;
     StepPlan* plan = nullptr;
   };
@@ -240,27 +280,48 @@ class Scheduler {
   void sort_by_rank(std::vector<RequestId>& ids) const;
   void remove_from(std::vector<RequestId>& list, RequestId id);
   int32_t chunk_limit(int32_t budget) const;
+  // Most positions r may reach: max_positions when its policy keeps a budget
+  // while running, else max_tokens_per_request().
+  int32_t position_limit(const Request& r) const;
+  // The eviction r's policy does before n new tokens (see KV eviction above):
+  // compaction moves go into step. The slot a decode token overwrites, -1 when
+  // the tokens append, or nullopt (nothing changed) when a block for a copy is
+  // missing.
+  std::optional<int32_t> evict_for(Request& r, int32_t n, bool decode, StepState& step);
+  // Back to waiting with no blocks (a preemption, or a failed step of a request
+  // whose cache it rewrote).
+  void drop_kv(Request& r);
   // Releases the longest-unused retained request other than `keep`; false when
   // there is none.
   bool release_lru_retained(RequestId keep = kNoRequest);
   // --- both layer groups in lockstep (see above) ---
   void kv_free(RequestId id);
   // append_slots in every group, or nullopt (nothing changed) when one is short.
-  std::optional<std::vector<GroupCopy>> kv_append(RequestId id, std::span<const TokenId> tokens);
+  // leader false: only the window group appends (a decode that reuses a slot).
+  std::optional<std::vector<GroupCopy>> kv_append(RequestId id, std::span<const TokenId> tokens, bool leader = true);
   // Blocks append_slots would take leaves fewer than `keep` available in some group.
-  bool kv_short(RequestId id, int32_t num_new_tokens, int32_t keep) const;
-  std::optional<std::vector<GroupCopy>> kv_fork(RequestId parent, RequestId child, int32_t num_tokens);
+  // leader false: the window group only.
+  bool kv_short(RequestId id, int32_t num_new_tokens, int32_t keep, bool leader = true) const;
+  // num_slots: the leader's slots the child shares (num_tokens when slots are positions).
+  std::optional<std::vector<GroupCopy>> kv_fork(RequestId parent, RequestId child, int32_t num_tokens,
+                                                int32_t num_slots);
   void kv_truncate(RequestId id, int32_t num_tokens);
-  void kv_mark_computed(RequestId id, int32_t num_computed);
+  void kv_mark_computed(const Request& r);
   struct Retained {
     int32_t num_computed = 0;  // tokens whose K/V the kept blocks hold
     uint64_t last_used = 0;    // finish or fork order (LRU)
+    std::vector<int32_t> kv_positions;  // Request::kv_positions at the finish
+    std::vector<float> kv_mass;
   };
+  // The slots of a running or retained request's leader table that hold the
+  // positions before num_tokens, when they are its first slots; else -1.
+  int32_t shared_slots(RequestId parent, int32_t num_tokens) const;
 
   SchedulerConfig config_;
   KvCacheManager kv_;
   std::unique_ptr<KvCacheManager> window_kv_;  // the window group (follower), or null
   int32_t max_total_tokens_;
+  int32_t position_limit_;  // config.max_positions, or max_context
   int32_t watermark_blocks_;
   int32_t window_watermark_blocks_ = 0;
   int32_t window_chunk_cap_ = 0;  // > 0: the sliding-window chunk cap (see above)

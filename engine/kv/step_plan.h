@@ -36,6 +36,13 @@ struct ScheduledRequest {
   // The sliding layers' own table when the model has a window group
   // (SchedulerConfig::window_group), same length; else empty.
   std::vector<int32_t> window_block_ids;
+  // KV eviction (kv/scheduler.h): the leader table's slot of each new token
+  // when slots are not positions (empty: slot == position), the slots it holds
+  // after the step, and the first position whose queries add their attention
+  // weights to the request's mass (-1: none wanted).
+  std::vector<int32_t> kv_slots;   // (num_new_tokens) or empty
+  int32_t num_kv_slots = 0;
+  int32_t mass_from = -1;
   int32_t num_logit_rows = 0;      // 0, 1 or num_new_tokens (see above)
   bool is_decode = false;          // the last known token (+ drafts) after a computed prompt (else prefill/recompute)
 
@@ -51,12 +58,20 @@ struct StepStats {
   int32_t num_decode_tokens = 0;
   int32_t num_prefix_hit_tokens = 0;  // tokens taken from the prefix cache at admission
   int32_t num_preemptions = 0;
+  int32_t num_evicted_tokens = 0;  // KV eviction: tokens dropped from caches this step
 };
 
 struct StepPlan {
   std::vector<ScheduledRequest> requests;
   std::vector<std::pair<int32_t, int32_t>> block_copies;  // (src, dst), run first, in order
   std::vector<std::pair<int32_t, int32_t>> window_block_copies;  // the same in the window group's pool
+  // KV eviction's row moves in the leader's pool (physical slots, src -> dst),
+  // in order, after the first num_fork_copies block copies (forks made before
+  // this step: a move may read their destination, or write their source's
+  // rows) and before the rest (this step's copies may write blocks the moves
+  // read, freed by a compaction).
+  std::vector<std::pair<int32_t, int32_t>> slot_moves;
+  int32_t num_fork_copies = 0;
   std::vector<RequestId> preempted;                       // lost their blocks this step
   int32_t block_size = 16;
   StepStats stats;

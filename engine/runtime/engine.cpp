@@ -147,6 +147,9 @@ Status Engine::start() {
   sc.sliding_window = config_.release_window_blocks ? c.kv_release_window() : 0;
   // Some layers slide (Gemma 2/3): theirs is a window group (plan_kv sized it).
   sc.window_group = {kv_plan_.num_window_blocks, kv_plan_.window};
+  // Requests that keep a KV budget while they run (sink, h2o) may go past the
+  // context: their cache holds at most the budget (docs/kv-eviction.md).
+  sc.max_positions = kMaxEvictingPositions;
   scheduler_ = std::make_unique<Scheduler>(sc);
   SpeculativeLimits limits;
   limits.max_context = max_context_;
@@ -155,6 +158,24 @@ Status Engine::start() {
   spec_ = std::make_unique<SpeculativeDecoder>(model_, tokenizer_, *backend_, scheduler_->kv_cache(), limits,
                                                scheduler_->window_kv_cache());
   logits_.clear();
+  return {};
+}
+
+// What KV eviction needs besides a valid policy (GenerationRequest::kv_policy).
+Status Engine::check_kv_eviction(const GenerationRequest& request) const {
+  const ModelConfig& c = model_->config;
+  if (!backend_->supports_kv_eviction())
+    return make_error("KV eviction (" + std::string(kv_policy_name(request.kv_policy.kind)) + ") runs on the CPU backend; the " +
+                      backend_->device_info().backend + " backend keeps every token");
+  if (request.speculative) return make_error("KV eviction does not combine with speculative decoding yet");
+  if (c.kv_release_window() > 0)
+    return make_error("KV eviction needs global attention layers; every layer of this model keeps only a " +
+                      std::to_string(c.kv_release_window()) + "-token window already");
+  if (kv_plan_.num_window_blocks == 0)
+    for (int32_t l = 0; l < c.num_layers; ++l)
+      if (c.is_sliding(l))
+        return make_error("KV eviction needs the sliding layers in a window group of their own (layer " +
+                          std::to_string(l) + " slides over the shared cache)");
   return {};
 }
 
@@ -172,6 +193,14 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
                     " is outside the vocabulary");
   if (request.isolation.model.empty()) request.isolation.model = model_->path;
   request.isolation.kv_types = kv_types_name(config_.kv_types);
+  if (request.kv_policy.active()) {
+    auto policy = resolve_kv_policy(request.kv_policy);
+    if (!policy) return reject("request " + std::to_string(id.value) + ": " + policy.error().message);
+    if (Status st = check_kv_eviction(request); !st)
+      return reject("request " + std::to_string(id.value) + ": " + st.error().message);
+    request.kv_policy = *policy;
+    request.isolation.kv_policy = describe_kv_policy(*policy);
+  }
 
   auto rs = std::make_unique<RequestState>();
   rs->settings = request.sampling;
@@ -191,6 +220,7 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   spec.isolation = request.isolation;
   spec.use_prefix_cache = request.use_prefix_cache;
   spec.retain_kv = request.retain_kv;
+  spec.kv_policy = request.kv_policy;
   if (request.speculative) {
     if (Status st = spec_->add_request(id, *request.speculative, rs->settings); !st)
       return reject("request " + std::to_string(id.value) + ": " + st.error().message);
@@ -439,15 +469,32 @@ bool Engine::begin_step(const StepPlan& plan, double start_ms) {
 // logits_ (plan.num_logits() rows). On failure the scheduler takes the step
 // back and an ErrorEvent says why.
 Status Engine::run_forward(const StepPlan& plan) {
-  Status st = backend_->copy_blocks(plan.block_copies);
+  // Fork copies, KV eviction's row moves, then this step's copies (step_plan.h).
+  const auto copies = std::span<const std::pair<int32_t, int32_t>>(plan.block_copies);
+  const auto num_fork = static_cast<size_t>(plan.num_fork_copies);
+  Status st = backend_->copy_blocks(copies.first(num_fork));
+  if (st) st = backend_->move_slots(plan.slot_moves);
+  if (st) st = backend_->copy_blocks(copies.subspan(num_fork));
   if (st && !plan.window_block_copies.empty()) st = backend_->copy_blocks(plan.window_block_copies, KvGroup::Window);
   if (st) {
     BatchLayout layout = to_batch_layout(plan);
     // A mixture's routing goes into the tokens' records (the Experts view, the trace).
     routing_.experts.clear();
     if (model_->config.is_moe() && config_.record_tokens) layout.routing = &routing_;
+    // The attention mass KV eviction ranks by (h2o, snapkv), one value per slot.
+    mass_.seq_offset.assign(1, 0);
+    bool mass = false;
+    for (const ScheduledRequest& r : plan.requests) {
+      mass = mass || r.mass_from >= 0;
+      mass_.seq_offset.push_back(mass_.seq_offset.back() + (r.mass_from >= 0 ? r.num_kv_slots : 0));
+    }
+    if (mass) layout.mass = &mass_;
     logits_.resize(static_cast<size_t>(layout.num_logits()) * static_cast<size_t>(model_->config.vocab_size));
     st = backend_->forward(layout, logits_);
+    for (size_t i = 0; st && mass && i < plan.requests.size(); ++i)
+      if (const ScheduledRequest& r = plan.requests[i]; r.mass_from >= 0)
+        scheduler_->add_kv_mass(r.id, std::span<const float>(mass_.sums).subspan(
+                                          static_cast<size_t>(mass_.seq_offset[i]), static_cast<size_t>(r.num_kv_slots)));
   }
   if (!st) {
     scheduler_->on_step_failed(plan);

@@ -137,6 +137,11 @@ struct GenerationRequest {
   // same distribution). Not inherited by forks; off while a reasoning budget
   // forces tokens.
   std::optional<SpeculativeConfig> speculative;
+  // KV eviction (kv/kv_policy.h, docs/kv-eviction.md): full keeps everything.
+  // Another policy holds the request's cache to its budget; it needs the CPU
+  // backend, no speculative decoding, and a model whose sliding layers (if
+  // any) keep a window group. It never shares the prefix cache.
+  KvPolicy kv_policy;
   // Requests this one branches from (an edited earlier chat message, a
   // regenerated answer): the candidate whose tokens (prompt + output) share the
   // longest common prefix with prompt_ids becomes the parent, and while it holds
@@ -151,6 +156,10 @@ struct GenerationRequest {
   // empty for everyone else's.
   std::string purpose;
 };
+
+// Positions a request that evicts while it runs may reach (past the model's
+// context: how far the model stays sensible there is for it to show).
+inline constexpr int32_t kMaxEvictingPositions = 1 << 24;
 
 class Engine {
  public:
@@ -305,6 +314,7 @@ class Engine {
   };
   bool begin_step(const StepPlan& plan, double start_ms);
   Status run_forward(const StepPlan& plan);
+  Status check_kv_eviction(const GenerationRequest& request) const;
   StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
   // first_row: the request's first logit row in the step (its routing's row).
   void sample_token(const ScheduledRequest& s, std::span<const float> logits, size_t first_row, const StepTimes& t,
@@ -353,6 +363,7 @@ class Engine {
   std::deque<RequestId> finished_order_;  // oldest first, for max_finished_records
   std::vector<float> logits_;  // (num_logits, vocab_size) of the last step
   RoutingRows routing_;        // a mixture's routing of those rows, when tokens are recorded
+  AttentionMass mass_;         // the step's attention mass for KV eviction (h2o, snapkv)
   std::unique_ptr<SpeculativeDecoder> spec_;  // drafters and verifier (created by start())
   std::unique_ptr<FormatCache> formats_;      // compiled formats (grammar stage), shared by requests
 };
