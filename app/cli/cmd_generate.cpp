@@ -14,6 +14,7 @@
 
 #include "cli/chat_runner.h"
 #include "cli/command_registry.h"
+#include "cli/kv_policy_options.h"
 #include "cli/model_session.h"
 #include "cli/remote_generate.h"
 #include "cli/sampler_options.h"
@@ -33,6 +34,7 @@ namespace {
 struct GenerateArgs {
   ModelOptions model;
   SamplerOptions sampler;
+  KvPolicyOptions kv_policy;
   std::string prompt;
   int32_t max_tokens = 256;
   bool json = false;
@@ -179,6 +181,9 @@ int run_generate(GenerateArgs& a) {
   auto made = make_request(a, *session, *settings);
   if (!made) return fail(made.error().message);
   GenerationRequest request = std::move(*made);
+  auto policy = finish_kv_policy_options(a.kv_policy);
+  if (!policy) return fail(policy.error().message);
+  request.kv_policy = *policy;
   EngineConfig config;
   if (Status st = apply_speculative(a.speculative, request, config); !st) return fail(st.error().message);
   config.max_seqs = 1;
@@ -233,6 +238,7 @@ const CommandRegistrar generate_command("generate", "Generate text from a prompt
   sub.add_option("--prompt,-p", a->prompt, "Prompt text (BOS is added)");
   sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
   add_sampler_options(sub, a->sampler);
+  add_kv_policy_options(sub, a->kv_policy);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
   sub.add_flag("--chat", a->chat, "Send the prompt as one user turn in the model's chat template (printed: the reply only)");
   add_chat_options(sub, a->chat_options);

@@ -1,15 +1,21 @@
 // `glassbox-cli score`: teacher-forced scoring of a text file -- per token its
 // log-probability, rank, entropy and top-10 alternatives, and the perplexity;
 // with --base, per-token KL(base || model) and top-1 agreement against a second
-// model of the same vocabulary (runtime/text_scorer.h, docs/compare.md).
+// model of the same vocabulary (runtime/text_scorer.h, docs/compare.md); with
+// --kv-policy, what a KV eviction policy costs against the full cache
+// (runtime/kv_policy_score.h, docs/kv-eviction.md).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/command_registry.h"
+#include "cli/kv_policy_options.h"
 #include "cli/model_session.h"
 #include "cli/remote_compare.h"
+#include "runtime/kv_policy_score.h"
 #include "runtime/text_score_json.h"
 #include "runtime/text_scorer.h"
 
@@ -24,6 +30,9 @@ struct ScoreArgs {
   std::string base_kv_type_k = "f32", base_kv_type_v = "f32";
   int32_t top_n = 10;
   int32_t window = 0;  // llama-perplexity's -c: score in windows, second halves only
+  int32_t first = 0;   // score only the text's first N tokens (0: all)
+  int32_t kv_prompt = 0;  // --kv-policy: tokens given as the prompt (0: 1, snapkv half the text)
+  KvPolicyOptions kv_policy;
   bool json = false;
   RemoteTarget remote;  // url set: score on that server (echo + logprobs)
 };
@@ -57,6 +66,38 @@ void print_text(const TextScore& score, const Tokenizer& tok) {
   }
 }
 
+// Full-cache perplexity from the base log-probabilities the policy run records.
+double full_perplexity(const TextScore& score) {
+  double sum = 0.0;
+  for (const TokenScore& t : score.tokens) sum += t.base_logprob.value_or(0.0);
+  return score.tokens.empty() ? 0.0 : std::exp(-sum / static_cast<double>(score.tokens.size()));
+}
+
+void print_kv_policy(const TextScore& score, const KvPolicy& policy, const KvPolicyScoreStats& st, const ScoreArgs& a,
+                     const Tokenizer& tok) {
+  const double full = full_perplexity(score);
+  const double change = full > 0.0 ? 100.0 * (score.perplexity / full - 1.0) : 0.0;
+  if (a.json) {
+    TextScoreJsonOptions o;
+    o.model_path = a.model.model_path;
+    o.text_file = a.text_path;
+    nlohmann::json j = nlohmann::json::parse(text_score_to_json(score, tok, o));
+    j["kv_policy"] = {{"policy", describe_kv_policy(policy)},
+                      {"perplexity_full", full},
+                      {"perplexity_change_percent", change},
+                      {"evicted_tokens", st.num_evicted},
+                      {"max_slots", st.max_slots},
+                      {"moved_rows", st.num_moved_rows}};
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  print_text(score, tok);
+  std::printf("KV policy %s: perplexity %.4f vs %.4f with the full cache (%+.3f%%); %lld tokens evicted, at most %d "
+              "slots held, %lld rows moved\n",
+              describe_kv_policy(policy).c_str(), score.perplexity, full, change,
+              static_cast<long long>(st.num_evicted), st.max_slots, static_cast<long long>(st.num_moved_rows));
+}
+
 int run_score(const ScoreArgs& a) {
   std::ifstream in(a.text_path, std::ios::binary);
   if (!in) return fail("--text: cannot open " + a.text_path);
@@ -83,7 +124,10 @@ int run_score(const ScoreArgs& a) {
       return fail(st.error().message);
     base = std::move(*b);
   }
-  const std::vector<TokenId> ids = session->tokenizer->encode(ss.str(), true);
+  std::vector<TokenId> ids = session->tokenizer->encode(ss.str(), true);
+  if (a.first > 0 && static_cast<int32_t>(ids.size()) > a.first) ids.resize(static_cast<size_t>(a.first));
+  auto policy = finish_kv_policy_options(a.kv_policy);
+  if (!policy) return fail(policy.error().message);
   ScoreOptions options;
   options.top_n = a.top_n;
   options.k_type = session->kv_types.k;
@@ -91,6 +135,16 @@ int run_score(const ScoreArgs& a) {
   if (base) {
     options.base_k_type = base->kv_types.k;
     options.base_v_type = base->kv_types.v;
+  }
+  if (policy->active()) {
+    if (base || a.window > 0) return fail("--kv-policy compares with the full cache itself: no --base or --window");
+    KvPolicyScoreStats st;
+    const auto n = static_cast<int32_t>(ids.size());
+    const int32_t prompt = a.kv_prompt > 0 ? a.kv_prompt : policy->kind == KvPolicyKind::SnapKV ? n / 2 : 1;
+    auto score = score_tokens_with_kv_policy(*session->model, *session->backend, ids, *policy, prompt, options, &st);
+    if (!score) return fail(score.error().message);
+    print_kv_policy(*score, *policy, st, a, *session->tokenizer);
+    return 0;
   }
   const Model* base_model = base ? base->model.get() : nullptr;
   Backend* base_backend = base ? base->backend.get() : nullptr;
@@ -119,6 +173,10 @@ const CommandRegistrar score_command("score", "Score a text by teacher forcing (
   sub.add_option("--window", a->window,
                  "Score like llama-perplexity -c N: windows of N tokens, each starting with BOS, only their second "
                  "halves counted (docs/compare.md)");
+  sub.add_option("--first", a->first, "Score only the text's first N tokens");
+  add_kv_policy_options(sub, a->kv_policy);
+  sub.add_option("--kv-prompt", a->kv_prompt,
+                 "With --kv-policy: the text's first N tokens are the prompt, the rest is scored (default 1; snapkv: half)");
   sub.add_flag("--json", a->json, "Print one JSON object (docs/compare.md)");
   return [a] { return run_score(*a); };
 });

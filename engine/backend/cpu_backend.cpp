@@ -409,8 +409,9 @@ Status CpuBackend::validate_kv_slots(const BatchLayout& batch) const {
     if (m.seq_offset.size() != static_cast<size_t>(batch.num_seqs()) + 1)
       return make_error("the attention mass has no offset per sequence");
     for (int32_t s = 0; s < batch.num_seqs(); ++s)
-      if (m.seq_offset[static_cast<size_t>(s) + 1] - m.seq_offset[static_cast<size_t>(s)] <
-          batch.seq_kv_slots[static_cast<size_t>(s)])
+      if (batch.mass_from[static_cast<size_t>(s)] >= 0 &&
+          m.seq_offset[static_cast<size_t>(s) + 1] - m.seq_offset[static_cast<size_t>(s)] <
+              batch.seq_kv_slots[static_cast<size_t>(s)])
         return make_error("the attention mass of sequence " + std::to_string(s) + " is shorter than its slots");
   }
   return {};

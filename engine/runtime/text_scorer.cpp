@@ -9,9 +9,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace gb {
-namespace {
 
-// log-softmax of one logits row, in double: (vocab) log-probabilities.
 void log_softmax(std::span<const float> logits, std::vector<double>& out) {
   out.resize(logits.size());
   const double mx = *std::max_element(logits.begin(), logits.end());
@@ -21,11 +19,12 @@ void log_softmax(std::span<const float> logits, std::vector<double>& out) {
   for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - log_z;
 }
 
+namespace {
 TokenId argmax(std::span<const double> lp) {
   return static_cast<TokenId>(std::max_element(lp.begin(), lp.end()) - lp.begin());
 }
+}  // namespace
 
-// Scores one position from the model's (and the base's) log-probabilities.
 TokenScore score_position(int32_t position, TokenId id, std::span<const double> lp,
                           const std::vector<double>* base_lp, int32_t top_n) {
   TokenScore s;
@@ -59,6 +58,8 @@ TokenScore score_position(int32_t position, TokenId id, std::span<const double> 
   }
   return s;
 }
+
+namespace {
 
 // One chunk [start, end) of the prefill on one backend: logits at every new
 // position, (end - start, vocab) row-major. Blocks 0 .. are the sequence's table.

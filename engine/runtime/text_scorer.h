@@ -91,6 +91,12 @@ Result<TextScore> score_tokens_in_windows(const Model& model, Backend& backend, 
                                           Backend* base_backend, std::span<const TokenId> tokens, int32_t window,
                                           TokenId bos_id, const ScoreOptions& options = {});
 
+// log-softmax of one logits row, in double: (vocab) log-probabilities.
+void log_softmax(std::span<const float> logits, std::vector<double>& out);
+// Scores one position from the model's (and the base's) log-probabilities.
+TokenScore score_position(int32_t position, TokenId id, std::span<const double> lp,
+                          const std::vector<double>* base_lp, int32_t top_n);
+
 // Fills mean_logprob, perplexity and (when the tokens have KL) the KL summary
 // from score.tokens.
 void summarize_scores(TextScore& score);
