@@ -316,10 +316,10 @@ Status CpuBackend::attention(const RecipeStep& step) {
       kv.num_kv_heads = c.num_kv_heads;
       kv.head_dim = c.head_dim;
       const auto su = static_cast<size_t>(tile.seq);
-      float* mass = want_mass && batch.mass_from[su] >= 0
-                        ? mass_partial_.data() + static_cast<size_t>(thread) * mass_slots_ +
-                              static_cast<size_t>(batch.mass->seq_offset[su])
-                        : nullptr;
+      const int64_t mass_at = want_mass ? mass_tile_offset_[static_cast<size_t>(tile.begin)] : -1;
+      float* mass = mass_at < 0 ? nullptr
+                                : mass_partial_.data() + mass_at +
+                                      int64_t{kv_head * head_parts + part} * batch.kv_slots_of(tile.seq);
       int32_t m = 0;
       for (int32_t i = tile.begin; i < tile.end; ++i) {
         const int32_t pos = batch.positions[static_cast<size_t>(i)];
@@ -756,21 +756,12 @@ Status CpuBackend::forward(const BatchLayout& batch, std::span<float> logits) {
     r.weights.assign(size, 0.0f);
   }
   const bool want_mass = batch.mass != nullptr && !batch.mass_from.empty();
-  if (want_mass) {
-    // Filled here from the batch's offsets (sized by the caller): each thread
-    // adds into its own copy, summed once after the layers.
-    mass_slots_ = static_cast<size_t>(batch.mass->seq_offset.back());
-    batch.mass->sums.assign(mass_slots_, 0.0f);
-    mass_partial_.assign(mass_slots_ * static_cast<size_t>(pool_.num_threads()), 0.0f);
-  }
+  if (want_mass) plan_attention_mass(batch);
   Status status = run_steps(recipe_.prologue, *this);
   const int32_t num_layers = batch.num_layers < 0 ? c.num_layers : batch.num_layers;
   for (int32_t l = 0; l < num_layers && status.ok(); ++l) status = run_steps(recipe_.layers[static_cast<size_t>(l)], *this);
   if (status.ok() && batch.num_logits() > 0) status = run_steps(recipe_.epilogue, *this);
-  if (want_mass)
-    for (int t = 0; t < pool_.num_threads(); ++t)
-      kernels::add_inplace(batch.mass->sums.data(), mass_partial_.data() + static_cast<size_t>(t) * mass_slots_,
-                           static_cast<int64_t>(mass_slots_));
+  if (want_mass) sum_attention_mass(batch);
   batch_ = nullptr;
   logits_ = nullptr;
   return status;
@@ -795,6 +786,47 @@ Status CpuBackend::copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_
     }
   }
   return {};
+}
+
+// The attention tiles (attention_tiles, kAttentionQueries) that hold a query
+// wanting the mass get rows of their own (see cpu_backend_impl.h).
+void CpuBackend::plan_attention_mass(const BatchLayout& batch) {
+  const ModelConfig& c = model_->config;
+  const int32_t group = c.num_heads / c.num_kv_heads;
+  const int32_t per_tile = std::max(1, kAttentionQueries / group);
+  const int32_t rows_per_tile = c.num_kv_heads * ((group + kAttentionQueries - 1) / kAttentionQueries);
+  mass_tile_offset_.assign(static_cast<size_t>(batch.num_tokens()), -1);
+  int64_t total = 0;
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t from = batch.mass_from[static_cast<size_t>(s)];
+    if (from < 0) continue;
+    const int32_t end = batch.seq_token_indptr[static_cast<size_t>(s) + 1];
+    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < end; i += per_tile) {
+      const int32_t last = std::min(i + per_tile, end) - 1;
+      if (batch.positions[static_cast<size_t>(last)] < from) continue;  // positions rise within a sequence
+      mass_tile_offset_[static_cast<size_t>(i)] = total;
+      total += int64_t{rows_per_tile} * batch.kv_slots_of(s);
+    }
+  }
+  mass_partial_.assign(static_cast<size_t>(total), 0.0f);
+  batch.mass->sums.assign(static_cast<size_t>(batch.mass->seq_offset.back()), 0.0f);
+}
+
+void CpuBackend::sum_attention_mass(const BatchLayout& batch) {
+  const ModelConfig& c = model_->config;
+  const int32_t group = c.num_heads / c.num_kv_heads;
+  const int32_t per_tile = std::max(1, kAttentionQueries / group);
+  const int32_t rows_per_tile = c.num_kv_heads * ((group + kAttentionQueries - 1) / kAttentionQueries);
+  for (int32_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t end = batch.seq_token_indptr[static_cast<size_t>(s) + 1];
+    const int64_t slots = batch.kv_slots_of(s);
+    float* sums = batch.mass->sums.data() + batch.mass->seq_offset[static_cast<size_t>(s)];
+    for (int32_t i = batch.seq_token_indptr[static_cast<size_t>(s)]; i < end; i += per_tile) {
+      const int64_t at = mass_tile_offset_[static_cast<size_t>(i)];
+      if (at < 0) continue;
+      for (int32_t r = 0; r < rows_per_tile; ++r) kernels::add_inplace(sums, mass_partial_.data() + at + r * slots, slots);
+    }
+  }
 }
 
 Status CpuBackend::move_slots(std::span<const std::pair<int32_t, int32_t>> src_dst) {

@@ -165,10 +165,16 @@ class CpuBackend final : public Backend, private LayerOps {
   std::vector<float> qkv_;     // (num_tokens, q_dim + 2 kv_dim) with a fused attn_qkv
   std::vector<float> up_;      // (num_tokens, hidden_dim)
   std::vector<float> scores_;  // (num_threads, max context) attention scratch
-  // (num_threads, mass slots) each thread's share of the step's attention
-  // mass (BatchLayout::mass), summed into the batch's at the end of forward().
+  // The step's attention mass (BatchLayout::mass), deterministic whatever the
+  // batch and the threads: each attention tile holding a query that wants it
+  // adds into rows of its own, (num_kv_heads * head parts, the sequence's
+  // slots) from mass_tile_offset_[its first token] (-1: none), summed over
+  // the layers; forward() then adds them into the batch's sums in a fixed
+  // order (sequence, tile, row).
   std::vector<float> mass_partial_;
-  size_t mass_slots_ = 0;
+  std::vector<int64_t> mass_tile_offset_;  // (num_tokens)
+  void plan_attention_mass(const BatchLayout& batch);
+  void sum_attention_mass(const BatchLayout& batch);
   std::vector<float> final_;   // (num_logits, dim)
   // A mixture-of-experts step (moe_ffn): router logits (num_tokens, experts);
   // each expert's tokens gathered (m, dim), its gate and up (m, expert width),
