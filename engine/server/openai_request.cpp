@@ -173,6 +173,40 @@ Outcome parse_bool(const ojson& body, const char* name, bool& out) {
   return std::nullopt;
 }
 
+// "kv_policy": "full" | "sink" | ... (defaults) or {"policy": ..., "budget": B, "sinks": S,
+// "recent": R, "window": W, "pool": K}, resolved.
+Outcome parse_kv_policy(const ojson& body, KvPolicy& out) {
+  auto it = body.find("kv_policy");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  const ojson* name = &*it;
+  KvPolicy p;
+  if (it->is_object()) {
+    auto n = it->find("policy");
+    if (n == it->end()) return bad_param("kv_policy", "kv_policy needs a \"policy\" name");
+    name = &*n;
+    const std::pair<const char*, int32_t*> ints[] = {
+        {"budget", &p.budget}, {"sinks", &p.sinks}, {"recent", &p.recent}, {"window", &p.window}, {"pool", &p.pool}};
+    for (const auto& [key, field] : ints) {
+      std::optional<int> v;
+      if (Outcome e = parse_int(*it, key, -1, 1 << 24, v)) {
+        e->param = std::string("kv_policy.") + key;
+        return e;
+      }
+      if (v) *field = *v;
+    }
+  } else if (!it->is_string()) {
+    return bad_param("kv_policy", "kv_policy must be a policy name or an object");
+  }
+  if (!name->is_string()) return bad_param("kv_policy", "kv_policy's policy must be a string");
+  auto kind = kv_policy_from_name(name->get<std::string>());
+  if (!kind) return bad_param("kv_policy", kind.error().message);
+  p.kind = *kind;
+  auto resolved = resolve_kv_policy(p);
+  if (!resolved) return bad_param("kv_policy", resolved.error().message);
+  out = *resolved;
+  return std::nullopt;
+}
+
 Outcome parse_common(const ojson& body, const ParseLimits& limits, ApiRequest& r) {
   if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return bad_param("model", "model must be a string");
@@ -199,6 +233,7 @@ Outcome parse_common(const ojson& body, const ParseLimits& limits, ApiRequest& r
     }
   }
   if (Outcome e = parse_bool(body, "ignore_eos", r.ignore_eos)) return e;
+  if (Outcome e = parse_kv_policy(body, r.kv_policy)) return e;
   for (const NumberField& f : number_fields())
     if (Outcome e = apply_number_field(body, f, r.sampling)) return e;
   if (r.sampling.top_k < 0) r.sampling.top_k = 0;  // vLLM's "-1 = off"

@@ -7,7 +7,9 @@
 // accepted as extra top-level fields (as vLLM and llama-server do): top_k, min_p,
 // typical_p, repetition_penalty (alias repeat_penalty), penalty_last_n,
 // dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
-// xtc_threshold, xtc_probability, ignore_eos, stop_token_ids. Unknown fields are
+// xtc_threshold, xtc_probability, ignore_eos, stop_token_ids, and kv_policy (KV
+// eviction, docs/kv-eviction.md: "full", or an object {"policy": "sink" | "h2o" |
+// "snapkv", "budget": B, "sinks", "recent", "window", "pool"}). Unknown fields are
 // ignored (as vLLM does); fields we cannot honour (suffix, functions, audio ...)
 // are refused rather than ignored. Structured output (response_format, grammar,
 // json_schema, guided_*; tools and tool_choice) is read by output_format.h into
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "core/ids.h"
+#include "kv/kv_policy.h"
 #include "sampling/sampler_settings.h"
 #include "server/api_error.h"
 
@@ -79,6 +82,7 @@ struct ApiRequest {
   std::optional<uint64_t> seed;
   SamplerSettings sampling;           // stop strings, logit bias and every sampler field
   bool ignore_eos = false;
+  KvPolicy kv_policy;                 // resolved (kv/kv_policy.h); full by default
   bool echo = false;                  // completions: score the prompt (max_tokens 0 only)
   // Chat: extra template variables as a JSON object text ("" none): the
   // request's chat_template_kwargs with its `tools` (a list) added.

@@ -336,7 +336,9 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
   std::random_device random;
   std::vector<ChoiceSubmission> items;
   for (const auto& ids : std::get<0>(prompts)) {
-    const int room = context - static_cast<int>(ids.size());
+    // A policy that keeps its budget as it goes (sink, h2o) may run past the context.
+    const bool past_context = kv_policy_row(r.kv_policy.kind).evicts_while_running;
+    const int room = (past_context ? kMaxEvictingPositions : context) - static_cast<int>(ids.size());
     int max_tokens = r.max_tokens.value_or(r.endpoint == ApiEndpoint::Completions ? std::min(16, room) : room);
     if (max_tokens > room)
       return ApiError{400, "the model's context is " + std::to_string(context) + " tokens, but " + std::to_string(ids.size()) +
@@ -354,6 +356,7 @@ std::variant<std::vector<ChoiceSubmission>, ApiError> OpenAiServer::Impl::plan_c
                                        : (static_cast<uint64_t>(random()) << 32) ^ random();
       c.request.sampling.top_n_record = r.logprobs ? std::max(1, r.top_logprobs) : config.record_top_n;
       c.request.ignore_eos = r.ignore_eos;
+      c.request.kv_policy = r.kv_policy;
       c.request.isolation.tenant = tenant;
       items.push_back(std::move(c));
     }

@@ -81,6 +81,28 @@ GB_TEST(fields_reach_the_sampler_settings) {
   QCOMPARE(a.prompts[0].ids, (std::vector<gb::TokenId>{1, 2, 3}));
 }
 
+GB_TEST(kv_policy_is_a_name_or_an_object_and_bad_ones_name_the_field) {
+  auto named = completions(R"({"prompt": "hi", "kv_policy": "full"})");
+  QVERIFY(std::holds_alternative<ApiRequest>(named));
+  QVERIFY(!std::get<ApiRequest>(named).kv_policy.active());
+  auto obj = completions(R"({"prompt": "hi", "kv_policy": {"policy": "h2o", "budget": 256, "sinks": 4}})");
+  QVERIFY(std::holds_alternative<ApiRequest>(obj));
+  const gb::KvPolicy& p = std::get<ApiRequest>(obj).kv_policy;
+  QVERIFY(p.kind == gb::KvPolicyKind::H2O);
+  QCOMPARE(p.budget, 256);
+  QCOMPARE(p.sinks, 4);
+  QCOMPARE(p.recent, 128);  // resolved
+  for (const char* bad : {R"({"prompt": "hi", "kv_policy": "lru"})", R"({"prompt": "hi", "kv_policy": 3})",
+                          R"({"prompt": "hi", "kv_policy": "sink"})",  // no budget
+                          R"({"prompt": "hi", "kv_policy": {"budget": 64}})",
+                          R"({"prompt": "hi", "kv_policy": {"policy": "sink", "budget": "64"}})",
+                          R"({"prompt": "hi", "kv_policy": {"policy": "snapkv", "budget": 64, "pool": 4}})"}) {
+    auto r = completions(bad);
+    QVERIFY2(std::holds_alternative<gb::server::ApiError>(r), bad);
+    QVERIFY2(std::get<gb::server::ApiError>(r).param.rfind("kv_policy", 0) == 0, bad);
+  }
+}
+
 GB_TEST(chat_messages_and_content_parts) {
   auto r = gb::server::parse_api_request(
       ApiEndpoint::ChatCompletions,

@@ -241,6 +241,32 @@ GB_TEST(max_tokens_ends_with_length) {
   QCOMPARE(c["usage"]["completion_tokens"].get<int>(), 3);
 }
 
+// A request with a KV policy: a budget past the sequence answers exactly what
+// full does; a small one runs (past the context for sink) and answers.
+GB_TEST(kv_policy_requests_run_and_a_large_budget_equals_full) {
+  ServerHarness h;
+  QVERIFY(h.ok());
+  const json base = {{"prompt", kPrompt}, {"max_tokens", 12}, {"ignore_eos", true}, {"temperature", 0}};
+  auto [s1, full] = h.post("/v1/completions", base);
+  json big = base;
+  big["kv_policy"] = {{"policy", "h2o"}, {"budget", 400}};
+  auto [s2, same] = h.post("/v1/completions", big);
+  QCOMPARE(s1, 200);
+  QCOMPARE(s2, 200);
+  QCOMPARE(same["choices"][0]["text"], full["choices"][0]["text"]);
+  json small = base;
+  small["kv_policy"] = {{"policy", "sink"}, {"budget", 16}};
+  small["max_tokens"] = 600;  // past stories260K's 512-token context
+  auto [s3, pruned] = h.post("/v1/completions", small);
+  QVERIFY2(s3 == 200, pruned.dump().c_str());
+  QVERIFY(pruned["usage"]["completion_tokens"].get<int>() > 0);
+  json bad = base;
+  bad["kv_policy"] = "nonsense";
+  auto [s4, err] = h.post("/v1/completions", bad);
+  QCOMPARE(s4, 400);
+  QCOMPARE(err["error"]["param"].get<std::string>(), std::string("kv_policy"));
+}
+
 GB_TEST(same_tenant_shares_prefix_other_tenant_does_not) {
   gb::server::ServerConfig config;
   config.api_keys = {"alice-key", "bob-key"};
