@@ -8,12 +8,13 @@
 namespace gb {
 namespace {
 constexpr std::array<KvPolicyRow, 4> kRows{{
-    {KvPolicyKind::Full, "full", "keep every token (no budget)", 0, false, false, false},
-    {KvPolicyKind::Sink, "sink", "StreamingLLM: the first S tokens and the most recent B - S", 4, true, false, false},
+    {KvPolicyKind::Full, "full", "keep every token (no budget)", 0, false, false, false, ""},
+    {KvPolicyKind::Sink, "sink", "StreamingLLM: the first S tokens and the most recent B - S", 4, true, false, false,
+     "outside the recent window"},
     {KvPolicyKind::H2O, "h2o", "heavy hitters: the first S, the most recent R and the most attended", 0, true, false,
-     true},
+     true, "lowest attention mass"},
     {KvPolicyKind::SnapKV, "snapkv", "after the prompt: the prompt tokens its last W queries attend to most", 0, false,
-     true, true},
+     true, true, "least attended by the prompt's last W tokens"},
 }};
 }  // namespace
 

@@ -48,6 +48,7 @@ struct KvPolicyRow {
   bool evicts_while_running;  // keeps the budget during prefill and decode (sink, h2o)
   bool prunes_after_prompt;   // one pruning when the prompt is computed (snapkv)
   bool uses_mass;             // needs the attention mass the kernels accumulate
+  const char* evict_reason;   // why a token went (the trace's kv_eviction.reason)
 };
 std::span<const KvPolicyRow> kv_policy_rows();
 const KvPolicyRow& kv_policy_row(KvPolicyKind kind);

@@ -357,6 +357,9 @@ std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, bool decode, 
       }
     auto moves = kv_.reuse_slot(r.id, victim, r.token_at(pos));
     if (!moves) return std::nullopt;
+    EvictedTokens gone{r.id, {r.kv_positions[static_cast<size_t>(victim)]}, {}};
+    if (!r.kv_mass.empty()) gone.mass.push_back(r.kv_mass[static_cast<size_t>(victim)]);
+    step.plan->evictions.push_back(std::move(gone));
     for (const SlotMove& m : *moves) step.moves.push_back({r.id, m});
     r.kv_reuse_slot = victim;
     ++r.num_evicted;
@@ -397,10 +400,14 @@ std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, bool decode, 
     for (const SlotMove& m : *moves) step.moves.push_back({r.id, m});
     std::vector<int32_t> positions;
     std::vector<float> mass;
-    for (int32_t i : kept) {
-      positions.push_back(r.kv_positions[static_cast<size_t>(i)]);
-      if (!r.kv_mass.empty()) mass.push_back(r.kv_mass[static_cast<size_t>(i)]);
+    EvictedTokens gone{r.id, {}, {}};
+    for (int32_t i = 0, k = 0; i < slots; ++i) {
+      const bool keep_it = k < static_cast<int32_t>(kept.size()) && kept[static_cast<size_t>(k)] == i;
+      k += keep_it ? 1 : 0;
+      (keep_it ? positions : gone.positions).push_back(r.kv_positions[static_cast<size_t>(i)]);
+      if (!r.kv_mass.empty()) (keep_it ? mass : gone.mass).push_back(r.kv_mass[static_cast<size_t>(i)]);
     }
+    step.plan->evictions.push_back(std::move(gone));
     const int32_t dropped = slots - static_cast<int32_t>(kept.size());
     r.num_evicted += dropped;
     step.plan->stats.num_evicted_tokens += dropped;
@@ -474,6 +481,7 @@ void Scheduler::preempt(RequestId victim, StepState& step) {
   }
   std::erase_if(step.copies, [victim](const GroupCopy& c) { return c.id == victim; });
   std::erase_if(step.moves, [victim](const GroupMove& m) { return m.id == victim; });
+  std::erase_if(step.plan->evictions, [victim](const EvictedTokens& e) { return e.id == victim; });
   step.plan->preempted.push_back(victim);
   ++step.plan->stats.num_preemptions;
 }

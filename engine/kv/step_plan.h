@@ -61,6 +61,14 @@ struct StepStats {
   int32_t num_evicted_tokens = 0;  // KV eviction: tokens dropped from caches this step
 };
 
+// Tokens KV eviction dropped from a request's cache in this step, and the
+// attention mass each had (empty for a policy that does not rank by it).
+struct EvictedTokens {
+  RequestId id;
+  std::vector<int32_t> positions;
+  std::vector<float> mass;
+};
+
 struct StepPlan {
   std::vector<ScheduledRequest> requests;
   std::vector<std::pair<int32_t, int32_t>> block_copies;  // (src, dst), run first, in order
@@ -72,6 +80,7 @@ struct StepPlan {
   // read, freed by a compaction).
   std::vector<std::pair<int32_t, int32_t>> slot_moves;
   int32_t num_fork_copies = 0;
+  std::vector<EvictedTokens> evictions;                   // what KV eviction dropped this step
   std::vector<RequestId> preempted;                       // lost their blocks this step
   int32_t block_size = 16;
   StepStats stats;

@@ -462,7 +462,31 @@ bool Engine::begin_step(const StepPlan& plan, double start_ms) {
     }
     if (!s.is_decode) publish(PrefillChunkEvent{s.id, plan.stats.step, s.start_pos, s.num_new_tokens});
   }
+  publish_evictions(plan);
   return true;
+}
+
+// What KV eviction dropped in this step, with a snapshot of what each cache
+// keeps in a request's first eviction event and every kKeptSnapshotEvery-th.
+void Engine::publish_evictions(const StepPlan& plan) {
+  for (const EvictedTokens& e : plan.evictions) {
+    const Request* r = scheduler_->find(e.id);
+    if (r == nullptr) continue;
+    KvEvictionEvent ev;
+    ev.request = e.id;
+    ev.step = plan.stats.step;
+    ev.policy = describe_kv_policy(r->kv_policy);
+    ev.reason = kv_policy_row(r->kv_policy.kind).evict_reason;
+    ev.positions = e.positions;
+    ev.mass = e.mass;
+    ev.num_kept = r->num_kv_slots();
+    RequestState& rs = *states_.at(e.id);
+    if (rs.num_eviction_events++ % kKeptSnapshotEvery == 0) {
+      ev.kept_positions = r->kv_positions;
+      ev.kept_mass = r->kv_mass;
+    }
+    publish(std::move(ev));
+  }
 }
 
 // Block copies, then one forward pass over the plan's ragged batch into

@@ -315,6 +315,7 @@ class Engine {
   bool begin_step(const StepPlan& plan, double start_ms);
   Status run_forward(const StepPlan& plan);
   Status check_kv_eviction(const GenerationRequest& request) const;
+  void publish_evictions(const StepPlan& plan);
   StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
   // first_row: the request's first logit row in the step (its routing's row).
   void sample_token(const ScheduledRequest& s, std::span<const float> logits, size_t first_row, const StepTimes& t,

@@ -29,6 +29,7 @@ struct Engine::RequestState {
   int32_t num_hits_seen = 0;      // Request::num_prefix_hit_tokens already reported
   bool admitted = false;          // admitted and not preempted since
   bool ever_admitted = false;
+  int32_t num_eviction_events = 0;  // KvEvictionEvents published (kept snapshots every kKeptSnapshotEvery)
   double submitted_ms = 0.0;
 };
 

@@ -190,6 +190,7 @@ class ChromeTraceBuilder {
         counter("step tokens", end, {{"prefill", e.num_prefill_tokens}, {"decode", e.num_decode_tokens}}));
   }
   void on(const KvTraceEvent&, double) {}
+  void on(const KvEvictionEvent&, double) {}
   void on(const SpeculativeEvent& e, double t) {
     RequestTrack& tr = track(e.request);
     tr.instants.push_back(instant("speculative " + std::to_string(e.num_accepted) + "/" +

@@ -135,6 +135,24 @@ struct SpeculativeEvent {
   double verify_ms = 0.0;
 };
 
+// KV eviction (kv/kv_policy.h, docs/kv-eviction.md): a request's cache
+// dropped tokens in this step. The sliding layers' window group never evicts
+// (it keeps its window by position); this is the global layers' cache.
+struct KvEvictionEvent {
+  RequestId request;
+  int64_t step = 0;
+  std::string policy;               // describe_kv_policy: "h2o B=512 S=0 R=256"
+  std::string reason;               // why these went: "outside the recent window" ...
+  std::vector<int32_t> positions;   // evicted in this step
+  std::vector<float> mass;          // their accumulated attention mass (h2o, snapkv; else empty)
+  int32_t num_kept = 0;             // positions the cache holds after the step
+  // Every kKeptSnapshotEvery-th eviction event of a request (and its first):
+  // every kept position and its mass (empty for sink), for the KV view's strip.
+  std::vector<int32_t> kept_positions;
+  std::vector<float> kept_mass;
+};
+inline constexpr int32_t kKeptSnapshotEvery = 8;
+
 struct ErrorEvent {
   std::optional<RequestId> request;  // empty for engine-wide errors
   std::string message;
@@ -142,7 +160,7 @@ struct ErrorEvent {
 
 using TraceEventBody = std::variant<RequestSubmittedEvent, RequestAdmittedEvent, PrefillChunkEvent, TokenSampledEvent,
                                     RequestPreemptedEvent, RequestFinishedEvent, StepEvent, KvTraceEvent,
-                                    SpeculativeEvent, ErrorEvent>;
+                                    SpeculativeEvent, KvEvictionEvent, ErrorEvent>;
 
 struct TraceEvent {
   uint64_t seq = 0;

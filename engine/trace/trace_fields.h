@@ -325,6 +325,21 @@ struct FieldsOf<SpeculativeEvent> {
 };
 
 template <>
+struct FieldsOf<KvEvictionEvent> {
+  using T = KvEvictionEvent;
+  static constexpr std::string_view type = "kv_eviction";
+  static constexpr auto list = std::tuple{field("request", &T::request),
+                                          field("step", &T::step),
+                                          field("policy", &T::policy),
+                                          field("reason", &T::reason),
+                                          field("positions", &T::positions),
+                                          field("mass", &T::mass),
+                                          field("num_kept", &T::num_kept),
+                                          field("kept_positions", &T::kept_positions),
+                                          field("kept_mass", &T::kept_mass)};
+};
+
+template <>
 struct FieldsOf<ErrorEvent> {
   using T = ErrorEvent;
   static constexpr std::string_view type = "error";
@@ -433,6 +448,6 @@ inline constexpr auto all_checked =
                detail::Checked<TokenSampledEvent>::tie,   detail::Checked<RequestPreemptedEvent>::tie,
                detail::Checked<RequestFinishedEvent>::tie, detail::Checked<StepEvent>::tie,
                detail::Checked<KvTraceEvent>::tie,        detail::Checked<SpeculativeEvent>::tie,
-               detail::Checked<ErrorEvent>::tie};
+               detail::Checked<KvEvictionEvent>::tie,     detail::Checked<ErrorEvent>::tie};
 
 }  // namespace gb::trace_fields

@@ -174,6 +174,20 @@ struct MirrorOf<gb::SpeculativeEvent> {
                                           to(&E::verify_ms, &U::verifyMs)};
 };
 template <>
+struct MirrorOf<gb::KvEvictionEvent> {
+  using E = gb::KvEvictionEvent;
+  using U = UiEviction;
+  static constexpr auto list = std::tuple{to(&E::request, &U::request),
+                                          to(&E::step, &U::step),
+                                          to(&E::policy, &U::policy),
+                                          to(&E::reason, &U::reason),
+                                          to(&E::positions, &U::positions),
+                                          to(&E::mass, &U::mass),
+                                          to(&E::num_kept, &U::numKept),
+                                          to(&E::kept_positions, &U::keptPositions),
+                                          to(&E::kept_mass, &U::keptMass)};
+};
+template <>
 struct MirrorOf<gb::ErrorEvent> {
   using E = gb::ErrorEvent;
   using U = UiError;

@@ -120,6 +120,20 @@ struct UiSpeculative {
   double draftMs = 0.0, verifyMs = 0.0;
 };
 
+// KV eviction dropped tokens from a request's cache (gb::KvEvictionEvent; the
+// global layers' cache: a window group keeps its window by position).
+struct UiEviction {
+  RequestKey request = 0;
+  qint64 step = 0;
+  QString policy;               // "h2o B=512 S=0 R=256"
+  QString reason;               // why these went
+  QVector<int> positions;       // evicted in this step
+  QVector<float> mass;          // their attention mass (empty for sink)
+  int numKept = 0;              // positions held after the step
+  QVector<int> keptPositions;   // a snapshot (first event, then every 8th), else empty
+  QVector<float> keptMass;
+};
+
 struct UiSubmitted {
   RequestKey request = 0;
   std::optional<RequestKey> parent;
@@ -166,7 +180,7 @@ struct UiRemoteMetrics {
 };
 
 using UiEventBody = std::variant<UiSubmitted, UiAdmitted, UiPrefill, UiToken, UiPreempted, UiFinished, UiStep, UiKv,
-                                 UiSpeculative, UiError, UiRemoteMetrics>;
+                                 UiSpeculative, UiError, UiRemoteMetrics, UiEviction>;
 struct UiEvent {
   quint64 seq = 0;
   qint64 tUs = 0;

@@ -171,7 +171,10 @@ GB_TEST(trace_written_before_the_field_lists_still_reads_and_reexports_the_same)
   }
   auto file = parse_trace_jsonl(text, path);
   QVERIFY2(file.ok(), file.ok() ? "" : file.error().message.c_str());
-  const auto expected = gbtest::every_event_type();
+  // Event types added after the file was written (same schema version:
+  // adding an event type is allowed) are not in it.
+  auto expected = gbtest::every_event_type();
+  std::erase_if(expected, [](const TraceEvent& e) { return std::holds_alternative<KvEvictionEvent>(e.body); });
   QCOMPARE(file.value().events.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) QVERIFY(trace_events_equal(expected[i], file.value().events[i]));
   // Re-exported, the lines are the same up to how floats are spelt: this file

@@ -111,6 +111,10 @@ inline std::vector<gb::TraceEvent> every_event_type() {
   add(71, SpeculativeEvent{RequestId{1}, 10, "draft", {}, {}, {}, 0, std::nullopt, 2, true, 0.0, 0.0});
   add(80, ErrorEvent{std::nullopt, "engine: backend lost"});
   add(81, ErrorEvent{RequestId{1}, "request 1: \xc3"});
+  // Added after every_event_v1.jsonl was written (last, so the earlier events keep their seq).
+  add(90, KvEvictionEvent{RequestId{2}, 11, "h2o B=8 S=0 R=4", "lowest attention mass", {3, 5}, {0.125f, 0.5f}, 8,
+                          {0, 1, 2, 4, 6, 7, 8, 9}, {2.5f, 1.0f, 0.75f, 0.625f, 1.5f, 1.25f, 1.0f, 0.0f}});
+  add(91, KvEvictionEvent{RequestId{3}, 12, "sink B=6 S=2 R=4", "outside the recent window", {2}, {}, 6, {}, {}});
   return events;
 }
 
