@@ -191,6 +191,7 @@ class ChromeTraceBuilder {
   }
   void on(const KvTraceEvent&, double) {}
   void on(const KvEvictionEvent&, double) {}
+  void on(const KvShadowEvent&, double) {}
   void on(const SpeculativeEvent& e, double t) {
     RequestTrack& tr = track(e.request);
     tr.instants.push_back(instant("speculative " + std::to_string(e.num_accepted) + "/" +

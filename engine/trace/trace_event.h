@@ -153,6 +153,22 @@ struct KvEvictionEvent {
 };
 inline constexpr int32_t kKeptSnapshotEvery = 8;
 
+// The full-cache shadow of an evicting request (GenerationRequest::kv_shadow:
+// the same prompt and tokens with every token kept, in the same batches) has
+// reached one of its tokens: KL(full || pruned) of the two next-token
+// distributions that chose token `index` of the answer, and what each gave it.
+struct KvShadowEvent {
+  RequestId request;            // the evicting request
+  RequestId shadow;             // its full-cache shadow
+  int64_t step = 0;
+  int32_t position = 0;         // of the token in the request (prompt included)
+  int32_t index = 0;            // 0 for the first generated token
+  double kl = 0.0;              // KL(full || pruned), nats
+  bool top1_agree = true;       // the two argmax agree
+  double logprob_pruned = 0.0;  // of the token the request took
+  double logprob_full = 0.0;
+};
+
 struct ErrorEvent {
   std::optional<RequestId> request;  // empty for engine-wide errors
   std::string message;
@@ -160,7 +176,7 @@ struct ErrorEvent {
 
 using TraceEventBody = std::variant<RequestSubmittedEvent, RequestAdmittedEvent, PrefillChunkEvent, TokenSampledEvent,
                                     RequestPreemptedEvent, RequestFinishedEvent, StepEvent, KvTraceEvent,
-                                    SpeculativeEvent, KvEvictionEvent, ErrorEvent>;
+                                    SpeculativeEvent, KvEvictionEvent, KvShadowEvent, ErrorEvent>;
 
 struct TraceEvent {
   uint64_t seq = 0;

@@ -340,6 +340,21 @@ struct FieldsOf<KvEvictionEvent> {
 };
 
 template <>
+struct FieldsOf<KvShadowEvent> {
+  using T = KvShadowEvent;
+  static constexpr std::string_view type = "kv_shadow";
+  static constexpr auto list = std::tuple{field("request", &T::request),
+                                          field("shadow", &T::shadow),
+                                          field("step", &T::step),
+                                          field("position", &T::position),
+                                          field("index", &T::index),
+                                          field("kl", &T::kl),
+                                          field("top1_agree", &T::top1_agree),
+                                          field("logprob_pruned", &T::logprob_pruned),
+                                          field("logprob_full", &T::logprob_full)};
+};
+
+template <>
 struct FieldsOf<ErrorEvent> {
   using T = ErrorEvent;
   static constexpr std::string_view type = "error";
@@ -448,6 +463,7 @@ inline constexpr auto all_checked =
                detail::Checked<TokenSampledEvent>::tie,   detail::Checked<RequestPreemptedEvent>::tie,
                detail::Checked<RequestFinishedEvent>::tie, detail::Checked<StepEvent>::tie,
                detail::Checked<KvTraceEvent>::tie,        detail::Checked<SpeculativeEvent>::tie,
-               detail::Checked<KvEvictionEvent>::tie,     detail::Checked<ErrorEvent>::tie};
+               detail::Checked<KvEvictionEvent>::tie,     detail::Checked<KvShadowEvent>::tie,
+               detail::Checked<ErrorEvent>::tie};
 
 }  // namespace gb::trace_fields

@@ -188,6 +188,20 @@ struct MirrorOf<gb::KvEvictionEvent> {
                                           to(&E::kept_mass, &U::keptMass)};
 };
 template <>
+struct MirrorOf<gb::KvShadowEvent> {
+  using E = gb::KvShadowEvent;
+  using U = UiShadowKl;
+  static constexpr auto list = std::tuple{to(&E::request, &U::request),
+                                          to(&E::shadow, &U::shadow),
+                                          to(&E::step, &U::step),
+                                          to(&E::position, &U::position),
+                                          to(&E::index, &U::index),
+                                          to(&E::kl, &U::kl),
+                                          to(&E::top1_agree, &U::top1Agree),
+                                          to(&E::logprob_pruned, &U::logprobPruned),
+                                          to(&E::logprob_full, &U::logprobFull)};
+};
+template <>
 struct MirrorOf<gb::ErrorEvent> {
   using E = gb::ErrorEvent;
   using U = UiError;

@@ -134,6 +134,19 @@ struct UiEviction {
   QVector<float> keptMass;
 };
 
+// The full-cache shadow's verdict on one token of an evicting request
+// (gb::KvShadowEvent): what the eviction cost at that position.
+struct UiShadowKl {
+  RequestKey request = 0;
+  RequestKey shadow = 0;
+  qint64 step = 0;
+  int position = 0;
+  int index = 0;
+  double kl = 0.0;
+  bool top1Agree = true;
+  double logprobPruned = 0.0, logprobFull = 0.0;
+};
+
 struct UiSubmitted {
   RequestKey request = 0;
   std::optional<RequestKey> parent;
@@ -180,7 +193,7 @@ struct UiRemoteMetrics {
 };
 
 using UiEventBody = std::variant<UiSubmitted, UiAdmitted, UiPrefill, UiToken, UiPreempted, UiFinished, UiStep, UiKv,
-                                 UiSpeculative, UiError, UiRemoteMetrics, UiEviction>;
+                                 UiSpeculative, UiError, UiRemoteMetrics, UiEviction, UiShadowKl>;
 struct UiEvent {
   quint64 seq = 0;
   qint64 tUs = 0;

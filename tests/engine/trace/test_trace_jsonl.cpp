@@ -159,7 +159,7 @@ GB_TEST(direct_event_lines_equal_the_json_tree_dump) {
 GB_TEST(lines_lead_with_type_and_pass_the_validator) {
   const std::string text = gb::format_trace_jsonl(sample_header(), gbtest::every_event_type());
   const auto lines = lines_of(text);
-  QCOMPARE(lines.size(), size_t{17});
+  QCOMPARE(lines.size(), size_t{18});
   QVERIFY2(lines[0].rfind(R"({"type":"header","format":"glassbox-trace","schema_version":1,)", 0) == 0, lines[0].c_str());
   QVERIFY2(lines[1].rfind(R"({"type":"request_submitted","seq":0,"t_us":0,)", 0) == 0, lines[1].c_str());
   for (const std::string& line : lines) {

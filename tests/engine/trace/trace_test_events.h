@@ -115,6 +115,7 @@ inline std::vector<gb::TraceEvent> every_event_type() {
   add(90, KvEvictionEvent{RequestId{2}, 11, "h2o B=8 S=0 R=4", "lowest attention mass", {3, 5}, {0.125f, 0.5f}, 8,
                           {0, 1, 2, 4, 6, 7, 8, 9}, {2.5f, 1.0f, 0.75f, 0.625f, 1.5f, 1.25f, 1.0f, 0.0f}});
   add(91, KvEvictionEvent{RequestId{3}, 12, "sink B=6 S=2 R=4", "outside the recent window", {2}, {}, 6, {}, {}});
+  add(92, KvShadowEvent{RequestId{2}, RequestId{4}, 12, 40, 3, 0.25, false, -1.5, -0.125});
   return events;
 }
 
