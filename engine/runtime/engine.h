@@ -142,6 +142,12 @@ struct GenerationRequest {
   // backend, no speculative decoding, and a model whose sliding layers (if
   // any) keep a window group. It never shares the prefix cache.
   KvPolicy kv_policy;
+  // With an evicting kv_policy: also run a full-cache shadow of this request
+  // (the same prompt, then this request's tokens, forced; every token kept) in
+  // the same batches, and publish a KvShadowEvent per generated token: what
+  // the eviction cost there (KL(full || pruned)). The shadow's own events carry
+  // the purpose "kv_shadow"; it ends with this request.
+  bool kv_shadow = false;
   // Requests this one branches from (an edited earlier chat message, a
   // regenerated answer): the candidate whose tokens (prompt + output) share the
   // longest common prefix with prompt_ids becomes the parent, and while it holds
