@@ -2,6 +2,7 @@
 // stdout, or with --json one JSON object per line: the prompt ids, each token
 // with its sampler record, then a summary line (docs/trace-format.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -35,6 +36,7 @@ struct GenerateArgs {
   ModelOptions model;
   SamplerOptions sampler;
   KvPolicyOptions kv_policy;
+  bool kv_shadow = false;
   std::string prompt;
   int32_t max_tokens = 256;
   bool json = false;
@@ -166,6 +168,27 @@ void print_summary(const GenerateArgs& a, const RequestFinishedEvent& finished,
   if (spec_stats) std::fprintf(stderr, "[speculative %s]\n", speculative_stats_json(*spec_stats).c_str());
 }
 
+// --kv-shadow: the per-token cost of the policy against its full-cache shadow.
+void print_shadow_summary(const GenerateArgs& a, const std::vector<KvShadowEvent>& shadow) {
+  double sum = 0.0, max = 0.0;
+  int agree = 0;
+  for (const KvShadowEvent& k : shadow) {
+    sum += k.kl;
+    max = std::max(max, k.kl);
+    agree += k.top1_agree ? 1 : 0;
+  }
+  const double n = static_cast<double>(std::max<size_t>(1, shadow.size()));
+  if (a.json) {
+    nlohmann::json kl = nlohmann::json::array();
+    for (const KvShadowEvent& k : shadow) kl.push_back(k.kl);
+    print_json_line({{"kv_shadow", {{"tokens", shadow.size()}, {"kl_mean", sum / n}, {"kl_max", max},
+                                    {"top1_agreement", agree / n}, {"kl", kl}}}});
+    return;
+  }
+  std::fprintf(stderr, "[kv shadow: %zu tokens, KL mean %.5f max %.5f, top-1 agreement %.1f%%]\n", shadow.size(),
+               sum / n, max, 100.0 * agree / n);
+}
+
 int run_generate(GenerateArgs& a) {
   auto settings = finish_sampler_options(a.sampler);
   if (!settings) return fail(settings.error().message);
@@ -184,9 +207,11 @@ int run_generate(GenerateArgs& a) {
   auto policy = finish_kv_policy_options(a.kv_policy);
   if (!policy) return fail(policy.error().message);
   request.kv_policy = *policy;
+  request.kv_shadow = a.kv_shadow;
+  if (a.kv_shadow && !policy->active()) return fail("--kv-shadow needs an evicting --kv-policy");
   EngineConfig config;
   if (Status st = apply_speculative(a.speculative, request, config); !st) return fail(st.error().message);
-  config.max_seqs = 1;
+  config.max_seqs = a.kv_shadow ? 2 : 1;  // the shadow runs beside the request
   apply_session(*session, config);
   config.record_tokens = true;
   Engine engine(session->model, session->tokenizer, std::move(session->backend), config);
@@ -196,7 +221,12 @@ int run_generate(GenerateArgs& a) {
 
   std::optional<RequestFinishedEvent> finished;
   std::string error;
+  std::optional<RequestId> main_id;
+  std::vector<KvShadowEvent> shadow;  // --kv-shadow: what eviction cost per token
   const auto on_event = [&](const TraceEvent& e) {
+    if (const auto* k = std::get_if<KvShadowEvent>(&e.body)) shadow.push_back(*k);
+    if (const auto* t = std::get_if<TokenSampledEvent>(&e.body); t && main_id && t->request != *main_id) return;
+    if (const auto* f = std::get_if<RequestFinishedEvent>(&e.body); f && main_id && f->request != *main_id) return;
     if (const auto* t = std::get_if<TokenSampledEvent>(&e.body)) {
       if (a.json) print_json_line(token_json(*t));
       else print_text(t->text);
@@ -215,6 +245,7 @@ int run_generate(GenerateArgs& a) {
   }
   auto id = engine.submit(request);
   if (!id) return fail(id.error().message);
+  main_id = *id;
   while (engine.has_work()) {
     auto stepped = engine.step();
     if (!stepped) return fail(stepped.error().message);
@@ -225,6 +256,7 @@ int run_generate(GenerateArgs& a) {
   if (!error.empty()) return fail(error);
   if (!finished) return fail("the request ended without a result");
   print_summary(a, *finished, engine.speculative_stats(*id));
+  if (a.kv_shadow) print_shadow_summary(a, shadow);
   if (Status st = traces.close(); !st) return fail(st.error().message);
   return 0;
 }
@@ -239,6 +271,8 @@ const CommandRegistrar generate_command("generate", "Generate text from a prompt
   sub.add_option("--max-tokens,-n", a->max_tokens, "Maximum tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
   add_sampler_options(sub, a->sampler);
   add_kv_policy_options(sub, a->kv_policy);
+  sub.add_flag("--kv-shadow", a->kv_shadow,
+               "Also run the request with the full cache (forced to the same tokens) and report the KL per token");
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating after EOS");
   sub.add_flag("--chat", a->chat, "Send the prompt as one user turn in the model's chat template (printed: the reply only)");
   add_chat_options(sub, a->chat_options);
