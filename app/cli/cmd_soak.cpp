@@ -58,6 +58,9 @@ const CommandRegistrar soak_command("soak", "Random mixed workload with invarian
                              sub.add_option("--rss-growth-mib", a->soak.rss_growth_mib,
                                             "Allowed growth of resident memory after the warm-up")
                                  ->default_val(64);
+                             sub.add_option("--kv-policy-mix", a->soak.kv_policy_share,
+                                            "Share of new requests that evict KV (random sink/h2o/snapkv and budget)")
+                                 ->check(CLI::Range(0.0, 1.0));
                              sub.add_flag("--inject-mismatch", a->soak.inject_mismatch,
                                           "Test the soak itself: alter one request's tokens so the replay check fails");
                              return [a] { return run_soak_command(*a); };

@@ -224,6 +224,7 @@ const Tracked* Soak::pick_recent_root(size_t min_tokens) {
   std::vector<const Tracked*> candidates;
   for (RequestId id : recent_roots_)
     if (auto it = tracked_.find(id.value); it != tracked_.end() && it->second.comparable &&
+                                           !it->second.root.kv_policy.active() &&
                                            it->second.tokens.size() >= min_tokens)
       candidates.push_back(&it->second);
   if (candidates.empty()) return nullptr;
@@ -255,6 +256,13 @@ void Soak::submit_root(const Tracked* regenerate_from) {
     spec.k = uniform(1, 6);
     spec.timing_fallback = false;  // timings never change the tokens
     r.speculative = spec;
+  }
+  if (!regenerate_from && !r.speculative && chance(options_.kv_policy_share)) {
+    const KvPolicyKind kinds[] = {KvPolicyKind::Sink, KvPolicyKind::H2O, KvPolicyKind::SnapKV};
+    r.kv_policy.kind = kinds[uniform(0, 2)];
+    r.kv_policy.budget = uniform(16, 256);
+    if (r.kv_policy.kind == KvPolicyKind::SnapKV) r.kv_policy.window = uniform(1, 16);
+    ++summary_.evicting;
   }
   auto id = engine_->submit(r);
   if (!id) return fail("submit refused a valid request: " + id.error().message);
@@ -535,13 +543,13 @@ SoakSummary Soak::run() {
 std::string SoakSummary::line() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "soak: %s; requests %lld (forks %lld, regenerations %lld, speculative %lld), cancels %lld, "
+                "soak: %s; requests %lld (forks %lld, regenerations %lld, speculative %lld, evicting %lld), cancels %lld, "
                 "preemptions %lld, steps %lld, tokens %lld, invariant checks %lld, replays %lld, "
                 "replay mismatches %lld, blocks owned at end %d, peak RSS %.1f MiB (after warm-up %.1f, end %.1f), "
                 "%.1f s, %.1f requests/s",
                 ok() ? "ok" : "FAILED", static_cast<long long>(requests), static_cast<long long>(forks),
                 static_cast<long long>(regenerations), static_cast<long long>(speculative),
-                static_cast<long long>(cancels), static_cast<long long>(preemptions), static_cast<long long>(steps),
+                static_cast<long long>(evicting), static_cast<long long>(cancels), static_cast<long long>(preemptions), static_cast<long long>(steps),
                 static_cast<long long>(tokens), static_cast<long long>(invariant_checks),
                 static_cast<long long>(replays), static_cast<long long>(replay_mismatches), blocks_owned_at_end,
                 static_cast<double>(peak_rss_kib) / 1024.0, static_cast<double>(rss_warm_kib) / 1024.0,

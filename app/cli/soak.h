@@ -47,6 +47,11 @@ struct SoakOptions {
   // Tests of the soak itself: alter one finished request's tokens before its
   // replay comparison, so the run must report a mismatch and fail.
   bool inject_mismatch = false;
+  // Share of new roots that evict their KV cache (a random policy and budget,
+  // kv/kv_policy.h; never speculative, never forked or regenerated from: a
+  // fork of a pruned cache depends on when it is taken, so no replay could
+  // match it). Their replays alone must still match token for token.
+  double kv_policy_share = 0.0;
 };
 
 struct SoakSummary {
@@ -54,6 +59,7 @@ struct SoakSummary {
   int64_t forks = 0;
   int64_t regenerations = 0;
   int64_t speculative = 0;
+  int64_t evicting = 0;   // roots with a KV eviction policy
   int64_t cancels = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;

@@ -333,11 +333,31 @@ int32_t Scheduler::chunk_limit(int32_t budget) const {
   return n;
 }
 
+int32_t Scheduler::fixed_chunk(const Request& r) const {
+  const int32_t c = r.num_tokens_computed;
+  const int32_t left = r.num_tokens_total() - c;
+  // Outputs (a recompute after preemption, a branch's forced tokens) go one
+  // at a time, as they were decoded.
+  if (c >= r.num_prompt) return std::min(left, 1);
+  int32_t cap = std::max(1, config_.max_batch_tokens - config_.max_seqs);
+  if (config_.max_prefill_chunk > 0) cap = std::min(cap, config_.max_prefill_chunk);
+  if (window_chunk_cap_ > 0) cap = std::min(cap, window_chunk_cap_);
+  if (const int32_t policy_cap = kv_policy_chunk_limit(r.kv_policy); policy_cap > 0) cap = std::min(cap, policy_cap);
+  int32_t n = std::min(cap, r.num_prompt - c);
+  // snapkv: the observation window (the prompt's last W tokens) in one chunk
+  // when it fits, so its attention mass adds up in one fixed order.
+  if (r.kv_policy.kind == KvPolicyKind::SnapKV) {
+    const int32_t window_start = std::max(0, r.num_prompt - r.kv_policy.window);
+    if (c < window_start && r.kv_policy.window <= cap) n = std::min(n, window_start - c);
+  }
+  return std::max(1, n);
+}
+
 int32_t Scheduler::position_limit(const Request& r) const {
   return kv_policy_row(r.kv_policy.kind).evicts_while_running ? position_limit_ : max_total_tokens_;
 }
 
-std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, bool decode, StepState& step) {
+std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, StepState& step) {
   const KvPolicy& p = r.kv_policy;
   if (!p.active()) return -1;
   if (r.kv_reuse_slot >= 0) return r.kv_reuse_slot;  // decided earlier in this step
@@ -346,7 +366,7 @@ std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, bool decode, 
   const int32_t pos = r.num_tokens_computed;
   const bool prune_prompt = row.prunes_after_prompt && !r.kv_pruned && pos >= r.num_prompt;
   if (!(row.evicts_while_running && slots + n > p.budget) && !prune_prompt) return -1;
-  if (row.evicts_while_running && decode && n == 1 && slots == p.budget) {
+  if (row.evicts_while_running && n == 1 && slots == p.budget) {
     // The one slot the policy drops takes the new token (no row moves).
     const std::vector<int32_t> kept = kv_select_kept(p, r.kv_positions, r.kv_mass, slots - 1, pos + 1);
     int32_t victim = slots - 1;
@@ -497,13 +517,19 @@ void Scheduler::schedule_running(StepState& step, bool decodes) {
     if (r.is_decoding() != decodes) continue;
     const int32_t left = r.num_tokens_total() - r.num_tokens_computed;
     int32_t n = std::min(left, decodes ? step.budget : chunk_limit(step.budget));
-    if (const int32_t cap = kv_policy_chunk_limit(r.kv_policy); cap > 0) n = std::min(n, cap);
+    if (!decodes && r.kv_policy.active()) {
+      // An evicting request's chunks are a function of the request alone
+      // (see fixed_chunk): it waits for a step with room for the whole one.
+      const int32_t fixed = fixed_chunk(r);
+      if (fixed > n) continue;
+      n = fixed;
+    }
     const std::span<const TokenId> tokens = tokens_to_compute(r, n);
     if (decodes && try_schedule_draft(id, tokens, step)) continue;
     for (;;) {
       // A decode at the budget overwrites the evicted token's slot: only the
       // window group appends.
-      if (const std::optional<int32_t> reuse = evict_for(r, n, decodes, step)) {
+      if (const std::optional<int32_t> reuse = evict_for(r, n, step)) {
         if (auto copies = kv_append(id, tokens, *reuse < 0)) {
           step.copies.insert(step.copies.end(), copies->begin(), copies->end());
           step.entries.push_back({id, n, decodes});
@@ -580,7 +606,11 @@ void Scheduler::schedule_waiting(StepState& step) {
           match = kv_.find_prefix(known, r.isolation, window_match.num_tokens);
       }
       n = std::min(r.num_tokens_total() - match.num_tokens, chunk_limit(step.budget));
-      if (const int32_t cap = kv_policy_chunk_limit(r.kv_policy); cap > 0) n = std::min(n, cap);
+      if (r.kv_policy.active()) {
+        const int32_t fixed = fixed_chunk(r);
+        if (fixed > n) return false;
+        n = fixed;
+      }
       const int32_t taken = match.num_unreferenced + ceil_div(match.num_tokens + n, bs) - match.num_blocks;
       const int32_t left_after = kv_.num_available() - taken;
       bool ok = left_after >= 0 && (running_.empty() || left_after >= watermark_blocks_);

@@ -280,6 +280,13 @@ class Scheduler {
   void sort_by_rank(std::vector<RequestId>& ids) const;
   void remove_from(std::vector<RequestId>& list, RequestId id);
   int32_t chunk_limit(int32_t budget) const;
+  // An evicting request's next prefill chunk, a function of the request and
+  // the configuration only (never of the step's budget or the batch), so its
+  // evictions -- and its tokens -- are the same batched, alone and after a
+  // preemption: prompt chunks of min(recent window, max_batch_tokens -
+  // max_seqs, the chunk caps); snapkv's observation window in a chunk of its
+  // own; computed outputs (a recompute) one token at a time, as decoded.
+  int32_t fixed_chunk(const Request& r) const;
   // Most positions r may reach: max_positions when its policy keeps a budget
   // while running, else max_tokens_per_request().
   int32_t position_limit(const Request& r) const;
@@ -287,7 +294,7 @@ class Scheduler {
   // compaction moves go into step. The slot a decode token overwrites, -1 when
   // the tokens append, or nullopt (nothing changed) when a block for a copy is
   // missing.
-  std::optional<int32_t> evict_for(Request& r, int32_t n, bool decode, StepState& step);
+  std::optional<int32_t> evict_for(Request& r, int32_t n, StepState& step);
   // Back to waiting with no blocks (a preemption, or a failed step of a request
   // whose cache it rewrote).
   void drop_kv(Request& r);

@@ -35,6 +35,21 @@ GB_TEST(short_soak_passes_every_check) {
   QCOMPARE(field(r.output, "blocks owned at end"), 0LL);
 }
 
+// Half the requests evict their KV cache (sink, h2o, snapkv at random
+// budgets): preempted and recomputed, batched with the others, they must
+// still finish with the tokens of their replay alone.
+GB_TEST(soak_with_a_kv_policy_mix_replays_exactly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const auto r = gbtest::run_cli("soak --model " + gbtest::quote(model) + " --requests 200 --seed 1 --kv-policy-mix 0.5",
+                                 false);
+  QVERIFY2(r.exit_code == 0, r.output.c_str());
+  QVERIFY2(r.output.rfind("soak: ok;", 0) == 0, r.output.c_str());
+  QVERIFY2(field(r.output, "evicting") > 40, r.output.c_str());
+  QVERIFY2(field(r.output, "preemptions") > 20, r.output.c_str());
+  QCOMPARE(field(r.output, "replay mismatches"), 0LL);
+  QCOMPARE(field(r.output, "blocks owned at end"), 0LL);
+}
+
 GB_TEST(a_wrong_token_fails_the_soak_and_names_the_request) {
   GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   const auto r = gbtest::run_cli("soak --model " + gbtest::quote(model) + " --requests 20 --seed 3 --inject-mismatch");
