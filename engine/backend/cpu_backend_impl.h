@@ -49,6 +49,12 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// Queries per attention task: the query heads of one KV head's GQA group at
+// up to kAttentionQueries / group consecutive positions of one sequence, so
+// each K and V row is read once for all of them (CpuBackend::attention; the
+// attention mass's tiles follow the same split).
+inline constexpr int32_t kAttentionQueries = 32;
+
 class CpuBackend final : public Backend, private LayerOps {
  public:
   CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptions& options);

@@ -182,6 +182,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
                          std::span<float> logits) override {
     const size_t num_logits = static_cast<size_t>(batch.num_logits());
     const size_t vocab = static_cast<size_t>(config_.vocab_size);
+    if (batch.has_kv_slots() || batch.mass != nullptr)
+      return make_error("CUDA backend: KV eviction (slots that are not positions, attention mass) runs on the CPU backend");
     if (!logits.empty() && logits.size() < num_logits * vocab)
       return make_error("CUDA backend: logits output holds " + std::to_string(logits.size()) + " floats, the step needs " +
                         std::to_string(num_logits * vocab));
