@@ -110,6 +110,10 @@ void ChatPanel::buildMessageArea(QVBoxLayout* layout) {
   view_ = new TokenView;
   // Every token the chat shows is a record of the model (the view keeps keys only).
   view_->setTokenLookup([model = model_](RequestKey request, int index) { return model->token(request, index); });
+  // Tokens whose KV an eviction policy dropped are struck through (KvEvictionLog).
+  view_->setEvictionLookup(
+      [model = model_](RequestKey request, int index) { return model->tokenEviction(request, index).evicted(); },
+      [model = model_](RequestKey request, int index) { return model->tokenEvictionText(request, index); });
   layout->addWidget(view_, 1);
   input_ = new QPlainTextEdit;
   input_->setPlaceholderText(tr("Type a message, Ctrl+Enter to send"));
@@ -412,6 +416,12 @@ bool ChatPanel::mayHaveReasoning(const RequestInfo& r) const {
 }
 
 void ChatPanel::onBatch() {
+  // Evictions mark tokens already shown: they are painted over the text, so a
+  // repaint (no redraw of the transcript) shows them.
+  if (model_->evictionRevision() != paintedEvictions_) {
+    paintedEvictions_ = model_->evictionRevision();
+    view_->viewport()->update();
+  }
   bool finishedActive = false;
   if (active_ != 0) {
     const RequestInfo* r = model_->request(active_);

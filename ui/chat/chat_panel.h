@@ -170,6 +170,7 @@ class ChatPanel : public QWidget {
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
   bool renderedKnown_ = false;   // the model knew that request when it was rendered
   bool renderedReasoning_ = false;  // the rendered answer has a <think> block
+  quint64 paintedEvictions_ = 0;    // SessionModel::evictionRevision() the view was last repainted for
   int renderedTurn_ = -1;           // the turn that set the rendered* fields above
   std::vector<int> turnStarts_;     // (drawn turns) transcript position where each begins
   bool drawnCompletionMode_ = false;  // the mode and system prompt the drawn turns are under

@@ -7,9 +7,11 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "kv_eviction_view.h"
 #include "widgets/kv_grid_widget.h"
 #include "session/session_model.h"
 
@@ -75,7 +77,14 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   plot_->yAxis->setLabel(tr("blocks"));
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
-  layout->addWidget(plot_, 1);
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName(QStringLiteral("kvTabs"));
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(plot_, tr("Pool over steps"));
+  eviction_ = new KvEvictionView(model);
+  eviction_->setObjectName(QStringLiteral("kvEviction"));
+  tabs_->addTab(eviction_, tr("Eviction"));
+  layout->addWidget(tabs_, 1);
   connect(model_, &SessionModel::batchApplied, this, &KvCachePanel::refresh);
   connect(model_, &SessionModel::cleared, this, [this] {
     plottedSteps_ = 0;
@@ -288,6 +297,12 @@ void KvCachePanel::refresh() {
   stats_->setText(statsText());
   release_->setEnabled(numKeptRequests() > 0 && !model_->isReplay());
   rebuildPlot();
+  // A request that starts evicting shows its cache (once: the user may go back).
+  eviction_->refresh();
+  if (const RequestKey shown = eviction_->shownRequest(); shown != 0 && shown != evictionShownFor_) {
+    evictionShownFor_ = shown;
+    tabs_->setCurrentWidget(eviction_);
+  }
 }
 
 }  // namespace gbui
