@@ -211,6 +211,7 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   rs->rng = SamplerRng(request.sampling.seed);
   rs->num_prompt = static_cast<int32_t>(request.prompt_ids.size());
   rs->submitted_ms = ms_now();
+  rs->wants_shadow = request.kv_shadow && request.kv_policy.active();
 
   RequestSpec spec;
   spec.id = id;
@@ -541,14 +542,55 @@ void Engine::end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t,
     const Status ok = scheduler_->check_invariants();
     GB_CHECK_MSG(ok.ok(), ok.ok() ? nullptr : ok.error().message.c_str());
   }
+  for (KvShadowEvent& ev : out.shadow) publish(std::move(ev));
+  start_shadows(plan);
   for (FinishedRequest& f : finished) {
     RequestState& rs = *states_.at(f.id);
+    // A shadow ends with its request (and a request whose shadow ended
+    // keeps going without one).
+    if (rs.shadow) cancel(*rs.shadow);
+    if (rs.shadow_of)
+      if (auto leader = states_.find(*rs.shadow_of); leader != states_.end()) {
+        leader->second->shadow.reset();
+        leader->second->shadow_rows.clear();
+      }
     rs.output->finish(f.reason);
     finish(f.id, out.has_failed(f.id) ? "error" : out.is_dead_end(f.id) ? "grammar_dead_end" : finish_reason_name(f.reason), rs);
     // Prompt + outputs (a fork's forced token included), for later forks; the
     // per-request state goes, so a long session does not grow without bound.
     remember_finished(f.id, rs, std::move(f.tokens));
     states_.erase(f.id);
+  }
+}
+
+// An evicting request that wants a full-cache shadow gets it once its first
+// token is known: the same prompt and that token, then each of its tokens
+// forced, every token kept (GenerationRequest::kv_shadow). The shadow comes
+// after it in every batch (later arrival, same priority), so the request's
+// token at a position is known when the shadow's row for it is sampled.
+void Engine::start_shadows(const StepPlan& plan) {
+  for (const ScheduledRequest& s : plan.requests) {
+    auto it = states_.find(s.id);
+    if (it == states_.end() || !it->second->wants_shadow || it->second->shadow) continue;
+    const Request* r = scheduler_->find(s.id);
+    if (r == nullptr || r->num_tokens_output() < 1) continue;
+    RequestState& rs = *it->second;
+    rs.wants_shadow = false;
+    GenerationRequest g;
+    g.prompt_ids.assign(r->all_tokens().begin(), r->all_tokens().begin() + r->num_prompt + 1);
+    g.sampling = rs.settings;
+    g.sampling.max_tokens = std::max(1, r->max_tokens - 1);
+    g.sampling.stop_strings.clear();
+    g.sampling.stop_token_ids.clear();
+    g.ignore_eos = true;  // its tokens are the request's: it ends with it
+    g.priority = r->priority;
+    g.isolation = r->isolation;
+    g.isolation.kv_policy.clear();
+    g.purpose = "kv_shadow";
+    auto id = submit(std::move(g));
+    if (!id) continue;  // the error event says why; the request goes on alone
+    rs.shadow = *id;
+    states_.at(*id)->shadow_of = s.id;
   }
 }
 

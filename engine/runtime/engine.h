@@ -322,6 +322,12 @@ class Engine {
   Status run_forward(const StepPlan& plan);
   Status check_kv_eviction(const GenerationRequest& request) const;
   void publish_evictions(const StepPlan& plan);
+  void start_shadows(const StepPlan& plan);
+  // A shadow's row (sample_token): the token its request took there, forced,
+  // and the KvShadowEvent comparing the two rows. False when the request has
+  // not reached that position (the shadow then fails).
+  bool shadow_token(const ScheduledRequest& s, RequestState& rs, std::span<const float> logits, TokenId& token,
+                    StepOutputs& out);
   StepOutputs sample_outputs(const StepPlan& plan, const StepTimes& t);
   // first_row: the request's first logit row in the step (its routing's row).
   void sample_token(const ScheduledRequest& s, std::span<const float> logits, size_t first_row, const StepTimes& t,

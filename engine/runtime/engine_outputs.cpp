@@ -3,6 +3,7 @@
 // reasoning budget, or verified from a draft. What happens to a chosen token
 // (stop checks, text, events) is RequestOutput's job (output_processor.h).
 // The step loop is in engine.cpp.
+#include <algorithm>
 #include <cmath>
 
 #include "kv/scheduler.h"
@@ -10,6 +11,7 @@
 #include "runtime/engine_request_state.h"
 #include "runtime/grammar_constraint.h"
 #include "runtime/output_processor.h"
+#include "runtime/text_scorer.h"
 #include "speculative/speculative_decoder.h"
 
 namespace gb {
@@ -97,7 +99,16 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
     if (record) grammar_state = grammar->describe();
   }
   const std::span<const TokenId> forced = rs.output->forced_next();
-  if (!forced.empty()) {
+  if (rs.shadow_of) {
+    // A full-cache shadow takes its request's token (see start_shadows).
+    if (!shadow_token(s, rs, logits, ev.token, out)) {
+      out.fail(s.id, tokenizer_->eos_id(), "the KV shadow ran ahead of its request");
+      return;
+    }
+    ev.origin = TokenOrigin::Forced;
+    rs.rng.advance();
+    if (record) record_for_token(*rs.chain, logits, r->all_tokens(), ev.token, *record);
+  } else if (!forced.empty()) {
     // Reasoning budget spent: the close marker is appended instead of sampling.
     ev.token = forced.front();
     ev.origin = TokenOrigin::Forced;
@@ -116,12 +127,51 @@ void Engine::sample_token(const ScheduledRequest& s, std::span<const float> logi
     record->grammar->forced = grammar->one_text(grammar->mask());
   }
   if (record) record->routing = routing_of_row(first_row);
+  // A request with a shadow (or about to get one) keeps its row until the
+  // shadow reaches that position.
+  if (rs.wants_shadow || rs.shadow) rs.shadow_rows[ev.position].assign(logits.begin(), logits.end());
   const TokenId chosen = ev.token;
   const bool stop = out.add_token(*rs.output, std::move(ev), ms_now(), t.forward_time(), t_sample0);
   out.sampled.push_back({s.id, chosen, stop});
   // A speculative request that decoded without a draft (fallback, no n-gram
   // match, budget): its cost is the adaptive K's baseline.
   if (spec_->has(s.id)) spec_->on_plain_step(s.id, t.forward_time(), s.is_decode);
+}
+
+bool Engine::shadow_token(const ScheduledRequest& s, RequestState& rs, std::span<const float> logits, TokenId& token,
+                          StepOutputs& out) {
+  const int32_t position = s.start_pos + s.num_new_tokens;
+  const Request* leader = scheduler_->find(*rs.shadow_of);
+  auto lt = states_.find(*rs.shadow_of);
+  if (leader == nullptr || lt == states_.end() || leader->num_tokens_total() < position) return false;
+  if (leader->num_tokens_total() > position) {
+    token = leader->token_at(position);
+  } else {
+    // Taken earlier in this step (the request comes first in the batch).
+    auto taken = std::find_if(out.sampled.begin(), out.sampled.end(), [&](const StepToken& t) { return t.id == leader->id; });
+    if (taken == out.sampled.end()) return false;
+    token = taken->token;
+  }
+  RequestState& ls = *lt->second;
+  if (auto row = ls.shadow_rows.find(position); row != ls.shadow_rows.end()) {
+    std::vector<double> full, pruned;
+    log_softmax(logits, full);
+    log_softmax(row->second, pruned);
+    const TokenScore sc = score_position(position, token, pruned, &full, 0);
+    KvShadowEvent ev;
+    ev.request = *rs.shadow_of;
+    ev.shadow = s.id;
+    ev.step = step_index_;
+    ev.position = position;
+    ev.index = position - ls.num_prompt;
+    ev.kl = sc.kl.value_or(0.0);
+    ev.top1_agree = sc.top1_agree.value_or(true);
+    ev.logprob_pruned = sc.logprob;
+    ev.logprob_full = sc.base_logprob.value_or(0.0);
+    out.shadow.push_back(ev);
+  }
+  ls.shadow_rows.erase(ls.shadow_rows.begin(), ls.shadow_rows.upper_bound(position));
+  return true;
 }
 
 // A verification: rows for [last, d_1..d_k]. The accepted drafts are emitted,

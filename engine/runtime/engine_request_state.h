@@ -5,6 +5,7 @@
 // .cpp files. Engine thread only.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,13 @@ struct Engine::RequestState {
   bool ever_admitted = false;
   int32_t num_eviction_events = 0;  // KvEvictionEvents published (kept snapshots every kKeptSnapshotEvery)
   double submitted_ms = 0.0;
+  // KV eviction's full-cache shadow (GenerationRequest::kv_shadow). The
+  // evicting request: wants one, its id once started, and its logit rows by
+  // position until the shadow has reached them. The shadow: whose it is.
+  bool wants_shadow = false;
+  std::optional<RequestId> shadow;
+  std::map<int32_t, std::vector<float>> shadow_rows;
+  std::optional<RequestId> shadow_of;
 };
 
 }  // namespace gb

@@ -105,6 +105,7 @@ struct StepOutputs {
   std::vector<StepToken> sampled;                  // one per request with logit rows, plan order
   std::vector<TokenSampledEvent> tokens;           // emitted tokens, in emission order
   std::vector<SpeculativeEvent> speculative;       // one per verification
+  std::vector<KvShadowEvent> shadow;               // a full-cache shadow reached a token of its request
   std::vector<ErrorEvent> errors;                  // sampling or verification failures
   std::vector<RequestId> failed;                   // their requests (finished as "error")
   std::vector<RequestId> dead_ends;                // the format allowed no token ("grammar_dead_end")

@@ -11,6 +11,7 @@
 //  - what cannot run is refused with a reason (speculative decoding).
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -158,6 +159,49 @@ GB_TEST(small_budgets_run_within_budget_past_the_context_and_batched_equals_alon
   const std::vector<Out> small = run(f, {reqs[0], reqs[1]}, tight);
   QVERIFY(small[0].tokens == batched[0].tokens);
   QVERIFY(small[1].tokens == batched[1].tokens);
+}
+
+// The full-cache shadow: the same tokens with every token kept, in the same
+// batches; a KvShadowEvent per generated token after the first, KL 0 where
+// nothing was evicted, not 0 once the budget bites.
+GB_TEST(a_shadow_follows_its_request_and_measures_the_cost_per_token) {
+  REQUIRE_FIXTURE(f);
+  const auto prompt = prompt_of(30, 5);
+  for (const int32_t budget : {400, 24}) {
+    auto engine = gbtest::make_test_engine(f, {});
+    auto r = request(prompt, 120, policy(KvPolicyKind::Sink, budget));
+    r.kv_shadow = true;
+    auto id = engine->submit(r);
+    QVERIFY(id.ok());
+    QVERIFY(engine->run_until_idle().ok());
+    const std::vector<gb::TraceEvent> events = engine->drain_events();
+    std::optional<uint64_t> shadow;
+    std::vector<gb::KvShadowEvent> kls;
+    std::map<uint64_t, std::vector<gb::TokenId>> tokens;
+    for (const gb::TraceEvent& e : events) {
+      if (const auto* sub = std::get_if<gb::RequestSubmittedEvent>(&e.body); sub && sub->purpose == "kv_shadow")
+        shadow = sub->request.value;
+      if (const auto* k = std::get_if<gb::KvShadowEvent>(&e.body)) kls.push_back(*k);
+      if (const auto* t = std::get_if<gb::TokenSampledEvent>(&e.body)) tokens[t->request.value].push_back(t->token);
+    }
+    QVERIFY(shadow.has_value());
+    QCOMPARE(static_cast<int>(kls.size()), 119);  // every token after the first, which the shadow starts from
+    QCOMPARE(static_cast<int>(tokens[*shadow].size()), 119);
+    QVERIFY(std::equal(tokens[*shadow].begin(), tokens[*shadow].end(), tokens[id->value].begin() + 1));
+    double sum = 0.0;
+    for (size_t i = 0; i < kls.size(); ++i) {
+      QCOMPARE(kls[i].request.value, id->value);
+      QCOMPARE(kls[i].index, static_cast<int32_t>(i) + 1);
+      QCOMPARE(kls[i].position, 30 + static_cast<int32_t>(i) + 1);
+      sum += kls[i].kl;
+    }
+    if (budget == 400) {
+      QCOMPARE(sum, 0.0);
+      for (const auto& k : kls) QVERIFY(k.top1_agree && k.logprob_full == k.logprob_pruned);
+    } else {
+      QVERIFY2(sum > 1e-3, std::to_string(sum).c_str());
+    }
+  }
 }
 
 GB_TEST(eviction_is_refused_with_speculative_decoding) {
