@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTabWidget>
+#include <qcustomplot.h>
 
 #include "gb_qtest_main.h"
 #include "chat/token_view.h"
@@ -95,6 +96,47 @@ class UiKvEvictionModelTest : public QObject {
     QCOMPARE(kvPolicy.value("budget").toInt(), 32);
     auto restored = makeWindow(dir_);
     QCOMPARE(restored->sampling()->kvPolicy()->choice().resolved, QStringLiteral("sink B=32 S=4 R=28"));
+  }
+
+  // h2o with a full-cache shadow: its KL per token streams into the KV
+  // panel's plot, one point per kv_shadow event and a cross per top-1
+  // disagreement; the shadow is the engine's own request, not a chat branch.
+  void shadowKlReachesThePlot() {
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    QCOMPARE(window->sampling()->setSettingsJson(kGreedyJson), QString());
+    gbui::KvPolicyChoice h2o;
+    h2o.policy = QStringLiteral("h2o");
+    h2o.budget = 24;
+    h2o.shadow = true;
+    QCOMPARE(window->sampling()->kvPolicy()->setChoice(h2o), QString());
+    constexpr int kTokens = 80;
+    QVERIFY(generate(*window, QStringLiteral("Once upon a time"), kTokens));
+    // The shadow's last events may follow its request's finish.
+    QTest::qWait(200);
+    const gbui::RequestKey key = window->chat()->conversation().turns.back().currentRequest();
+    const gbui::KvEvictionLog* log = window->sessionModel()->evictionLog(key);
+    QVERIFY(log != nullptr);
+    QCOMPARE(log->policy(), QStringLiteral("h2o B=24 S=0 R=12"));
+    QVERIFY(log->numEvicted() > 0);
+    QVERIFY2(log->shadow().size() >= static_cast<size_t>(kTokens / 2),
+             qPrintable(QStringLiteral("%1 shadow points").arg(log->shadow().size())));
+    int disagreements = 0;
+    for (const gbui::KvShadowPoint& p : log->shadow()) {
+      QVERIFY(p.kl >= -1e-6f);
+      disagreements += !p.top1Agree;
+    }
+    auto* kv = qobject_cast<gbui::KvCachePanel*>(window->panel("kv"));
+    QCOMPARE(kv->eviction()->shownRequest(), key);
+    QCOMPARE(kv->eviction()->klPlot()->graph(0)->dataCount(), static_cast<int>(log->shadow().size()));
+    QCOMPARE(kv->eviction()->klPlot()->graph(1)->dataCount(), disagreements);
+    // h2o ranks by attention mass: the strip carries the snapshot's masses.
+    QVERIFY(!kv->eviction()->strips()->strips()[0].mass.isEmpty());
+    int numShadows = 0;
+    for (const auto& [k, r] : window->sessionModel()->requests()) numShadows += r.internal;
+    QCOMPARE(numShadows, 1);
+    QCOMPARE(window->chat()->conversation().turns.back().branches.size(), 1);
   }
 
   // The full policy sends no eviction: nothing is struck, no log.
