@@ -37,7 +37,7 @@ constexpr gbui::RequestKey kReq = 5;
 constexpr int kPrompt = 10;  // prompt tokens: positions 0..9
 constexpr int kAnswer = 30;  // answer tokens: positions 10..39
 
-gbui::UiEvent event(quint64 seq, gbui::UiEventBody body) { return gbui::UiEvent{seq, static_cast<qint64>(seq) * 1000, std::move(body)}; }
+gbui::UiEvent uiEvent(quint64 seq, gbui::UiEventBody body) { return gbui::UiEvent{seq, static_cast<qint64>(seq) * 1000, std::move(body)}; }
 
 gbui::UiToken answerToken(gbui::RequestKey request, int index, int numPrompt) {
   gbui::UiToken t;
@@ -59,8 +59,8 @@ std::vector<gbui::UiEvent> requestEvents(gbui::RequestKey request, int numPrompt
   s.request = request;
   for (int i = 0; i < numPrompt; ++i) s.promptIds.push_back(i + 1);
   s.maxTokens = numTokens;
-  out.push_back(event(seq++, s));
-  for (int i = 0; i < numTokens; ++i) out.push_back(event(seq++, answerToken(request, i, numPrompt)));
+  out.push_back(uiEvent(seq++, s));
+  for (int i = 0; i < numTokens; ++i) out.push_back(uiEvent(seq++, answerToken(request, i, numPrompt)));
   return out;
 }
 
@@ -104,7 +104,7 @@ std::vector<gbui::UiEvent> h2oEvictions(quint64& seq) {
   second.mass = {0.75f, 1.5f};
   second.keptPositions.clear();
   second.keptMass.clear();
-  return {event(seq++, first), event(seq++, second)};
+  return {uiEvent(seq++, first), uiEvent(seq++, second)};
 }
 
 }  // namespace
@@ -155,7 +155,7 @@ class UiKvEvictionTest : public QObject {
     sink.numKept = 32;
     seq = 100;
     std::vector<gbui::UiEvent> more = requestEvents(kReq + 1, 3, 4, seq);
-    more.push_back(event(seq++, sink));
+    more.push_back(uiEvent(seq++, sink));
     model.apply(batch(std::move(more)));
     QCOMPARE(model.tokenEvictionText(kReq + 1, 1), QStringLiteral("evicted at step 7 by sink B=32 S=4 R=28: outside the recent window"));
     // A new model forgets them.
@@ -251,7 +251,7 @@ class UiKvEvictionTest : public QObject {
       s.position = kPrompt + i;
       s.kl = 0.01 * i;
       s.top1Agree = i != 2 && i != 5;
-      shadow.push_back(event(seq++, s));
+      shadow.push_back(uiEvent(seq++, s));
     }
     model.apply(batch(std::move(shadow)));
     QCOMPARE(view->klPlot()->graph(0)->dataCount(), 6);
@@ -271,7 +271,7 @@ class UiKvEvictionTest : public QObject {
     e.positions = {1, 2};
     e.numKept = 4;
     e.keptPositions = {0, 3, 4, 5};
-    other.push_back(event(seq++, e));
+    other.push_back(uiEvent(seq++, e));
     model.apply(batch(std::move(other)));
     QCOMPARE(view->shownRequest(), kReq + 2);
     QCOMPARE(view->klPlot()->graph(0)->dataCount(), 0);
