@@ -56,9 +56,10 @@ class UiKvEvictionModelTest : public QObject {
     // it last evicted; every position in between went.
     const int numPrompt = static_cast<int>(r->promptIds.size());
     const int computed = numPrompt + kTokens - 1;
-    const int lastEvicted = log->lastKnownPosition();
-    QVERIFY2(lastEvicted >= computed - 32 && lastEvicted < computed - 27,
-             qPrintable(QStringLiteral("last evicted %1 of %2 computed").arg(lastEvicted).arg(computed)));
+    // The last step computed position computed - 1 and kept it with the 27
+    // before it: 28 recent positions.
+    const int lastEvicted = computed - 29;
+    QCOMPARE(log->lastEvictedPosition(), lastEvicted);
     for (int p = 0; p < computed; ++p) QCOMPARE(log->isEvicted(p), p >= 4 && p <= lastEvicted);
 
     // The chat: exactly the answer tokens at evicted positions are struck through.
@@ -74,7 +75,7 @@ class UiKvEvictionModelTest : public QObject {
     }
     QCOMPARE(numStruck, lastEvicted - numPrompt + 1);
 
-    // The KV panel shows this request: 32 kept of the computed positions.
+    // The KV panel shows this request: the 32 positions kept of those computed.
     auto* kv = qobject_cast<gbui::KvCachePanel*>(window->panel("kv"));
     QVERIFY(kv != nullptr);
     QCOMPARE(kv->eviction()->shownRequest(), key);
@@ -82,7 +83,7 @@ class UiKvEvictionModelTest : public QObject {
     const auto& strips = kv->eviction()->strips()->strips();
     QCOMPARE(strips.size(), 1);  // no window group in stories260K
     QCOMPARE(strips[0].cells.size(), computed);
-    QCOMPARE(strips[0].numKept(), computed - (lastEvicted - 3));
+    QCOMPARE(strips[0].numKept(), 32);
 
     // Autosaved with the session, restored by a new window.
     QSignalSpy saved(window.get(), &gbui::MainWindow::sessionSaved);

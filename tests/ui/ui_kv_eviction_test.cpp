@@ -86,7 +86,8 @@ gbui::UiModelInfo modelInfo(bool windowGroup) {
 
 // h2o B=16 S=2 R=8 on a 10-token prompt and 30 answer tokens: step 20 evicts
 // positions 3, 4, 12 (answer tokens 2) with their masses, step 30 evicts 13 and
-// 25 (answer tokens 3 and 15); the first event carries a kept snapshot.
+// 25 (answer tokens 3 and 15); the first event carries a kept snapshot
+// (position p's mass (p + 1) / 16).
 std::vector<gbui::UiEvent> h2oEvictions(quint64& seq) {
   gbui::UiEviction first;
   first.request = kReq;
@@ -96,8 +97,9 @@ std::vector<gbui::UiEvent> h2oEvictions(quint64& seq) {
   first.positions = {3, 4, 12};
   first.mass = {0.0123f, 0.5f, 0.25f};
   first.numKept = 16;
-  first.keptPositions = {0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 14, 15, 16, 17, 18, 19};
-  for (int i = 0; i < first.keptPositions.size(); ++i) first.keptMass.push_back(0.1f * static_cast<float>(i + 1));
+  // In slot order, as the engine lists them (a freed slot takes the next position).
+  first.keptPositions = {14, 15, 16, 17, 18, 19, 0, 1, 2, 5, 6, 7, 8, 9, 10, 11};
+  for (int p : first.keptPositions) first.keptMass.push_back(0.0625f * static_cast<float>(p + 1));
   gbui::UiEviction second = first;
   second.step = 30;
   second.positions = {13, 25};
@@ -142,7 +144,11 @@ class UiKvEvictionTest : public QObject {
     QCOMPARE(log->describe(3), QStringLiteral("evicted at step 20 by h2o B=16 S=2 R=8: lowest attention mass (0.0123)"));
     QCOMPARE(model.tokenEvictionText(kReq, 4), QString());
     // The snapshot's masses, by position.
-    QCOMPARE(log->keptMass(5), 0.4f);
+    QCOMPARE(log->keptMass(5), 0.375f);
+    QCOMPARE(log->keptMass(19), 1.25f);
+    QCOMPARE(log->maxKeptMass(), 1.25f);
+    QCOMPARE(log->snapshotPositions().front(), 0);
+    QCOMPARE(log->snapshotPositions().back(), 19);
     QVERIFY(std::isnan(log->keptMass(3)));
     QVERIFY(std::isnan(log->keptMass(30)));  // computed after the snapshot
     // A sink eviction names no mass.
@@ -230,7 +236,8 @@ class UiKvEvictionTest : public QObject {
     QCOMPARE(strips[0].numKept(), kComputed - 5);
     QCOMPARE(strips[1].numKept(), 8);
     QCOMPARE(strips[0].mass.size(), kComputed);
-    QCOMPARE(strips[0].mass[19], 1.6f);  // the snapshot's last kept position
+    QCOMPARE(strips[0].mass[19], 1.25f);  // the snapshot's last kept position
+    QCOMPARE(strips[0].mass[0], 0.0625f);
     QVERIFY(std::isnan(strips[0].mass[3]));
     QVERIFY(strips[1].mass.isEmpty());
     QVERIFY2(view->policyText().contains("h2o B=16 S=2 R=8") && view->policyText().contains("keeps 16 of 39") &&

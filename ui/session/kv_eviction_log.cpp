@@ -21,12 +21,24 @@ void KvEvictionLog::apply(const UiEviction& e) {
     lastKnown_ = std::max(lastKnown_, p);
   }
   if (!e.keptPositions.isEmpty()) {
+    // The engine lists its cache's slots in slot order (a freed slot takes
+    // the next position): sorted by position here, masses alongside.
+    const bool withMass = e.keptMass.size() == e.keptPositions.size();
+    std::vector<std::pair<int, float>> kept;
+    kept.reserve(static_cast<size_t>(e.keptPositions.size()));
+    for (qsizetype i = 0; i < e.keptPositions.size(); ++i)
+      kept.emplace_back(e.keptPositions[i], withMass ? e.keptMass[i] : std::nanf(""));
+    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     snapshotStep_ = e.step;
-    snapshotPositions_ = e.keptPositions;
-    snapshotMass_ = e.keptMass.size() == e.keptPositions.size() ? e.keptMass : QVector<float>();
+    snapshotPositions_.clear();
+    snapshotMass_.clear();
     maxKeptMass_ = 0.0f;
-    for (float m : snapshotMass_)
-      if (std::isfinite(m)) maxKeptMass_ = std::max(maxKeptMass_, m);
+    for (const auto& [position, mass] : kept) {
+      snapshotPositions_.push_back(position);
+      if (!withMass) continue;
+      snapshotMass_.push_back(mass);
+      if (std::isfinite(mass)) maxKeptMass_ = std::max(maxKeptMass_, mass);
+    }
     lastKnown_ = std::max(lastKnown_, snapshotPositions_.back());
   }
 }

@@ -59,6 +59,8 @@ class KvEvictionLog {
   qint64 lastStep() const { return lastStep_; }
   // The highest position any event named (evicted or kept), -1 none.
   int lastKnownPosition() const { return lastKnown_; }
+  // The highest position evicted, -1 none.
+  int lastEvictedPosition() const { return static_cast<int>(evicted_.size()) - 1; }
 
   // The eviction of `position`, or a default (not evicted) record.
   KvEvictedToken at(int position) const;
@@ -67,8 +69,8 @@ class KvEvictionLog {
   // the mass in parentheses where the policy ranks by it; "" when kept.
   QString describe(int position) const;
 
-  // The latest kept snapshot: its step (-1: none yet), positions (ascending)
-  // and masses (empty for sink).
+  // The latest kept snapshot: its step (-1: none yet), positions (ascending,
+  // whatever order the event listed them in) and masses (empty for sink).
   qint64 snapshotStep() const { return snapshotStep_; }
   const QVector<int>& snapshotPositions() const { return snapshotPositions_; }
   const QVector<float>& snapshotMass() const { return snapshotMass_; }
