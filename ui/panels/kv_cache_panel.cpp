@@ -83,7 +83,14 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   tabs_->addTab(plot_, tr("Pool over steps"));
   eviction_ = new KvEvictionView(model);
   eviction_->setObjectName(QStringLiteral("kvEviction"));
-  tabs_->addTab(eviction_, tr("Eviction"));
+  // Scrolled when the dock is short: the window still fits a 1280x720 screen.
+  evictionTab_ = new QScrollArea;
+  evictionTab_->setObjectName(QStringLiteral("kvEvictionScroll"));
+  evictionTab_->setWidgetResizable(true);
+  evictionTab_->setFrameShape(QFrame::NoFrame);
+  evictionTab_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  evictionTab_->setWidget(eviction_);
+  tabs_->addTab(evictionTab_, tr("Eviction"));
   layout->addWidget(tabs_, 1);
   connect(model_, &SessionModel::batchApplied, this, &KvCachePanel::refresh);
   connect(model_, &SessionModel::cleared, this, [this] {
@@ -96,6 +103,8 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   });
   refresh();
 }
+
+bool KvCachePanel::evictionTabShown() const { return tabs_->currentWidget() == evictionTab_; }
 
 int KvCachePanel::numKeptRequests() const {
   int n = 0;
@@ -301,7 +310,7 @@ void KvCachePanel::refresh() {
   eviction_->refresh();
   if (const RequestKey shown = eviction_->shownRequest(); shown != 0 && shown != evictionShownFor_) {
     evictionShownFor_ = shown;
-    tabs_->setCurrentWidget(eviction_);
+    tabs_->setCurrentWidget(evictionTab_);
   }
 }
 

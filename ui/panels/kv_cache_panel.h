@@ -17,6 +17,7 @@
 class QCustomPlot;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QTabWidget;
 
 namespace gbui {
@@ -33,6 +34,7 @@ class KvCachePanel : public QWidget {
   QCustomPlot* plot() const { return plot_; }
   KvEvictionView* eviction() const { return eviction_; }
   QTabWidget* tabs() const { return tabs_; }
+  bool evictionTabShown() const;
   QString statsText() const;
   // A remote engine: its polled /metrics instead of the block map (which the API does not show).
   QString remoteStatsText() const;
@@ -56,6 +58,7 @@ class KvCachePanel : public QWidget {
   QPushButton* release_;
   QTabWidget* tabs_;
   KvEvictionView* eviction_;
+  QScrollArea* evictionTab_;  // holds eviction_
   quint64 evictionShownFor_ = 0;  // the last request whose eviction brought its tab to the front
   qint64 plottedSteps_ = 0;    // of stepHistory().total()
   qint64 plottedMetrics_ = 0;  // of remoteMetricsHistory().total()

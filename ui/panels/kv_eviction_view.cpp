@@ -1,5 +1,6 @@
 #include "kv_eviction_view.h"
 
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -29,10 +30,15 @@ KvEvictionView::KvEvictionView(SessionModel* model, QWidget* parent) : QWidget(p
          "<span style='background:#f5d79e'>&nbsp;outside the sliding window&nbsp;</span>, | = end of the prompt</small>"));
   legend->setWordWrap(true);
   layout->addWidget(legend);
+  // The shadow's numbers beside its chart: the dock is wide and short.
+  auto* shadowRow = new QHBoxLayout;
   shadow_ = new QLabel;
   shadow_->setObjectName(QStringLiteral("kvShadowSummary"));
   shadow_->setWordWrap(true);
-  layout->addWidget(shadow_);
+  shadow_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  shadow_->setMaximumWidth(230);
+  shadow_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  shadowRow->addWidget(shadow_);
   plot_ = new QCustomPlot;
   plot_->setObjectName(QStringLiteral("kvShadowPlot"));
   plot_->setMinimumHeight(110);
@@ -47,9 +53,9 @@ KvEvictionView::KvEvictionView(SessionModel* model, QWidget* parent) : QWidget(p
   disagree->setPen(QPen(QColor(210, 30, 30), 1.5));
   plot_->xAxis->setLabel(tr("answer token"));
   plot_->yAxis->setLabel(tr("KL, nats"));
-  plot_->legend->setVisible(true);
-  plot_->legend->setFont(QFont(font().family(), 8));
-  layout->addWidget(plot_, 1);
+  // No legend over the points: the summary beside the chart names the series.
+  shadowRow->addWidget(plot_, 1);
+  layout->addLayout(shadowRow, 1);
   connect(model_, &SessionModel::batchApplied, this, &KvEvictionView::refresh);
   connect(model_, &SessionModel::tokenSelected, this, &KvEvictionView::refresh);
   connect(model_, &SessionModel::cleared, this, [this] {
@@ -160,12 +166,13 @@ QString KvEvictionView::policyText() const {
 QString KvEvictionView::shadowText() const {
   const KvEvictionLog* log = model_->evictionLog(shown_);
   if (!log || log->shadow().empty())
-    return tr("No full-cache shadow for this request (tick \"shadow\" under KV eviction in the Sampling panel to see "
-              "what eviction costs per token).");
+    return tr("No full-cache shadow for this request: tick \"shadow\" under KV eviction in the Sampling panel to "
+              "see here what eviction costs per token.");
   const auto& points = log->shadow();
   float maxKl = 0.0f;
   for (const KvShadowPoint& p : points) maxKl = std::max(maxKl, p.kl);
-  return tr("Shadow: %1 tokens, mean KL %2 nats, max %3; top-1 differs at %4 token(s).")
+  return tr("Full-cache shadow: KL(full || pruned) per answer token (blue), over %1 tokens mean %2 nats, "
+            "max %3; the top-1 token differs at %4 token(s) (red \u00d7).")
       .arg(points.size())
       .arg(log->shadowKlSum() / static_cast<double>(points.size()), 0, 'g', 3)
       .arg(static_cast<double>(maxKl), 0, 'g', 3)
