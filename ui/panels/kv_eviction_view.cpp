@@ -25,23 +25,28 @@ KvEvictionView::KvEvictionView(SessionModel* model, QWidget* parent) : QWidget(p
   strips_->setToolTipSource([this](int strip, int position) { return positionText(strip, position); });
   layout->addWidget(strips_);
   auto* legend = new QLabel(
-      tr("<small><span style='background:#aac4ee'>&nbsp;kept&nbsp;</span> (dark bar: attention mass, h2o / snapkv) "
+      tr("<small><span style='background:#aac4ee'>&nbsp;kept&nbsp;</span> (dark bar: attention mass) "
          "<span style='background:#dadada'>&nbsp;<s>evicted</s>&nbsp;</span> "
-         "<span style='background:#f5d79e'>&nbsp;outside the sliding window&nbsp;</span>, | = end of the prompt</small>"));
+         "<span style='background:#f5d79e'>&nbsp;outside the window&nbsp;</span> | end of the prompt</small>"));
   legend->setWordWrap(true);
-  layout->addWidget(legend);
-  // The shadow's numbers beside its chart: the dock is wide and short.
+  // The legend and the shadow's numbers beside its chart: the dock is wide and short.
   auto* shadowRow = new QHBoxLayout;
+  auto* side = new QVBoxLayout;
+  side->addWidget(legend);
   shadow_ = new QLabel;
   shadow_->setObjectName(QStringLiteral("kvShadowSummary"));
   shadow_->setWordWrap(true);
-  shadow_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-  shadow_->setMaximumWidth(230);
   shadow_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  shadowRow->addWidget(shadow_);
+  side->addWidget(shadow_);
+  side->addStretch(1);
+  auto* sideBox = new QWidget;
+  sideBox->setLayout(side);
+  side->setContentsMargins(0, 0, 0, 0);
+  sideBox->setMaximumWidth(260);
+  shadowRow->addWidget(sideBox);
   plot_ = new QCustomPlot;
   plot_->setObjectName(QStringLiteral("kvShadowPlot"));
-  plot_->setMinimumHeight(110);
+  plot_->setMinimumHeight(90);
   QCPGraph* kl = plot_->addGraph();
   kl->setName(tr("KL(full || pruned)"));
   kl->setPen(QPen(QColor(60, 110, 200), 1.0));  // 1 px: the cheap line drawer (kv_cache_panel.cpp)
@@ -113,7 +118,7 @@ void KvEvictionView::rebuildStrips() {
   const UiModelInfo& info = model_->modelInfo();
   const int n = computedPositions(*r, *log);
   KvStripWidget::Strip global;
-  global.label = info.kvWindowBlocks > 0 ? tr("global layers (%1)").arg(info.kvMainLayers)
+  global.label = info.kvWindowBlocks > 0 ? tr("global (%1 layers)").arg(info.kvMainLayers)
                                          : tr("all %1 layers").arg(info.numLayers);
   global.cells.resize(n);
   const bool withMass = !log->snapshotMass().isEmpty();
@@ -127,7 +132,7 @@ void KvEvictionView::rebuildStrips() {
   if (info.kvWindowBlocks > 0 && info.kvWindow > 0) {
     // The window group never evicts: its sliding layers keep the last W positions.
     KvStripWidget::Strip window;
-    window.label = tr("sliding layers (%1), W = %2").arg(info.kvWindowLayers).arg(info.kvWindow);
+    window.label = tr("sliding (%1 layers), W %2").arg(info.kvWindowLayers).arg(info.kvWindow);
     window.cells.resize(n);
     for (int p = 0; p < n; ++p)
       window.cells[p] = p >= n - info.kvWindow ? KvStripWidget::Cell::Kept : KvStripWidget::Cell::OutsideWindow;
@@ -145,9 +150,8 @@ QString KvEvictionView::policyText() const {
   const int numPrompt = static_cast<int>(r->promptIds.size());
   int evictedPrompt = 0;
   for (int p = 0; p < numPrompt; ++p) evictedPrompt += log->isEvicted(p);
-  const UiModelInfo& info = model_->modelInfo();
-  QString text = tr("Request %1: %2. The cache keeps %3 of %4 positions; %5 evicted (%6 of the %7 prompt tokens), "
-                    "the last at step %8.")
+  QString text = tr("Request %1, %2: keeps %3 of %4 positions; %5 evicted (%6 of the %7 prompt tokens), the last "
+                    "at step %8.")
                      .arg(shown_)
                      .arg(log->policy().isEmpty() ? tr("(no policy named)") : log->policy())
                      .arg(log->numKept())
@@ -156,10 +160,9 @@ QString KvEvictionView::policyText() const {
                      .arg(evictedPrompt)
                      .arg(numPrompt)
                      .arg(log->lastStep());
-  if (info.kvWindowBlocks > 0)
-    text += tr(" Only the global layers evict; the sliding layers keep their last %1 positions.").arg(info.kvWindow);
+  // (A window group's sliding layers never evict: their strip says so.)
   if (log->snapshotStep() >= 0 && !log->snapshotMass().isEmpty())
-    text += tr(" Mass from the snapshot of step %1.").arg(log->snapshotStep());
+    text += tr(" Mass as of step %1.").arg(log->snapshotStep());
   return text;
 }
 
@@ -171,8 +174,8 @@ QString KvEvictionView::shadowText() const {
   const auto& points = log->shadow();
   float maxKl = 0.0f;
   for (const KvShadowPoint& p : points) maxKl = std::max(maxKl, p.kl);
-  return tr("Full-cache shadow: KL(full || pruned) per answer token (blue), over %1 tokens mean %2 nats, "
-            "max %3; the top-1 token differs at %4 token(s) (red \u00d7).")
+  return tr("Full-cache shadow, KL(full || pruned) per answer token: mean %2, max %3 nats over %1 tokens; "
+            "top-1 differs at %4 token(s) (red \u00d7).")
       .arg(points.size())
       .arg(log->shadowKlSum() / static_cast<double>(points.size()), 0, 'g', 3)
       .arg(static_cast<double>(maxKl), 0, 'g', 3)

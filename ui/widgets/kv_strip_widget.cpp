@@ -5,6 +5,7 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace gbui {
 
@@ -42,6 +43,18 @@ std::pair<int, int> KvStripWidget::cellAt(QPoint point) const {
   return {-1, -1};
 }
 
+float KvStripWidget::fullBarMass(const QVector<float>& mass) {
+  // The 90th percentile, not the largest: the first positions (attention
+  // sinks) gather far more mass than any other and would flatten the rest.
+  std::vector<float> known;
+  for (float m : mass)
+    if (std::isfinite(m) && m > 0.0f) known.push_back(m);
+  if (known.empty()) return 0.0f;
+  const auto at = known.begin() + static_cast<std::ptrdiff_t>((known.size() - 1) * 9 / 10);
+  std::nth_element(known.begin(), at, known.end());
+  return *at;
+}
+
 void KvStripWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
@@ -54,9 +67,7 @@ void KvStripWidget::paintEvent(QPaintEvent*) {
                p.fontMetrics().elidedText(strip.label, Qt::ElideRight, kLabelWidth - 6));
     p.fillRect(bar, palette().color(QPalette::AlternateBase));
     if (n == 0) continue;
-    float maxMass = 0.0f;
-    for (float m : strip.mass)
-      if (std::isfinite(m)) maxMass = std::max(maxMass, m);
+    const float fullMass = fullBarMass(strip.mass);
     // One column per pixel (or per position when they are wider): the positions it covers.
     const int columns = std::min(n, bar.width());
     for (int c = 0; c < columns; ++c) {
@@ -82,8 +93,9 @@ void KvStripWidget::paintEvent(QPaintEvent*) {
       };
       const QColor gone = evicted > 0 ? evictedColor() : outsideWindowColor();
       p.fillRect(column, blend(keptColor(), gone, static_cast<double>(kept) / count));
-      if (mass >= 0.0f && maxMass > 0.0f) {
-        const int h = std::max(1, static_cast<int>(std::lround(std::sqrt(mass / maxMass) * column.height())));
+      if (mass >= 0.0f && fullMass > 0.0f) {
+        const double share = std::min(1.0, std::sqrt(static_cast<double>(mass / fullMass)));
+        const int h = std::max(1, static_cast<int>(std::lround(share * column.height())));
         p.fillRect(QRect(column.left(), column.bottom() - h + 1, column.width(), h), massColor());
       }
       if (kept == 0 && evicted > 0 && column.width() >= 3) {

@@ -2,8 +2,8 @@
 // horizontal strip per layer group (the global layers, and a window group's
 // sliding layers), position 0 on the left. A kept position is blue, and where
 // the policy ranks by attention mass (h2o, snapkv) a darker bar rises from the
-// bottom in proportion to the square root of its mass (relative to the
-// largest); an evicted position is grey and struck through; a position outside
+// bottom in proportion to the square root of its mass (full height at the
+// strip's 90th percentile and above, fullBarMass); an evicted position is grey and struck through; a position outside
 // a sliding window is amber (the colours of the KV grid). A tick marks where
 // the prompt ends. With more positions than pixels, a pixel column shows the
 // share of its positions kept and their largest mass. The hover text comes
@@ -45,6 +45,9 @@ class KvStripWidget : public QWidget {
   static QColor evictedColor() { return QColor(218, 218, 218); }
   static QColor outsideWindowColor() { return QColor(245, 215, 158); }
 
+  // The mass that fills a bar: the 90th percentile of the known masses (0: none).
+  static float fullBarMass(const QVector<float>& mass);
+
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 
@@ -59,9 +62,9 @@ class KvStripWidget : public QWidget {
   QVector<Strip> strips_;
   int numPrompt_ = 0;
   std::function<QString(int, int)> toolTip_;
-  static constexpr int kLabelWidth = 150;  // px
-  static constexpr int kStripHeight = 22;
-  static constexpr int kGap = 6;
+  static constexpr int kLabelWidth = 175;  // px
+  static constexpr int kStripHeight = 20;
+  static constexpr int kGap = 5;
 };
 
 }  // namespace gbui
