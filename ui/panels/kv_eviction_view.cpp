@@ -42,7 +42,7 @@ KvEvictionView::KvEvictionView(SessionModel* model, QWidget* parent) : QWidget(p
   auto* sideBox = new QWidget;
   sideBox->setLayout(side);
   side->setContentsMargins(0, 0, 0, 0);
-  sideBox->setMaximumWidth(260);
+  sideBox->setMaximumWidth(330);
   shadowRow->addWidget(sideBox);
   plot_ = new QCustomPlot;
   plot_->setObjectName(QStringLiteral("kvShadowPlot"));
@@ -174,8 +174,8 @@ QString KvEvictionView::shadowText() const {
   const auto& points = log->shadow();
   float maxKl = 0.0f;
   for (const KvShadowPoint& p : points) maxKl = std::max(maxKl, p.kl);
-  return tr("Full-cache shadow, KL(full || pruned) per answer token: mean %2, max %3 nats over %1 tokens; "
-            "top-1 differs at %4 token(s) (red \u00d7).")
+  return tr("Shadow (full cache): KL(full || pruned) per answer token, mean %2, max %3 nats over %1 tokens; "
+            "top-1 differs at %4 token(s) (\u00d7).")
       .arg(points.size())
       .arg(log->shadowKlSum() / static_cast<double>(points.size()), 0, 'g', 3)
       .arg(static_cast<double>(maxKl), 0, 'g', 3)
