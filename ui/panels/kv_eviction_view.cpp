@@ -96,6 +96,9 @@ void KvEvictionView::refresh() {
   rebuildStrips();
   policy_->setText(policyText());
   shadow_->setText(shadowText());
+  // The chart only where there is a shadow to plot (the line says how to get one).
+  const KvEvictionLog* log = model_->evictionLog(shown_);
+  plot_->setVisible(log && !log->shadow().empty());
   plotShadow();
 }
 
@@ -169,8 +172,8 @@ QString KvEvictionView::policyText() const {
 QString KvEvictionView::shadowText() const {
   const KvEvictionLog* log = model_->evictionLog(shown_);
   if (!log || log->shadow().empty())
-    return tr("No full-cache shadow for this request: tick \"shadow\" under KV eviction in the Sampling panel to "
-              "see here what eviction costs per token.");
+    return tr("No full-cache shadow for this request: tick \"shadow\" under KV eviction (Sampling panel) to see "
+              "what eviction costs per token.");
   const auto& points = log->shadow();
   float maxKl = 0.0f;
   for (const KvShadowPoint& p : points) maxKl = std::max(maxKl, p.kl);
