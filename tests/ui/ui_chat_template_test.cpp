@@ -16,21 +16,6 @@ using namespace gbuitest;
 
 namespace {
 
-// Sends one chat turn and waits until its answer finished.
-bool chatTurn(gbui::MainWindow& window, const QString& text, int maxTokens) {
-  const int before = static_cast<int>(window.chat()->conversation().turns.size());
-  window.chat()->setMaxTokens(maxTokens);
-  window.chat()->setInputText(text);
-  window.chat()->send();
-  return QTest::qWaitFor(
-      [&] {
-        const gbui::Conversation& conv = window.chat()->conversation();
-        return conv.turns.size() == before + 2 && !conv.turns.back().branches.isEmpty() &&
-               window.chat()->activeRequest() == 0;
-      },
-      60000);
-}
-
 gbui::UiToken token(const QString& text) {
   gbui::UiToken t;
   t.text = text;

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QRegularExpression>
+#include <qcustomplot.h>
 
 #include "chat/token_view.h"
 #include "gb_qtest_main.h"

@@ -159,6 +159,19 @@ void UiRemoteTest::workbenchUsesAnotherWorkbenchAsItsEngine() {
   QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 5000));
   QCOMPARE(failed.first().at(0).toULongLong(), 3ull);
   QVERIFY(failed.first().at(1).toString().contains("not available with a remote engine"));
+  // So is a KV eviction policy (the API has none), before anything is sent.
+  gbui::KvPolicyChoice sink;
+  sink.policy = QStringLiteral("sink");
+  sink.budget = 32;
+  gbui::SubmitCommand evicting =
+      gbuitest::completionCommand(4, QStringLiteral("Once upon a time"), QString::fromLatin1(gbuitest::kGreedyJson), 4);
+  evicting.kvPolicy = gbui::engineSettingsCodec().checkKvPolicy(sink);
+  QVERIFY(evicting.kvPolicy.ok());
+  QMetaObject::invokeMethod(controller, [controller, evicting] { controller->submit(evicting); });
+  QVERIFY(QTest::qWaitFor([&] { return failed.size() == 2; }, 5000));
+  QCOMPARE(failed.at(1).at(0).toULongLong(), 4ull);
+  QVERIFY2(failed.at(1).at(1).toString().contains("KV eviction (a policy other than full) is not available with a remote engine"),
+           qPrintable(failed.at(1).at(1).toString()));
   serve->setServing(false);
 }
 

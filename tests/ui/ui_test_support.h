@@ -57,4 +57,19 @@ inline bool generate(gbui::MainWindow& window, const QString& prompt, int maxTok
       timeoutMs);
 }
 
+// Sends one chat turn and waits until its answer finished.
+inline bool chatTurn(gbui::MainWindow& window, const QString& text, int maxTokens) {
+  const int before = static_cast<int>(window.chat()->conversation().turns.size());
+  window.chat()->setMaxTokens(maxTokens);
+  window.chat()->setInputText(text);
+  window.chat()->send();
+  return QTest::qWaitFor(
+      [&] {
+        const gbui::Conversation& conv = window.chat()->conversation();
+        return conv.turns.size() == before + 2 && !conv.turns.back().branches.isEmpty() &&
+               window.chat()->activeRequest() == 0;
+      },
+      60000);
+}
+
 }  // namespace gbuitest

@@ -91,6 +91,7 @@ void EngineController::submit(const SubmitCommand& command) {
   QString refused;
   if (!source_) refused = tr("No model is loaded.");
   else if (!command.speculative.isEmpty()) refused = refusal(Capability::Speculative);
+  if (refused.isEmpty() && command.kvPolicy.active()) refused = refusal(Capability::KvEviction);
   if (!refused.isEmpty()) return notify(&EngineController::requestFailed, tag, refused);
   const SubmitResult r = source_->submit(command);
   if (r.prompt) notify(&EngineController::chatPromptReady, *r.prompt);

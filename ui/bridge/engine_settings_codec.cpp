@@ -7,6 +7,7 @@
 #include "backend/kv_pool_sizing.h"
 #include "grammar/gbnf.h"
 #include "grammar/grammar_space.h"
+#include "kv/kv_policy.h"
 #include "runtime/grammar_constraint.h"
 #include "sampling/sampler_settings_json.h"
 #include "speculative/speculative_config.h"
@@ -55,6 +56,49 @@ QString EngineSettingsCodec::validateSpeculative(const QString& spec) const {
   if (spec.isEmpty()) return {};
   auto parsed = gb::parse_speculative_spec(spec.toStdString());
   return parsed ? QString() : QString::fromStdString(parsed.error().message);
+}
+
+QVector<KvPolicyOption> EngineSettingsCodec::kvPolicies() const {
+  QVector<KvPolicyOption> out;
+  for (const gb::KvPolicyRow& row : gb::kv_policy_rows())
+    out.push_back({fromStd(row.name), fromStd(row.summary), row.default_sinks, row.uses_mass});
+  return out;
+}
+
+KvPolicyChoice EngineSettingsCodec::checkKvPolicy(KvPolicyChoice choice) const {
+  choice.error.clear();
+  auto kind = gb::kv_policy_from_name(choice.policy.toStdString());
+  if (!kind) {
+    choice.error = fromStd(kind.error().message);
+    choice.resolved.clear();
+    return choice;
+  }
+  if (*kind == gb::KvPolicyKind::Full) {
+    // Full keeps every token: no budget, and nothing for a shadow to compare.
+    choice.budget = 0;
+    choice.sinks = -1;
+    choice.shadow = false;
+    choice.resolved = QStringLiteral("full");
+    return choice;
+  }
+  // The engine's own message names the CLI flag; the workbench has a budget box.
+  if (choice.budget < 1) {
+    choice.error = QStringLiteral("KV policy %1 needs a token budget of at least 1").arg(choice.policy);
+    choice.resolved.clear();
+    return choice;
+  }
+  gb::KvPolicy policy;
+  policy.kind = *kind;
+  policy.budget = choice.budget;
+  policy.sinks = choice.sinks;
+  auto resolved = gb::resolve_kv_policy(policy);
+  if (!resolved) {
+    choice.error = fromStd(resolved.error().message);
+    choice.resolved.clear();
+    return choice;
+  }
+  choice.resolved = fromStd(gb::describe_kv_policy(*resolved));
+  return choice;
 }
 
 // The steps compile_format (runtime/grammar_constraint.h) takes at submit, less

@@ -24,6 +24,7 @@ namespace gbui {
 enum class Capability {
   Branching,    // fork at a token, regenerate from kept KV
   Speculative,  // speculative decoding
+  KvEviction,   // a KV eviction policy other than full, and its full-cache shadow
   Compare,      // sampler comparisons
   Score,        // teacher-forced scoring
   ScoreBase,    // scoring against a base model (KL)

@@ -16,6 +16,7 @@
 #include "trace_spool.h"
 
 #include "backend/kv_pool_sizing.h"
+#include "kv/kv_policy.h"
 #include "runtime/engine.h"
 #include "runtime/make_backend.h"
 #include "runtime/make_trace_header.h"
@@ -47,6 +48,21 @@ QString chooseKvTypes(const QString& kvTypes, const std::vector<gb::WeightType>&
     }
     if (std::find(readable.begin(), readable.end(), t) == readable.end()) t = gb::WeightType::F32;
   }
+  return {};
+}
+
+// The request's KV eviction (GenerationRequest::kv_policy, kv_shadow) from the
+// codec's checked choice: the engine resolves the policy again at submit and
+// refuses what this model or backend cannot do (its message reaches the chat).
+gb::Status applyKvPolicy(const KvPolicyChoice& choice, gb::GenerationRequest& request) {
+  if (!choice.ok()) return gb::make_error(choice.error.toStdString());
+  auto kind = gb::kv_policy_from_name(choice.policy.toStdString());
+  if (!kind) return kind.error();
+  request.kv_policy.kind = *kind;
+  if (!request.kv_policy.active()) return {};
+  request.kv_policy.budget = choice.budget;
+  request.kv_policy.sinks = choice.sinks;
+  request.kv_shadow = choice.shadow;
   return {};
 }
 
@@ -148,6 +164,10 @@ SubmitResult LocalEngineSource::submit(const SubmitCommand& command) {
       return out;
     }
     request.speculative = std::move(*spec);
+  }
+  if (gb::Status st = applyKvPolicy(command.kvPolicy, request); !st) {
+    out.error = qstr(st.error().message);
+    return out;
   }
   auto id = engine_->submit(std::move(request));
   if (!id) out.error = qstr(id.error().message);

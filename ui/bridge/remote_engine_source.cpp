@@ -96,6 +96,8 @@ constexpr Refusal kRefusals[] = {
                                               "Branching is not available with a remote engine (the OpenAI API does not offer it).")},
     {Capability::Speculative, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
                                                 "Speculative decoding is not available with a remote engine (the OpenAI API does not offer it).")},
+    {Capability::KvEviction, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
+                                               "KV eviction (a policy other than full) is not available with a remote engine (the OpenAI API does not offer it); set the policy to full.")},
     {Capability::ScoreBase, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",
                                               "A base model (KL) is not available with a remote engine.")},
     {Capability::Inspect, QT_TRANSLATE_NOOP("gbui::RemoteEngineSource",

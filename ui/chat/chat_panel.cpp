@@ -192,6 +192,7 @@ void ChatPanel::connectControls() {
   connect(view_, &TokenView::tokenClicked, this, &ChatPanel::tokenClicked);
   connect(model_, &SessionModel::batchApplied, this, &ChatPanel::onBatch);
   connect(model_, &SessionModel::cleared, this, &ChatPanel::rerender);
+  connect(model_, &SessionModel::cleared, this, &ChatPanel::markEvictions);
   connect(model_, &SessionModel::restoredChanged, this, &ChatPanel::rerender);
   connect(model_, &SessionModel::tokenSelected, view_, &TokenView::setSelected);
 }
@@ -411,7 +412,23 @@ bool ChatPanel::mayHaveReasoning(const RequestInfo& r) const {
   return tail.contains(QLatin1String("think>"));
 }
 
+// Tokens whose KV an eviction policy dropped are struck through
+// (KvEvictionLog). They are painted over the text, so a repaint (no redraw of
+// the transcript) shows new ones; while no request has evicted, the view has
+// no lookup and its paint does no second pass over the spans.
+void ChatPanel::markEvictions() {
+  paintedEvictions_ = model_->evictionRevision();
+  const bool any = !model_->evictionLogs().empty();
+  if (any == evictionLookupSet_) return view_->viewport()->update();
+  evictionLookupSet_ = any;
+  if (!any) return view_->setEvictionLookup({}, {});
+  view_->setEvictionLookup(
+      [model = model_](RequestKey request, int index) { return model->tokenEviction(request, index).evicted(); },
+      [model = model_](RequestKey request, int index) { return model->tokenEvictionText(request, index); });
+}
+
 void ChatPanel::onBatch() {
+  if (model_->evictionRevision() != paintedEvictions_) markEvictions();
   bool finishedActive = false;
   if (active_ != 0) {
     const RequestInfo* r = model_->request(active_);

@@ -129,6 +129,7 @@ class ChatPanel : public QWidget {
   void setObjectNames();
   void connectControls();
   void onBatch();
+  void markEvictions();
   void updateButtons();
   void submitTurn(int assistantTurn, const QVector<quint64>& branchFrom = {}, bool regenerate = false);
   QString turnText(RequestKey request) const;
@@ -170,6 +171,8 @@ class ChatPanel : public QWidget {
   int renderedOwn_ = 0;          // of the request's own tokens, how many are shown
   bool renderedKnown_ = false;   // the model knew that request when it was rendered
   bool renderedReasoning_ = false;  // the rendered answer has a <think> block
+  quint64 paintedEvictions_ = 0;    // SessionModel::evictionRevision() the view was last repainted for
+  bool evictionLookupSet_ = false;  // the view asks the model which tokens were evicted
   int renderedTurn_ = -1;           // the turn that set the rendered* fields above
   std::vector<int> turnStarts_;     // (drawn turns) transcript position where each begins
   bool drawnCompletionMode_ = false;  // the mode and system prompt the drawn turns are under

@@ -429,7 +429,8 @@ QTextCharFormat TokenView::spanFormat(int i) const {
   return c.charFormat();
 }
 
-void TokenView::paintTokenBackgrounds(QPainter& painter, const QRectF& area) const {
+void TokenView::forEachSpanRect(const QRectF& area,
+                                const std::function<void(const Span&, const QRectF&)>& draw) const {
   QAbstractTextDocumentLayout* layout = document()->documentLayout();
   // From the first block in the area: its first span, then on until a line
   // starts below the area.
@@ -455,14 +456,42 @@ void TokenView::paintTokenBackgrounds(QPainter& painter, const QRectF& area) con
           if (a >= last) break;  // the span ends before this line
           if (b <= a) continue;
           const qreal x1 = line.cursorToX(a), x2 = line.cursorToX(b);
-          painter.fillRect(QRectF(box.left() + std::min(x1, x2), box.top() + line.y(), std::abs(x2 - x1), line.height()),
-                           QColor::fromRgba(it->color));
+          draw(*it, QRectF(box.left() + std::min(x1, x2), box.top() + line.y(), std::abs(x2 - x1), line.height()));
         }
       }
       pos = block.position() + block.length();
     }
   }
 }
+
+void TokenView::paintTokenBackgrounds(QPainter& painter, const QRectF& area) const {
+  forEachSpanRect(area, [&](const Span& s, const QRectF& r) {
+    painter.fillRect(r, evicted(s) ? evictedColor() : QColor::fromRgba(s.color));
+  });
+}
+
+void TokenView::paintEvictionMarks(QPainter& painter, const QRectF& area) const {
+  if (!evictedLookup_) return;
+  // The text stays legible through the wash; the line runs through its middle.
+  QColor wash = evictedColor();
+  wash.setAlpha(150);
+  const QPen strike(evictedStrikeColor(), 1.0);
+  forEachSpanRect(area, [&](const Span& s, const QRectF& r) {
+    if (!evicted(s)) return;
+    painter.fillRect(r, wash);
+    painter.setPen(strike);
+    const qreal y = std::round(r.center().y()) + 0.5;
+    painter.drawLine(QPointF(r.left(), y), QPointF(r.right(), y));
+  });
+}
+
+void TokenView::setEvictionLookup(EvictedLookup isEvicted, EvictionText describe) {
+  evictedLookup_ = std::move(isEvicted);
+  evictionText_ = std::move(describe);
+  viewport()->update();
+}
+
+bool TokenView::spanEvicted(int i) const { return evicted(spans_[static_cast<size_t>(i)]); }
 
 void TokenView::paintEvent(QPaintEvent* event) {
   {
@@ -472,6 +501,12 @@ void TokenView::paintEvent(QPaintEvent* event) {
     paintTokenBackgrounds(painter, QRectF(event->rect()).translated(offset));
   }
   QTextEdit::paintEvent(event);
+  if (evictedLookup_) {
+    QPainter painter(viewport());
+    const QPointF offset(horizontalScrollBar()->value(), verticalScrollBar()->value());
+    painter.translate(-offset);
+    paintEvictionMarks(painter, QRectF(event->rect()).translated(offset));
+  }
 }
 
 QString TokenView::tokenText() const {
@@ -574,6 +609,9 @@ QString TokenView::tooltipFor(const UiToken& t) const {
     case UiTokenOrigin::Forced: tip += QStringLiteral("<br>forced (not sampled)"); break;
     case UiTokenOrigin::Plain: break;
   }
+  if (evictionText_)
+    if (const QString line = evictionText_(t.request, t.index); !line.isEmpty())
+      tip += QStringLiteral("<br><span style='color:#606060'><s>KV</s> %1</span>").arg(line.toHtmlEscaped());
   return tip;
 }
 

@@ -8,6 +8,13 @@
 // user wrote (appendMessage) remember their turn: a double-click on one asks to
 // edit it (messageActivated).
 //
+// Tokens whose KV a request's eviction policy dropped (setEvictionLookup: the
+// chat's SessionModel) are drawn greyed and struck through, on a grey
+// background: painted over the text from the spans (paintEvictionMarks), so
+// marking a token evicted long after it was appended changes no document
+// format; the hover says when and why ("evicted at step 40 by sink B=32 S=4
+// R=28: outside the recent window").
+//
 // Tokens the request's format forced (its grammar allowed that token only) get
 // a blue background of their own in every colour mode (forcedColor): their
 // probability says nothing about the model, and the hover says so.
@@ -70,6 +77,15 @@ class TokenView : public QTextEdit {
   // the view keeps a slim copy of every token appended (slimCopy).
   using TokenLookup = std::function<std::optional<UiToken>(RequestKey request, int index)>;
   void setTokenLookup(TokenLookup lookup);
+  // Whether a token's KV was evicted (asked for every span painted), and the
+  // line its hover shows. Unset: no token is marked.
+  using EvictedLookup = std::function<bool(RequestKey request, int index)>;
+  using EvictionText = std::function<QString(RequestKey request, int index)>;
+  void setEvictionLookup(EvictedLookup isEvicted, EvictionText describe);
+  bool spanEvicted(int i) const;
+  // The background of an evicted token, and the wash and strike line over its text.
+  static QColor evictedColor() { return QColor(222, 222, 222); }
+  static QColor evictedStrikeColor() { return QColor(110, 110, 110); }
   void setColorMode(ColorMode mode) { mode_ = mode; }
   ColorMode colorMode() const { return mode_; }
   void clearAll();
@@ -115,6 +131,9 @@ class TokenView : public QTextEdit {
   // Fills each token's background within `area` (document coordinates) with
   // its span's colour; paintEvent calls it before the text is drawn.
   void paintTokenBackgrounds(QPainter& painter, const QRectF& area) const;
+  // Greys and strikes through the evicted tokens within `area` (document
+  // coordinates); paintEvent calls it after the text is drawn.
+  void paintEvictionMarks(QPainter& painter, const QRectF& area) const;
   // The record of token span `i` (nullopt when the lookup no longer has it).
   std::optional<UiToken> spanToken(int i) const { return record(spans_[static_cast<size_t>(i)]); }
   // The document position of the character drawn under a viewport point, -1 none.
@@ -182,8 +201,14 @@ class TokenView : public QTextEdit {
     RequestKey request = 0;  // UiToken::request
   };
   std::optional<UiToken> record(const Span& s) const;
+  bool evicted(const Span& s) const { return evictedLookup_ && evictedLookup_(s.request, s.index); }
+  // Calls draw(span, rectangle) for every line piece of every span within
+  // `area` (document coordinates), in document order.
+  void forEachSpanRect(const QRectF& area, const std::function<void(const Span&, const QRectF&)>& draw) const;
   ColorMode mode_ = ColorMode::Probability;
   TokenLookup lookup_;
+  EvictedLookup evictedLookup_;
+  EvictionText evictionText_;
   std::map<std::pair<RequestKey, int>, UiToken> own_;  // without a lookup: slim copies
   bool reasoning_ = false;
   // Ascending, non-overlapping transcript ranges. A deque: growing it never

@@ -7,9 +7,11 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "kv_eviction_view.h"
 #include "widgets/kv_grid_widget.h"
 #include "session/session_model.h"
 
@@ -75,7 +77,21 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   plot_->yAxis->setLabel(tr("blocks"));
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
-  layout->addWidget(plot_, 1);
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName(QStringLiteral("kvTabs"));
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(plot_, tr("Pool over steps"));
+  eviction_ = new KvEvictionView(model);
+  eviction_->setObjectName(QStringLiteral("kvEviction"));
+  // Scrolled when the dock is short: the window still fits a 1280x720 screen.
+  evictionTab_ = new QScrollArea;
+  evictionTab_->setObjectName(QStringLiteral("kvEvictionScroll"));
+  evictionTab_->setWidgetResizable(true);
+  evictionTab_->setFrameShape(QFrame::NoFrame);
+  evictionTab_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  evictionTab_->setWidget(eviction_);
+  tabs_->addTab(evictionTab_, tr("Eviction"));
+  layout->addWidget(tabs_, 1);
   connect(model_, &SessionModel::batchApplied, this, &KvCachePanel::refresh);
   connect(model_, &SessionModel::cleared, this, [this] {
     plottedSteps_ = 0;
@@ -87,6 +103,8 @@ KvCachePanel::KvCachePanel(SessionModel* model, QWidget* parent) : QWidget(paren
   });
   refresh();
 }
+
+bool KvCachePanel::evictionTabShown() const { return tabs_->currentWidget() == evictionTab_; }
 
 int KvCachePanel::numKeptRequests() const {
   int n = 0;
@@ -288,6 +306,12 @@ void KvCachePanel::refresh() {
   stats_->setText(statsText());
   release_->setEnabled(numKeptRequests() > 0 && !model_->isReplay());
   rebuildPlot();
+  // A request that starts evicting shows its cache (once: the user may go back).
+  eviction_->refresh();
+  if (const RequestKey shown = eviction_->shownRequest(); shown != 0 && shown != evictionShownFor_) {
+    evictionShownFor_ = shown;
+    tabs_->setCurrentWidget(evictionTab_);
+  }
 }
 
 }  // namespace gbui

@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "format_box.h"
+#include "kv_policy_settings.h"
 #include "session/json_number.h"
 #include "speculative_settings.h"
 
@@ -97,6 +98,8 @@ SamplingPanel::SamplingPanel(const SettingsCodec& codec, QWidget* parent) : QWid
   form->addRow(format_);  // the whole width: the editor needs it
   speculative_ = new SpeculativeSettings(codec);
   form->addRow(speculative_);
+  kvPolicy_ = new KvPolicySettings(codec);
+  form->addRow(kvPolicy_);
   scroll->setWidget(inner);
   outer->addWidget(scroll);
 

@@ -5,8 +5,8 @@
 // SamplerSettings JSON shape. Every change emits settingsChanged with the full
 // JSON, which MainWindow applies to the running request's next token. Below the
 // sliders, FormatBox sets the format new requests must follow (the grammar
-// stage; checked as it is typed and again at submit) and SpeculativeSettings
-// picks the drafter for new requests.
+// stage; checked as it is typed and again at submit), SpeculativeSettings
+// picks the drafter and KvPolicySettings the KV eviction policy for new requests.
 // Threads: UI thread.
 #pragma once
 
@@ -26,6 +26,7 @@ class QSpinBox;
 namespace gbui {
 
 class FormatBox;
+class KvPolicySettings;
 class SpeculativeSettings;
 
 class SamplingPanel : public QWidget {
@@ -51,6 +52,7 @@ class SamplingPanel : public QWidget {
   double value(const QString& key) const;
   QSlider* slider(const QString& key) const;
   SpeculativeSettings* speculative() const { return speculative_; }
+  KvPolicySettings* kvPolicy() const { return kvPolicy_; }
   FormatBox* format() const { return format_; }
 
  public slots:
@@ -81,6 +83,7 @@ class SamplingPanel : public QWidget {
   QCheckBox* pinSeed_;
   FormatBox* format_;
   SpeculativeSettings* speculative_;
+  KvPolicySettings* kvPolicy_;
   QJsonObject base_;     // fields without a widget (stop strings, logit bias ...); "format" is format_'s
   bool updating_ = false;
 };

@@ -31,6 +31,8 @@ void SessionModel::clear() {
   cells_ = QVector<KvCell>(std::max(0, info_.numBlocks));
   windowReleasedTotal_ = 0;
   lastWriter_.clear();
+  evictions_.clear();
+  ++evictionRevision_;
   selected_.reset();
   emit cleared();
 }
@@ -82,6 +84,25 @@ std::optional<UiToken> SessionModel::token(RequestKey key, int index) const {
 QString SessionModel::tokenText(int id) const {
   if (id >= 0 && id < info_.vocab.size()) return info_.vocab[id];
   return QStringLiteral("#%1").arg(id);
+}
+
+const KvEvictionLog* SessionModel::evictionLog(RequestKey request) const {
+  const auto it = evictions_.find(request);
+  return it == evictions_.end() ? nullptr : &it->second;
+}
+
+KvEvictedToken SessionModel::tokenEviction(RequestKey request, int index) const {
+  const KvEvictionLog* log = evictionLog(request);
+  const RequestInfo* r = log ? this->request(request) : nullptr;
+  if (!r || index < 0 || static_cast<size_t>(index) >= r->tokens.size()) return {};
+  return log->at(r->tokens.position(static_cast<size_t>(index)));
+}
+
+QString SessionModel::tokenEvictionText(RequestKey request, int index) const {
+  const KvEvictionLog* log = evictionLog(request);
+  const RequestInfo* r = log ? this->request(request) : nullptr;
+  if (!r || index < 0 || static_cast<size_t>(index) >= r->tokens.size()) return {};
+  return log->describe(r->tokens.position(static_cast<size_t>(index)));
 }
 
 void SessionModel::selectToken(RequestKey request, int index) {
@@ -166,6 +187,9 @@ void SessionModel::applyOne(const UiEvent& e) {
           remoteMetrics_.push(b, kStepHistory);
         } else if constexpr (std::is_same_v<B, UiKv>) {
           applyKv(b);
+        } else if constexpr (std::is_same_v<B, UiEviction> || std::is_same_v<B, UiShadowKl>) {
+          evictions_[b.request].apply(b);
+          ++evictionRevision_;
         } else if constexpr (std::is_same_v<B, UiError>) {
           if (b.request)
             if (auto it = requests_.find(*b.request); it != requests_.end()) it->second.error = b.message;

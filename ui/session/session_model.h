@@ -1,7 +1,8 @@
 // SessionModel: the UI-owned picture of one engine session, built only from
 // UiEvents (so a live run and a replayed trace give the same state). Requests
-// with their prompt and tokens, the KV block map, step statistics, errors, and
-// which token is selected. Panels read it and listen to its signals.
+// with their prompt and tokens, the KV block map, what KV eviction dropped from
+// each request's cache (KvEvictionLog), step statistics, errors, and which
+// token is selected. Panels read it and listen to its signals.
 //
 // Invariants: events are applied in `seq` order exactly once; a KV block's state
 // follows the last KV event that named it (owned: refCount > 0; cached:
@@ -16,6 +17,7 @@
 #include <map>
 #include <vector>
 
+#include "kv_eviction_log.h"
 #include "token_list.h"
 #include "ui_events.h"
 
@@ -149,6 +151,17 @@ class SessionModel : public QObject {
   QVector<int> blockTokens(int block) const;
   QString tokenText(int id) const;
 
+  // KV eviction (UiEviction, UiShadowKl): the log of a request that evicted
+  // (or whose shadow reported), nullptr for one that kept everything.
+  const KvEvictionLog* evictionLog(RequestKey request) const;
+  const std::map<RequestKey, KvEvictionLog>& evictionLogs() const { return evictions_; }
+  // Generated token `index` of `request`: its eviction (by its UiToken::position)
+  // and the line a hover shows for it ("" when its KV is kept).
+  KvEvictedToken tokenEviction(RequestKey request, int index) const;
+  QString tokenEvictionText(RequestKey request, int index) const;
+  // Grows with every eviction or shadow event applied (views repaint on a change).
+  quint64 evictionRevision() const { return evictionRevision_; }
+
   void selectToken(RequestKey request, int index);
   std::optional<std::pair<RequestKey, int>> selectedToken() const { return selected_; }
 
@@ -181,6 +194,8 @@ class SessionModel : public QObject {
   QVector<KvCell> cells_;        // (numBlocks) index = block id
   int windowReleasedTotal_ = 0;
   std::map<int, RequestKey> lastWriter_;  // block -> request that filled it
+  std::map<RequestKey, KvEvictionLog> evictions_;
+  quint64 evictionRevision_ = 0;
   std::optional<std::pair<RequestKey, int>> selected_;
 };
 

@@ -1,8 +1,8 @@
 // SettingsCodec: what the panels may ask the engine about settings, without
 // naming it. Sampler settings are parsed and validated once, here, into a
 // SamplerChoice that UI commands carry to the bridge as they are (no second
-// parse there); speculative-decoding specs and KV type names are checked by the
-// engine's own parsers. The window builds the one implementation
+// parse there); speculative-decoding specs, KV eviction policies and KV type
+// names are checked by the engine's own parsers. The window builds the one implementation
 // (ui/bridge/engine_settings_codec.h) and hands it to the panels that edit
 // settings (ui/window/panel_registry.h: PanelContext).
 // Threads: any (const, stateless).
@@ -42,6 +42,31 @@ struct KvTypeOption {
   QString description;  // one line for tooltips
 };
 
+// A KV eviction policy (engine/kv/kv_policy.h, docs/kv-eviction.md) as a row
+// of the engine's table: what the workbench's policy box lists.
+struct KvPolicyOption {
+  QString name;     // "full", "sink", "h2o", "snapkv"
+  QString summary;  // one line for tooltips
+  int defaultSinks = 0;
+  bool usesMass = false;  // ranks tokens by attention mass (h2o, snapkv)
+};
+
+// The KV eviction policy a new request runs with, as the codec checked it
+// (SettingsCodec::checkKvPolicy): the user's fields, the policy the engine
+// resolves them to, or why it refuses them. "full" keeps every token (budget
+// 0, sinks -1, no shadow: the codec clears them).
+struct KvPolicyChoice {
+  QString policy = QStringLiteral("full");
+  int budget = 0;       // B: tokens the request's cache holds at most
+  int sinks = -1;       // S: leading tokens never evicted; -1: the policy's default
+  bool shadow = false;  // also run a full-cache shadow and report KL per token
+  QString resolved = QStringLiteral("full");  // the engine's spelling: "sink B=32 S=4 R=28"
+  QString error;        // "" when the engine accepts it
+  bool ok() const { return error.isEmpty(); }
+  bool active() const { return policy != QLatin1String("full"); }
+  friend bool operator==(const KvPolicyChoice&, const KvPolicyChoice&) = default;
+};
+
 class SettingsCodec {
  public:
   virtual ~SettingsCodec() = default;
@@ -52,6 +77,12 @@ class SettingsCodec {
   virtual QString samplerJson(const SamplerChoice& choice, int indent) const = 0;
   // "" when the speculative spec parses ("" = off), else the engine's message.
   virtual QString validateSpeculative(const QString& spec) const = 0;
+  // The engine's KV eviction policies, in its table's order ("full" first).
+  virtual QVector<KvPolicyOption> kvPolicies() const = 0;
+  // `choice` checked by the engine's resolve_kv_policy: `resolved` and `error`
+  // filled in (an unknown name, a budget below 1, sinks that leave no recent
+  // window ... are refused with the engine's message).
+  virtual KvPolicyChoice checkKvPolicy(KvPolicyChoice choice) const = 0;
   // `kind` is a format kind's JSON name ("none", "json", "json_schema", "gbnf",
   // "regex"); `text` the grammar, schema or pattern. Bounded work (the
   // compilers' limits): safe to call from the UI thread as the user types.

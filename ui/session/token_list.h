@@ -79,6 +79,7 @@ class TokenList {
   UiToken back() const { return (*this)[size() - 1]; }
   // Single fields, any token, no record rebuilt. text() is valid until the next push.
   int tokenId(size_t i) const { return compact_[i].tokenId; }
+  int position(size_t i) const { return compact_[i].position; }  // UiToken::position (prompt counted)
   float probBefore(size_t i) const { return compact_[i].probBefore; }
   QStringView text(size_t i) const;
   // The whole record while it is kept (i >= firstWhole()), else nullptr.

@@ -34,6 +34,7 @@ struct SubmitCommand {
   TurnCommand turn;
   SamplerChoice sampler;
   QString speculative;  // the CLI's text form ("" = plain decoding), checked by the codec
+  KvPolicyChoice kvPolicy;  // KV eviction, checked by the codec (SettingsCodec::checkKvPolicy)
 };
 
 // Branch `parent` after `numTokens` tokens (prompt + output), forcing

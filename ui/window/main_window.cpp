@@ -36,6 +36,7 @@
 #include "bridge/engine_controller.h"
 #include "bridge/engine_settings_codec.h"
 #include "panels/kv_cache_panel.h"
+#include "panels/kv_policy_settings.h"
 #include "bridge/model_file_summary.h"
 #include "model_file_dialog.h"
 #include "models_dialog.h"
@@ -415,6 +416,20 @@ void MainWindow::setKvTypes(const QString& kTypeName, const QString& vTypeName) 
 }
 
 namespace {
+// The session file's "kv_policy": {"policy", "budget", "sinks", "shadow"}.
+QJsonObject kvPolicyToJson(const KvPolicyChoice& c) {
+  return {{"policy", c.policy}, {"budget", c.budget}, {"sinks", c.sinks}, {"shadow", c.shadow}};
+}
+
+KvPolicyChoice kvPolicyFromJson(const QJsonObject& o) {
+  KvPolicyChoice c;
+  c.policy = o.value("policy").toString(QStringLiteral("full"));
+  c.budget = o.value("budget").toInt(0);
+  c.sinks = o.value("sinks").toInt(-1);
+  c.shadow = o.value("shadow").toBool(false);
+  return c;
+}
+
 // What a conversation belongs to: a model file (its canonical path) or a server.
 QString conversationKey(const UiModelInfo& info) {
   if (!info.remoteUrl.isEmpty()) return info.remoteUrl;
@@ -599,7 +614,8 @@ void MainWindow::saveSession() {
                             {"conversation", conversation},
                             {"branch_tree", tree},
                             {"sampler", QJsonDocument::fromJson(sampling()->settingsJson().toUtf8()).object()},
-                            {"speculative", sampling()->speculative()->spec()}};
+                            {"speculative", sampling()->speculative()->spec()},
+                            {"kv_policy", kvPolicyToJson(sampling()->kvPolicy()->choice())}};
   // Temporary file, fsync, rename, fsync of the folder: a crash or kill leaves
   // the previous autosave or this one, never a torn file (ui/bridge/atomic_write.h).
   const QString error = writeFileAtomically(sessionPath_, QJsonDocument(session).toJson());
@@ -625,6 +641,10 @@ void MainWindow::restoreSession() {
   if (session.contains("sampler"))
     sampling()->setSettingsJson(QString::fromUtf8(QJsonDocument(session.value("sampler").toObject()).toJson()));
   sampling()->speculative()->setSpec(session.value("speculative").toString());
+  // A policy the engine no longer accepts leaves the controls at full (said in the status bar).
+  if (const QJsonValue kv = session.value("kv_policy"); kv.isObject())
+    if (const QString problem = sampling()->kvPolicy()->setChoice(kvPolicyFromJson(kv.toObject())); !problem.isEmpty())
+      statusBar()->showMessage(tr("Saved KV eviction policy not restored: %1").arg(problem), 15000);
   // The saved requests get restored keys: they never collide with the ids of
   // the engine that runs now. A file without a tree restores the conversation.
   QJsonObject tree = session.value("branch_tree").toObject();

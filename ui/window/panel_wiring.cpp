@@ -11,6 +11,7 @@
 #include "panels/experts_panel.h"
 #include "panels/inside_panel.h"
 #include "panels/kv_cache_panel.h"
+#include "panels/kv_policy_settings.h"
 #include "panels/sampling_panel.h"
 #include "panels/score_view.h"
 #include "panels/serve_panel.h"
@@ -34,7 +35,8 @@ void wireChat(QWidget* panel, MainWindow& w) {
   QObject::connect(chat, &ChatPanel::generate, chat, [&w](const TurnCommand& turn) {
     // A regeneration is another sample: a new seed unless the user pinned it.
     SamplingPanel* sampling = w.sampling();
-    const SubmitCommand command{turn, sampling->submitChoice(turn.regenerate), sampling->speculative()->spec()};
+    const SubmitCommand command{turn, sampling->submitChoice(turn.regenerate), sampling->speculative()->spec(),
+                                sampling->kvPolicy()->choice()};
     post(w, [command](EngineController* ec) { ec->submit(command); });
   });
   QObject::connect(c, &EngineController::requestSubmitted, chat, &ChatPanel::onRequestSubmitted);
@@ -56,6 +58,7 @@ void wireSampling(QWidget* panel, MainWindow& w) {
     w.autosaveSoon();
   });
   QObject::connect(sampling->speculative(), &SpeculativeSettings::specChanged, &w, &MainWindow::autosaveSoon);
+  QObject::connect(sampling->kvPolicy(), &KvPolicySettings::choiceChanged, &w, &MainWindow::autosaveSoon);
 }
 
 void wireInspector(QWidget* panel, MainWindow& w) {
