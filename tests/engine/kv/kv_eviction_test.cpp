@@ -152,9 +152,76 @@ struct Driver {
     return r.block_ids[static_cast<size_t>(slot / bs)] * bs + slot % bs;
   }
 
+  // The debug hook: each running request's slots and mass before the step,
+  // so the tokens the scheduler evicts can be checked against reference_kept
+  // over the same attention mass.
+  struct Before {
+    std::vector<int32_t> positions;
+    std::vector<float> mass;
+    int32_t computed = 0;
+  };
+  std::map<uint64_t, Before> before;
+  int64_t checked_evictions = 0;
+
+  bool check_evictions(const gb::StepPlan& plan) {
+    for (const gb::EvictedTokens& e : plan.evictions) {
+      const gb::Request* r = sched.find(e.id);
+      auto b = before.find(e.id.value);
+      if (r == nullptr || b == before.end() || b->second.positions.empty()) continue;
+      const gb::KvPolicy& p = r->kv_policy;
+      const auto it = std::find_if(plan.requests.begin(), plan.requests.end(),
+                                   [&](const gb::ScheduledRequest& q) { return q.id == e.id; });
+      if (it == plan.requests.end()) continue;
+      const Before& pre = b->second;
+      const auto num_slots = static_cast<int32_t>(pre.positions.size());
+      std::vector<int32_t> positions = pre.positions;
+      std::vector<float> mass = pre.mass;
+      int32_t keep = 0, end_pos = 0;
+      if (gb::kv_policy_row(p.kind).evicts_while_running) {
+        const int32_t n = it->num_new_tokens;
+        keep = n == 1 && num_slots == p.budget ? num_slots - 1 : p.budget - n;
+        end_pos = pre.computed + n;
+      } else {  // snapkv: the prompt's slots alone, to the budget
+        std::vector<int32_t> prompt_positions;
+        std::vector<float> prompt_mass;
+        for (int32_t i = 0; i < num_slots; ++i)
+          if (positions[static_cast<size_t>(i)] < r->num_prompt) {
+            prompt_positions.push_back(positions[static_cast<size_t>(i)]);
+            if (!mass.empty()) prompt_mass.push_back(mass[static_cast<size_t>(i)]);
+          }
+        positions = std::move(prompt_positions);
+        mass = std::move(prompt_mass);
+        keep = p.budget;
+        end_pos = r->num_prompt;
+      }
+      if (mass.empty()) mass.assign(positions.size(), 0.0f);
+      const std::set<int32_t> kept = reference_kept(p, positions, mass, keep, end_pos);
+      std::set<int32_t> want;
+      for (int32_t i = 0; i < static_cast<int32_t>(positions.size()); ++i)
+        if (!kept.contains(i)) want.insert(positions[static_cast<size_t>(i)]);
+      if (want != std::set<int32_t>(e.positions.begin(), e.positions.end())) {
+        failure = "request " + std::to_string(e.id.value) + " (" + gb::describe_kv_policy(p) +
+                  ") evicted other positions than the reference over the same mass";
+        return false;
+      }
+      ++checked_evictions;
+    }
+    return true;
+  }
+
   bool step() {
+    before.clear();
+    for (uint64_t id = 1; id < 100000; ++id) {
+      const gb::Request* r = sched.find(RequestId{id});
+      if (r == nullptr) {
+        if (id > 4000) break;
+        continue;
+      }
+      before[id] = {r->kv_positions, r->kv_mass, r->num_tokens_computed};
+    }
     gb::StepPlan plan = sched.schedule();
     if (plan.empty()) return false;
+    if (!check_evictions(plan)) return false;
     const auto copy = [&](std::pair<int32_t, int32_t> c) {
       for (int32_t o = 0; o < bs; ++o) rows[static_cast<size_t>(c.second * bs + o)] = rows[static_cast<size_t>(c.first * bs + o)];
     };
@@ -262,7 +329,7 @@ std::vector<TokenId> tokens(std::mt19937_64& rng, int32_t n) {
 }  // namespace
 
 GB_TEST(random_workloads_keep_the_policies_promises_in_the_paged_pool) {
-  int64_t total_moves = 0, total_evicted = 0, total_reuses = 0, total_forks = 0;
+  int64_t total_moves = 0, total_evicted = 0, total_reuses = 0, total_forks = 0, total_checked = 0;
   for (int32_t trial = 0; trial < 60; ++trial) {
     std::mt19937_64 rng(1000 + static_cast<uint64_t>(trial));
     gb::SchedulerConfig c;
@@ -314,7 +381,9 @@ GB_TEST(random_workloads_keep_the_policies_promises_in_the_paged_pool) {
     total_moves += d.moves;
     total_evicted += d.evicted;
     total_reuses += d.reuses;
+    total_checked += d.checked_evictions;
   }
+  QVERIFY2(total_checked > 1000, std::to_string(total_checked).c_str());
   // The workload reached what it is for.
   QVERIFY2(total_evicted > 1000, std::to_string(total_evicted).c_str());
   QVERIFY2(total_moves > 100, std::to_string(total_moves).c_str());
