@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "core/check.h"
 
@@ -96,8 +98,10 @@ std::vector<int32_t> kv_select_kept(const KvPolicy& p, std::span<const int32_t> 
   if (keep <= 0) return kept;
   const bool ranked = kv_policy_row(p.kind).uses_mass;
   GB_CHECK_MSG(!ranked || scores.size() == positions.size(), "kv_select_kept: one score per slot");
-  const std::vector<float> rank = p.kind == KvPolicyKind::SnapKV ? kv_pooled_scores(scores, p.pool)
-                                                                 : std::vector<float>(scores.begin(), scores.end());
+  std::vector<float> rank = p.kind == KvPolicyKind::SnapKV ? kv_pooled_scores(scores, p.pool)
+                                                           : std::vector<float>(scores.begin(), scores.end());
+  for (float& v : rank)
+    if (std::isnan(v)) v = -std::numeric_limits<float>::infinity();  // a strict weak order, whatever the kernels gave
   // Order of preference: sinks (earliest first), the recent window (latest
   // first), then the rest by the policy's rank (later position on ties).
   const auto at = [&](int32_t i) { return positions[static_cast<size_t>(i)]; };
@@ -115,6 +119,35 @@ std::vector<int32_t> kv_select_kept(const KvPolicy& p, std::span<const int32_t> 
   kept.assign(order.begin(), order.begin() + keep);
   std::sort(kept.begin(), kept.end());
   return kept;
+}
+
+int32_t kv_select_victim(const KvPolicy& p, std::span<const int32_t> positions, std::span<const float> scores,
+                         int32_t end_pos) {
+  const auto n = static_cast<int32_t>(positions.size());
+  GB_CHECK_MSG(n >= 1, "kv_select_victim: no slot to drop");
+  GB_CHECK_MSG(p.kind != KvPolicyKind::SnapKV, "kv_select_victim: snapkv prunes whole prompts (kv_select_kept)");
+  const bool ranked = kv_policy_row(p.kind).uses_mass;
+  GB_CHECK_MSG(!ranked || scores.size() == positions.size(), "kv_select_victim: one score per slot");
+  // The last in kv_select_kept's order of preference: among the unforced
+  // slots the lowest ranked (the earliest on ties); else the oldest of the
+  // recent window; else the latest sink.
+  int32_t victim = -1, oldest_recent = -1, latest_sink = -1;
+  const auto rank = [&](int32_t i) {
+    const float v = ranked ? scores[static_cast<size_t>(i)] : 0.0f;
+    return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
+  };
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t q = positions[static_cast<size_t>(i)];
+    if (q < p.sinks) {
+      if (latest_sink < 0 || q > positions[static_cast<size_t>(latest_sink)]) latest_sink = i;
+    } else if (q >= end_pos - p.recent) {
+      if (oldest_recent < 0 || q < positions[static_cast<size_t>(oldest_recent)]) oldest_recent = i;
+    } else if (victim < 0 || rank(i) < rank(victim) ||
+               (rank(i) == rank(victim) && q < positions[static_cast<size_t>(victim)])) {
+      victim = i;
+    }
+  }
+  return victim >= 0 ? victim : oldest_recent >= 0 ? oldest_recent : latest_sink;
 }
 
 }  // namespace gb

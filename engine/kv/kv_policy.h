@@ -91,6 +91,11 @@ int32_t kv_policy_chunk_limit(const KvPolicy& resolved);
 // resolved: from resolve_kv_policy. All slots when keep >= their number.
 std::vector<int32_t> kv_select_kept(const KvPolicy& resolved, std::span<const int32_t> positions,
                                     std::span<const float> scores, int32_t keep, int32_t end_pos);
+// The one slot kv_select_kept(resolved, positions, scores, n - 1, end_pos)
+// leaves out (n = positions.size() >= 1), in one pass: a decode at the budget
+// drops it.
+int32_t kv_select_victim(const KvPolicy& resolved, std::span<const int32_t> positions, std::span<const float> scores,
+                         int32_t end_pos);
 // snapkv's ranking score per slot: the max of scores over slots i - pool / 2 .. i + pool / 2.
 std::vector<float> kv_pooled_scores(std::span<const float> scores, int32_t pool);
 

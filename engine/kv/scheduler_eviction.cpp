@@ -45,13 +45,7 @@ std::optional<int32_t> Scheduler::evict_for(Request& r, int32_t n, StepState& st
   if (!(row.evicts_while_running && slots + n > p.budget) && !prune_prompt) return -1;
   if (row.evicts_while_running && n == 1 && slots == p.budget) {
     // The one slot the policy drops takes the new token (no row moves).
-    const std::vector<int32_t> kept = kv_select_kept(p, r.kv_positions, r.kv_mass, slots - 1, pos + 1);
-    int32_t victim = slots - 1;
-    for (int32_t i = 0; i < slots - 1; ++i)
-      if (kept[static_cast<size_t>(i)] != i) {
-        victim = i;
-        break;
-      }
+    const int32_t victim = kv_select_victim(p, r.kv_positions, r.kv_mass, pos + 1);
     auto moves = kv_.reuse_slot(r.id, victim, r.token_at(pos));
     if (!moves) return std::nullopt;
     EvictedTokens gone{r.id, {r.kv_positions[static_cast<size_t>(victim)]}, {}};

@@ -104,6 +104,13 @@ GB_TEST(kept_sets_equal_a_greedy_reference_on_random_slots) {
     const std::vector<int32_t> kept = gb::kv_select_kept(*p, all, scores, keep, end_pos);
     QVERIFY(std::is_sorted(kept.begin(), kept.end()));
     const std::set<int32_t> want = reference_kept(*p, all, scores, keep, end_pos);
+    if (!all.empty() && kind != KvPolicyKind::SnapKV) {
+      // The one-pass victim of a decode at the budget.
+      const std::set<int32_t> rest = reference_kept(*p, all, scores, static_cast<int32_t>(all.size()) - 1, end_pos);
+      const int32_t victim = gb::kv_select_victim(*p, all, scores, end_pos);
+      QVERIFY2(!rest.contains(victim) && victim >= 0 && victim < static_cast<int32_t>(all.size()),
+               (gb::describe_kv_policy(*p) + " victim, trial " + std::to_string(trial)).c_str());
+    }
     QVERIFY2(std::set<int32_t>(kept.begin(), kept.end()) == want,
              (gb::describe_kv_policy(*p) + " keep " + std::to_string(keep) + " trial " + std::to_string(trial)).c_str());
     ++checked;
