@@ -220,6 +220,7 @@ std::optional<std::vector<BlockCopy>> KvCacheManager::append_slots(RequestId id,
     const BlockId last = t.blocks.back();
     if (pool_.block(last).ref_count > 1) {
       const BlockId dst = take_block(id);  // counted by num_blocks_needed
+      copy_sources_.insert(last.value);    // read by a copy after this step's moves: never rewritten in place
       pool_.copy_tokens(last, dst, slot, id);
       pool_.release(last, id);
       t.blocks.back() = dst;
@@ -362,12 +363,18 @@ void KvCacheManager::truncate(RequestId id, int32_t num_tokens) {
   t.prefix_chain.resize(static_cast<size_t>(t.num_committed_blocks));
 }
 
+bool KvCacheManager::must_copy(BlockId b) const {
+  return pool_.block(b).ref_count > 1 || copy_sources_.contains(b.value);
+}
+
 std::optional<BlockId> KvCacheManager::make_writable(RequestId id, BlockTable& t, int32_t i) {
   const BlockId b = t.blocks[static_cast<size_t>(i)];
   GB_CHECK(b != kReleasedBlock);
   t.num_committed_blocks = std::min(t.num_committed_blocks, i);
   t.prefix_chain.resize(std::min(t.prefix_chain.size(), static_cast<size_t>(t.num_committed_blocks)));
-  if (pool_.block(b).ref_count > 1) {
+  // Shared, or the source of a copy this step (its copier let go of it, but
+  // the copy runs after the moves): copied, never rewritten in place.
+  if (pool_.block(b).ref_count > 1 || copy_sources_.contains(b.value)) {
     const BlockId fresh = take_block(id);
     pool_.copy_tokens(b, fresh, pool_.block(b).num_filled(), id);
     pool_.release(b, id);
@@ -398,7 +405,7 @@ std::optional<std::vector<SlotMove>> KvCacheManager::compact(RequestId id, std::
   for (int32_t d = 0; d < num_kept; ++d)
     if (kept[static_cast<size_t>(d)] != d) changed[static_cast<size_t>(d / bs)] = 1;
   for (int32_t i = 0; i < new_blocks; ++i)
-    if (changed[static_cast<size_t>(i)] && pool_.block(t.blocks[static_cast<size_t>(i)]).ref_count > 1) ++num_copies;
+    if (changed[static_cast<size_t>(i)] && must_copy(t.blocks[static_cast<size_t>(i)])) ++num_copies;
   if (num_copies > num_available()) return std::nullopt;
 
   const std::vector<BlockId> old = t.blocks;
@@ -435,7 +442,7 @@ std::optional<std::vector<SlotMove>> KvCacheManager::reuse_slot(RequestId id, in
                "KvCacheManager::reuse_slot: eviction works on a leader without a sliding window");
   GB_CHECK_MSG(slot >= 0 && slot < t.num_computed, "KvCacheManager::reuse_slot: not a computed slot");
   const int32_t i = slot / bs;
-  if (pool_.block(t.blocks[static_cast<size_t>(i)]).ref_count > 1 && num_available() < 1) return std::nullopt;
+  if (must_copy(t.blocks[static_cast<size_t>(i)]) && num_available() < 1) return std::nullopt;
   std::vector<SlotMove> moves;
   if (const std::optional<BlockId> from = make_writable(id, t, i)) {
     const BlockId to = t.blocks[static_cast<size_t>(i)];

@@ -188,6 +188,9 @@ class KvCacheManager {
   // From now on the table commits nothing to the prefix index (a fork whose
   // cache will be evicted; what it committed before stays).
   void stop_prefix_commits(RequestId id) { mutable_table(id).use_prefix_cache = false; }
+  // The step's plan is complete: its copies' sources may be rewritten from
+  // the next step on (see copy_sources_).
+  void end_step_copies() { copy_sources_.clear(); }
   // The computed slot `slot` is overwritten by `token` in the next forward
   // pass: its block is made writable. nullopt (nothing changed) when it must be
   // copied and no block is available.
@@ -239,6 +242,9 @@ class KvCacheManager {
   // keeps from there); an indexed one leaves the index. The table's committed
   // prefix ends before block i. The caller checked that a block is available.
   std::optional<BlockId> make_writable(RequestId id, BlockTable& t, int32_t i);
+  // Whether block b must be copied before a row lands in it: shared, or the
+  // source of a copy-on-write made this step (copy_sources_).
+  bool must_copy(BlockId b) const;
   // Releases the table's blocks that left the window (see above).
   void release_out_of_window(RequestId id, BlockTable& t);
 
@@ -250,6 +256,11 @@ class KvCacheManager {
   std::unordered_map<RequestId, std::vector<BlockId>> lookahead_;  // lent blocks, by holder
   int32_t num_lookahead_ = 0;       // the reserve's size
   int32_t num_lookahead_held_ = 0;  // blocks lent now
+  // Blocks a copy-on-write of this step reads (append_slots): the copies run
+  // after the step's row moves (StepPlan::slot_moves), so eviction must not
+  // rewrite them in place even once their copier let go. Cleared by
+  // end_step_copies() when the scheduler's step plan is complete.
+  std::unordered_set<int32_t> copy_sources_;
 };
 
 }  // namespace gb

@@ -575,6 +575,7 @@ StepPlan Scheduler::schedule() {
   plan.num_fork_copies = static_cast<int32_t>(plan.block_copies.size());
   pending_copies_.clear();
   for (const GroupCopy& c : step.copies) emit(c);
+  kv_.end_step_copies();
   drafts_.clear();  // a draft that did not get scheduled is stale next step
   plan.stats.num_seqs = static_cast<int32_t>(plan.requests.size());
   in_flight_ = !plan.empty();
