@@ -220,12 +220,6 @@ class Scheduler {
   // The backend's attention mass for a request scheduled in this step (its
   // ScheduledRequest::mass_from was >= 0): one value per slot after the step.
   void add_kv_mass(RequestId id, std::span<const float> mass);
-  // Whether a fork of `parent` sharing num_tokens tokens can take them from
-  // its cache (an evicted cache shares only when those are its first slots).
-  bool can_share(RequestId parent, int32_t num_tokens) const;
-  // The positions the leader's slots hold for a running or retained request
-  // (empty: slot == position, or unknown).
-  std::vector<int32_t> kv_positions(RequestId id) const;
 
   const Request* find(RequestId id) const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }

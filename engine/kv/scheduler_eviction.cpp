@@ -129,16 +129,6 @@ int32_t Scheduler::shared_slots(RequestId parent, int32_t num_tokens) const {
   return n;
 }
 
-bool Scheduler::can_share(RequestId parent, int32_t num_tokens) const {
-  return shared_slots(parent, num_tokens) > 0;
-}
-
-std::vector<int32_t> Scheduler::kv_positions(RequestId id) const {
-  if (auto it = retained_.find(id); it != retained_.end()) return it->second.kv_positions;
-  const Request* r = find(id);
-  return r ? r->kv_positions : std::vector<int32_t>{};
-}
-
 // KV eviction's promises for a running request between steps: its slots hold
 // distinct computed positions, at most the budget (sink, h2o; snapkv after
 // the prompt: the budget plus the answer), every sink and every position of the
