@@ -15,7 +15,6 @@
 #include "runtime/comparison.h"
 #include "runtime/comparison_json.h"
 #include "runtime/engine.h"
-#include "sampling/sampler_settings_json.h"
 
 namespace gb::cli {
 namespace {
@@ -41,28 +40,29 @@ Result<ComparisonLane> parse_lane(const std::string& arg) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
     return make_error("--lane " + arg + ": expected NAME=SETTINGS.json");
-  ComparisonLane lane;
-  lane.name = arg.substr(0, eq);
+  std::string name = arg.substr(0, eq);
   const std::string what = arg.substr(eq + 1);
   std::string text;
   if (!what.empty() && what.front() == '{') {
     text = what;  // inline JSON
   } else {
     std::ifstream in(what, std::ios::binary);
-    if (!in) return make_error("--lane " + lane.name + ": cannot open " + what);
+    if (!in) return make_error("--lane " + name + ": cannot open " + what);
     std::ostringstream ss;
     ss << in.rdbuf();
     text = ss.str();
   }
-  auto settings = sampler_settings_from_json(text, what.front() == '{' ? "--lane " + lane.name : what);
-  if (!settings) return settings.error();
-  lane.settings = *settings;
-  return lane;
+  const std::string source = !what.empty() && what.front() == '{' ? "--lane " + name : what;
+  return comparison_lane_from_json(std::move(name), text, source);
 }
 
 void print_table(const Comparison& c) {
   for (size_t i = 0; i < c.spec().lanes.size(); ++i) {
-    std::printf("== lane %s\n", c.spec().lanes[i].name.c_str());
+    const ComparisonLane& lane = c.spec().lanes[i];
+    if (lane.kv_policy.active())
+      std::printf("== lane %s (KV %s)\n", lane.name.c_str(), describe_kv_policy(lane.kv_policy).c_str());
+    else
+      std::printf("== lane %s\n", lane.name.c_str());
     for (int32_t j = 0; j < c.spec().num_samples; ++j) {
       const ComparisonSample& s = c.sample(static_cast<int32_t>(i), j);
       std::printf("  [%d] len %d, logprob %.3f, entropy %.3f, distinct-1 %.2f, distinct-2 %.2f, rep %.2f, %s, "
@@ -73,7 +73,7 @@ void print_table(const Comparison& c) {
                   s.text.c_str());
     }
   }
-  std::printf("[prompt blocks shared by every sample: %d; %.1f ms]\n", c.num_prompt_blocks_shared(), c.wall_ms());
+  std::printf("[prompt blocks shared by every forked sample: %d; %.1f ms]\n", c.num_prompt_blocks_shared(), c.wall_ms());
 }
 
 int run_compare(const CompareArgs& a) {
@@ -98,6 +98,9 @@ int run_compare(const CompareArgs& a) {
     if (!a.model.model_path.empty()) return fail("give --model or --remote, not both");
     if (a.ignore_eos) return fail("--ignore-eos is not available with --remote");
     if (!a.chat_path.empty()) return fail("--chat is not available with --remote (give --prompt)");
+    for (const ComparisonLane& lane : spec.lanes)
+      if (lane.kv_policy.active())
+        return fail("lane " + lane.name + ": a KV policy runs on a local model (--model); a remote server's cache is its own");
     return run_remote_compare(a.remote, a.prompt, spec, a.json);
   }
   if (a.model.model_path.empty()) return fail("--model is required (or --remote URL)");
@@ -157,7 +160,8 @@ const CommandRegistrar compare_command("compare", "Compare sampler settings side
                  "A chat as the prompt: a JSON file of messages [{\"role\",\"content\"}...], rendered by the model's "
                  "own chat template (with --system, --chat-format, --chat-template, --template-kwargs)");
   add_chat_options(sub, a->chat);
-  sub.add_option("--lane", a->lanes, "NAME=SETTINGS.json (the sampler preset format; or NAME={json}); 2 to 6")
+  sub.add_option("--lane", a->lanes,
+                 "NAME=SETTINGS.json (the sampler preset format, optionally with \"kv_policy\"; or NAME={json}); 2 to 6")
       ->required();
   sub.add_option("--samples", a->num_samples, "Samples per lane (1 to 32)")->capture_default_str();
   sub.add_option("--seed", a->seed, "The comparison's seed")->capture_default_str();

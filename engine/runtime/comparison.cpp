@@ -35,6 +35,8 @@ Status validate_comparison(const ComparisonSpec& spec) {
     if (lane.name.empty()) return make_error("comparison lane " + std::to_string(i) + ": the name is empty");
     if (!names.insert(lane.name).second) return make_error(which + ": another lane has the same name");
     if (Status st = validate(lane.settings); !st) return make_error(which + ": " + st.error().message);
+    if (auto policy = resolve_kv_policy(lane.kv_policy); !policy)
+      return make_error(which + ": " + policy.error().message);
   }
   return {};
 }
@@ -43,6 +45,14 @@ Result<std::unique_ptr<Comparison>> Comparison::start(Engine& engine, Comparison
   GB_TRY(validate_comparison(spec));
   std::unique_ptr<Comparison> c(new Comparison());
   c->spec_ = std::move(spec);
+  for (ComparisonLane& lane : c->spec_.lanes) {
+    lane.kv_policy = resolve_kv_policy(lane.kv_policy).value();
+    if (!lane.kv_policy.active()) continue;
+    GenerationRequest probe;
+    probe.kv_policy = lane.kv_policy;
+    if (Status st = engine.check_kv_eviction(probe); !st)
+      return make_error("comparison lane " + lane.name + ": " + st.error().message);
+  }
   c->start_ms_ = now_ms();
   // The prompt runs once; the token it samples (greedy, unrecorded) is thrown
   // away -- the request only exists to own the prompt's KV blocks.
@@ -61,12 +71,8 @@ Result<std::unique_ptr<Comparison>> Comparison::start(Engine& engine, Comparison
 }
 
 ComparisonSample* Comparison::find(RequestId id) {
-  if (!forked_) return nullptr;
-  // Requests are forked in one go, so their ids are consecutive.
-  const uint64_t first = samples_.front().request.value;
-  if (id.value < first || id.value >= first + samples_.size()) return nullptr;
-  ComparisonSample& s = samples_[static_cast<size_t>(id.value - first)];
-  return s.request == id ? &s : nullptr;
+  auto it = sample_of_.find(id.value);
+  return it == sample_of_.end() ? nullptr : &samples_[it->second];
 }
 
 const ComparisonSample& Comparison::sample(int32_t lane, int32_t s) const {
@@ -98,10 +104,27 @@ void Comparison::observe(const TraceEvent& event) {
   }
 }
 
-Status Comparison::fork_lanes(Engine& engine) {
+// A finished sample frees its blocks at once (not retained): the pool then
+// always has room for the samples still waiting (a retained sample could
+// starve them).
+Result<RequestId> Comparison::start_sample(Engine& engine, const ComparisonLane& lane, const SamplerSettings& settings) {
   const auto num_prompt = static_cast<int32_t>(spec_.prompt_ids.size());
+  if (!lane.kv_policy.active()) return engine.fork_with_settings(prompt_request_, num_prompt, settings, false);
+  // The prompt again, under the policy: submit() at the prompt's end draws what
+  // a fork there would (the same counter), so CRN still lines the lanes up.
+  GenerationRequest r;
+  r.prompt_ids = spec_.prompt_ids;
+  r.sampling = settings;
+  r.ignore_eos = spec_.ignore_eos;
+  r.isolation = spec_.isolation;
+  r.kv_policy = lane.kv_policy;
+  return engine.submit(std::move(r));
+}
+
+Status Comparison::fork_lanes(Engine& engine) {
   const auto num_lanes = static_cast<int32_t>(spec_.lanes.size());
   samples_.clear();
+  sample_of_.clear();
   for (int32_t i = 0; i < num_lanes; ++i) {
     const SamplerSettings& lane = spec_.lanes[static_cast<size_t>(i)].settings;
     const uint64_t key = spec_.crn ? 0 : lane_stream_key(lane);
@@ -112,9 +135,7 @@ Status Comparison::fork_lanes(Engine& engine) {
       s.top_n_record = std::max(1, s.top_n_record);  // the statistics need the raw log-probability
       for (TokenId stop : spec_.stop_token_ids)
         if (!s.is_stop_token(stop)) s.stop_token_ids.push_back(stop);
-      // A finished sample frees its blocks at once: the pool then always has
-      // room for the samples still waiting (a retained sample could starve them).
-      auto id = engine.fork_with_settings(prompt_request_, num_prompt, s, false);
+      auto id = start_sample(engine, spec_.lanes[static_cast<size_t>(i)], s);
       if (!id) return make_error("comparison lane " + spec_.lanes[static_cast<size_t>(i)].name + ", sample " +
                                  std::to_string(j) + ": " + id.error().message);
       ComparisonSample cs;
@@ -122,6 +143,7 @@ Status Comparison::fork_lanes(Engine& engine) {
       cs.sample = j;
       cs.seed = s.seed;
       cs.request = *id;
+      sample_of_[id->value] = samples_.size();
       samples_.push_back(std::move(cs));
       forked_ = true;  // from the first fork on, close() has something to release
     }
@@ -131,6 +153,7 @@ Status Comparison::fork_lanes(Engine& engine) {
   const std::vector<int32_t> parent = kv.table(prompt_request_).block_ids();
   num_prompt_blocks_shared_ = static_cast<int32_t>(parent.size());
   for (const ComparisonSample& s : samples_) {
+    if (spec_.lanes[static_cast<size_t>(s.lane)].kv_policy.active()) continue;  // not a fork
     const std::vector<int32_t> child = kv.table(s.request).block_ids();
     int32_t n = 0;
     while (n < static_cast<int32_t>(std::min(parent.size(), child.size())) && parent[n] == child[n]) ++n;

@@ -6,7 +6,9 @@
 //   1. start():   the prompt is submitted once (retain_kv, one throw-away token)
 //                 and prefilled once.
 //   2. advance(): when the prompt request has finished, every lane x sample is a
-//                 Engine::fork_with_settings() child at the end of the prompt:
+//                 Engine::fork_with_settings() child at the end of the prompt
+//                 (a lane with a KV eviction policy: a request of its own over
+//                 the prompt, see ComparisonLane::kv_policy):
 //                 the prompt's full KV blocks are shared copy-on-write (ref count
 //                 1 + children), only the partial last block is copied. The
 //                 children then decode together in the same engine steps and
@@ -35,11 +37,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/ids.h"
 #include "core/result.h"
 #include "kv/isolation_key.h"
+#include "kv/kv_policy.h"
 #include "sampling/sampler_settings.h"
 #include "trace/trace_event.h"
 
@@ -54,6 +58,13 @@ inline constexpr int32_t kMaxComparisonSamples = 32;
 struct ComparisonLane {
   std::string name;
   SamplerSettings settings;  // the whole chain (order included); seed and max_tokens are the comparison's
+  // KV eviction (kv/kv_policy.h): a lane with a policy other than full runs
+  // its samples as requests of their own over the prompt (an evicting cache
+  // is pruned while the prompt is computed, so it cannot share the prompt's
+  // full blocks), in the same engine steps as the other lanes. The policy is
+  // not part of the lane's stream key: lanes that differ only in their policy
+  // draw the same numbers, so what tells them apart is the eviction.
+  KvPolicy kv_policy;
 };
 
 struct ComparisonSpec {
@@ -71,8 +82,9 @@ struct ComparisonSpec {
   IsolationKey isolation;
 };
 
-// Lane count, sample count, names (non-empty, distinct), max_tokens and every
-// lane's settings; the message names the lane.
+// Lane count, sample count, names (non-empty, distinct), max_tokens, every
+// lane's settings and KV policy (resolved in place by start()); the message
+// names the lane.
 Status validate_comparison(const ComparisonSpec& spec);
 
 // The seed of sample `sample` of a lane whose stream key is `lane_key` (0 under CRN).
@@ -137,7 +149,8 @@ class Comparison {
   // lanes x samples, lane-major.
   const std::vector<ComparisonSample>& samples() const { return samples_; }
   const ComparisonSample& sample(int32_t lane, int32_t s) const;
-  // Full prompt blocks each sample shares with the prompt request (taken at fork time).
+  // Full prompt blocks each forked sample shares with the prompt request (taken
+  // at fork time; samples of a lane with a KV policy share none).
   int32_t num_prompt_blocks_shared() const { return num_prompt_blocks_shared_; }
   // Ids of the prompt's blocks that the samples share, at fork time.
   const std::vector<int32_t>& shared_prompt_blocks() const { return shared_prompt_blocks_; }
@@ -147,6 +160,7 @@ class Comparison {
  private:
   Comparison() = default;
   ComparisonSample* find(RequestId id);
+  Result<RequestId> start_sample(Engine& engine, const ComparisonLane& lane, const SamplerSettings& settings);
   Status fork_lanes(Engine& engine);
   void finalize();
 
@@ -158,6 +172,7 @@ class Comparison {
   bool done_ = false;
   bool closed_ = false;
   std::vector<ComparisonSample> samples_;
+  std::unordered_map<uint64_t, size_t> sample_of_;  // request id -> index in samples_
   int32_t num_prompt_blocks_shared_ = 0;
   std::vector<int32_t> shared_prompt_blocks_;
   double start_ms_ = 0.0;

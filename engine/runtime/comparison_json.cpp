@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kv/kv_policy_json.h"
 #include "sampling/sampler_settings_json.h"
 
 namespace gb {
@@ -108,6 +109,7 @@ std::string comparison_to_json(const Comparison& c, const ComparisonJsonOptions&
       samples.push_back(sample_entry(c.sample(static_cast<int32_t>(i), j), options.token_records));
     lanes.push_back({{"name", spec.lanes[i].name},
                      {"settings", json::parse(sampler_settings_to_json(spec.lanes[i].settings))},
+                     {"kv_policy", json::parse(kv_policy_to_json(spec.lanes[i].kv_policy))},
                      {"summary", lane_summary(c, static_cast<int32_t>(i))},
                      {"samples", std::move(samples)}});
   }
@@ -142,6 +144,36 @@ std::string comparison_to_csv(const Comparison& c) {
        << st.repetition_rate << ',' << s.stop_reason << ',' << s.tokens_per_s << ',' << quote(s.text) << '\n';
   }
   return os.str();
+}
+
+Result<ComparisonLane> comparison_lane_from_json(std::string name, std::string_view text, std::string_view source) {
+  ComparisonLane lane;
+  lane.name = std::move(name);
+  json settings = json::parse(text, nullptr, false);
+  if (!settings.is_discarded() && settings.is_object()) {
+    if (auto it = settings.find("kv_policy"); it != settings.end()) {
+      auto policy = kv_policy_from_json(it->dump());
+      if (!policy) return make_error(std::string(source) + ": " + policy.error().message);
+      lane.kv_policy = *policy;
+      settings.erase(it);
+    }
+    auto parsed = sampler_settings_from_json(settings.dump(), source);
+    if (!parsed) return parsed.error();
+    lane.settings = std::move(*parsed);
+    return lane;
+  }
+  // Not an object: the sampler parser says what is wrong with it.
+  auto parsed = sampler_settings_from_json(text, source);
+  if (!parsed) return parsed.error();
+  lane.settings = std::move(*parsed);
+  return lane;
+}
+
+std::string comparison_lane_to_json(const ComparisonLane& lane, int indent) {
+  if (!lane.kv_policy.active()) return sampler_settings_to_json(lane.settings, indent);
+  json j = json::parse(sampler_settings_to_json(lane.settings));
+  j["kv_policy"] = json::parse(kv_policy_to_json(lane.kv_policy));
+  return j.dump(indent);
 }
 
 }  // namespace gb

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "runtime/comparison.h"
 
@@ -18,6 +19,15 @@ struct ComparisonJsonOptions {
 };
 
 std::string comparison_to_json(const Comparison& comparison, const ComparisonJsonOptions& options = {});
+
+// A lane's settings as the CLI's --lane and the workbench's lane editor give
+// them: the sampler settings JSON (sampling/sampler_settings_json.h) with an
+// optional "kv_policy" member (kv/kv_policy_json.h, the server's field), e.g.
+//   {"temperature": 0, "kv_policy": {"policy": "h2o", "budget": 256}}
+// `source` names the text in error messages.
+Result<ComparisonLane> comparison_lane_from_json(std::string name, std::string_view text, std::string_view source);
+// The inverse: the settings JSON, with "kv_policy" when the lane has one.
+std::string comparison_lane_to_json(const ComparisonLane& lane, int indent = -1);
 // One row per lane x sample: lane, sample, seed, statistics, stop reason, text.
 std::string comparison_to_csv(const Comparison& comparison);
 

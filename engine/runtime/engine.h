@@ -200,6 +200,10 @@ class Engine {
   // or inspected; release() frees them); false frees them at once.
   Result<RequestId> fork_with_settings(RequestId parent, int32_t num_tokens, SamplerSettings settings,
                                        bool retain_kv = true);
+  // What KV eviction needs besides a valid policy (the CPU backend, no
+  // speculative decoding, sliding layers in a window group): the reason submit()
+  // would refuse `request`'s policy, checked before anything runs.
+  Status check_kv_eviction(const GenerationRequest& request) const;
   bool cancel(RequestId id);
   // Frees the KV blocks a finished retain_kv request kept (full blocks stay in
   // the prefix cache). It can still be forked, by re-prefill.
@@ -320,7 +324,6 @@ class Engine {
   };
   bool begin_step(const StepPlan& plan, double start_ms);
   Status run_forward(const StepPlan& plan);
-  Status check_kv_eviction(const GenerationRequest& request) const;
   void publish_evictions(const StepPlan& plan);
   void start_shadows(const StepPlan& plan);
   // A shadow's row (sample_token): the token its request took there, forced,

@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "kv/kv_policy_json.h"
 #include "server/output_format.h"
 
 namespace gb::server {
@@ -173,37 +174,14 @@ Outcome parse_bool(const ojson& body, const char* name, bool& out) {
   return std::nullopt;
 }
 
-// "kv_policy": "full" | "sink" | ... (defaults) or {"policy": ..., "budget": B, "sinks": S,
-// "recent": R, "window": W, "pool": K}, resolved.
+// "kv_policy": a policy name or object (kv/kv_policy_json.h), resolved.
 Outcome parse_kv_policy(const ojson& body, KvPolicy& out) {
   auto it = body.find("kv_policy");
   if (it == body.end() || it->is_null()) return std::nullopt;
-  const ojson* name = &*it;
-  KvPolicy p;
-  if (it->is_object()) {
-    auto n = it->find("policy");
-    if (n == it->end()) return bad_param("kv_policy", "kv_policy needs a \"policy\" name");
-    name = &*n;
-    const std::pair<const char*, int32_t*> ints[] = {
-        {"budget", &p.budget}, {"sinks", &p.sinks}, {"recent", &p.recent}, {"window", &p.window}, {"pool", &p.pool}};
-    for (const auto& [key, field] : ints) {
-      std::optional<int> v;
-      if (Outcome e = parse_int(*it, key, -1, 1 << 24, v)) {
-        e->param = std::string("kv_policy.") + key;
-        return e;
-      }
-      if (v) *field = *v;
-    }
-  } else if (!it->is_string()) {
-    return bad_param("kv_policy", "kv_policy must be a policy name or an object");
-  }
-  if (!name->is_string()) return bad_param("kv_policy", "kv_policy's policy must be a string");
-  auto kind = kv_policy_from_name(name->get<std::string>());
-  if (!kind) return bad_param("kv_policy", kind.error().message);
-  p.kind = *kind;
-  auto resolved = resolve_kv_policy(p);
-  if (!resolved) return bad_param("kv_policy", resolved.error().message);
-  out = *resolved;
+  std::string field;
+  auto policy = kv_policy_from_json(it->dump(), &field);
+  if (!policy) return bad_param(field, policy.error().message);
+  out = *policy;
   return std::nullopt;
 }
 

@@ -101,6 +101,40 @@ GB_TEST(compare_refuses_bad_lanes_clearly) {
                       " --prompt hi --lane 'A={}' --lane 'B={\"top_q\": 1}'");
   QVERIFY(r.exit_code != 0);
   QVERIFY(r.output.find("top_q") != std::string::npos);
+  r = gbtest::run_cli("compare --model " + gbtest::quote(model) +
+                      " --prompt hi --lane 'A={}' --lane 'B={\"kv_policy\": {\"policy\": \"h2o\", \"budgt\": 8}}'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("--lane B") != std::string::npos && r.output.find("budgt") != std::string::npos,
+           r.output.c_str());
+  r = gbtest::run_cli("compare --remote http://127.0.0.1:1 --prompt hi --lane 'A={}' "
+                      "--lane 'B={\"kv_policy\": {\"policy\": \"sink\", \"budget\": 8}}'");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("lane B: a KV policy runs on a local model") != std::string::npos, r.output.c_str());
+}
+
+// KV eviction policies as lanes: the JSON names each lane's resolved policy,
+// the pruned lane evicted (its text parts from the full lane's), and a lane
+// whose budget holds everything gives the full lane's tokens.
+GB_TEST(compare_runs_kv_policies_as_lanes) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const auto r = gbtest::run_cli(
+      "compare --model " + gbtest::quote(model) +
+          " --prompt 'Once upon a time, there was a little girl named Lily. She loved to play' --max-tokens 48"
+          " --ignore-eos --json --no-records --lane 'full={\"temperature\": 0}'"
+          " --lane 'sink={\"temperature\": 0, \"kv_policy\": {\"policy\": \"sink\", \"budget\": 8}}'"
+          " --lane 'roomy={\"temperature\": 0, \"kv_policy\": {\"policy\": \"h2o\", \"budget\": 128}}'",
+      false);
+  QCOMPARE(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  QCOMPARE(j["lanes"][0]["kv_policy"].get<std::string>(), std::string("full"));
+  QCOMPARE(j["lanes"][1]["kv_policy"]["policy"].get<std::string>(), std::string("sink"));
+  QCOMPARE(j["lanes"][1]["kv_policy"]["recent"].get<int>(), 4);
+  QCOMPARE(j["lanes"][2]["kv_policy"]["budget"].get<int>(), 128);
+  QCOMPARE(j["lanes"][2]["samples"][0]["token_ids"], j["lanes"][0]["samples"][0]["token_ids"]);
+  QVERIFY(j["lanes"][2]["samples"][0]["first_divergence"].is_null());
+  // Four slots of a 60-token sequence: greedy decoding leaves the full lane.
+  QVERIFY(j["lanes"][1]["samples"][0]["first_divergence"].is_number());
+  QCOMPARE(j["lanes"][1]["samples"][0]["length"].get<int>(), 48);
 }
 
 GB_TEST(score_json_keys_and_base_vocabulary_check) {

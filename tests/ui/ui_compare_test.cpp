@@ -15,6 +15,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QTreeWidget>
@@ -95,6 +96,55 @@ class UiCompareTest : public QObject {
     QVERIFY2(!cv->resultJson().isEmpty(), qPrintable(cv->status()));
   }
 
+  void kvPolicyLanesRunBesideTheFullLane() {
+    // A lane's JSON may name a KV eviction policy: the label under it shows the
+    // engine's resolved spelling (or the refusal), the run puts the pruned lane
+    // beside the full one, and the summary and the JSON name each lane's policy.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    gbui::CompareView* cv = window->compareView();
+    QCOMPARE(cv->laneCount(), 2);
+    cv->setLaneSettings(0, gbui::CompareView::presetJson(QStringLiteral("greedy")));
+    cv->setLaneSettings(1, QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "sink", "budget": 9}})"));
+    cv->addLane(QStringLiteral("h2o"), gbui::CompareView::presetJson(QStringLiteral("h2o B=256")));
+    auto* kv1 = cv->findChild<QLabel*>(QStringLiteral("compareLane2Kv"));
+    QVERIFY(kv1);
+    QVERIFY2(kv1->text().contains(QStringLiteral("sink B=9 S=4 R=5")), qPrintable(kv1->text()));
+    // A policy the engine refuses: shown under the lane, and the run stops in the view.
+    cv->setLaneSettings(1, QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "sink"}})"));
+    QVERIFY2(kv1->text().contains(QStringLiteral("budget")), qPrintable(kv1->text()));
+    QSignalSpy requested(cv, &gbui::CompareView::runRequested);
+    cv->run();
+    QCOMPARE(requested.count(), 0);
+    QVERIFY2(cv->status().startsWith(QStringLiteral("Lane %1: ").arg(cv->laneName(1))), qPrintable(cv->status()));
+    cv->setLaneSettings(1, QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "sink", "budget": 9}})"));
+
+    cv->setPrompt("Once upon a time, there was a little girl named Lily. She loved to play");
+    cv->setSamples(1);
+    cv->setMaxTokens(40);
+    QSignalSpy done(cv, &gbui::CompareView::finished);
+    cv->run();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(!cv->resultJson().isEmpty(), qPrintable(cv->status()));
+    const QJsonArray lanes = QJsonDocument::fromJson(cv->resultJson().toUtf8()).object().value("lanes").toArray();
+    QCOMPARE(lanes.size(), 3);
+    QCOMPARE(lanes[0].toObject().value("kv_policy").toString(), QStringLiteral("full"));
+    QCOMPARE(lanes[1].toObject().value("kv_policy").toObject().value("policy").toString(), QStringLiteral("sink"));
+    QCOMPARE(lanes[1].toObject().value("kv_policy").toObject().value("budget").toInt(), 9);
+    // B=256 holds this whole run: greedy-identical to the full lane.
+    const auto ids = [&](int lane) { return lanes[lane].toObject().value("samples").toArray()[0].toObject().value("token_ids"); };
+    QCOMPARE(ids(2), ids(0));
+    QVERIFY(lanes[2].toObject().value("samples").toArray()[0].toObject().value("first_divergence").isNull());
+    // The pruned lane evicted while it ran: the chat model saw its evictions.
+    QVERIFY(QTest::qWaitFor([&] { return window->sessionModel()->evictionLog(cv->requestOf(1, 0)) != nullptr; }, 10000));
+    QVERIFY(window->sessionModel()->evictionLog(cv->requestOf(0, 0)) == nullptr);
+    QTableWidget* table = cv->summaryTable();
+    QCOMPARE(table->item(0, 1)->text(), QStringLiteral("full"));
+    QCOMPARE(table->item(1, 1)->text(), QStringLiteral("sink B=9"));
+    QCOMPARE(table->item(2, 1)->text(), QStringLiteral("h2o B=256"));
+  }
+
   void compareViewRunsLanesSideBySide() {
     QTemporaryDir dir;
     auto window = makeWindow(dir);
@@ -153,7 +203,8 @@ class UiCompareTest : public QObject {
     QCOMPARE(table->rowCount(), 3);
     QCOMPARE(table->item(2, 0)->text(), QStringLiteral("greedy"));
     const double lp = lanes[2].toObject().value("summary").toObject().value("mean_logprob").toDouble();
-    QCOMPARE(table->item(2, 1)->text(), QString::number(lp, 'f', 3));
+    QCOMPARE(table->item(2, 1)->text(), QStringLiteral("full"));
+    QCOMPARE(table->item(2, 2)->text(), QString::number(lp, 'f', 3));
 
     // Distribution bars at position 4: the drawn token is marked in every lane.
     cv->setPosition(4);

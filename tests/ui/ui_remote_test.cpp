@@ -268,6 +268,17 @@ void UiRemoteTest::compareViewRunsLanesOnTheServer() {
   QVERIFY(std::abs(greedyRemote.value("mean_logprob").toDouble() - greedyLocal.value("mean_logprob").toDouble()) < 1e-4);
   QVERIFY(remote.value("not_available").toArray().contains(QStringLiteral("common random numbers (CRN)")));
   QVERIFY2(cv->status().contains("not available over the API"), qPrintable(cv->status()));
+
+  // A KV eviction lane needs the engine's own cache: refused by name, nothing sent.
+  cv->setLaneSettings(1, QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "sink", "budget": 8}})"));
+  QSignalSpy failed(cv, &gbui::CompareView::finished);
+  const size_t before = b->sessionModel()->requests().size();
+  cv->run();
+  QVERIFY(failed.wait(10000));
+  QVERIFY(cv->resultJson().isEmpty());
+  QVERIFY2(cv->status().contains(QStringLiteral("Lane %1").arg(cv->laneName(1))), qPrintable(cv->status()));
+  QVERIFY2(cv->status().contains(QStringLiteral("eviction")), qPrintable(cv->status()));
+  QCOMPARE(b->sessionModel()->requests().size(), before);
   serve->setServing(false);
 }
 

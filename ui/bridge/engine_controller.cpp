@@ -149,6 +149,10 @@ void EngineController::startComparison(const CompareCommand& command) {
   closeComparison();
   if (const QString refused = refusal(Capability::Compare); !refused.isEmpty())
     return notify(&EngineController::comparisonFailed, command.tag, refused);
+  for (const CompareCommand::Lane& lane : command.lanes)
+    if (!lane.kvPolicyJson.isEmpty())
+      if (const QString refused = refusal(Capability::KvEviction); !refused.isEmpty())
+        return notify(&EngineController::comparisonFailed, command.tag, tr("Lane %1: %2").arg(lane.name, refused));
   QString error;
   comparison_ = source_->startComparison(command, error);
   collectEvents();

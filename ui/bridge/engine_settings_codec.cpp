@@ -8,6 +8,8 @@
 #include "grammar/gbnf.h"
 #include "grammar/grammar_space.h"
 #include "kv/kv_policy.h"
+#include "kv/kv_policy_json.h"
+#include "runtime/comparison_json.h"
 #include "runtime/grammar_constraint.h"
 #include "sampling/sampler_settings_json.h"
 #include "speculative/speculative_config.h"
@@ -45,6 +47,20 @@ SamplerChoice EngineSettingsCodec::parseSampler(const QString& json) const {
   }
   out.json = QString::fromStdString(gb::sampler_settings_to_json(*parsed, -1));
   out.settings = std::make_shared<const gb::SamplerSettings>(std::move(*parsed));
+  return out;
+}
+
+LaneChoice EngineSettingsCodec::parseLane(const QString& json) const {
+  LaneChoice out;
+  auto lane = gb::comparison_lane_from_json("", json.toStdString(), "lane settings");
+  if (!lane) {
+    out.sampler.error = QString::fromStdString(lane.error().message);
+    return out;
+  }
+  out.sampler.json = QString::fromStdString(gb::sampler_settings_to_json(lane->settings, -1));
+  out.sampler.settings = std::make_shared<const gb::SamplerSettings>(lane->settings);
+  out.kvPolicy = fromStd(gb::describe_kv_policy(lane->kv_policy));
+  if (lane->kv_policy.active()) out.kvPolicyJson = fromStd(gb::kv_policy_to_json(lane->kv_policy));
   return out;
 }
 

@@ -16,6 +16,7 @@ class EngineSettingsCodec final : public SettingsCodec {
  public:
   QString defaultSamplerJson() const override;
   SamplerChoice parseSampler(const QString& json) const override;
+  LaneChoice parseLane(const QString& json) const override;
   QString samplerJson(const SamplerChoice& choice, int indent) const override;
   QString validateSpeculative(const QString& spec) const override;
   QVector<KvPolicyOption> kvPolicies() const override;

@@ -87,7 +87,16 @@ std::unique_ptr<ComparisonRun> LocalEngineSource::startComparison(const CompareC
       error = QStringLiteral("lane %1: %2").arg(lane.name, lane.sampler.error);
       return nullptr;
     }
-    spec.lanes.push_back({lane.name.toStdString(), *lane.sampler.settings});
+    gb::ComparisonLane out{lane.name.toStdString(), *lane.sampler.settings, {}};
+    if (!lane.kvPolicyJson.isEmpty()) {
+      auto policy = gb::kv_policy_from_json(lane.kvPolicyJson.toStdString());
+      if (!policy) {
+        error = QStringLiteral("lane %1: %2").arg(lane.name, qstr(policy.error().message));
+        return nullptr;
+      }
+      out.kv_policy = *policy;
+    }
+    spec.lanes.push_back(std::move(out));
   }
   std::string promptText = command.prompt.toStdString();
   if (!command.chat.isEmpty()) {

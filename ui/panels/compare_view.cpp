@@ -40,6 +40,11 @@ const QVector<QPair<QString, QString>>& presets() {
       {QStringLiteral("creative"), QStringLiteral(R"({"temperature": 1.2, "top_k": 0, "top_p": 1, "min_p": 0.1})")},
       {QStringLiteral("pure"), QStringLiteral(R"({"temperature": 1, "top_k": 0, "top_p": 1, "min_p": 0})")},
       {QStringLiteral("xtc"), QStringLiteral(R"({"temperature": 1, "min_p": 0.02, "xtc": {"threshold": 0.1, "probability": 0.5}})")},
+      // KV eviction lanes (docs/kv-eviction.md): greedy, so what differs is the cache.
+      {QStringLiteral("sink B=256"), QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "sink", "budget": 256}})")},
+      {QStringLiteral("h2o B=256"), QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "h2o", "budget": 256}})")},
+      {QStringLiteral("snapkv B=256"),
+       QStringLiteral(R"({"temperature": 0, "kv_policy": {"policy": "snapkv", "budget": 256}})")},
   };
   return p;
 }
@@ -176,9 +181,9 @@ QSplitter* CompareView::buildResults() {
   scroll->setWidgetResizable(true);
   scroll->setMinimumHeight(260);
 
-  summary_ = new QTableWidget(0, 10);
+  summary_ = new QTableWidget(0, 11);
   summary_->setObjectName(QStringLiteral("compareSummary"));
-  summary_->setHorizontalHeaderLabels({tr("Lane"), tr("Mean logprob"), tr("Mean entropy"), tr("Length"), tr("Distinct-1"),
+  summary_->setHorizontalHeaderLabels({tr("Lane"), tr("KV"), tr("Mean logprob"), tr("Mean entropy"), tr("Length"), tr("Distinct-1"),
                                        tr("Distinct-2"), tr("Repetition"), tr("Diverged"), tr("First div."), tr("Tok/s")});
   summary_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -241,6 +246,7 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   l.name = new QLineEdit(name);
   l.settings = new QPlainTextEdit(samplerJson);
   l.settings->setMaximumHeight(70);
+  l.kv = new QLabel;
   l.output = new QTextBrowser;
   l.output->setMinimumWidth(200);
   l.output->setMinimumHeight(120);
@@ -253,6 +259,7 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   l.name->setObjectName(key + QStringLiteral("Name"));
   l.settings->setObjectName(key + QStringLiteral("Settings"));
   l.output->setObjectName(key + QStringLiteral("Output"));
+  l.kv->setObjectName(key + QStringLiteral("Kv"));
   dup->setObjectName(key + QStringLiteral("Duplicate"));
   remove->setObjectName(key + QStringLiteral("Remove"));
   auto* head = new QHBoxLayout;
@@ -263,12 +270,33 @@ void CompareView::addLane(const QString& name, const QString& samplerJson) {
   col->setContentsMargins(2, 2, 2, 2);
   col->addLayout(head);
   col->addWidget(l.settings);
+  col->addWidget(l.kv);
   col->addWidget(l.output, 1);
   QWidget* box = l.box;
+  QLabel* kv = l.kv;
+  QPlainTextEdit* settings = l.settings;
+  const auto showPolicy = [this, kv, settings] { showLanePolicy(kv, settings->toPlainText()); };
+  connect(l.settings, &QPlainTextEdit::textChanged, this, showPolicy);
+  showPolicy();
   connect(dup, &QPushButton::clicked, this, [this, box] { duplicateLane(laneIndexOf(box)); });
   connect(remove, &QPushButton::clicked, this, [this, box] { removeLane(laneIndexOf(box)); });
   lanesLayout_->addWidget(l.box, 1);
   lanes_.push_back(l);
+}
+
+// Under the lane's settings: the KV policy its samples run with (the engine's
+// resolved spelling), or why the settings are refused.
+void CompareView::showLanePolicy(QLabel* label, const QString& json) const {
+  const LaneChoice lane = codec_.parseLane(json);
+  if (!lane.ok()) {
+    label->setText(tr("<span style=\"color:#b00000\">%1</span>").arg(lane.sampler.error.toHtmlEscaped()));
+    label->setToolTip(lane.sampler.error);
+  } else {
+    label->setText(lane.evicts() ? tr("KV: <b>%1</b> (prompt computed again, pruned)").arg(lane.kvPolicy.toHtmlEscaped())
+                                 : tr("KV: full (forks the shared prompt)"));
+    label->setToolTip(tr("A lane's KV eviction policy: add \"kv_policy\" to its settings, e.g. "
+                         "{\"kv_policy\": {\"policy\": \"h2o\", \"budget\": 256}} (docs/kv-eviction.md)"));
+  }
 }
 
 int CompareView::laneIndexOf(const QWidget* box) const {
@@ -325,13 +353,13 @@ void CompareView::run() {
   QStringList names;
   for (int i = 0; i < laneCount(); ++i) {
     names << laneName(i);
-    CompareCommand::Lane lane{laneName(i), codec_.parseSampler(laneSettings(i))};
-    if (!lane.sampler.ok()) {
-      error_ = tr("Lane %1: %2").arg(lane.name, lane.sampler.error);
+    const LaneChoice choice = codec_.parseLane(laneSettings(i));
+    if (!choice.ok()) {
+      error_ = tr("Lane %1: %2").arg(laneName(i), choice.sampler.error);
       status_->setText(error_);
       return;
     }
-    command.lanes.push_back(std::move(lane));
+    command.lanes.push_back({laneName(i), choice.sampler, choice.kvPolicyJson});
   }
   requests_.clear();
   json_.clear();
@@ -373,7 +401,7 @@ void CompareView::onFinished(quint64 tag, const QString& json, const QString& cs
                          .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
                          .arg(root.value(QStringLiteral("remote")).toString(), missing.join(QStringLiteral(", "))));
   } else {
-    status_->setText(tr("Done in %1 ms; %2 prompt KV blocks shared by every sample")
+    status_->setText(tr("Done in %1 ms; %2 prompt KV blocks shared by every forked sample")
                          .arg(root.value(QStringLiteral("wall_ms")).toDouble(), 0, 'f', 1)
                          .arg(root.value(QStringLiteral("kv")).toObject().value(QStringLiteral("num_prompt_blocks_shared")).toInt()));
   }
@@ -476,7 +504,13 @@ void CompareView::fillSummary() {
   for (int i = 0; i < lanes.size(); ++i) {
     const QJsonObject l = lanes[i].toObject();
     const QJsonObject s = l.value(QStringLiteral("summary")).toObject();
+    const QJsonValue policy = l.value(QStringLiteral("kv_policy"));
+    const QJsonObject p = policy.toObject();
+    const QString kv = policy.isObject() ? QStringLiteral("%1 B=%2").arg(p.value(QStringLiteral("policy")).toString())
+                                               .arg(p.value(QStringLiteral("budget")).toInt())
+                                         : policy.toString(QStringLiteral("full"));
     const QStringList cells = {l.value(QStringLiteral("name")).toString(),
+                               kv,
                                fmt(s.value(QStringLiteral("mean_logprob"))),
                                fmt(s.value(QStringLiteral("mean_entropy"))),
                                fmt(s.value(QStringLiteral("mean_length")), 1),

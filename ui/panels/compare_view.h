@@ -1,5 +1,7 @@
 // CompareView: sampler settings side by side on one prompt (docs/compare.md).
 // Lanes are columns (name, sampler JSON, duplicate / remove; presets add one);
+// a lane's JSON may name a KV eviction policy ("kv_policy", shown under it), so
+// policies run side by side as lanes (docs/kv-eviction.md);
 // a run streams every lane's shown sample into its column with probability
 // colouring and the first divergence from lane A underlined in both; when the
 // run ends a summary table fills in; the bars show each lane's next-token
@@ -107,6 +109,7 @@ class CompareView : public QWidget {
     QWidget* box = nullptr;
     QLineEdit* name = nullptr;
     QPlainTextEdit* settings = nullptr;
+    QLabel* kv = nullptr;  // the lane's KV policy, or why its settings are refused
     QTextBrowser* output = nullptr;
   };
   void createControls();
@@ -119,6 +122,7 @@ class CompareView : public QWidget {
   void updateBars();
   void fillSummary();
   int laneIndexOf(const QWidget* box) const;
+  void showLanePolicy(QLabel* label, const QString& json) const;
   const TokenList* tokensOf(int lane) const;
   QString saveText(const QString& path, const QString& text) const;
   void exportDialog(const QString& filter, int kind);  // kind: 0 JSON, 1 CSV, 2 PNG

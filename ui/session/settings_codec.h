@@ -67,12 +67,25 @@ struct KvPolicyChoice {
   friend bool operator==(const KvPolicyChoice&, const KvPolicyChoice&) = default;
 };
 
+// A Compare lane's settings (engine/runtime/comparison_json.h): the sampler
+// settings JSON with an optional "kv_policy" member (the server's field), as
+// the codec parsed it. The sampler part's error is the lane's.
+struct LaneChoice {
+  SamplerChoice sampler;
+  QString kvPolicy = QStringLiteral("full");  // the engine's spelling: "h2o B=256 S=0 R=128"
+  QString kvPolicyJson;                       // the resolved policy as JSON; "" for full
+  bool ok() const { return sampler.ok(); }
+  bool evicts() const { return !kvPolicyJson.isEmpty(); }
+};
+
 class SettingsCodec {
  public:
   virtual ~SettingsCodec() = default;
   // The engine's default sampler settings, as indented JSON.
   virtual QString defaultSamplerJson() const = 0;
   virtual SamplerChoice parseSampler(const QString& json) const = 0;
+  // A Compare lane: sampler settings JSON, optionally with "kv_policy".
+  virtual LaneChoice parseLane(const QString& json) const = 0;
   // The choice's settings as JSON with `indent` (-1: compact); "" when not ok.
   virtual QString samplerJson(const SamplerChoice& choice, int indent) const = 0;
   // "" when the speculative spec parses ("" = off), else the engine's message.

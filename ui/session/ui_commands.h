@@ -52,6 +52,7 @@ struct CompareCommand {
   struct Lane {
     QString name;
     SamplerChoice sampler;
+    QString kvPolicyJson;  // "" = full; else the codec's resolved policy (LaneChoice)
   };
   quint64 tag = 0;
   QString prompt;  // ignored when `chat` has messages

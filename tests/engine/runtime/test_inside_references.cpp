@@ -23,6 +23,7 @@
 #include "runtime/engine.h"
 #include "runtime/inside.h"
 #include "tokenizer/tokenizer.h"
+#include "../tokenizer/tokenizer_test_support.h"
 
 namespace test_inside_references {
 namespace {
