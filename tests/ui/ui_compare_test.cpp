@@ -18,6 +18,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QTableWidget>
+#include <QTextBrowser>
 #include <QTreeWidget>
 #include <map>
 
@@ -139,6 +140,13 @@ class UiCompareTest : public QObject {
     // The pruned lane evicted while it ran: the chat model saw its evictions.
     QVERIFY(QTest::qWaitFor([&] { return window->sessionModel()->evictionLog(cv->requestOf(1, 0)) != nullptr; }, 10000));
     QVERIFY(window->sessionModel()->evictionLog(cv->requestOf(0, 0)) == nullptr);
+    // Its column strikes the answer tokens its cache let go (the full lane's none).
+    cv->setShownSample(0);
+    auto* pruned = cv->findChild<QTextBrowser*>(QStringLiteral("compareLane2Output"));
+    auto* full = cv->findChild<QTextBrowser*>(QStringLiteral("compareLane1Output"));
+    QVERIFY(pruned && full);
+    QVERIFY(QTest::qWaitFor([&] { return pruned->toHtml().contains(QStringLiteral("line-through")); }, 10000));
+    QVERIFY(!full->toHtml().contains(QStringLiteral("line-through")));
     QTableWidget* table = cv->summaryTable();
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("full"));
     QCOMPARE(table->item(1, 1)->text(), QStringLiteral("sink B=9"));

@@ -454,18 +454,25 @@ void CompareView::renderColumns() {
     while (k < m && t->tokenId(k) == base->tokenId(k)) ++k;
     if (k < std::max(t->size(), base->size())) divergence[i] = static_cast<int>(k);
   }
+  const int shown = std::min(shownSample_->value(), runSamples_ - 1);
   for (int i = 0; i < n; ++i) {
     const TokenList* t = tokensOf(i);
+    const quint64 request = requestOf(i, shown);
+    const bool evicting = model_->evictionLog(request) != nullptr;
     QString html;
     for (size_t k = 0; t && k < t->size(); ++k) {
       const UiToken tok = (*t)[k];
       const bool mark = (i > 0 && divergence[i] == static_cast<int>(k)) || (i == 0 && divergence.contains(static_cast<int>(k)));
+      // A lane with a KV policy: answer tokens its cache no longer holds are
+      // struck through, as in the chat, with when and why on hover.
+      const bool evicted = evicting && model_->tokenEviction(request, static_cast<int>(k)).evicted();
+      QString style = mark ? QStringLiteral("text-decoration:underline;color:#c00000;font-weight:bold") : QString();
+      if (evicted) style += QStringLiteral(";text-decoration:line-through;color:#707070");
+      QString title = QStringLiteral("p=%1").arg(static_cast<double>(tok.probBefore), 0, 'f', 3);
+      if (evicted) title += QStringLiteral("; ") + model_->tokenEvictionText(request, static_cast<int>(k)).toHtmlEscaped();
       // A link per token: clicking it shows the distributions at that position.
       html += QStringLiteral("<a href=\"#%1\" style=\"text-decoration:none;color:black\">").arg(k) +
-              QStringLiteral("<span style=\"background:%1;%2\" title=\"p=%3\">")
-                  .arg(probColor(tok.probBefore),
-                       mark ? QStringLiteral("text-decoration:underline;color:#c00000;font-weight:bold") : QString())
-                  .arg(static_cast<double>(tok.probBefore), 0, 'f', 3) +
+              QStringLiteral("<span style=\"background:%1;%2\" title=\"%3\">").arg(probColor(tok.probBefore), style, title) +
               tok.text.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</span></a>");
     }
     lanes_[static_cast<size_t>(i)].output->setHtml(html);
