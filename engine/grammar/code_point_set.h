@@ -3,7 +3,7 @@
 // raw text, and the canonical JSON-string encoding of one character (for the
 // inside of a JSON string: '"' as \", '\' as \\, controls as \b \f \n \r \t or
 // \u00xx, everything else as itself). The JSON Schema and regex compilers
-// (json_schema.cpp, regex.cpp) build their character-level grammars from it.
+// (json_schema_emit.cpp, regex.cpp) build their character-level grammars from it.
 //
 // Invariants: ranges_ sorted by lo, lo <= hi, a gap of at least one code point
 // between neighbours, never a surrogate (U+D800..U+DFFF), nothing above U+10FFFF.

@@ -1,4 +1,4 @@
-// Numbers for the JSON Schema compiler (json_schema.cpp): exact decimals parsed
+// Numbers for the JSON Schema compiler (json_schema_compiler.h): exact decimals parsed
 // from JSON number text, their comparison, and GBNF for "a JSON number between
 // two bounds" and "a JSON number equal to v".
 //

@@ -1,4 +1,4 @@
-// Helpers of the JSON Schema compiler (json_schema.cpp) on JSON values and
+// Helpers of the JSON Schema compiler (json_schema_compiler.h) on JSON values and
 // pointers: JSON-pointer children, the type bits of a type name or a value,
 // JSON Schema equality (1 == 1.0; objects regardless of key order), code
 // points of UTF-8 text, object keys as GBNF literals, rule-name hints.
