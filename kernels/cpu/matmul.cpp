@@ -23,6 +23,7 @@ namespace avx512 {
 void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens, int64_t cols,
             int64_t row_begin, int64_t row_end);
 double fma_probe(int64_t iterations);
+float read_sum(const float* p, int64_t n);
 }  // namespace avx512
 
 namespace {
@@ -53,6 +54,7 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wty
 
 float read_sum(const float* p, int64_t n) {
 #if defined(__x86_64__)
+  if (active_isa() >= Isa::Avx512) return avx512::read_sum(p, n);
   if (matmul_has_simd()) return avx2::read_sum(p, n);
 #endif
   float acc[8] = {};

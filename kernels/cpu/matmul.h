@@ -33,7 +33,8 @@ void matmul(float* y, int64_t ldy, const float* x, const void* w, WeightType wty
 void matmul_with(Isa isa, float* y, int64_t ldy, const float* x, const void* w, WeightType wtype, int64_t num_tokens,
                  int64_t cols, int64_t row_begin, int64_t row_end);
 
-// Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement.
+// Sums n floats (n a multiple of 32): a streaming read for bandwidth measurement,
+// at the widest level this processor runs (AVX-512 where it has it).
 float read_sum(const float* p, int64_t n);
 
 // FMA peak of the active level in GFLOP/s (float32, the lane width the level's

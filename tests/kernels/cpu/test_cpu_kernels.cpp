@@ -65,6 +65,18 @@ GB_TEST(matmul_simd_matches_reference_awkward_sizes) {
         }
 }
 
+// The bandwidth probe's read (the widest level this processor runs): every
+// element counted once, whatever the length's remainder after the unrolled steps.
+GB_TEST(read_sum_counts_every_element) {
+  for (int64_t n : {32, 64, 96, 1024, 4096 + 32, 100000}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i % 7) + 1.0f;  // small integers: exact sums
+    double want = 0;
+    for (float f : v) want += f;
+    QCOMPARE(static_cast<double>(gb::kernels::read_sum(v.data(), n)), want);
+  }
+}
+
 GB_TEST(f16_conversion_known_values_and_round_trip) {
   QCOMPARE(f16_to_f32(0x3c00), 1.0f);
   QCOMPARE(f16_to_f32(0xc000), -2.0f);
