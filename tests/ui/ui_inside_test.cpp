@@ -18,6 +18,8 @@
 #include "gb_qtest_main.h"
 #include "panels/inside_attention_view.h"
 #include "panels/inside_panel.h"
+#include "panels/kv_policy_settings.h"
+#include "panels/sampling_panel.h"
 #include "chat/chat_panel.h"
 #include "chat/prompt_view.h"
 #include "panels/score_view.h"
@@ -274,6 +276,51 @@ class UiInsideTest : public QObject {
     QCOMPARE(report.value("target").toObject().value("id").toInt(), r->promptIds[4]);
     QCOMPARE(report.value("target").toObject().value("source").toString(), QStringLiteral("next"));
     view->close();
+  }
+
+  void anEvictingRequestsDroppedPositionsAreStruck() {
+    // A request that ran with sink B=16 (S=4, R=12): the inspection of an
+    // answer token recomputes with every token cached, and the strip strikes
+    // the positions the request's own cache no longer held when it computed
+    // that token -- by the policy's definition 4 .. p - 12 (12 recent kept,
+    // the new token among them); the header says so.
+    QTemporaryDir dir;
+    auto window = makeWindow(dir);
+    QVERIFY(loadStories(*window));
+    QCOMPARE(window->sampling()->setSettingsJson(kGreedyJson), QString());
+    gbui::KvPolicyChoice sink;
+    sink.policy = QStringLiteral("sink");
+    sink.budget = 16;
+    QCOMPARE(window->sampling()->kvPolicy()->setChoice(sink), QString());
+    QVERIFY(generate(*window, QStringLiteral("Once upon a time"), 40));
+    const gbui::RequestKey request = window->chat()->conversation().turns.back().currentRequest();
+    const gbui::RequestInfo* info = window->sessionModel()->request(request);
+    QVERIFY(info != nullptr && info->tokens.size() == 40);
+    gbui::InsidePanel* panel = showInside(*window);
+    QVERIFY(panel != nullptr);
+    const int index = 30;
+    emit window->chat()->tokenClicked(request, index);
+    QVERIFY(waitReport(*panel));
+    QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
+    const int p = static_cast<int>(info->promptIds.size()) + index;
+    QVERIFY2(panel->headerText().contains(QStringLiteral("KV eviction (sink B=16 S=4 R=12)")), qPrintable(panel->headerText()));
+    QVERIFY2(panel->headerText().contains(QStringLiteral("%1 of the %2 positions").arg(p - 15).arg(p)),
+             qPrintable(panel->headerText()));
+    panel->attention()->pickHead(0, 0);
+    const QString strip = panel->attention()->stripHtml();
+    QCOMPARE(static_cast<int>(strip.count(QStringLiteral("line-through"))), p - 15);
+    const QMap<int, QString>& evicted = panel->attention()->evicted();
+    QCOMPARE(static_cast<int>(evicted.size()), p - 15);
+    QCOMPARE(evicted.firstKey(), 4);
+    QCOMPARE(evicted.lastKey(), p - 12);
+    QVERIFY2(evicted.first().startsWith(QStringLiteral("evicted at step")), qPrintable(evicted.first()));
+
+    // The same sequence from the Score view is nobody's request: nothing struck.
+    panel->selectSequence(info->allTokenIds(), p);
+    QVERIFY(panel->inspectSelected());
+    QVERIFY(waitReport(*panel));
+    QVERIFY(!panel->headerText().contains(QStringLiteral("KV eviction")));
+    QVERIFY(!panel->attention()->stripHtml().contains(QStringLiteral("line-through")));
   }
 
   void aScoreTokenIsASelection() {

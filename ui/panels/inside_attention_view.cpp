@@ -244,13 +244,19 @@ void InsideAttentionView::showRow() {
     }
     const double w = row_.value(p - l.firstPosition);
     const QString bg = insideBlend(QColor(214, 96, 20), std::sqrt(w / maxW)).name();
-    const QString border = p == topPosition_ ? QStringLiteral("; font-weight: bold; text-decoration: underline") : QString();
-    html += QStringLiteral("<span title='position %1: %2' style='background-color:%3%4'>%5</span>")
-                .arg(p)
-                .arg(w, 0, 'f', 4)
-                .arg(bg, border, text);
+    QString border = p == topPosition_ ? QStringLiteral("; font-weight: bold; text-decoration: underline") : QString();
+    QString title = QStringLiteral("position %1: %2").arg(p).arg(w, 0, 'f', 4);
+    if (!l.sliding && evicted_.contains(p)) {
+      border = QStringLiteral("; color:#707070; text-decoration: line-through");
+      title += QStringLiteral(" (") + evicted_.value(p).toHtmlEscaped() + QLatin1Char(')');
+    }
+    html += QStringLiteral("<span title='%1' style='background-color:%2%3'>%4</span>").arg(title, bg, border, text);
   }
   html += QStringLiteral("</div>");
+  if (!l.sliding && !evicted_.isEmpty())
+    html += tr("<p style='color:#777777'>%1 positions struck through: the request's own cache had evicted them when it "
+               "computed this position; the weights shown are the full cache's.</p>")
+                .arg(evicted_.size());
   if (l.firstPosition > 0)
     html += tr("<p style='color:#777777'>Positions 0-%1 are outside this layer's window (struck out).</p>")
                 .arg(l.firstPosition - 1);

@@ -8,6 +8,7 @@
 // Threads: UI thread.
 #pragma once
 
+#include <QMap>
 #include <QWidget>
 
 #include "inside_report.h"
@@ -29,6 +30,12 @@ class InsideAttentionView : public QWidget {
 
   // A new report (nullptr: none); keeps the picked layer and head where they exist.
   void setReport(const InsideReportView* report);
+  // Positions the inspected request's own cache had evicted when it computed
+  // this query (KV eviction; the inspection recomputes with every token), with
+  // why: struck through in the strip of the layers that evict (not sliding).
+  // Set before setReport; cleared by an empty map.
+  void setEvicted(QMap<int, QString> evicted) { evicted_ = std::move(evicted); }
+  const QMap<int, QString>& evicted() const { return evicted_; }
 
   // The picked layer (an index into the report's layers) and head; -1 none.
   int pickedLayer() const { return layer_; }
@@ -63,6 +70,7 @@ class InsideAttentionView : public QWidget {
   int layer_ = -1, head_ = -1;
   QVector<double> row_;
   int topPosition_ = -1;
+  QMap<int, QString> evicted_;
 };
 
 }  // namespace gbui

@@ -156,16 +156,19 @@ void InsidePanel::onTokenSelected(quint64 request, int index) {
   const RequestInfo* r = model_->request(request);
   if (!r || index < 0 || index >= static_cast<int>(r->tokens.size())) return;
   // The request's whole sequence, so the lens ranks the token that came next.
-  selectSequence(r->allTokenIds(), static_cast<int>(r->promptIds.size()) + index);
+  selectRequestSequence(request, r->allTokenIds(), static_cast<int>(r->promptIds.size()) + index);
 }
 
 void InsidePanel::onPromptTokenSelected(quint64 request, int position) {
   const RequestInfo* r = model_->request(request);
   if (!r || position < 0 || position >= r->promptIds.size()) return;
-  selectSequence(r->allTokenIds(), position);
+  selectRequestSequence(request, r->allTokenIds(), position);
 }
 
-void InsidePanel::selectSequence(const QVector<int>& tokens, int position) {
+void InsidePanel::selectSequence(const QVector<int>& tokens, int position) { selectRequestSequence(0, tokens, position); }
+
+void InsidePanel::selectRequestSequence(quint64 request, const QVector<int>& tokens, int position) {
+  selectedRequest_ = request;
   selectedTokens_ = tokens;
   selectedPosition_ = position;
   selectionInspected_ = false;
@@ -185,6 +188,7 @@ bool InsidePanel::inspectSelected() {
   }
   selectionInspected_ = true;
   inspect(selectedTokens_, selectedPosition_);
+  inspectedRequest_ = selectedRequest_;
   return true;
 }
 
@@ -195,6 +199,7 @@ void InsidePanel::inspect(const QVector<int>& tokens, int position) {
   command.position = position;
   command.layers = layers_->text().trimmed();
   command.topK = topK_->value();
+  inspectedRequest_ = 0;  // a sequence of its own unless inspectSelected() says whose
   waiting_ = true;
   error_.clear();
   header_->setText(tr("Position %1: computing…").arg(position));
@@ -240,6 +245,9 @@ void InsidePanel::clearView() {
 
 void InsidePanel::showReport() {
   showHeader();
+  QString note;
+  attention_->setEvicted(evictedAtInspection(note));
+  if (!note.isEmpty()) header_->setText(header_->text() + QStringLiteral("<br>") + note);
   attention_->setReport(&*report_);
   fillLens();
   plotSignals();
@@ -270,6 +278,35 @@ void InsidePanel::showHeader() {
               .arg(r.numKvHeads);
   if (!r.lensError.isEmpty()) text += tr("<br>No logit lens: %1").arg(r.lensError.toHtmlEscaped());
   header_->setText(text);
+}
+
+QMap<int, QString> InsidePanel::evictedAtInspection(QString& note) const {
+  const RequestInfo* r = model_->request(inspectedRequest_);
+  const KvEvictionLog* log = model_->evictionLog(inspectedRequest_);
+  if (!r || !log || log->policy().isEmpty() || !report_) return {};
+  const int p = report_->position;
+  const int numPrompt = static_cast<int>(r->promptIds.size());
+  // The query at p ran in the step that sampled the token at p + 1; a prompt
+  // position: by the step that ended the prompt (its chunks are not in the
+  // stream); the last token: the cache as the request left it.
+  const int next = p + 1 - numPrompt;
+  qint64 step = log->lastStep();
+  bool promptEnd = false;
+  if (next >= 0 && next < static_cast<int>(r->tokens.size())) {
+    step = r->tokens[static_cast<size_t>(next)].step;
+  } else if (next < 0 && r->tokens.size() > 0) {
+    step = r->tokens[0].step;
+    promptEnd = true;
+  }
+  QMap<int, QString> evicted = log->evictedBy(step, p);
+  note = tr("KV eviction (%1): this request's cache had let go of %2 of the %3 positions before this one %4; the "
+            "inspection recomputes with every token cached, so those positions (struck through in the strip of the "
+            "evicting layers) carry weights the request itself never gave them.")
+             .arg(log->policy().toHtmlEscaped())
+             .arg(evicted.size())
+             .arg(p)
+             .arg(promptEnd ? tr("by the end of the prompt") : tr("when it computed it"));
+  return evicted;
 }
 
 void InsidePanel::fillLens() {

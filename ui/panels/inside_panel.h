@@ -78,6 +78,11 @@ class InsidePanel : public QWidget {
 
  private:
   void onTokenSelected(quint64 request, int index);
+  void selectRequestSequence(quint64 request, const QVector<int>& tokens, int position);
+  // KV eviction: what the inspected request's cache had let go when it computed
+  // the inspected position (empty: it kept everything, or the selection is not
+  // a request's), and the header's line for it.
+  QMap<int, QString> evictedAtInspection(QString& note) const;
   void showReport();
   void showHeader();
   void fillLens();
@@ -99,6 +104,8 @@ class InsidePanel : public QWidget {
   // The selected token's sequence and position, and whether it was inspected.
   QVector<int> selectedTokens_;
   int selectedPosition_ = -1;
+  quint64 selectedRequest_ = 0;   // the request the selection is from (0: the Score view's text)
+  quint64 inspectedRequest_ = 0;  // the request of the inspection on its way or shown
   bool selectionInspected_ = true;
   quint64 tag_ = 0;
   bool waiting_ = false;

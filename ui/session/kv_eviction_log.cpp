@@ -63,6 +63,16 @@ QString KvEvictionLog::describe(int position) const {
   return text;
 }
 
+QMap<int, QString> KvEvictionLog::evictedBy(qint64 step, int position) const {
+  QMap<int, QString> out;
+  const int end = std::min(position, lastEvictedPosition() + 1);
+  for (int q = 0; q < end; ++q) {
+    const KvEvictedToken t = at(q);
+    if (t.evicted() && t.step <= step) out.insert(q, describe(q));
+  }
+  return out;
+}
+
 float KvEvictionLog::keptMass(int position) const {
   if (snapshotMass_.isEmpty()) return std::nanf("");
   const auto it = std::lower_bound(snapshotPositions_.begin(), snapshotPositions_.end(), position);

@@ -19,6 +19,7 @@
 // Threads: UI thread (a plain value).
 #pragma once
 
+#include <QMap>
 #include <QString>
 #include <QVector>
 #include <cmath>
@@ -68,6 +69,10 @@ class KvEvictionLog {
   // "evicted at step 40 by sink B=32 S=4 R=28: outside the recent window", with
   // the mass in parentheses where the policy ranks by it; "" when kept.
   QString describe(int position) const;
+  // Positions below `position` evicted at a step <= `step` (the cache's
+  // evictions come before a step's forward pass): what a query computed in
+  // that step could no longer see, with describe()'s line for each.
+  QMap<int, QString> evictedBy(qint64 step, int position) const;
 
   // The latest kept snapshot: its step (-1: none yet), positions (ascending,
   // whatever order the event listed them in) and masses (empty for sink).
