@@ -31,7 +31,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "chat_bench.h"
 #include "chat/chat_panel.h"
@@ -305,7 +307,31 @@ void startLoading(gbui::MainWindow& window, const QCommandLineParser& parser, co
 
 }  // namespace
 
+// QGuiApplication takes "-session ID" (and "--session ID") for the desktop's
+// session manager out of argv before our parser sees it, so "--session FILE"
+// would silently autosave to the default file. Joined as "--session=FILE" it
+// is ours. `storage` keeps the joined strings alive as long as argv.
+static std::vector<char*> joinSessionOption(int& argc, char** argv, std::vector<std::string>& storage) {
+  std::vector<char*> out;
+  storage.reserve(static_cast<size_t>(argc));
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if ((arg == "--session" || arg == "-session") && i + 1 < argc) {
+      storage.push_back("--session=" + std::string(argv[++i]));
+      out.push_back(storage.back().data());
+    } else {
+      out.push_back(argv[i]);
+    }
+  }
+  argc = static_cast<int>(out.size());
+  out.push_back(nullptr);
+  return out;
+}
+
 int main(int argc, char** argv) {
+  std::vector<std::string> argStorage;
+  std::vector<char*> args = joinSessionOption(argc, argv, argStorage);
+  argv = args.data();
   QApplication app(argc, argv);
   QApplication::setOrganizationName("Glassbox");
   QApplication::setApplicationName("glassbox");
@@ -325,7 +351,7 @@ int main(int argc, char** argv) {
   // Screenshots start from a fresh session so they do not depend on autosave state.
   const QString sessionPath = parser.isSet(o.session) ? parser.value(o.session)
                               : shot ? QDir::temp().filePath("glassbox-screenshot-session.json") : QString();
-  if (shot) QFile::remove(sessionPath);
+  if (shot && !parser.isSet(o.session)) QFile::remove(sessionPath);  // never a file the user named
   gbui::MainWindow window(sessionPath);
   window.setDevice(parser.value(o.device));
   if (parser.isSet(o.bf16Matmuls)) window.setBf16Matmuls(true);
