@@ -136,13 +136,34 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string temp_dir() {
-  static std::string dir = [] {
+namespace {
+// The test process's scratch directory, removed with everything in it when the
+// process exits (by the process that made it: a forked child that returned
+// through exit() would otherwise take it from under its parent). Set
+// GLASSBOX_KEEP_TEST_TMP=1 to keep it for a look after a failure.
+struct ScratchDir {
+  std::string path;
+  pid_t owner = 0;
+  ScratchDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "glassbox-test-XXXXXX").string();
-    const char* made = mkdtemp(pattern.data());
-    return made ? std::string(made) : std::string("/tmp");
-  }();
-  return dir;
+    if (const char* made = mkdtemp(pattern.data())) {
+      path = made;
+      owner = ::getpid();
+    }
+  }
+  ~ScratchDir() {
+    if (path.empty() || ::getpid() != owner || std::getenv("GLASSBOX_KEEP_TEST_TMP")) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+}  // namespace
+
+std::string temp_dir() {
+  static ScratchDir dir;
+  return dir.path.empty() ? std::string("/tmp") : dir.path;
 }
 
 }  // namespace gbtest
