@@ -237,14 +237,20 @@ int run_generate(GenerateArgs& a) {
     }
   };
 
-  if (a.json) print_json_line({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
-  else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
+  // The prompt is echoed once the engine has taken the request, so a refusal
+  // (a KV budget the pool cannot hold...) is the only thing printed.
+  const auto echo = [&] {
+    if (a.json) print_json_line({{"prompt", a.prompt}, {"prompt_ids", request.prompt_ids}});
+    else if (!a.no_echo && !a.chat) print_text(session->tokenizer->decode(request.prompt_ids));
+  };
   if (a.max_tokens == 0) {
+    echo();
     print_empty_completion(a, request);
     return 0;
   }
   auto id = engine.submit(request);
   if (!id) return fail(id.error().message);
+  echo();
   main_id = *id;
   while (engine.has_work()) {
     auto stepped = engine.step();

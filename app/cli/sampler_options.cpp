@@ -14,7 +14,7 @@ void add_sampler_options(CLI::App& sub, SamplerOptions& o) {
   o.app = &sub;
   SamplerSettings& s = o.settings;
   s.temperature = 0.0f;  // the CLI is greedy unless asked otherwise
-  sub.add_option("--temperature", s.temperature, "Temperature (0 = greedy, the default)");
+  sub.add_option("--temperature,--temp", s.temperature, "Temperature (0 = greedy, the default; --temp as llama.cpp spells it)");
   sub.add_option("--seed", s.seed, "Random seed of the request's sampler stream");
   sub.add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
   sub.add_option("--top-p", s.top_p, "Nucleus: smallest set with probability >= p (1 = off)")->capture_default_str();

@@ -249,3 +249,31 @@ GB_TEST(a_pool_the_address_space_cannot_hold_is_an_error) {
   QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 1, out.c_str());
   QVERIFY2(out.find("cannot reserve") != std::string::npos && out.find("KV pool") != std::string::npos, out.c_str());
 }
+
+// KV eviction from the command line: a sink policy with its full-cache shadow
+// prints the shadow's summary; a budget the pool cannot hold is refused before
+// anything is printed (stdout empty: no half-echoed prompt); a bad policy names
+// itself. --temp is llama.cpp's spelling of --temperature.
+GB_TEST(generate_kv_policy_flags_run_and_refuse_clearly) {
+  GB_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  const std::string base = "generate --model " + gbtest::quote(model) + " --prompt 'Once upon a time' --max-tokens 30 --temp 0";
+  auto r = gbtest::run_cli(base + " --kv-policy sink --kv-budget 8 --kv-shadow");
+  QCOMPARE(r.exit_code, 0);
+  QVERIFY2(r.output.find("[kv shadow: 29 tokens") != std::string::npos, r.output.c_str());
+  const auto refused = gbtest::run_cli_split(base + " --kv-policy h2o --kv-budget 100000000");
+  QCOMPARE(refused.exit_code, 1);
+  QCOMPARE(refused.out, std::string());
+  QVERIFY2(refused.err.find("a KV budget of 100000000 tokens needs") != std::string::npos, refused.err.c_str());
+  r = gbtest::run_cli(base + " --kv-policy snapkv --kv-budget 3");
+  QVERIFY(r.exit_code != 0);
+  QVERIFY2(r.output.find("recent window of 32") != std::string::npos, r.output.c_str());
+  // --temp 1.5 is --temperature 1.5 (the same sample for a seed), and not the default greedy text.
+  const std::string sampled = "generate --model " + gbtest::quote(model) +
+                              " --prompt 'Once upon a time' --max-tokens 30 --top-k 0 --top-p 1 --min-p 0 --seed 3";
+  const auto a = gbtest::run_cli(sampled + " --temp 1.5", false);
+  const auto b = gbtest::run_cli(sampled + " --temperature 1.5", false);
+  const auto greedy = gbtest::run_cli(sampled, false);
+  QCOMPARE(a.exit_code, 0);
+  QCOMPARE(a.output, b.output);
+  QVERIFY(a.output != greedy.output);
+}
