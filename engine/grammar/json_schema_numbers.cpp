@@ -267,10 +267,21 @@ std::optional<std::string> emit_dfa(const MagnitudeDfa& dfa, const std::string& 
     for (const auto& [t, set] : by_target) {
       if (!body.empty()) body += " | ";
       body += set.gbnf_class();
-      if (has_edges(static_cast<size_t>(t))) body += " " + name(static_cast<size_t>(t));
+      // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict
+      // inside `"literal" + std::string` here (as in other unity batches).
+      if (has_edges(static_cast<size_t>(t))) {
+        body += ' ';
+        body += name(static_cast<size_t>(t));
+      }
     }
-    if (i != 0 && dfa.accepting(states[i])) body = "(" + body + ")?";
-    rules += name(i) + " ::= " + body + "\n";
+    if (i != 0 && dfa.accepting(states[i])) {
+      body.insert(0, 1, '(');
+      body += ")?";
+    }
+    rules += name(i);
+    rules += " ::= ";
+    rules += body;
+    rules += '\n';
   }
   return name(0);
 }
