@@ -315,6 +315,13 @@ class UiInsideTest : public QObject {
     QCOMPARE(evicted.lastKey(), p - 12);
     QVERIFY2(evicted.first().startsWith(QStringLiteral("evicted at step")), qPrintable(evicted.first()));
 
+    // An early token, computed before the cache reached its budget: nothing had gone.
+    emit window->chat()->tokenClicked(request, 0);
+    QVERIFY(waitReport(*panel));
+    QVERIFY2(panel->headerText().contains(QStringLiteral("still held every one of the %1 positions").arg(info->promptIds.size())),
+             qPrintable(panel->headerText()));
+    QVERIFY(panel->attention()->evicted().isEmpty());
+
     // The same sequence from the Score view is nobody's request: nothing struck.
     panel->selectSequence(info->allTokenIds(), p);
     QVERIFY(panel->inspectSelected());

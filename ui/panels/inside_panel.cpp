@@ -299,6 +299,14 @@ QMap<int, QString> InsidePanel::evictedAtInspection(QString& note) const {
     promptEnd = true;
   }
   QMap<int, QString> evicted = log->evictedBy(step, p);
+  if (evicted.isEmpty()) {
+    note = tr("KV eviction (%1): this request's cache still held every one of the %2 positions before this one %3, "
+              "so the attention shown is what it saw.")
+               .arg(log->policy().toHtmlEscaped())
+               .arg(p)
+               .arg(promptEnd ? tr("by the end of the prompt") : tr("when it computed it"));
+    return evicted;
+  }
   note = tr("KV eviction (%1): this request's cache had let go of %2 of the %3 positions before this one %4; the "
             "inspection recomputes with every token cached, so those positions (struck through in the strip of the "
             "evicting layers) carry weights the request itself never gave them.")
