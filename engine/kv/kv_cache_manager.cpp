@@ -374,7 +374,7 @@ std::optional<BlockId> KvCacheManager::make_writable(RequestId id, BlockTable& t
   t.prefix_chain.resize(std::min(t.prefix_chain.size(), static_cast<size_t>(t.num_committed_blocks)));
   // Shared, or the source of a copy this step (its copier let go of it, but
   // the copy runs after the moves): copied, never rewritten in place.
-  if (pool_.block(b).ref_count > 1 || copy_sources_.contains(b.value)) {
+  if (must_copy(b)) {
     const BlockId fresh = take_block(id);
     pool_.copy_tokens(b, fresh, pool_.block(b).num_filled(), id);
     pool_.release(b, id);

@@ -9,6 +9,10 @@
 
 namespace gb {
 namespace {
+// A slot's rank as the policies compare it: NaN (whatever the kernels gave)
+// ranks lowest, so the order stays a strict weak order.
+float comparable_rank(float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; }
+
 constexpr std::array<KvPolicyRow, 4> kRows{{
     {KvPolicyKind::Full, "full", "keep every token (no budget)", 0, false, false, false, ""},
     {KvPolicyKind::Sink, "sink", "StreamingLLM: the first S tokens and the most recent B - S", 4, true, false, false,
@@ -100,8 +104,7 @@ std::vector<int32_t> kv_select_kept(const KvPolicy& p, std::span<const int32_t> 
   GB_CHECK_MSG(!ranked || scores.size() == positions.size(), "kv_select_kept: one score per slot");
   std::vector<float> rank = p.kind == KvPolicyKind::SnapKV ? kv_pooled_scores(scores, p.pool)
                                                            : std::vector<float>(scores.begin(), scores.end());
-  for (float& v : rank)
-    if (std::isnan(v)) v = -std::numeric_limits<float>::infinity();  // a strict weak order, whatever the kernels gave
+  for (float& v : rank) v = comparable_rank(v);
   // Order of preference: sinks (earliest first), the recent window (latest
   // first), then the rest by the policy's rank (later position on ties).
   const auto at = [&](int32_t i) { return positions[static_cast<size_t>(i)]; };
@@ -132,10 +135,7 @@ int32_t kv_select_victim(const KvPolicy& p, std::span<const int32_t> positions, 
   // slots the lowest ranked (the earliest on ties); else the oldest of the
   // recent window; else the latest sink.
   int32_t victim = -1, oldest_recent = -1, latest_sink = -1;
-  const auto rank = [&](int32_t i) {
-    const float v = ranked ? scores[static_cast<size_t>(i)] : 0.0f;
-    return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
-  };
+  const auto rank = [&](int32_t i) { return ranked ? comparable_rank(scores[static_cast<size_t>(i)]) : 0.0f; };
   for (int32_t i = 0; i < n; ++i) {
     const int32_t q = positions[static_cast<size_t>(i)];
     if (q < p.sinks) {

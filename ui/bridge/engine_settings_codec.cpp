@@ -32,6 +32,13 @@ void placeAt(FormatCheck& check, const std::string& text, size_t offset) {
     }
   check.column = static_cast<int>(offset - lineStart) + 1;
 }
+// Settings the engine's parser accepted, as the workbench holds them.
+SamplerChoice choiceOf(gb::SamplerSettings settings) {
+  SamplerChoice out;
+  out.json = QString::fromStdString(gb::sampler_settings_to_json(settings, -1));
+  out.settings = std::make_shared<const gb::SamplerSettings>(std::move(settings));
+  return out;
+}
 }  // namespace
 
 QString EngineSettingsCodec::defaultSamplerJson() const {
@@ -45,9 +52,7 @@ SamplerChoice EngineSettingsCodec::parseSampler(const QString& json) const {
     out.error = QString::fromStdString(parsed.error().message);
     return out;
   }
-  out.json = QString::fromStdString(gb::sampler_settings_to_json(*parsed, -1));
-  out.settings = std::make_shared<const gb::SamplerSettings>(std::move(*parsed));
-  return out;
+  return choiceOf(std::move(*parsed));
 }
 
 LaneChoice EngineSettingsCodec::parseLane(const QString& json) const {
@@ -57,8 +62,7 @@ LaneChoice EngineSettingsCodec::parseLane(const QString& json) const {
     out.sampler.error = QString::fromStdString(lane.error().message);
     return out;
   }
-  out.sampler.json = QString::fromStdString(gb::sampler_settings_to_json(lane->settings, -1));
-  out.sampler.settings = std::make_shared<const gb::SamplerSettings>(lane->settings);
+  out.sampler = choiceOf(std::move(lane->settings));
   out.kvPolicy = fromStd(gb::describe_kv_policy(lane->kv_policy));
   if (lane->kv_policy.active()) out.kvPolicyJson = fromStd(gb::kv_policy_to_json(lane->kv_policy));
   return out;
