@@ -96,9 +96,30 @@ struct CaptureRows {
   }
 };
 
+// The largest step the engine will run (Engine::start, from EngineConfig): a
+// backend that keeps per-step work buffers sizes them for it at start, so a
+// step while serving allocates nothing (and cannot run out of memory there).
+struct StepLimits {
+  int32_t max_tokens = 0;   // new tokens in one step
+  int32_t max_seqs = 0;     // sequences in one step
+  int32_t max_logits = 0;   // logit rows in one step (a larger step still runs: its buffers grow then)
+  int32_t max_context = 0;  // positions one sequence attends over
+  int32_t block_size = 16;  // tokens per KV block (a block table's length follows)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // Sizes the step's work buffers for `limits` (an error when the memory
+  // cannot be had). Default: nothing to size (buffers of the host, grown as
+  // steps need them).
+  virtual Status reserve_work(const StepLimits& limits) {
+    (void)limits;
+    return {};
+  }
+  // Bytes reserve_work() holds, already outside device_info().memory_free_bytes.
+  virtual size_t work_bytes_reserved() const { return 0; }
 
   // (Re)allocates the KV pool; previous contents are lost. An error (before
   // any allocation) for K/V types this backend cannot run, and when the

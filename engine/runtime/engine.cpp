@@ -23,6 +23,11 @@ namespace gb {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+// Logit rows per sequence the work buffers are sized for at start: one, and a
+// verification's draft tokens (SpeculativeConfig's default k_max). A step
+// with longer drafts still runs; the backend's buffers grow then.
+constexpr int32_t kReservedDraftRows = 8;
+
 // The last token id of a text's encoding: the id a marker string ends with.
 std::optional<TokenId> last_token_of(const Tokenizer& tokenizer, const std::string& text) {
   const std::vector<TokenId> ids = tokenizer.encode(text, false);
@@ -109,10 +114,20 @@ Status Engine::start() {
   request.num_window_blocks = config_.num_window_blocks;
   request.max_chunk = config_.max_prefill_chunk > 0 ? std::min(config_.max_prefill_chunk, config_.max_batch_tokens)
                                                     : config_.max_batch_tokens;
+  // Work buffers first (a device's free memory is then what the pool can have).
+  const int32_t context = request.context > 0 ? request.context : c.context_length;
+  StepLimits step_limits;
+  step_limits.max_tokens = config_.max_batch_tokens;
+  step_limits.max_seqs = config_.max_seqs;
+  step_limits.max_logits = std::min(config_.max_batch_tokens, config_.max_seqs * (1 + kReservedDraftRows));
+  step_limits.max_context = context;
+  step_limits.block_size = config_.block_size;
+  GB_TRY(backend_->reserve_work(step_limits));
   const DeviceInfo device = backend_->device_info();
   MemoryBudget budget;
-  const size_t work = work_bytes(c, config_.max_batch_tokens, config_.max_seqs,
-                                 request.context > 0 ? request.context : c.context_length, device.num_threads);
+  const size_t work = backend_->work_bytes_reserved() > 0
+                          ? 0
+                          : work_bytes(c, config_.max_batch_tokens, config_.max_seqs, context, device.num_threads);
   if (device.backend == "cpu")
     budget = host_budget(device.memory_used_bytes - std::min(device.memory_used_bytes, backend_->kv_pool_bytes()),
                          work, config_.memory_available);
@@ -423,7 +438,12 @@ Result<bool> Engine::step() {
   if (!begin_step(plan, t.start_ms)) return false;
   const Status forward = run_forward(plan);
   t.forward_ms = ms_now();
-  if (!forward) return forward.error();
+  if (!forward) {
+    // The step's requests fail with the backend's reason (a device out of
+    // memory, a fault); the others, and later requests, go on.
+    fail_requests(plan, "forward pass failed: " + forward.error().message);
+    return true;
+  }
   StepOutputs out = sample_outputs(plan, t);
   end_step(plan, std::move(out), t, ms_now());
   return true;
@@ -492,7 +512,7 @@ void Engine::publish_evictions(const StepPlan& plan) {
 
 // Block copies, then one forward pass over the plan's ragged batch into
 // logits_ (plan.num_logits() rows). On failure the scheduler takes the step
-// back and an ErrorEvent says why.
+// back (step() then fails the step's requests, saying why).
 Status Engine::run_forward(const StepPlan& plan) {
   // Fork copies, KV eviction's row moves, then this step's copies (step_plan.h).
   const auto copies = std::span<const std::pair<int32_t, int32_t>>(plan.block_copies);
@@ -521,10 +541,7 @@ Status Engine::run_forward(const StepPlan& plan) {
         scheduler_->add_kv_mass(r.id, std::span<const float>(mass_.sums).subspan(
                                           static_cast<size_t>(mass_.seq_offset[i]), static_cast<size_t>(r.num_kv_slots)));
   }
-  if (!st) {
-    scheduler_->on_step_failed(plan);
-    publish(ErrorEvent{std::nullopt, "forward pass failed: " + st.error().message});
-  }
+  if (!st) scheduler_->on_step_failed(plan);
   return st;
 }
 
@@ -652,12 +669,39 @@ void Engine::fail_stalled_request() {
                                    " of " + std::to_string(kv.num_blocks()) + " are free or cached, and " +
                                    std::to_string(kept.size()) + " finished requests keep " +
                                    std::to_string(kept_blocks) + " for branching (release them)"});
-  auto it = states_.find(*stalled);
-  scheduler_->cancel(*stalled);
+  end_with_error(*stalled);
+}
+
+// Each request of a step whose forward pass failed ends with an ErrorEvent
+// naming the reason and finish reason "error"; its blocks go back.
+void Engine::fail_requests(const StepPlan& plan, const std::string& message) {
+  std::vector<RequestId> ids;
+  for (const ScheduledRequest& s : plan.requests)
+    if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
+  for (RequestId id : ids) {
+    if (!states_.contains(id)) continue;  // a shadow ended with its leader above
+    publish(ErrorEvent{id, message});
+    end_with_error(id);
+  }
+}
+
+// Ends a live request with reason "error" (its ErrorEvent is already out): its
+// blocks go back, and a shadow ends with its leader (or leaves its leader).
+void Engine::end_with_error(RequestId id) {
+  auto it = states_.find(id);
+  scheduler_->cancel(id);
   forward_kv_events();
   if (it == states_.end()) return;
-  finish(*stalled, "error", *it->second);
+  RequestState& rs = *it->second;
+  if (rs.shadow_of)
+    if (auto leader = states_.find(*rs.shadow_of); leader != states_.end()) {
+      leader->second->shadow.reset();
+      leader->second->shadow_rows.clear();
+    }
+  const std::optional<RequestId> shadow = rs.shadow;
+  finish(id, "error", rs);
   states_.erase(it);
+  if (shadow) cancel(*shadow);
 }
 
 Status Engine::run_until_idle() {

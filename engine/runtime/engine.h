@@ -213,7 +213,10 @@ class Engine {
   // New settings apply from the request's next sampled token.
   Status set_sampler_settings(RequestId id, const SamplerSettings& settings);
 
-  // Runs one step. False when there was nothing to do.
+  // Runs one step. False when there was nothing to do. A forward pass the
+  // backend fails (a device out of memory, a fault) is not an engine error:
+  // the step's requests end with an ErrorEvent naming the reason and finish
+  // reason "error", their blocks go back, and the other requests go on.
   Result<bool> step();
   // Steps until every request has finished (CLI, tests).
   Status run_until_idle();
@@ -303,6 +306,8 @@ class Engine {
   // until that request changes.
   std::span<const TokenId> known_tokens(RequestId id) const;
   void fail_stalled_request();
+  void fail_requests(const StepPlan& plan, const std::string& message);
+  void end_with_error(RequestId id);
   void publish(TraceEventBody body);
   double ms_now() const;
   Status run_step_or_fail();

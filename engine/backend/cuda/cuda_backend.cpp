@@ -124,6 +124,24 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     return {};
   }
 
+  // Every step buffer at its size for the largest step; run_step still grows
+  // one for a step beyond the limits (longer drafts than reserved for).
+  Status reserve_work(const StepLimits& limits) override {
+    GB_CUDA_TRY(cudaSetDevice(options_.device_index));
+    const auto tokens = static_cast<size_t>(std::max(1, limits.max_tokens));
+    const auto rows = static_cast<size_t>(std::max(1, limits.max_logits));
+    GB_TRY(ensure_workspace(tokens, rows));
+    const int32_t seqs = std::max(1, limits.max_seqs), context = std::max(1, limits.max_context);
+    GB_TRY(reserve_floats(attn_ws_, cuda::decode_attention_workspace_floats(seqs, config_.num_heads, config_.head_dim, context),
+                          "attention partials"));
+    const int32_t block_size = std::max(1, limits.block_size);
+    const int32_t blocks_per_seq = (context + block_size - 1) / block_size + 1;
+    GB_TRY(metadata_.reserve(limits.max_tokens, seqs, limits.max_logits, blocks_per_seq));
+    work_reserved_ = work_bytes();
+    return {};
+  }
+  size_t work_bytes_reserved() const override { return work_reserved_; }
+
   size_t kv_pool_bytes() const override { return kv_pool_.bytes(); }
   std::vector<WeightType> kv_types() const override { return {WeightType::F32, WeightType::F16, WeightType::BF16}; }
 
@@ -242,10 +260,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     DeviceInfo info;
     info.backend = "cuda";
     info.name = device_name_;
-    info.memory_used_bytes = weights_.bytes() + kv_pool_.bytes() + metadata_.device_bytes();
-    for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &proj_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
-                                  &summary_, &quant_tile_})
-      info.memory_used_bytes += b->bytes();
+    info.memory_used_bytes = weights_.bytes() + kv_pool_.bytes() + work_bytes() + quant_tile_.bytes();
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
       info.memory_total_bytes = total_bytes;
@@ -255,6 +270,15 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   }
 
  private:
+  // The step buffers' device bytes (reserve_work sizes them).
+  size_t work_bytes() const {
+    size_t bytes = metadata_.device_bytes();
+    for (const DeviceBuffer* b : {&x_, &xb_, &qkv_, &att_, &proj_, &gate_up_, &hidden_, &lowp_, &xl_, &logits_, &attn_ws_,
+                                  &summary_})
+      bytes += b->bytes();
+    return bytes;
+  }
+
   // Layer l's K plane, then its V plane, each layer_floats_ values of its type.
   uint8_t* k_plane(int32_t layer) const {
     return static_cast<uint8_t*>(kv_pool_.get()) + static_cast<size_t>(layer) * layer_floats_ * (k_elem_bytes_ + v_elem_bytes_);
@@ -305,7 +329,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     }
     const void* input = x;
     if (w.dtype != WeightType::F32) {
-      GB_CUDA_TRY(cuda::launch_cast(x, int64_t{n} * w.cols, lowp_.get(), w.dtype, stream_));
+      GB_CUDA_KERNEL(stream_, cuda::launch_cast(x, int64_t{n} * w.cols, lowp_.get(), w.dtype, stream_));
       input = lowp_.get();
     }
     return cuda::gemm_rows(cublas_, w, input, n, y, ldy, beta, options_.allow_tf32);
@@ -369,26 +393,26 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
 
   Status embed(const RecipeStep&) override {
     const DeviceMatrix& emb = weights_.embedding();
-    GB_CUDA_TRY(cuda::launch_embedding(metadata_.device().token_ids, num_tokens_, emb.data, emb.dtype, config_.dim,
+    GB_CUDA_KERNEL(stream_, cuda::launch_embedding(metadata_.device().token_ids, num_tokens_, emb.data, emb.dtype, config_.dim,
                                        x_.as<float>(), stream_));
     return {};
   }
   Status scale(const RecipeStep& s) override {
     const View o = view(s.out);
-    GB_CUDA_TRY(cuda::launch_scale(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_scale(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
     return {};
   }
   Status norm(const RecipeStep& s) override {
     const View in = view(s.in), out = view(s.out);
     const float* w = vec_weight(s);
     if (w == nullptr) return {};
-    GB_CUDA_TRY(cuda::launch_rmsnorm(in.data, nullptr, out.rows, out.width, w, s.value, out.data, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_rmsnorm(in.data, nullptr, out.rows, out.width, w, s.value, out.data, stream_));
     return {};
   }
   Status norm_logit_rows(const RecipeStep& s) override {
     const float* w = vec_weight(s);
     if (w == nullptr) return {};
-    GB_CUDA_TRY(cuda::launch_rmsnorm(view(s.in).data, metadata_.device().logit_rows, num_logits_, config_.dim, w,
+    GB_CUDA_KERNEL(stream_, cuda::launch_rmsnorm(view(s.in).data, metadata_.device().logit_rows, num_logits_, config_.dim, w,
                                      s.value, view(s.out).data, stream_));
     return {};
   }
@@ -401,21 +425,21 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     const View o = view(s.out);
     const float* b = vec_weight(s);
     if (b == nullptr) return {};
-    GB_CUDA_TRY(cuda::launch_add_bias(o.data, o.rows, o.stride, o.width, b, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_add_bias(o.data, o.rows, o.stride, o.width, b, stream_));
     return {};
   }
   Status head_norm(const RecipeStep& s) override {
     const View o = view(s.out);
     const float* w = vec_weight(s);
     if (w == nullptr) return {};
-    GB_CUDA_TRY(cuda::launch_head_rmsnorm(o.data, o.rows, o.stride, s.heads, config_.head_dim, w, s.value, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_head_rmsnorm(o.data, o.rows, o.stride, s.heads, config_.head_dim, w, s.value, stream_));
     return {};
   }
   Status rope(const RecipeStep& s) override {
     const View o = view(s.out);
     const int32_t* positions = metadata_.device().positions;
     if (s.rope.plain()) {
-      GB_CUDA_TRY(cuda::launch_rope(o.data, o.rows, o.stride, s.heads, config_.head_dim, s.rope.rope_dim, s.rope.base,
+      GB_CUDA_KERNEL(stream_, cuda::launch_rope(o.data, o.rows, o.stride, s.heads, config_.head_dim, s.rope.rope_dim, s.rope.base,
                                     positions, stream_));
       return {};
     }
@@ -427,13 +451,13 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     a.freq_scale = s.rope.freq_scale;
     a.attn_factor = s.rope.attn_factor;
     if (s.rope.freq_factors && a.freq_factors == nullptr) return unsupported(s, "RoPE frequency factors");
-    GB_CUDA_TRY(cuda::launch_rope_ex(o.data, o.rows, o.stride, s.heads, config_.head_dim, a, positions, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_rope_ex(o.data, o.rows, o.stride, s.heads, config_.head_dim, a, positions, stream_));
     return {};
   }
   Status kv_write(const RecipeStep& s) override {
     if (!write_kv_) return {};
     const View k = view(Buf::K), v = view(Buf::V);
-    GB_CUDA_TRY(cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
+    GB_CUDA_KERNEL(stream_, cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
                                       metadata_.device().slot_mapping, k_plane(s.layer), v_plane(s.layer), stream_,
                                       pool_.k_type, pool_.v_type));
     return {};
@@ -449,10 +473,10 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     const cuda::PagedKv kv{k_plane(s.layer), v_plane(s.layer), meta.block_ids, meta.block_indptr,
                            pool_.block_size, c.num_kv_heads, c.head_dim, pool_.k_type, pool_.v_type};
     if (metadata_.decode_only()) {
-      GB_CUDA_TRY(cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
+      GB_CUDA_KERNEL(stream_, cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
                                                       metadata_.max_kv_len(), attn_ws_.as<float>(), stream_));
     } else {
-      GB_CUDA_TRY(cuda::launch_paged_attention_prefill(io, kv, meta.positions, meta.tiles, metadata_.num_tiles(), stream_));
+      GB_CUDA_KERNEL(stream_, cuda::launch_paged_attention_prefill(io, kv, meta.positions, meta.tiles, metadata_.num_tiles(), stream_));
     }
     return {};
   }
@@ -476,18 +500,18 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   }
   Status gated_activation(const RecipeStep& s) override {
     const cuda::GatedAct act = s.activation == FfnActivation::GeluTanh ? cuda::GatedAct::GeluTanh : cuda::GatedAct::SiLU;
-    GB_CUDA_TRY(cuda::launch_gated_activation(gate_up_.as<float>(), num_tokens_, config_.hidden_dim, act,
+    GB_CUDA_KERNEL(stream_, cuda::launch_gated_activation(gate_up_.as<float>(), num_tokens_, config_.hidden_dim, act,
                                               view(s.out).data, stream_));
     return {};
   }
   Status residual_add(const RecipeStep& s) override {
     const View in = view(s.in), out = view(s.out);
-    GB_CUDA_TRY(cuda::launch_add(out.data, in.data, int64_t{out.rows} * out.stride, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_add(out.data, in.data, int64_t{out.rows} * out.stride, stream_));
     return {};
   }
   Status softcap(const RecipeStep& s) override {
     const View o = view(s.out);
-    GB_CUDA_TRY(cuda::launch_softcap(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
+    GB_CUDA_KERNEL(stream_, cuda::launch_softcap(o.data, int64_t{o.rows} * o.stride, s.value, stream_));
     return {};
   }
   Status capture(const RecipeStep& s) override {
@@ -541,7 +565,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     float* top = summary_.as<float>() + rows * n;
     float* lse = top + rows * n;
     float* ent = lse + rows;
-    GB_CUDA_TRY(cuda::launch_logits_summary(logits_.as<float>(), num_logits, config_.vocab_size, top_n, ids, top, lse,
+    GB_CUDA_KERNEL(stream_, cuda::launch_logits_summary(logits_.as<float>(), num_logits, config_.vocab_size, top_n, ids, top, lse,
                                             ent, stream_));
     std::vector<float> host(count);
     GB_CUDA_TRY(cudaMemcpyAsync(host.data(), summary_.get(), count * sizeof(float), cudaMemcpyDeviceToHost, stream_));
@@ -595,6 +619,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   DeviceBuffer attn_ws_;  // decode partials, see paged_attention_decode.cu
   DeviceBuffer summary_;  // logit summaries, see summarise()
   DeviceBuffer quant_tile_;  // dequantized weight rows for quantized prefill GEMMs (fixed at init)
+  size_t work_reserved_ = 0;  // work_bytes() after reserve_work
 };
 
 }  // namespace

@@ -20,6 +20,11 @@ Status gemm_typed(cublasHandle_t handle, const void* w, cudaDataType_t type, int
   const auto m = static_cast<int>(rows), k = static_cast<int>(cols);
   GB_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, num_rows, k, &alpha, w, type, k, x, type, k, &beta, y,
                              CUDA_R_32F, static_cast<int>(ldy), compute, CUBLAS_GEMM_DEFAULT));
+  if (sync_each_kernel()) {  // the debug mode (cuda_check.h): cuBLAS's kernels checked like ours
+    cudaStream_t stream = nullptr;
+    GB_CUBLAS_TRY(cublasGetStream(handle, &stream));
+    GB_TRY(check_kernel(cudaSuccess, "cublasGemmEx()", stream));
+  }
   return {};
 }
 
@@ -48,7 +53,7 @@ Status gemm_quant_rows(cublasHandle_t handle, const DeviceMatrix& w, const float
   if (!quant_kernels_support(w.dtype))
     return make_error("CUDA backend: no kernels for weight type " + type_name(w.dtype));
   if (num_rows <= kMaxGemvTokens) {
-    GB_CUDA_TRY(launch_quant_gemv(w.data, w.row_stride, w.dtype, w.rows, w.cols, x, num_rows, y, ldy, beta, stream));
+    GB_CUDA_KERNEL(stream, launch_quant_gemv(w.data, w.row_stride, w.dtype, w.rows, w.cols, x, num_rows, y, ldy, beta, stream));
     return {};
   }
   const int64_t tile_rows =
@@ -59,7 +64,7 @@ Status gemm_quant_rows(cublasHandle_t handle, const DeviceMatrix& w, const float
   const cublasComputeType_t compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
     const int64_t n = std::min(tile_rows, w.rows - r0);
-    GB_CUDA_TRY(launch_dequantize_rows(w.data, w.row_stride, w.dtype, r0, n, w.cols, workspace.data, stream));
+    GB_CUDA_KERNEL(stream, launch_dequantize_rows(w.data, w.row_stride, w.dtype, r0, n, w.cols, workspace.data, stream));
     GB_TRY(gemm_typed(handle, workspace.data, CUDA_R_32F, n, w.cols, x, num_rows, y + r0, ldy, beta, compute));
   }
   return {};

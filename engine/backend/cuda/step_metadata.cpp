@@ -81,6 +81,17 @@ Result<SequencePlan> plan_sequences(const BatchLayout& b, int32_t pool_block_siz
 
 }  // namespace
 
+Status StepMetadata::reserve(int32_t max_tokens, int32_t max_seqs, int32_t max_logits, int32_t max_blocks_per_seq) {
+  const size_t t = static_cast<size_t>(std::max(0, max_tokens)), s = static_cast<size_t>(std::max(0, max_seqs));
+  // plan()'s packing: ids, positions and slots per token; two indptrs and the
+  // KV lengths per sequence; the block tables; logit rows; three ints per tile.
+  const size_t tiles = t / static_cast<size_t>(kPrefillTileTokens) + s;
+  const size_t ints = 3 * t + 3 * s + 2 + s * static_cast<size_t>(std::max(0, max_blocks_per_seq)) +
+                      static_cast<size_t>(std::max(0, max_logits)) + 3 * tiles;
+  GB_TRY(staging_.reserve(ints * sizeof(int32_t), "step metadata"));
+  return device_buffer_.reserve(ints * sizeof(int32_t), "step metadata");
+}
+
 Status StepMetadata::plan(const BatchLayout& b, int32_t vocab_size, int32_t num_pool_blocks,
                           int32_t pool_block_size, int32_t release_window, cudaStream_t stream) {
   GB_TRY(check_arrays(b, vocab_size, num_pool_blocks, pool_block_size));

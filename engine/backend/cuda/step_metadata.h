@@ -48,6 +48,10 @@ class StepMetadata {
               int32_t release_window,
               cudaStream_t stream);
 
+  // Sizes the upload buffers for the largest step (Backend::reserve_work), so
+  // plan() allocates nothing for a step within these limits.
+  Status reserve(int32_t max_tokens, int32_t max_seqs, int32_t max_logits, int32_t max_blocks_per_seq);
+
   const StepDevicePointers& device() const { return device_; }
   int32_t num_tiles() const { return num_tiles_; }
   int32_t max_kv_len() const { return max_kv_len_; }

@@ -6,11 +6,15 @@
 #include "backend/cuda/cuda_backend.h"
 #include "gb_test.h"
 
-// Runs before any case: without a usable device every case is skipped (exit
+// Runs before any case: kernels are checked one by one (the debug mode), and
+// without a usable device every case is skipped (exit
 // 77) -- unless the machine was supposed to have one (GLASSBOX_REQUIRE_GPU=1,
 // set by tools/device-check.sh): then a missing or unusable device fails the
 // test, so a broken driver cannot pass as skipped.
 void gb_test_setup() {
+  // Every kernel drained and checked as it finishes, naming it on a fault
+  // (backend/cuda/cuda_check.h), unless the caller chose otherwise.
+  setenv("GLASSBOX_CUDA_SYNC_EACH_KERNEL", "1", /*overwrite=*/0);
   std::string why;
   if (gb::cuda_device_available(&why)) return;
   if (const char* require = std::getenv("GLASSBOX_REQUIRE_GPU"); require && std::string(require) == "1") {

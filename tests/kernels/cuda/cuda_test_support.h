@@ -26,15 +26,21 @@ namespace gbtest::cuda {
 // quantized file type to run.
 inline bool lacks_cuda_kernels(gb::kernels::WeightType t) { return t == gb::kernels::WeightType::MXFP4; }
 
-// Owns a cudaMalloc'd array of T; aborts the test binary (with the CUDA message)
-// if the device refuses, which only a broken machine does for these sizes.
+// Every byte of a new DeviceArray: a float reads as NaN, an F16/BF16 value as
+// NaN, an int32 as -1. A kernel that reads an element nobody wrote makes NaN
+// (or an out-of-range id) that the comparison catches, where zeros would pass.
+inline constexpr int kPoisonByte = 0xFF;
+
+// Owns a cudaMalloc'd array of T filled with kPoisonByte; aborts the test
+// binary (with the CUDA message) if the device refuses, which only a broken
+// machine does for these sizes.
 template <class T>
 class DeviceArray {
  public:
   explicit DeviceArray(size_t n) : n_(n) {
     const cudaError_t e = cudaMalloc(&ptr_, std::max<size_t>(n, 1) * sizeof(T));
     GB_CHECK_MSG(e == cudaSuccess, cudaGetErrorString(e));
-    GB_CHECK(cudaMemset(ptr_, 0, std::max<size_t>(n, 1) * sizeof(T)) == cudaSuccess);
+    GB_CHECK(cudaMemset(ptr_, kPoisonByte, std::max<size_t>(n, 1) * sizeof(T)) == cudaSuccess);
   }
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
   ~DeviceArray() { cudaFree(ptr_); }
