@@ -115,8 +115,9 @@ gb::Status step_until_tokens(gb::Engine& engine, gb::RequestId id, size_t n) {
 }
 
 // Forks of a running parent, of the finished (retained) parent and of a fork,
-// each at a position inside a block (block size 16): full blocks shared,
-// the partial block copied.
+// and a submitted branch of the parent (an edited chat message), each at a
+// position inside a block (block size 16): full blocks shared, the partial
+// block copied.
 gb::Status drive_forks(gb::Engine& engine) {
   gb::GenerationRequest parent_req = greedy_request(seeded_prompt(30, 21), 40);
   parent_req.retain_kv = true;
@@ -124,11 +125,17 @@ gb::Status drive_forks(gb::Engine& engine) {
   GB_TRY(parent);
   GB_TRY(engine.submit(greedy_request(seeded_prompt(18, 22), 50)));  // a neighbour in every batch
   GB_TRY(step_until_tokens(engine, *parent, 30 + 12));
+  std::vector<gb::TokenId> edited = engine.live_tokens(*parent);
   auto running_child = engine.fork(*parent, 39, gb::TokenId{300}, 20);  // 2 blocks shared, 7 tokens copied
   GB_TRY(running_child);
   GB_TRY(engine.run_until_idle());
   GB_TRY(engine.fork(*parent, 63, std::nullopt, 12));                 // 3 blocks shared, 14 tokens copied
   GB_TRY(engine.fork(*running_child, 49, gb::TokenId{301}, 10));      // a fork of a fork
+  edited.resize(40);                                                  // 2 blocks shared, 8 tokens copied
+  edited.insert(edited.end(), {400, 401, 402});
+  gb::GenerationRequest branch = greedy_request(edited, 15);
+  branch.branch_from = {*parent};
+  GB_TRY(engine.submit(branch));
   return engine.run_until_idle();
 }
 
@@ -231,12 +238,13 @@ void check_forks(const BackendPair& pair) {
   s.drive = drive_forks;
   s.exercised = [](const EngineRun& run) {
     const EngineCounts& c = run.counts;
-    std::string missing = need(c.forks == 3, "forks: " + std::to_string(c.forks) + ", expected 3") +
-                          need(c.shared_blocks >= 2 + 3 + 3, " shared blocks: " + std::to_string(c.shared_blocks)) +
-                          need(c.copied_blocks >= 3, " copied blocks: " + std::to_string(c.copied_blocks));
+    std::string missing = need(c.forks == 4, "forks: " + std::to_string(c.forks) + ", expected 4") +
+                          need(c.shared_blocks >= 2 + 3 + 3 + 2, " shared blocks: " + std::to_string(c.shared_blocks)) +
+                          need(c.copied_blocks >= 4, " copied blocks: " + std::to_string(c.copied_blocks));
     const std::vector<const RequestOutput*> outs = in_order(run);
-    const size_t expected[] = {40, 50, 20, 12, 10};
-    for (size_t i = 0; i < outs.size() && i < 5; ++i)
+    const size_t expected[] = {40, 50, 20, 12, 10, 15};
+    missing += need(outs.size() == 6, " requests: " + std::to_string(outs.size()));
+    for (size_t i = 0; i < outs.size() && i < 6; ++i)
       missing += need(outs[i]->tokens.size() == expected[i], " request " + std::to_string(i) + " is short");
     return missing;
   };

@@ -10,7 +10,8 @@
 //       at once, 16 tokens a step: batching, chunked prefill mixed with
 //       decodes; the golden prompts' tokens are also the golden files'.
 //   check_forks  Engine::fork of a running request, of a finished retained
-//       one and of a fork: full blocks shared, the partial one copied.
+//       one and of a fork, and a branch_from submission (an edited chat
+//       message): full blocks shared, the partial one copied.
 //   check_preemption  four requests in a pool of 10 blocks: preempted and
 //       recomputed.
 //   check_sliding_window  a Mistral-style model (every layer slides) in a pool

@@ -6,14 +6,19 @@
 // (tests/kernels/cuda/test_cuda_engine.cpp) holds the CUDA backend to the
 // same scenarios. The comparison itself is tested on hand-made runs (each
 // rule fails when it should, near-ties pass with a note) and on two engines
-// that really differ (bf16 matmuls against float32).
+// that really differ (bf16 matmuls against float32). The sliding-window
+// scenarios also run against a CPU backend that, like the CUDA one, keeps no
+// window group.
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "engine_backend_compare.h"
 #include "engine_backend_scenarios.h"
 #include "gb_test.h"
@@ -36,6 +41,38 @@ gbtest::NamedBackend cpu_backend(std::string name, int32_t num_threads, bool bf1
 
 gbtest::BackendPair threads_pair() {
   return {cpu_backend("cpu, 1 thread", 1), cpu_backend("cpu, 2 threads", 2), 0.0f};
+}
+
+// The CPU backend as the CUDA backend presents itself to the engine: no
+// window group (every layer in one table), no capture, no KV eviction.
+class WithoutWindowGroup final : public gb::Backend {
+ public:
+  explicit WithoutWindowGroup(std::unique_ptr<gb::Backend> inner) : inner_(std::move(inner)) {}
+  gb::Status init_kv_pool(const gb::KvPoolSpec& spec) override { return inner_->init_kv_pool(spec); }
+  size_t kv_pool_bytes() const override { return inner_->kv_pool_bytes(); }
+  size_t kv_resident_bytes() const override { return inner_->kv_resident_bytes(); }
+  std::vector<gb::WeightType> kv_types() const override { return inner_->kv_types(); }
+  void release_block_memory(std::span<const int32_t> blocks, gb::KvGroup group) override {
+    inner_->release_block_memory(blocks, group);
+  }
+  gb::Status forward(const gb::BatchLayout& batch, std::span<float> logits) override { return inner_->forward(batch, logits); }
+  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, gb::KvGroup group) override {
+    return inner_->copy_blocks(src_dst, group);
+  }
+  gb::Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
+                          std::span<float> v) const override {
+    return inner_->read_kv_slot(layer, block, slot, k, v);
+  }
+  gb::DeviceInfo device_info() const override { return inner_->device_info(); }
+
+ private:
+  std::unique_ptr<gb::Backend> inner_;
+};
+
+gbtest::NamedBackend cpu_without_window_group() {
+  return {"cpu without a window group", [](std::shared_ptr<const gb::Model> model) -> gb::Result<std::unique_ptr<gb::Backend>> {
+            return std::unique_ptr<gb::Backend>(std::make_unique<WithoutWindowGroup>(gb::make_cpu_backend(std::move(model), {1})));
+          }};
 }
 
 // A record of `n` candidates with logits first, first - step, ... (ids 10, 11, ...).
@@ -84,6 +121,14 @@ GB_TEST(preemption_one_thread_equals_two) { gbtest::check_preemption(threads_pai
 GB_TEST(sliding_window_one_thread_equals_two) { gbtest::check_sliding_window(threads_pair()); }
 GB_TEST(speculative_one_thread_equals_two) { gbtest::check_speculative(threads_pair()); }
 GB_TEST(token_records_one_thread_equals_two) { gbtest::check_token_records(threads_pair()); }
+
+// What the CUDA instance does with the Gemma 3-style model: the reference
+// releases its sliding layers' window group, the candidate keeps every block
+// in one table. Bit for bit: the same arithmetic, only where the sliding
+// layers' K/V live differs.
+GB_TEST(sliding_window_without_a_window_group_equals_with_one) {
+  gbtest::check_sliding_window({cpu_backend("cpu", 1), cpu_without_window_group(), 0.0f});
+}
 
 GB_TEST(compare_accepts_equal_runs_and_differences_within_the_tolerance) {
   const gbtest::EngineRun ref = make_run("ref");
