@@ -23,10 +23,10 @@ namespace gb {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-// Logit rows per sequence the work buffers are sized for at start: one, and a
-// verification's draft tokens (SpeculativeConfig's default k_max). A step
-// with longer drafts still runs; the backend's buffers grow then.
-constexpr int32_t kReservedDraftRows = 8;
+// Logit rows the work buffers are sized for at start beyond one per sequence:
+// the drafts of four speculating sequences at SpeculativeConfig's default
+// k_max (8). A step with more still runs; the backend's buffers grow then.
+constexpr int32_t kReservedDraftRows = 4 * 8;
 
 // The last token id of a text's encoding: the id a marker string ends with.
 std::optional<TokenId> last_token_of(const Tokenizer& tokenizer, const std::string& text) {
@@ -119,7 +119,7 @@ Status Engine::start() {
   StepLimits step_limits;
   step_limits.max_tokens = config_.max_batch_tokens;
   step_limits.max_seqs = config_.max_seqs;
-  step_limits.max_logits = std::min(config_.max_batch_tokens, config_.max_seqs * (1 + kReservedDraftRows));
+  step_limits.max_logits = std::min(config_.max_batch_tokens, config_.max_seqs + kReservedDraftRows);
   step_limits.max_context = context;
   step_limits.block_size = config_.block_size;
   GB_TRY(backend_->reserve_work(step_limits));
