@@ -565,7 +565,9 @@ QUANT_CASES=()
 if [[ "$SHARED" == "$DATA_DIR" ]]; then
   CTEST_EXCLUDE=(-E '^test_cuda_quant_llama$')
   declare -a missing_keys=()
+  num_cases=0
   while read -r key case_name; do
+    num_cases=$((num_cases + 1))
     if [[ -f "$SHARED/models/quant-llama/quant-llama-$key.gguf" ]]; then
       QUANT_CASES+=("$case_name")
     else
@@ -576,6 +578,8 @@ if [[ "$SHARED" == "$DATA_DIR" ]]; then
   if ((${#missing_keys[@]})); then
     NOT_RUN+=("test_cuda_quant_llama for ${missing_keys[*]}: their files are not in the carried data (tools/device-data.txt)")
   fi
+  ((num_cases)) || record quant_llama_carried "failed(no cases)" 0 \
+    "no GB_TEST(...) { check_file(\"KEY\" ... } line found in test_cuda_quant_llama.cpp: update tools/device-check.sh"
 fi
 
 run_stage ctest_cuda 120 ctest --test-dir "$BUILD" -L cuda "${CTEST_EXCLUDE[@]}" --no-tests=error \
