@@ -544,6 +544,23 @@ log "shared data: $SHARED ($SHARED_FROM)"
 [[ -d "$SHARED/models/stories260K" ]] || log "warning: no stories260K under $SHARED; the golden tests will fail"
 
 # --- 2. configure and build (headless, CUDA forced on, Release) -------------------
+# CMake 3.25's FindCUDAToolkit (Debian 12's) marks CUDA::nvToolsExt deprecated
+# without checking that the target exists, and CUDA 13 has no nvToolsExt:
+# configure stops there. Later CMake checks first (if(TARGET ...)); with an
+# unchecked module, the build uses a copy that checks.
+# shellcheck disable=SC2016  # CMake's variables, not the shell's
+echo 'message("${CMAKE_ROOT}")' > "$WORK/cmake-root.cmake"
+cuda_module="$(cmake -P "$WORK/cmake-root.cmake" 2>&1)/Modules/FindCUDAToolkit.cmake"
+if grep -q 'set_property(TARGET CUDA::nvToolsExt' "$cuda_module" 2> /dev/null &&
+   ! grep -q 'if(TARGET CUDA::nvToolsExt' "$cuda_module"; then
+  mkdir -p "$WORK/cmake-modules"
+  # shellcheck disable=SC2016  # CMake's variables, not the shell's
+  sed -e 's/if(CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)/if(TARGET CUDA::nvToolsExt AND CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)/' \
+    -e 's|${CMAKE_CURRENT_LIST_DIR}/FindPackageHandleStandardArgs.cmake|${CMAKE_ROOT}/Modules/FindPackageHandleStandardArgs.cmake|' \
+    "$cuda_module" > "$WORK/cmake-modules/FindCUDAToolkit.cmake"
+  CMAKE_EXTRA+=("-DCMAKE_MODULE_PATH=$WORK/cmake-modules")
+  log "cmake: $cuda_module does not check for CUDA::nvToolsExt (none in CUDA 13): using a copy that does"
+fi
 run_stage configure 90 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGLASSBOX_UI=OFF -DGLASSBOX_CUDA=ON \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GLASSBOX_CUDA_ARCH:-90}" -DGLASSBOX_SHARED_DIR="$SHARED" \
   "${CMAKE_EXTRA[@]}" || exit 1
