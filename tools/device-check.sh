@@ -417,7 +417,7 @@ dep_present() {
       ;;
     header)
       local -a inc=()
-      [[ -n "$root" ]] && inc=(-isystem "$root/usr/include")
+      [[ -n "$root" ]] && inc=(-isystem "$root/usr/include/$MULTIARCH" -isystem "$root/usr/include")
       printf '#include <%s>\n' "$what" | c++ -std=c++20 -x c++ -E "${inc[@]}" -o /dev/null - 2> /dev/null
       ;;
   esac
@@ -463,8 +463,10 @@ SH
 }
 
 # Points the build at DEPS_ROOT: its pkg-config and .pc files (the .pc files
-# say prefix=/usr: the sysroot makes that the root's), its CMake packages, and
-# an rpath to its libraries on every binary. The rpath is DT_RPATH
+# say prefix=/usr: the sysroot makes that the root's), its CMake packages, its
+# include folders on every compile (the multiarch one, where Debian keeps
+# openssl/opensslconf.h, is on no .pc file's Cflags: the compiler searches the
+# system's by itself), and an rpath to its libraries on every binary. The rpath is DT_RPATH
 # (--disable-new-dtags), which the loader also uses for the libraries' own
 # needs (libcurl's), and ld uses it to resolve them at link time; no
 # LD_LIBRARY_PATH, so CMake, ctest and compute-sanitizer keep the system's.
@@ -475,7 +477,9 @@ use_deps_root() {
   export PKG_CONFIG_SYSROOT_DIR="$DEPS_ROOT"
   unset PKG_CONFIG_PATH
   local link="-Wl,--disable-new-dtags -Wl,-rpath,$lib -Wl,-rpath-link,$lib"
+  local include="$DEPS_ROOT/usr/include/$MULTIARCH;$DEPS_ROOT/usr/include"
   CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$DEPS_ROOT/usr" "-DPKG_CONFIG_EXECUTABLE=$DEPS_ROOT/gb-bin/pkg-config"
+    "-DCMAKE_C_STANDARD_INCLUDE_DIRECTORIES=$include" "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$include"
     "-DCMAKE_EXE_LINKER_FLAGS=$link" "-DCMAKE_SHARED_LINKER_FLAGS=$link" "-DCMAKE_MODULE_LINKER_FLAGS=$link")
 }
 
@@ -619,8 +623,9 @@ if [[ "${STAGE_NAMES[-1]}" == ctest_cuda && "${STAGE_STATUS[-1]}" != skipped ]];
   fi
 fi
 if ((${#QUANT_CASES[@]})); then
+  # As under ctest (tests/glassbox_tests.cmake): the engine's invariant sweep on.
   # shellcheck disable=SC2016  # expanded by the inner bash
-  run_stage quant_llama_carried 120 bash -c 'rc=0; for c in "${@:2}"; do "$1" test_cuda_quant_llama "cases:$c" || rc=1; done; exit $rc' \
+  GLASSBOX_CHECK_INVARIANTS=1 run_stage quant_llama_carried 120 bash -c 'rc=0; for c in "${@:2}"; do "$1" test_cuda_quant_llama "cases:$c" || rc=1; done; exit $rc' \
     _ "$CUDA_TESTS" "${QUANT_CASES[@]}"
 fi
 
