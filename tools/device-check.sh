@@ -199,6 +199,7 @@ CONFIGURE_ONLY=0
 # --- the run ------------------------------------------------------------------------
 OUT="${OUT:-$ROOT/build/device-check-out}"
 mkdir -p "$OUT"
+rm -f "$OUT"/{summary.json,nvidia-smi.txt,ctest-cuda.xml,sanitizers.txt,bench.json}  # a local rerun's leftovers
 LOG="$OUT/device-check.log"
 : > "$LOG"
 BUILD="${GLASSBOX_DEVICE_CHECK_BUILD:-$ROOT/build/gpu}"
