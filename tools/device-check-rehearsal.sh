@@ -18,8 +18,8 @@
 #
 # There is no GPU here, so the run must end like this, and the script exits 0
 # only then: deps ok with every dependency from the carried .debs, configure
-# ok, build ok (glassbox-cli, glassbox_cuda_bench, the CUDA test executable;
-# glassbox-cli then starts inside the root), ctest_cuda failed with a failure
+# ok, build ok (glassbox-cli, the CUDA plugin it opens, glassbox_cuda_bench,
+# the CUDA test executable; glassbox-cli then starts inside the root), ctest_cuda failed with a failure
 # that names GLASSBOX_REQUIRE_GPU, no stage that needs the device ok, overall
 # failed.
 #
@@ -188,7 +188,7 @@ for name in ("deps", "configure", "build"):
         problems.append(f"stage {name} is {status(name)}, not ok")
 if not summary["deps"] or any(v != "carried" for v in summary["deps"].values()):
     problems.append(f"not every dependency came from the carried .debs: {summary['deps']}")
-for target in ("app/glassbox-cli", "tests/kernels/cuda/glassbox_cuda_bench",
+for target in ("app/glassbox-cli", "lib/glassbox/libglassbox-cuda.so", "tests/kernels/cuda/glassbox_cuda_bench",
                "tests/kernels/cuda/glassbox_tests_kernels_cuda"):
     if not os.access(os.path.join(build, target), os.X_OK):
         problems.append(f"not built: {target}")
