@@ -15,6 +15,7 @@
 #include "gb_test.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "synthetic_fixture.h"
 #include "runtime/engine.h"
 #include "speculative/speculative_config.h"
 #include "stories_fixture.h"
@@ -84,15 +85,7 @@ const char* const kGoldenFiles[] = {"testdata/golden/once_upon_a_time_n64.json",
                                     "testdata/golden/lily_cake_n256.json"};
 
 std::shared_ptr<const gb::Model> synth_model(const std::string& arch_name) {
-  const gb::SyntheticArch* arch = gb::find_synthetic_arch(arch_name);
-  GB_CHECK(arch != nullptr);
-  const std::string path = temp_dir() + "/engine-compare-" + arch_name + ".gguf";
-  GB_CHECK(gb::write_synthetic_arch_model(*arch, 11, path).ok());
-  gb::LoadOptions options;
-  options.context_length = 256;
-  auto model = gb::load_model(path, options);
-  GB_CHECK(model.ok());
-  return *model;
+  return gbtest::synthetic_arch_model(arch_name);
 }
 
 Scenario synth_scenario(const std::string& name, const std::string& arch) {

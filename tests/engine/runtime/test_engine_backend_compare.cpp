@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_backend.h"
 #include "engine_backend_compare.h"
+#include "forwarding_backend.h"
 #include "engine_backend_scenarios.h"
 #include "gb_test.h"
 #include "runtime/engine.h"
@@ -45,28 +46,17 @@ gbtest::BackendPair threads_pair() {
 
 // The CPU backend as the CUDA backend presents itself to the engine: no
 // window group (every layer in one table), no capture, no KV eviction.
-class WithoutWindowGroup final : public gb::Backend {
+class WithoutWindowGroup final : public gbtest::ForwardingBackend {
  public:
-  explicit WithoutWindowGroup(std::unique_ptr<gb::Backend> inner) : inner_(std::move(inner)) {}
-  gb::Status init_kv_pool(const gb::KvPoolSpec& spec) override { return inner_->init_kv_pool(spec); }
-  size_t kv_pool_bytes() const override { return inner_->kv_pool_bytes(); }
-  size_t kv_resident_bytes() const override { return inner_->kv_resident_bytes(); }
-  std::vector<gb::WeightType> kv_types() const override { return inner_->kv_types(); }
-  void release_block_memory(std::span<const int32_t> blocks, gb::KvGroup group) override {
-    inner_->release_block_memory(blocks, group);
+  explicit WithoutWindowGroup(std::unique_ptr<gb::Backend> inner) : ForwardingBackend(std::move(inner)) {}
+  bool supports_window_group() const override { return false; }
+  gb::Status forward_capture(const gb::BatchLayout&, std::span<float>, gb::CaptureRows&) override {
+    return gb::make_error("no capture");
   }
-  gb::Status forward(const gb::BatchLayout& batch, std::span<float> logits) override { return inner_->forward(batch, logits); }
-  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, gb::KvGroup group) override {
-    return inner_->copy_blocks(src_dst, group);
+  gb::Status epilogue_rows(std::span<const float>, int32_t, std::span<float>) override {
+    return gb::make_error("no epilogue rows");
   }
-  gb::Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
-                          std::span<float> v) const override {
-    return inner_->read_kv_slot(layer, block, slot, k, v);
-  }
-  gb::DeviceInfo device_info() const override { return inner_->device_info(); }
-
- private:
-  std::unique_ptr<gb::Backend> inner_;
+  bool supports_kv_eviction() const override { return false; }
 };
 
 gbtest::NamedBackend cpu_without_window_group() {

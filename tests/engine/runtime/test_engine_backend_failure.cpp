@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_backend.h"
+#include "forwarding_backend.h"
 #include "gb_test.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -26,42 +27,21 @@ namespace {
 
 // The CPU backend, except that forward calls numbered in `fail_calls` (0-based)
 // fail the way a device does when it runs out of memory.
-class FailingBackend final : public gb::Backend {
+class FailingBackend final : public gbtest::ForwardingBackend {
  public:
   FailingBackend(std::unique_ptr<gb::Backend> inner, std::vector<int> fail_calls)
-      : inner_(std::move(inner)), fail_calls_(std::move(fail_calls)) {}
+      : ForwardingBackend(std::move(inner)), fail_calls_(std::move(fail_calls)) {}
 
-  gb::Status init_kv_pool(const gb::KvPoolSpec& spec) override { return inner_->init_kv_pool(spec); }
-  size_t kv_pool_bytes() const override { return inner_->kv_pool_bytes(); }
-  size_t kv_resident_bytes() const override { return inner_->kv_resident_bytes(); }
-  std::vector<gb::WeightType> kv_types() const override { return inner_->kv_types(); }
-  bool supports_window_group() const override { return inner_->supports_window_group(); }
-  void release_block_memory(std::span<const int32_t> blocks, gb::KvGroup group) override {
-    inner_->release_block_memory(blocks, group);
-  }
   gb::Status forward(const gb::BatchLayout& batch, std::span<float> logits) override {
     const int call = num_calls_++;
     if (std::find(fail_calls_.begin(), fail_calls_.end(), call) != fail_calls_.end())
       return gb::make_error("cannot allocate 1073741824 bytes of device memory for activations: out of memory");
-    return inner_->forward(batch, logits);
+    return ForwardingBackend::forward(batch, logits);
   }
-  gb::Status copy_blocks(std::span<const std::pair<int32_t, int32_t>> src_dst, gb::KvGroup group) override {
-    return inner_->copy_blocks(src_dst, group);
-  }
-  bool supports_kv_eviction() const override { return inner_->supports_kv_eviction(); }
-  gb::Status move_slots(std::span<const std::pair<int32_t, int32_t>> src_dst) override {
-    return inner_->move_slots(src_dst);
-  }
-  gb::Status read_kv_slot(int32_t layer, int32_t block, int32_t slot, std::span<float> k,
-                          std::span<float> v) const override {
-    return inner_->read_kv_slot(layer, block, slot, k, v);
-  }
-  gb::DeviceInfo device_info() const override { return inner_->device_info(); }
 
   int num_calls() const { return num_calls_; }
 
  private:
-  std::unique_ptr<gb::Backend> inner_;
   std::vector<int> fail_calls_;
   int num_calls_ = 0;
 };

@@ -18,6 +18,7 @@
 #include "kv/scheduler.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "synthetic_fixture.h"
 #include "runtime/engine.h"
 #include "speculative/speculative_config.h"
 #include "tokenizer/tokenizer.h"
@@ -47,15 +48,7 @@ struct Run {
 };
 
 std::shared_ptr<const gb::Model> synth_model(const std::string& arch_name) {
-  const gb::SyntheticArch* arch = gb::find_synthetic_arch(arch_name);
-  GB_CHECK(arch != nullptr);
-  const std::string path = gbtest::temp_dir() + "/swa-" + arch_name + ".gguf";
-  GB_CHECK(gb::write_synthetic_arch_model(*arch, 11, path).ok());
-  gb::LoadOptions options;
-  options.context_length = 256;
-  auto model = gb::load_model(path, options);
-  GB_CHECK(model.ok());
-  return *model;
+  return gbtest::synthetic_arch_model(arch_name);
 }
 
 std::vector<gb::TokenId> make_prompt(int n, uint32_t seed) {
