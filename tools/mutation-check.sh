@@ -45,6 +45,8 @@ mutations=(
   "engine/grammar/token_masks.cpp|      if (context == GrammarSpace::kDead) continue;|      continue;|glassbox_tests_engine_grammar|grammar_token_masks_test"
   # The engine samples without the grammar stage's mask.
   "engine/runtime/engine_outputs.cpp|    rs.chain->set_grammar_mask(grammar->mask());|    (void)0;|glassbox_tests_engine_speculative|grammar_engine_test"
+  # A forward pass the backend fails ends the engine, not the step's requests.
+  "engine/runtime/engine.cpp|    fail_requests(plan, \"forward pass failed: \" + forward.error().message);|    return forward.error();|glassbox_tests_engine_runtime|test_engine_backend_failure"
   "engine/backend/cuda_plugin.cpp|  const bool same_build = api && api->build_id && cuda_plugin_build_id() == api->build_id;|  const bool same_build = api != nullptr;|glassbox_tests_engine_backend|cuda_plugin_test"
 )
 backup=""
