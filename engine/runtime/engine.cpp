@@ -563,14 +563,7 @@ void Engine::end_step(const StepPlan& plan, StepOutputs out, const StepTimes& t,
   start_shadows(plan);
   for (FinishedRequest& f : finished) {
     RequestState& rs = *states_.at(f.id);
-    // A shadow ends with its request (and a request whose shadow ended
-    // keeps going without one).
-    if (rs.shadow) cancel(*rs.shadow);
-    if (rs.shadow_of)
-      if (auto leader = states_.find(*rs.shadow_of); leader != states_.end()) {
-        leader->second->shadow.reset();
-        leader->second->shadow_rows.clear();
-      }
+    end_shadow_links(rs);
     rs.output->finish(f.reason);
     finish(f.id, out.has_failed(f.id) ? "error" : out.is_dead_end(f.id) ? "grammar_dead_end" : finish_reason_name(f.reason), rs);
     // Prompt + outputs (a fork's forced token included), for later forks; the
@@ -675,33 +668,34 @@ void Engine::fail_stalled_request() {
 // Each request of a step whose forward pass failed ends with an ErrorEvent
 // naming the reason and finish reason "error"; its blocks go back.
 void Engine::fail_requests(const StepPlan& plan, const std::string& message) {
-  std::vector<RequestId> ids;
-  for (const ScheduledRequest& s : plan.requests)
-    if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
-  for (RequestId id : ids) {
-    if (!states_.contains(id)) continue;  // a shadow ended with its leader above
-    publish(ErrorEvent{id, message});
-    end_with_error(id);
+  for (const ScheduledRequest& s : plan.requests) {
+    if (!states_.contains(s.id)) continue;  // a shadow that ended with its leader above
+    publish(ErrorEvent{s.id, message});
+    end_with_error(s.id);
   }
 }
 
 // Ends a live request with reason "error" (its ErrorEvent is already out): its
-// blocks go back, and a shadow ends with its leader (or leaves its leader).
+// blocks go back, and its shadow links end.
 void Engine::end_with_error(RequestId id) {
   auto it = states_.find(id);
   scheduler_->cancel(id);
   forward_kv_events();
   if (it == states_.end()) return;
-  RequestState& rs = *it->second;
+  end_shadow_links(*it->second);
+  finish(id, "error", *it->second);
+  states_.erase(it);
+}
+
+// A shadow ends with its request, and a request whose shadow ended keeps going
+// without one.
+void Engine::end_shadow_links(RequestState& rs) {
+  if (rs.shadow) cancel(*rs.shadow);
   if (rs.shadow_of)
     if (auto leader = states_.find(*rs.shadow_of); leader != states_.end()) {
       leader->second->shadow.reset();
       leader->second->shadow_rows.clear();
     }
-  const std::optional<RequestId> shadow = rs.shadow;
-  finish(id, "error", rs);
-  states_.erase(it);
-  if (shadow) cancel(*shadow);
 }
 
 Status Engine::run_until_idle() {

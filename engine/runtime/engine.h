@@ -308,6 +308,7 @@ class Engine {
   void fail_stalled_request();
   void fail_requests(const StepPlan& plan, const std::string& message);
   void end_with_error(RequestId id);
+  void end_shadow_links(RequestState& rs);
   void publish(TraceEventBody body);
   double ms_now() const;
   Status run_step_or_fail();

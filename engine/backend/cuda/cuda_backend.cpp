@@ -394,7 +394,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   Status embed(const RecipeStep&) override {
     const DeviceMatrix& emb = weights_.embedding();
     GB_CUDA_KERNEL(stream_, cuda::launch_embedding(metadata_.device().token_ids, num_tokens_, emb.data, emb.dtype, config_.dim,
-                                       x_.as<float>(), stream_));
+                                                   x_.as<float>(), stream_));
     return {};
   }
   Status scale(const RecipeStep& s) override {
@@ -413,7 +413,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     const float* w = vec_weight(s);
     if (w == nullptr) return {};
     GB_CUDA_KERNEL(stream_, cuda::launch_rmsnorm(view(s.in).data, metadata_.device().logit_rows, num_logits_, config_.dim, w,
-                                     s.value, view(s.out).data, stream_));
+                                                 s.value, view(s.out).data, stream_));
     return {};
   }
   // One GEMM into the q|k|v rows (fused or not: the weights were uploaded fused).
@@ -440,7 +440,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     const int32_t* positions = metadata_.device().positions;
     if (s.rope.plain()) {
       GB_CUDA_KERNEL(stream_, cuda::launch_rope(o.data, o.rows, o.stride, s.heads, config_.head_dim, s.rope.rope_dim, s.rope.base,
-                                    positions, stream_));
+                                                positions, stream_));
       return {};
     }
     cuda::RopeArgs a;
@@ -458,8 +458,8 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     if (!write_kv_) return {};
     const View k = view(Buf::K), v = view(Buf::V);
     GB_CUDA_KERNEL(stream_, cuda::launch_kv_write(k.data, v.data, k.stride, num_tokens_, config_.kv_dim(),
-                                      metadata_.device().slot_mapping, k_plane(s.layer), v_plane(s.layer), stream_,
-                                      pool_.k_type, pool_.v_type));
+                                                  metadata_.device().slot_mapping, k_plane(s.layer), v_plane(s.layer), stream_,
+                                                  pool_.k_type, pool_.v_type));
     return {};
   }
   Status attention(const RecipeStep& s) override {
@@ -474,7 +474,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
                            pool_.block_size, c.num_kv_heads, c.head_dim, pool_.k_type, pool_.v_type};
     if (metadata_.decode_only()) {
       GB_CUDA_KERNEL(stream_, cuda::launch_paged_attention_decode(io, kv, meta.seq_kv_len, meta.seq_token_indptr, num_seqs_,
-                                                      metadata_.max_kv_len(), attn_ws_.as<float>(), stream_));
+                                                                  metadata_.max_kv_len(), attn_ws_.as<float>(), stream_));
     } else {
       GB_CUDA_KERNEL(stream_, cuda::launch_paged_attention_prefill(io, kv, meta.positions, meta.tiles, metadata_.num_tiles(), stream_));
     }
@@ -501,7 +501,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
   Status gated_activation(const RecipeStep& s) override {
     const cuda::GatedAct act = s.activation == FfnActivation::GeluTanh ? cuda::GatedAct::GeluTanh : cuda::GatedAct::SiLU;
     GB_CUDA_KERNEL(stream_, cuda::launch_gated_activation(gate_up_.as<float>(), num_tokens_, config_.hidden_dim, act,
-                                              view(s.out).data, stream_));
+                                                          view(s.out).data, stream_));
     return {};
   }
   Status residual_add(const RecipeStep& s) override {
@@ -566,7 +566,7 @@ class CudaBackendImpl final : public CudaBackend, private LayerOps {
     float* lse = top + rows * n;
     float* ent = lse + rows;
     GB_CUDA_KERNEL(stream_, cuda::launch_logits_summary(logits_.as<float>(), num_logits, config_.vocab_size, top_n, ids, top, lse,
-                                            ent, stream_));
+                                                        ent, stream_));
     std::vector<float> host(count);
     GB_CUDA_TRY(cudaMemcpyAsync(host.data(), summary_.get(), count * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     GB_CUDA_TRY(cudaStreamSynchronize(stream_));
