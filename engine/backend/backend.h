@@ -51,6 +51,11 @@ struct DeviceInfo {
   std::string backend;     // "cpu" or "cuda"
   std::string name;        // processor or GPU name
   size_t memory_used_bytes = 0;   // weights + KV pool + workspace held by this backend
+  // Of memory_used_bytes, host memory already taken when this is read: the CPU
+  // backend's own copies of weights (anonymous, written at load), which the
+  // host's available memory (MemAvailable) no longer counts; file pages it
+  // reads in place are not (the kernel counts them as reclaimable).
+  size_t memory_taken_bytes = 0;
   size_t memory_total_bytes = 0;  // device memory (0 when not meaningful)
   size_t memory_free_bytes = 0;   // device memory free now, after what this backend holds (0: not known)
   int32_t num_threads = 0;

@@ -60,7 +60,7 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuBackendOptio
     : model_(std::move(model)),
       recipe_(model_recipe(model_->config)),
       pool_(options.num_threads),
-      cpu_weights_(cpu_weights(model_, {options.repack_weights, options.bf16_matmuls}, pool_)) {
+      cpu_weights_(cpu_weights(model_, {options.repack_weights, options.bf16_matmuls, options.huge_pages}, pool_)) {
   const ModelConfig& c = model_->config;
   const auto append_norm = [this](const TensorView& t) {
     const int64_t offset = static_cast<int64_t>(norm_weights_.size());
@@ -766,7 +766,8 @@ DeviceInfo CpuBackend::device_info() const {
   // The file's weights less the pages handed back for matrices held in another
   // layout or type, plus those copies (backend/cpu_weights.h).
   info.memory_used_bytes = kv_pool_bytes() + model_->weight_bytes() - cpu_weights_->released_bytes +
-                           cpu_weights_->repacked_bytes;
+                           cpu_weights_->owned_bytes;
+  info.memory_taken_bytes = cpu_weights_->owned_bytes;
   info.num_threads = pool_.num_threads();
   info.weight_bytes_per_token = weight_bytes_per_token(weights());
   info.bf16_matmuls = cpu_weights_->bf16_tensors > 0;

@@ -29,6 +29,11 @@ struct CpuBackendOptions {
   // the bytes, at the cost of exactness: weights and activations keep 8
   // mantissa bits (docs/models.md, "bf16 matmuls"). Off by default.
   bool bf16_matmuls = false;
+  // Hold every matrix in transparent huge pages where the kernel gives them
+  // (copied unchanged when no layout or type asks for a copy anyway): the same
+  // bits, decode reads faster (backend/cpu_weights.h). GLASSBOX_CPU_HUGE_PAGES=0
+  // turns it off.
+  bool huge_pages = true;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuBackendOptions& options = {});

@@ -1,13 +1,20 @@
 #include "backend/cpu_weights.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "backend/kv_pool_sizing.h"
+#include "core/host_region.h"
 #include "core/thread_pool.h"
 #include "cpu/weight_type.h"
 #include "model/mapped_file.h"
@@ -15,13 +22,6 @@
 namespace gb {
 
 namespace {
-
-std::shared_ptr<std::byte[]> aligned_buffer(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-}
 
 // Every matrix a CPU matmul reads (not the token embedding: one row is looked up
 // per token, in whatever type it has).
@@ -33,63 +33,72 @@ std::vector<TensorView*> matrices(ModelWeights& w) {
   return out;
 }
 
-// Rewrites matrix t row by row into a buffer of type `to` with `rewrite_row`
-// (src row, dst row, values), and points t at it; false (t as it was) when a
-// row of `to` would not be whole blocks.
-template <class RewriteRow>
-bool rewrite_into(CpuWeights& cw, TensorView& t, kernels::WeightType to, const MappedFile* file, const void* keep,
-                  ThreadPool& pool, const RewriteRow& rewrite_row) {
-  const size_t src_row = t.row_bytes();
-  const auto dst_row_opt = kernels::weight_bytes(to, static_cast<uint64_t>(t.cols));
-  if (!dst_row_opt) return false;  // not whole blocks: the loader has refused such a file already
-  const size_t dst_row = *dst_row_opt;
-  auto buffer = aligned_buffer(dst_row * static_cast<size_t>(t.rows));
+constexpr size_t kMatrixAlign = 64;
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// How a matrix is held by the CPU backend.
+enum class Held { File, Layout, Bf16, Copy };
+
+struct Placement {
+  TensorView* t = nullptr;
+  Held how = Held::File;
+  kernels::WeightType to = kernels::WeightType::F32;
+  size_t bytes = 0;   // of the held matrix
+  size_t offset = 0;  // in the region
+};
+
+// What `options` make of matrix t: a CPU layout (same values, same bits), BF16
+// (float matrices taking float32 activations, when bf16_matmuls asks), an
+// unchanged copy (huge_pages), or the file's bytes in place. A type whose rows
+// would not be whole blocks stays in the file (the loader refuses such files).
+Placement place(TensorView& t, const CpuWeightsOptions& options) {
+  Placement p;
+  p.t = &t;
+  if (t.data == nullptr || t.rows <= 0) return p;
+  const kernels::WeightTypeTraits& from = kernels::weight_traits(t.dtype);
+  if (options.bf16_matmuls && from.block_elements == 1 && from.activation == kernels::ActivationType::F32) {
+    p.how = Held::Bf16;
+    p.to = kernels::WeightType::BF16;
+  } else if (options.repack && from.repack_row != nullptr) {
+    p.how = Held::Layout;
+    p.to = from.cpu_layout;
+  } else if (options.huge_pages) {
+    p.how = Held::Copy;
+    p.to = t.dtype;
+  } else {
+    return p;
+  }
+  const auto row = kernels::weight_bytes(p.to, static_cast<uint64_t>(t.cols));
+  if (!row) return Placement{&t};
+  p.bytes = *row * static_cast<size_t>(t.rows);
+  return p;
+}
+
+// Writes matrix p.t into dst as p says, its rows split over `pool`.
+void rewrite(const Placement& p, std::byte* dst, ThreadPool& pool) {
+  const TensorView& t = *p.t;
+  const kernels::WeightTypeTraits& from = kernels::weight_traits(t.dtype);
+  const kernels::WeightTypeTraits& to = kernels::weight_traits(p.to);
+  const size_t src_row = t.row_bytes(), dst_row = p.bytes / static_cast<size_t>(t.rows);
   const auto* src = static_cast<const std::byte*>(t.data);
-  std::byte* dst = buffer.get();
   const int64_t cols = t.cols;
   pool.parallel_for(t.rows, [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r)
-      rewrite_row(src + static_cast<size_t>(r) * src_row, dst + static_cast<size_t>(r) * dst_row, cols);
+    std::vector<float> values(p.how == Held::Bf16 ? static_cast<size_t>(cols) : 0);
+    for (int64_t r = begin; r < end; ++r) {
+      const std::byte* s = src + static_cast<size_t>(r) * src_row;
+      std::byte* d = dst + static_cast<size_t>(r) * dst_row;
+      switch (p.how) {
+        case Held::Layout: from.repack_row(s, d, cols); break;
+        case Held::Bf16:  // rounded to nearest even from the float32 value (exact for F16's and F32's values)
+          from.dequantize_row(s, values.data(), cols);
+          to.quantize_row(values.data(), d, cols);
+          break;
+        case Held::Copy: std::memcpy(d, s, src_row); break;
+        case Held::File: break;
+      }
+    }
   }, 16);
-  // The file's pages of this matrix are not needed any more (unless the same
-  // bytes are also the token embedding, which is read from the file).
-  if (file != nullptr && t.data != keep) {
-    file->release_pages(t.data, src_row * static_cast<size_t>(t.rows));
-    cw.released_bytes += src_row * static_cast<size_t>(t.rows);
-  }
-  t.data = dst;
-  t.dtype = to;
-  cw.repacked_bytes += dst_row * static_cast<size_t>(t.rows);
-  cw.buffers.push_back(std::move(buffer));
-  return true;
-}
-
-// A float matrix taking float32 activations (F32, F16) as BF16: each value
-// rounded to nearest even from its float32 value (exact for F16's and F32's
-// values alike), what a BF16 file made from this one would hold.
-bool round_to_bf16(CpuWeights& cw, TensorView& t, const MappedFile* file, const void* keep, ThreadPool& pool) {
-  const kernels::WeightTypeTraits& from = kernels::weight_traits(t.dtype);
-  if (t.data == nullptr || t.rows <= 0 || from.block_elements != 1 || from.activation != kernels::ActivationType::F32)
-    return false;
-  const kernels::WeightTypeTraits& bf16 = kernels::weight_traits(kernels::WeightType::BF16);
-  const bool done = rewrite_into(cw, t, kernels::WeightType::BF16, file, keep, pool,
-                                 [&](const std::byte* src, std::byte* dst, int64_t cols) {
-                                   thread_local std::vector<float> row;
-                                   row.resize(static_cast<size_t>(cols));
-                                   from.dequantize_row(src, row.data(), cols);
-                                   bf16.quantize_row(row.data(), dst, cols);
-                                 });
-  cw.bf16_tensors += done ? 1 : 0;
-  return done;
-}
-
-bool repack(CpuWeights& cw, TensorView& t, const MappedFile* file, const void* keep, ThreadPool& pool) {
-  const kernels::WeightTypeTraits& from = kernels::weight_traits(t.dtype);
-  if (t.data == nullptr || from.repack_row == nullptr || t.rows <= 0) return false;
-  const bool done = rewrite_into(cw, t, from.cpu_layout, file, keep, pool,
-                                 [&](const std::byte* src, std::byte* dst, int64_t cols) { from.repack_row(src, dst, cols); });
-  cw.repacked_tensors += done ? 1 : 0;
-  return done;
 }
 
 std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const Model>& model,
@@ -97,11 +106,53 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
   auto cw = std::make_shared<CpuWeights>();
   cw->model = model;
   cw->weights = model->weights;
-  const void* embedding = model->weights.token_embedding.data;
+  std::vector<Placement> held;
+  size_t total = 0, copies = 0;
   for (TensorView* t : matrices(cw->weights)) {
-    if (options.bf16_matmuls && round_to_bf16(*cw, *t, model->file.get(), embedding, pool)) continue;
-    if (options.repack) repack(*cw, *t, model->file.get(), embedding, pool);
+    Placement p = place(*t, options);
+    if (p.how == Held::File) continue;
+    p.offset = total;
+    total += align_up(p.bytes, kMatrixAlign);
+    copies += p.how == Held::Copy ? p.bytes : 0;
+    held.push_back(p);
   }
+  // Unchanged copies only speed reading up; where they would not fit in the
+  // memory there is (a model near the machine's size), the file is read in place.
+  if (copies > 0) {
+    const size_t available = available_host_memory();
+    const size_t margin = std::max<size_t>(size_t{512} << 20, available / 20);
+    if (available > 0 && total + margin > available) {
+      std::erase_if(held, [](const Placement& p) { return p.how == Held::Copy; });
+      total = 0;
+      for (Placement& p : held) {
+        p.offset = total;
+        total += align_up(p.bytes, kMatrixAlign);
+      }
+    }
+  }
+  if (held.empty()) return cw;
+  cw->huge_pages = options.huge_pages;
+  auto region = host_region(total, cw->huge_pages);
+  const void* embedding = model->weights.token_embedding.data;
+  const MappedFile* file = model->file.get();
+  for (const Placement& p : held) {
+    TensorView& t = *p.t;
+    std::byte* dst = region.get() + p.offset;
+    rewrite(p, dst, pool);
+    // The file's pages of this matrix are not needed any more (unless the same
+    // bytes are also the token embedding, which is read from the file).
+    if (file != nullptr && t.data != embedding) {
+      file->release_pages(t.data, t.num_bytes());
+      cw->released_bytes += t.num_bytes();
+    }
+    t.data = dst;
+    t.dtype = p.to;
+    cw->owned_bytes += p.bytes;
+    cw->repacked_tensors += p.how == Held::Layout ? 1 : 0;
+    cw->bf16_tensors += p.how == Held::Bf16 ? 1 : 0;
+    cw->copied_tensors += p.how == Held::Copy ? 1 : 0;
+  }
+  cw->buffers.push_back(std::move(region));
   return cw;
 }
 
@@ -113,19 +164,23 @@ std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>
   // GLASSBOX_CPU_REPACK=0: read every type in place (to compare speed and memory).
   if (const char* env = std::getenv("GLASSBOX_CPU_REPACK"); env != nullptr && std::string_view(env) == "0")
     options.repack = false;
-  if (!options.repack && !options.bf16_matmuls) {
+  // GLASSBOX_CPU_HUGE_PAGES=0: no unchanged copies (to compare speed and memory).
+  if (const char* env = std::getenv("GLASSBOX_CPU_HUGE_PAGES"); env != nullptr && std::string_view(env) == "0")
+    options.huge_pages = false;
+  options.huge_pages = options.huge_pages && transparent_huge_pages_available();
+  if (!options.repack && !options.bf16_matmuls && !options.huge_pages) {
     auto cw = std::make_shared<CpuWeights>();
     cw->model = model;
     cw->weights = model->weights;
     return cw;
   }
   static std::mutex mutex;
-  static std::map<std::pair<const Model*, bool>, std::weak_ptr<const CpuWeights>> cache;
+  static std::map<std::tuple<const Model*, bool, bool>, std::weak_ptr<const CpuWeights>> cache;
   const std::lock_guard<std::mutex> lock(mutex);
   for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
   // GLASSBOX_CPU_REPACK is read once per process in practice; the key names
   // what differs between backends of one process.
-  const std::pair<const Model*, bool> key{model.get(), options.bf16_matmuls};
+  const std::tuple<const Model*, bool, bool> key{model.get(), options.bf16_matmuls, options.huge_pages};
   if (auto found = cache.find(key); found != cache.end())
     if (auto cw = found->second.lock()) return cw;
   auto cw = make_cpu_weights(model, options, pool);

@@ -7,7 +7,16 @@
 // speed does (docs/performance.md). On request (CpuBackendOptions::
 // bf16_matmuls) the float matrices (F32, F16) are instead rounded to BF16 at
 // load, so they run as bf16 dot products: faster, and no longer exact
-// (docs/models.md, "bf16 matmuls"). Private to engine/backend.
+// (docs/models.md, "bf16 matmuls").
+//
+// Held matrices live in one anonymous region advised into transparent huge
+// pages (core/host_region.h), and with huge_pages (the default, where the
+// kernel gives huge pages) every other matrix is copied there unchanged: a
+// decode step streams every weight once, and with 4 KB file pages it crosses a
+// page, misses the TLB and loses the hardware prefetchers' run every 4 KB
+// (TinyLlama decode on Zen 5: F32 one thread +5%, Q8_0 and Q4_K_M two threads
+// much more; docs/performance.md). Copies are skipped when they would not fit
+// in the memory available. Private to engine/backend.
 //
 // Made once per model and shared by every CPU backend of it (a weak cache keyed
 // by the model), so two backends of one model do not hold two copies.
@@ -27,16 +36,19 @@ class ThreadPool;
 struct CpuWeights {
   std::shared_ptr<const Model> model;  // keeps the mapping the other views point into
   ModelWeights weights;
-  std::vector<std::shared_ptr<std::byte[]>> buffers;  // the repacked matrices, 64-byte aligned
-  size_t repacked_bytes = 0;    // held in buffers (repacked or rounded to BF16)
+  std::vector<std::shared_ptr<std::byte[]>> buffers;  // the held matrices (one region, each 64-byte aligned)
+  size_t owned_bytes = 0;       // held in buffers (repacked, rounded to BF16 or copied)
   size_t released_bytes = 0;    // file bytes of the matrices those replace, handed back to the kernel
   int repacked_tensors = 0;     // matrices in a CPU layout
   int bf16_tensors = 0;         // float matrices rounded to BF16
+  int copied_tensors = 0;       // matrices copied unchanged into huge pages
+  bool huge_pages = false;      // the buffers were advised into transparent huge pages
 };
 
 struct CpuWeightsOptions {
   bool repack = true;           // types with a CPU layout into it (same bits)
   bool bf16_matmuls = false;    // F32 and F16 matrices rounded to BF16 (not the same bits)
+  bool huge_pages = true;       // held matrices in transparent huge pages, the others copied there unchanged
 };
 
 // The CPU weights of `model` as `options` ask (shared with other backends of

@@ -128,13 +128,16 @@ Status Engine::start() {
   const size_t work = backend_->work_bytes_reserved() > 0
                           ? 0
                           : work_bytes(c, config_.max_batch_tokens, config_.max_seqs, context, device.num_threads);
-  if (device.backend == "cpu")
-    budget = host_budget(device.memory_used_bytes - std::min(device.memory_used_bytes, backend_->kv_pool_bytes()),
-                         work, config_.memory_available);
-  else if (device.memory_free_bytes > 0)  // a device: its free memory after the weights (a pool it holds is replaced)
+  if (device.backend == "cpu") {
+    // The weights still to come off the available memory: those read from the
+    // file in place (the backend's own copies are already taken from it).
+    const size_t held = device.memory_used_bytes - std::min(device.memory_used_bytes, backend_->kv_pool_bytes());
+    budget = host_budget(held - std::min(held, device.memory_taken_bytes), work, config_.memory_available);
+  } else if (device.memory_free_bytes > 0) {  // a device: its free memory after the weights (a pool it holds is replaced)
     budget = device_budget(config_.memory_available > 0 ? config_.memory_available
                                                         : device.memory_free_bytes + backend_->kv_pool_bytes(),
                            device.memory_total_bytes, work);
+  }
   auto plan = plan_kv(c, request, budget);
   if (!plan) return plan.error();
   kv_plan_ = *plan;

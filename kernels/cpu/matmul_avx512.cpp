@@ -83,7 +83,8 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 // unrolled without prefetch read a 1 GiB matrix at 37.5 GB/s against 35 this
 // way, yet TinyLlama F32 decode on one thread stayed at 8.2-8.9 tok/s either
 // way over three alternating rounds: kept as it is.)
-constexpr int64_t kGemvAhead = 16384;
+template <WeightType WT>
+constexpr int64_t kGemvAhead = WT == WeightType::F32 ? 0 : 16384;
 template <WeightType WT>
 void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
   const int64_t cols16 = cols & ~int64_t{15};
@@ -91,7 +92,7 @@ void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_beg
     __m512 acc = _mm512_setzero_ps();
     const char* wr = static_cast<const char*>(w) + r * cols * kElemBytes<WT>;
     for (int64_t c = 0; c < cols16; c += 16) {
-      _mm_prefetch(wr + c * kElemBytes<WT> + kGemvAhead, _MM_HINT_T0);
+      if constexpr (kGemvAhead<WT> > 0) _mm_prefetch(wr + c * kElemBytes<WT> + kGemvAhead<WT>, _MM_HINT_T0);
       acc = _mm512_fmadd_ps(load16<WT>(w, r * cols + c), _mm512_loadu_ps(x + c), acc);
     }
     y[r] = finish<WT>(acc, w, x, r, cols, cols16);

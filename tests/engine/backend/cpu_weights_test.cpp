@@ -3,8 +3,11 @@
 // backends of one model share one copy, and that results keep every bit. And
 // the bf16 matmuls option: which matrices it rounds to BF16, to which values,
 // and that a backend with it computes what a model holding those BF16 matrices
-// computes, bit for bit.
+// computes, bit for bit. And huge pages: every matrix held in one region, the
+// unchanged ones copied byte for byte, the same logits.
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "backend/batch_layout.h"
 #include "backend/cpu_backend.h"
 #include "backend/cpu_weights.h"
+#include "core/host_region.h"
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
 #include "cpu/weight_type.h"
@@ -35,12 +39,14 @@ struct Run {
   std::unique_ptr<gb::Backend> backend;
   std::vector<int32_t> table;
   int32_t vocab = 0;
-  Run(const std::shared_ptr<const gb::Model>& model, int32_t threads, bool repack, bool bf16_matmuls = false)
+  Run(const std::shared_ptr<const gb::Model>& model, int32_t threads, bool repack, bool bf16_matmuls = false,
+      bool huge_pages = false)
       : vocab(model->config.vocab_size) {
     gb::CpuBackendOptions options;
     options.num_threads = threads;
     options.repack_weights = repack;
     options.bf16_matmuls = bf16_matmuls;
+    options.huge_pages = huge_pages;
     backend = gb::make_cpu_backend(model, options);
     GB_CHECK(backend->init_kv_pool({kNumBlocks, kBlockSize}).ok());
     for (int32_t b = 0; b < kNumBlocks; ++b) table.push_back(b);
@@ -89,8 +95,9 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
   GB_REQUIRE_SHARED(path, "models/quant-llama/quant-llama-Q4_K_M.gguf");
   const auto model = load(path);
   gb::ThreadPool pool(2);
-  const auto cw = gb::cpu_weights(model, {}, pool);
-  QCOMPARE(gb::cpu_weights(model, {}, pool).get(), cw.get());
+  const gb::CpuWeightsOptions layouts_only{.huge_pages = false};
+  const auto cw = gb::cpu_weights(model, layouts_only, pool);
+  QCOMPARE(gb::cpu_weights(model, layouts_only, pool).get(), cw.get());
   int repacked = 0;
   const auto layout = [](const gb::TensorView& t) { return gb::kernels::weight_traits(t.dtype).cpu_layout; };
   for (size_t l = 0; l < model->weights.layers.size(); ++l) {
@@ -116,7 +123,7 @@ GB_TEST(q4_k_matrices_are_repacked_once_per_model) {
   QCOMPARE(cw->repacked_tensors, repacked + (layout(model->weights.classifier) != model->weights.classifier.dtype ? 1 : 0));
   QCOMPARE(cw->weights.classifier.dtype, layout(model->weights.classifier));
   QCOMPARE(model->weights.layers[0].wq.dtype, WeightType::Q4_K);
-  const auto plain = gb::cpu_weights(model, {.repack = false}, pool);
+  const auto plain = gb::cpu_weights(model, {.repack = false, .huge_pages = false}, pool);
   QVERIFY(plain.get() != cw.get());
   QCOMPARE(plain->repacked_tensors, 0);
   QCOMPARE(plain->weights.layers[0].wq.data, model->weights.layers[0].wq.data);
@@ -168,8 +175,9 @@ GB_TEST(bf16_matmuls_round_the_float_matrices_to_bf16) {
     for (size_t m = 0; m < file_m.size(); ++m) {
       const gb::TensorView& f = *file_m[m];
       const gb::TensorView& h = *held_m[m];
-      if (!is_float_matrix(f)) {
-        QCOMPARE(h.data, f.data);
+      if (!is_float_matrix(f)) {  // the file's bytes (in place, or copied into huge pages)
+        QCOMPARE(h.dtype, gb::kernels::weight_traits(f.dtype).cpu_layout);
+        QVERIFY(f.data == nullptr || h.dtype != f.dtype || std::memcmp(h.data, f.data, f.num_bytes()) == 0);
         continue;
       }
       ++rounded;
@@ -243,26 +251,114 @@ GB_TEST(memory_used_counts_the_copies_not_the_released_pages) {
     const char* key;
     bool bf16;
   };
-  for (const Case c : {Case{"models/quant-llama/quant-llama-Q4_K_M.gguf", false},
-                       Case{"models/quant-llama/quant-llama-F16.gguf", true},
-                       Case{"models/stories260K/stories260K-F16.gguf", true},
-                       Case{"models/quant-llama/quant-llama-F16.gguf", false}}) {
-    GB_REQUIRE_SHARED(path, c.key);
-    const auto model = load(path);
-    Run run(model, 1, true, c.bf16);
-    size_t released = 0, copies = 0;
-    gb::ModelWeights file = model->weights;
-    for (gb::TensorView* t : matrices(file)) {
-      if (t->data == nullptr) continue;
-      const WeightType held = c.bf16 && is_float_matrix(*t) ? WeightType::BF16
-                                                            : gb::kernels::weight_traits(t->dtype).cpu_layout;
-      if (held == t->dtype) continue;
-      copies += *gb::kernels::weight_bytes(held, static_cast<uint64_t>(t->cols)) * static_cast<size_t>(t->rows);
-      if (t->data != model->weights.token_embedding.data) released += t->num_bytes();
+  // Unchanged copies are made only where the kernel gives huge pages.
+  const bool thp = gb::transparent_huge_pages_available();
+  for (const bool huge : {false, true}) {
+    for (const Case c : {Case{"models/quant-llama/quant-llama-Q4_K_M.gguf", false},
+                         Case{"models/quant-llama/quant-llama-F16.gguf", true},
+                         Case{"models/stories260K/stories260K-F16.gguf", true},
+                         Case{"models/quant-llama/quant-llama-F16.gguf", false}}) {
+      GB_REQUIRE_SHARED(path, c.key);
+      const auto model = load(path);
+      Run run(model, 1, true, c.bf16, huge);
+      size_t released = 0, copies = 0;
+      gb::ModelWeights file = model->weights;
+      for (gb::TensorView* t : matrices(file)) {
+        if (t->data == nullptr) continue;
+        const WeightType held = c.bf16 && is_float_matrix(*t) ? WeightType::BF16
+                                                              : gb::kernels::weight_traits(t->dtype).cpu_layout;
+        if (held == t->dtype && !(huge && thp)) continue;
+        copies += *gb::kernels::weight_bytes(held, static_cast<uint64_t>(t->cols)) * static_cast<size_t>(t->rows);
+        if (t->data != model->weights.token_embedding.data) released += t->num_bytes();
+      }
+      const gb::DeviceInfo info = run.backend->device_info();
+      QCOMPARE(info.memory_used_bytes, run.backend->kv_pool_bytes() + model->weight_bytes() - released + copies);
+      QVERIFY2(copies > 0 || (!c.bf16 && !(huge && thp) && std::string(c.key).find("F16") != std::string::npos), c.key);
     }
-    const gb::DeviceInfo info = run.backend->device_info();
-    QCOMPARE(info.memory_used_bytes, run.backend->kv_pool_bytes() + model->weight_bytes() - released + copies);
-    QVERIFY2(copies > 0 || (!c.bf16 && std::string(c.key).find("F16") != std::string::npos), c.key);
+  }
+}
+
+// huge_pages (the default): every matrix the CPU reads is held in one region on
+// a 2 MiB boundary, each 64-byte aligned: those with a CPU layout in it, the
+// others as the file's bytes unchanged; the file's pages behind them handed
+// back. Without transparent huge pages in the kernel, or with
+// GLASSBOX_CPU_HUGE_PAGES=0, nothing is copied.
+GB_TEST(huge_pages_hold_every_matrix_in_one_region) {
+  gb::ThreadPool pool(2);
+  for (const char* key : {"models/quant-llama/quant-llama-Q4_K_M.gguf", "models/quant-llama/quant-llama-Q8_0.gguf",
+                          "models/stories260K/stories260K-F16.gguf"}) {
+    GB_REQUIRE_SHARED(path, key);
+    const auto model = load(path);
+    const auto cw = gb::cpu_weights(model, {}, pool);
+    gb::ModelWeights file = model->weights, held = cw->weights;
+    const auto file_m = matrices(file), held_m = matrices(held);
+    if (!gb::transparent_huge_pages_available()) {
+      QCOMPARE(cw->copied_tensors, 0);
+      QVERIFY(!cw->huge_pages);
+      continue;
+    }
+    QVERIFY(cw->huge_pages);
+    QCOMPARE(cw->buffers.size(), size_t{1});
+    const auto* region = cw->buffers[0].get();
+    QCOMPARE(reinterpret_cast<uintptr_t>(region) % (uintptr_t{2} << 20), uintptr_t{0});
+    int copied = 0, in_layout = 0;
+    size_t bytes = 0;
+    for (size_t m = 0; m < file_m.size(); ++m) {
+      const gb::TensorView& f = *file_m[m];
+      const gb::TensorView& h = *held_m[m];
+      if (f.data == nullptr) continue;
+      const auto* p = static_cast<const std::byte*>(h.data);
+      QVERIFY2(p >= region && p + h.num_bytes() <= region + cw->owned_bytes + 64 * file_m.size(), key);
+      QCOMPARE(reinterpret_cast<uintptr_t>(p) % 64, uintptr_t{0});
+      QCOMPARE(h.rows, f.rows);
+      QCOMPARE(h.cols, f.cols);
+      bytes += h.num_bytes();
+      if (h.dtype != f.dtype) {
+        QCOMPARE(h.dtype, gb::kernels::weight_traits(f.dtype).cpu_layout);
+        ++in_layout;
+        continue;
+      }
+      ++copied;
+      QVERIFY2(std::memcmp(h.data, f.data, f.num_bytes()) == 0, (std::string(key) + ": a copied matrix differs").c_str());
+    }
+    // quant-llama's Q4_K_M file holds only Q4_K and Q6_K matrices: all in a CPU layout.
+    QVERIFY2(std::string(key).find("Q4_K_M") != std::string::npos ? in_layout > 0 && copied == 0 : copied > 0, key);
+    QCOMPARE(cw->copied_tensors, copied);
+    QCOMPARE(cw->repacked_tensors, in_layout);
+    QCOMPARE(cw->owned_bytes, bytes);
+  }
+  GB_REQUIRE_SHARED(path, "models/stories260K/stories260K-F16.gguf");
+  const auto model = load(path);
+  ::setenv("GLASSBOX_CPU_HUGE_PAGES", "0", 1);
+  const auto off = gb::cpu_weights(model, {}, pool);
+  ::unsetenv("GLASSBOX_CPU_HUGE_PAGES");
+  QCOMPARE(off->copied_tensors, 0);
+  QVERIFY(!off->huge_pages);
+  QCOMPARE(off->weights.layers[0].wq.data, model->weights.layers[0].wq.data);
+}
+
+// In huge pages or read from the file, the same logits bit for bit (prefill of
+// every position, then decoding token by token, 1 and 2 threads).
+GB_TEST(huge_page_copies_give_the_same_logits_bit_for_bit) {
+  for (const char* key : {"models/quant-llama/quant-llama-Q8_0.gguf", "models/stories260K/stories260K-F16.gguf"}) {
+    GB_REQUIRE_SHARED(path, key);
+    const std::vector<gb::TokenId> prompt = {1, 45, 300, 172, 12, 499, 7, 88, 260, 31, 400, 2, 64, 128, 5};
+    for (int32_t threads : {1, 2}) {
+      const auto model = load(path);
+      Run in_file(model, threads, true, false, false), huge(model, threads, true, false, true);
+      std::vector<float> a = in_file.forward(prompt, 0, true), b = huge.forward(prompt, 0, true);
+      QVERIFY2(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+               (std::string(key) + ": prefill logits differ").c_str());
+      for (int32_t k = 0; k < 4; ++k) {
+        const auto last = a.end() - model->config.vocab_size;
+        const auto next = static_cast<gb::TokenId>(std::max_element(last, a.end()) - last);
+        const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
+        a = in_file.forward({next}, pos, false);
+        b = huge.forward({next}, pos, false);
+        QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+                 (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
+      }
+    }
   }
 }
 
