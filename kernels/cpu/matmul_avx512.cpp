@@ -66,37 +66,55 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 }
 
 // ---- decode: one token ----------------------------------------------------
-// Rows one after another, one accumulator each: the weights stream strictly in
-// address order, which the hardware prefetcher follows best. Measured on Zen 4
-// (F16, one thread, cold cache): 21-23 GB/s this way against 9-15 GB/s for 2,
-// 4 or 8 interleaved rows with or without software prefetch, and 15-19 GB/s for
-// one row with four accumulators (which would also break the order above). One
-// FMA chain per row still allows 32 B of F16 weights per FMA latency, above the
-// memory's rate.
-//
-// The weights kGemvAhead bytes ahead are asked for while a row is summed. On
-// Zen 5 (one thread reads 37-40 GB/s) the hardware prefetchers alone left a
-// fifth of that unused: TinyLlama F16 decode, one thread, three alternating
-// runs, 11.1-12.3 tok/s without, 14.7-15.4 with 16 KB ahead (2 threads 17-18
-// -> 23-26; 4 KB and 8 KB ahead in between, 32 KB no better). F32 decode was
-// already at the bandwidth and stays there. (Tried for F32, #44: four steps
-// unrolled without prefetch read a 1 GiB matrix at 37.5 GB/s against 35 this
-// way, yet TinyLlama F32 decode on one thread stayed at 8.2-8.9 tok/s either
-// way over three alternating rounds: kept as it is.)
+// Each row is one accumulator (the order above), its weights streamed in
+// address order. How many rows are summed side by side and how far ahead the
+// weights are asked for (software prefetch) is per type, measured on Zen 5
+// with the weights in huge pages (backend/cpu_weights.h):
+// - F16 / BF16: one row at a time, 16 KB ahead. TinyLlama F16 decode, one
+//   thread, three alternating runs: 11.1-12.3 tok/s without prefetch, 14.7-15.4
+//   with 16 KB ahead (2 threads 17-18 -> 23-26; 4 and 8 KB in between, 32 KB no
+//   better). Four F16 rows side by side without prefetch: 13 tok/s against 19
+//   this way (huge pages, Zen 5). On Zen 4 (F16, one thread, 4 KB pages) one
+//   row read 21-23 GB/s against 9-15 for 2, 4 or 8 interleaved rows.
+// - F32: four rows side by side, no software prefetch (one prefetch per 64-byte
+//   line costs as much as it saves). A 1 GiB matrix in huge pages, one thread:
+//   41-43.7 GB/s (2048 columns) and 41-43.4 (5632) against 41-42.5 and 35.5-38.5
+//   for one row, and 38-39 with 16 KB prefetch; two rows side by side 33-36.
+//   TinyLlama F32 decode, one thread, three alternating rounds: 9.84-9.99 tok/s
+//   against 9.50-9.56 for one row (llama.cpp 9.42-9.85 in the same rounds).
 template <WeightType WT>
-constexpr int64_t kGemvAhead = WT == WeightType::F32 ? 0 : 16384;
+struct GemvShape {
+  static constexpr int kRows = WT == WeightType::F32 ? 4 : 1;
+  static constexpr int64_t kAhead = WT == WeightType::F32 ? 0 : 16384;
+};
+
+template <WeightType WT, int R>
+void gemv_rows(float* y, const float* x, const void* w, int64_t cols, int64_t cols16, int64_t r) {
+  constexpr int64_t ahead = GemvShape<WT>::kAhead;
+  __m512 acc[R];
+  const char* wr[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    wr[i] = static_cast<const char*>(w) + (r + i) * cols * kElemBytes<WT>;
+  }
+  for (int64_t c = 0; c < cols16; c += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + c);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      if constexpr (ahead > 0) _mm_prefetch(wr[i] + c * kElemBytes<WT> + ahead, _MM_HINT_T0);
+      acc[i] = _mm512_fmadd_ps(load16<WT>(w, (r + i) * cols + c), xv, acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[r + i] = finish<WT>(acc[i], w, x, r + i, cols, cols16);
+}
+
 template <WeightType WT>
 void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
+  constexpr int R = GemvShape<WT>::kRows;
   const int64_t cols16 = cols & ~int64_t{15};
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    __m512 acc = _mm512_setzero_ps();
-    const char* wr = static_cast<const char*>(w) + r * cols * kElemBytes<WT>;
-    for (int64_t c = 0; c < cols16; c += 16) {
-      if constexpr (kGemvAhead<WT> > 0) _mm_prefetch(wr + c * kElemBytes<WT> + kGemvAhead<WT>, _MM_HINT_T0);
-      acc = _mm512_fmadd_ps(load16<WT>(w, r * cols + c), _mm512_loadu_ps(x + c), acc);
-    }
-    y[r] = finish<WT>(acc, w, x, r, cols, cols16);
-  }
+  int64_t r = row_begin;
+  for (; r + R <= row_end; r += R) gemv_rows<WT, R>(y, x, w, cols, cols16, r);
+  for (; r < row_end; ++r) gemv_rows<WT, 1>(y, x, w, cols, cols16, r);
 }
 
 // ---- prefill: register tiles over column blocks ---------------------------
