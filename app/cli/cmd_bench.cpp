@@ -225,6 +225,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"bf16_dot_peak_gflops", bf16_peak_all},
       {"prefill_peak_kind", bf16_peak > 0 ? "bf16_dot" : "fma"},
       {"bf16_matmuls", device.bf16_matmuls},
+      {"weights_in_huge_pages", device.weights_in_huge_pages},
   };
   j.update(kernel_fields(device, model));
   return j;
@@ -242,8 +243,9 @@ void print_bench_text(const nlohmann::json& j) {
               j["instruction_sets"].get<std::string>().c_str(), j["processor"].get<std::string>().c_str());
   std::printf("prefill %.1f tok/s, decode %.2f tok/s (%.2f ms/token), %d threads\n", j["prefill_tok_s"].get<double>(),
               decode, j["decode_ms_per_token"].get<double>(), threads);
-  std::printf("weights read per token %.1f MB -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
-              j["weight_bytes_per_token"].get<double>() / 1e6, j["implied_bandwidth_gb_s"].get<double>(),
+  std::printf("weights read per token %.1f MB%s -> %.2f GB/s; measured read bandwidth %.2f GB/s; roofline ratio %.2f\n",
+              j["weight_bytes_per_token"].get<double>() / 1e6,
+              j.value("weights_in_huge_pages", false) ? " (huge pages)" : "", j["implied_bandwidth_gb_s"].get<double>(),
               j["measured_read_bandwidth_gb_s"].get<double>(), j["roofline_ratio"].get<double>());
   if (peak_all > 0)
     std::printf("prefill %.1f GFLOP/s of %s peak of %.1f on %d threads at once (%.1f on one): %.0f%%\n",

@@ -64,6 +64,9 @@ struct DeviceInfo {
   // products (CpuBackendOptions::bf16_matmuls).
   size_t weight_bytes_per_token = 0;
   bool bf16_matmuls = false;
+  // The weights a step reads were placed in memory advised into transparent
+  // huge pages (CpuBackendOptions::huge_pages), not read from 4 KB file pages.
+  bool weights_in_huge_pages = false;
 };
 
 // What Backend::forward_capture records for one token of its step: the rows

@@ -771,6 +771,7 @@ DeviceInfo CpuBackend::device_info() const {
   info.num_threads = pool_.num_threads();
   info.weight_bytes_per_token = weight_bytes_per_token(weights());
   info.bf16_matmuls = cpu_weights_->bf16_tensors > 0;
+  info.weights_in_huge_pages = cpu_weights_->huge_pages;
   return info;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <string>
 
 #include "cli_runner.h"
 #include "gb_test.h"
@@ -167,6 +168,35 @@ GB_TEST(probe_json_reports_peak_and_bandwidth_without_a_model) {
   QCOMPARE(j["fma_peak_gflops"].get<double>(), j["fma_peak_gflops_per_thread"].get<double>());
   const auto bad = gbtest::run_cli("probe --threads -2", false);
   QVERIFY(bad.exit_code != 0);
+}
+
+// The report says whether the weights were read from huge pages: by default
+// wherever the kernel gives them (its transparent-huge-page mode is "always"
+// or "madvise"), never with GLASSBOX_CPU_HUGE_PAGES=0; the text report says so
+// on its bandwidth line.
+GB_TEST(bench_says_whether_weights_sat_in_huge_pages) {
+  GB_REQUIRE_SHARED(f16, "models/quant-llama/quant-llama-F16.gguf");
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(mode_file, mode);
+  const bool thp = mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+  const auto bench = [&](const char* extra) {
+    return gbtest::run_cli("bench --model '" + f16 + "'" + kArgs + extra, false);
+  };
+  const auto json = bench(" --json");
+  const auto j = nlohmann::json::parse(json.output, nullptr, false);
+  QVERIFY2(json.exit_code == 0 && j.is_object(), json.output.c_str());
+  QCOMPARE(j["weights_in_huge_pages"].get<bool>(), thp);
+  const auto text = bench("");
+  QVERIFY2(text.exit_code == 0, text.output.c_str());
+  QCOMPARE(text.output.find("MB (huge pages) ->") != std::string::npos, thp);
+  ::setenv("GLASSBOX_CPU_HUGE_PAGES", "0", 1);
+  const auto off = bench(" --json");
+  ::unsetenv("GLASSBOX_CPU_HUGE_PAGES");
+  const auto o = nlohmann::json::parse(off.output, nullptr, false);
+  QVERIFY2(off.exit_code == 0 && o.is_object(), off.output.c_str());
+  QCOMPARE(o["weights_in_huge_pages"].get<bool>(), false);
+  QCOMPARE(o["weight_bytes_per_token"].get<double>(), j["weight_bytes_per_token"].get<double>());
 }
 
 // --bf16-matmuls: the report says whether float matrices ran as bf16 dot
