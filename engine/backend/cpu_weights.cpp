@@ -75,30 +75,40 @@ Placement place(TensorView& t, const CpuWeightsOptions& options) {
   return p;
 }
 
-// Writes matrix p.t into dst as p says, its rows split over `pool`.
-void rewrite(const Placement& p, std::byte* dst, ThreadPool& pool) {
+// Writes matrix p.t into dst as p says, 8 MiB of the file's rows at a time
+// split over `pool`, each slice's file pages handed back once written, so the
+// file's pages and the copy are not both resident for more than a slice.
+constexpr size_t kSliceBytes = size_t{8} << 20;
+void rewrite(const Placement& p, std::byte* dst, const MappedFile* file, ThreadPool& pool) {
   const TensorView& t = *p.t;
   const kernels::WeightTypeTraits& from = kernels::weight_traits(t.dtype);
   const kernels::WeightTypeTraits& to = kernels::weight_traits(p.to);
   const size_t src_row = t.row_bytes(), dst_row = p.bytes / static_cast<size_t>(t.rows);
   const auto* src = static_cast<const std::byte*>(t.data);
   const int64_t cols = t.cols;
-  pool.parallel_for(t.rows, [&](int64_t begin, int64_t end, int) {
-    std::vector<float> values(p.how == Held::Bf16 ? static_cast<size_t>(cols) : 0);
-    for (int64_t r = begin; r < end; ++r) {
-      const std::byte* s = src + static_cast<size_t>(r) * src_row;
-      std::byte* d = dst + static_cast<size_t>(r) * dst_row;
-      switch (p.how) {
-        case Held::Layout: from.repack_row(s, d, cols); break;
-        case Held::Bf16:  // rounded to nearest even from the float32 value (exact for F16's and F32's values)
-          from.dequantize_row(s, values.data(), cols);
-          to.quantize_row(values.data(), d, cols);
-          break;
-        case Held::Copy: std::memcpy(d, s, src_row); break;
-        case Held::File: break;
+  const auto slice_rows = static_cast<int64_t>(std::max<size_t>(1, kSliceBytes / std::max<size_t>(1, src_row)));
+  for (int64_t first = 0; first < t.rows; first += slice_rows) {
+    const int64_t rows = std::min(slice_rows, t.rows - first);
+    pool.parallel_for(rows, [&](int64_t begin, int64_t end, int) {
+      std::vector<float> values(p.how == Held::Bf16 ? static_cast<size_t>(cols) : 0);
+      for (int64_t r = first + begin; r < first + end; ++r) {
+        const std::byte* s = src + static_cast<size_t>(r) * src_row;
+        std::byte* d = dst + static_cast<size_t>(r) * dst_row;
+        switch (p.how) {
+          case Held::Layout: from.repack_row(s, d, cols); break;
+          case Held::Bf16:  // rounded to nearest even from the float32 value (exact for F16's and F32's values)
+            from.dequantize_row(s, values.data(), cols);
+            to.quantize_row(values.data(), d, cols);
+            break;
+          case Held::Copy: std::memcpy(d, s, src_row); break;
+          case Held::File: break;
+        }
       }
-    }
-  }, 16);
+    }, 16);
+    // Whole pages inside the slice only; the pages it shares with its
+    // neighbours go with the whole matrix afterwards.
+    if (file != nullptr) file->release_pages(src + static_cast<size_t>(first) * src_row, static_cast<size_t>(rows) * src_row);
+  }
 }
 
 std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const Model>& model,
@@ -133,15 +143,15 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
   if (held.empty()) return cw;
   cw->huge_pages = options.huge_pages;
   auto region = host_region(total, cw->huge_pages);
-  const void* embedding = model->weights.token_embedding.data;
   const MappedFile* file = model->file.get();
   for (const Placement& p : held) {
     TensorView& t = *p.t;
     std::byte* dst = region.get() + p.offset;
-    rewrite(p, dst, pool);
-    // The file's pages of this matrix are not needed any more (unless the same
-    // bytes are also the token embedding, which is read from the file).
-    if (file != nullptr && t.data != embedding) {
+    rewrite(p, dst, file, pool);
+    // The file's pages of this matrix are not needed any more. A classifier tied
+    // to the token embedding too: the copy read every page in, and lookups
+    // fault back only the rows of the tokens they read (from the page cache).
+    if (file != nullptr) {
       file->release_pages(t.data, t.num_bytes());
       cw->released_bytes += t.num_bytes();
     }
