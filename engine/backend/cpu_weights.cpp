@@ -118,7 +118,9 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
   cw->weights = model->weights;
   std::vector<Placement> held;
   size_t total = 0, copies = 0;
+  int read_matrices = 0;  // matrices a step reads (the model's, not empty)
   for (TensorView* t : matrices(cw->weights)) {
+    read_matrices += t->data != nullptr && t->rows > 0 ? 1 : 0;
     Placement p = place(*t, options);
     if (p.how == Held::File) continue;
     p.offset = total;
@@ -126,23 +128,34 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
     copies += p.how == Held::Copy ? p.bytes : 0;
     held.push_back(p);
   }
-  // Unchanged copies only speed reading up; where they would not fit in the
-  // memory there is (a model near the machine's size), the file is read in place.
+  // Unchanged copies only speed reading up: where they would not fit in the
+  // memory there is (a model near the machine's size), or the address space
+  // cannot hold them (RLIMIT_AS), the file is read in place.
+  const auto drop_copies = [&] {
+    std::erase_if(held, [](const Placement& p) { return p.how == Held::Copy; });
+    total = 0;
+    for (Placement& p : held) {
+      p.offset = total;
+      total += align_up(p.bytes, kMatrixAlign);
+    }
+    copies = 0;
+  };
   if (copies > 0) {
     const size_t available = available_host_memory();
     const size_t margin = std::max<size_t>(size_t{512} << 20, available / 20);
-    if (available > 0 && total + margin > available) {
-      std::erase_if(held, [](const Placement& p) { return p.how == Held::Copy; });
-      total = 0;
-      for (Placement& p : held) {
-        p.offset = total;
-        total += align_up(p.bytes, kMatrixAlign);
-      }
-    }
+    if (available > 0 && total + margin > available) drop_copies();
   }
   if (held.empty()) return cw;
-  cw->huge_pages = options.huge_pages;
-  auto region = host_region(total, cw->huge_pages);
+  std::shared_ptr<std::byte[]> region;
+  try {
+    region = host_region(total, options.huge_pages);
+  } catch (const std::bad_alloc&) {
+    if (copies == 0) throw;
+    drop_copies();
+    if (held.empty()) return cw;
+    region = host_region(total, options.huge_pages);
+  }
+  cw->huge_pages = options.huge_pages && static_cast<int>(held.size()) == read_matrices;
   const MappedFile* file = model->file.get();
   for (const Placement& p : held) {
     TensorView& t = *p.t;

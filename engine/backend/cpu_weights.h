@@ -42,7 +42,7 @@ struct CpuWeights {
   int repacked_tensors = 0;     // matrices in a CPU layout
   int bf16_tensors = 0;         // float matrices rounded to BF16
   int copied_tensors = 0;       // matrices copied unchanged into huge pages
-  bool huge_pages = false;      // the buffers were advised into transparent huge pages
+  bool huge_pages = false;      // every matrix a step reads is in buffers advised into huge pages
 };
 
 struct CpuWeightsOptions {
