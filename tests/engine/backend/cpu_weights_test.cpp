@@ -61,6 +61,23 @@ struct Run {
   }
 };
 
+// A prefill of every position of `prompt`, then four tokens decoded greedily
+// (a's choice) one at a time: a and b give the same logits bit for bit.
+void expect_same_logits(Run& a, Run& b, const std::vector<gb::TokenId>& prompt, const std::string& what) {
+  std::vector<float> x = a.forward(prompt, 0, true), y = b.forward(prompt, 0, true);
+  QVERIFY2(x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0,
+           (what + ": prefill logits differ").c_str());
+  for (int32_t k = 0; k < 4; ++k) {
+    const auto last = x.end() - a.vocab;
+    const auto next = static_cast<gb::TokenId>(std::max_element(last, x.end()) - last);
+    const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
+    x = a.forward({next}, pos, false);
+    y = b.forward({next}, pos, false);
+    QVERIFY2(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0,
+             (what + ": decode logits differ at position " + std::to_string(pos)).c_str());
+  }
+}
+
 // Every matrix a CPU matmul reads: each layer's, then the classifier.
 std::vector<gb::TensorView*> matrices(gb::ModelWeights& w) {
   std::vector<gb::TensorView*> out;
@@ -139,18 +156,8 @@ GB_TEST(repacked_weights_give_the_same_logits_bit_for_bit) {
     for (int32_t threads : {1, 2}) {
       const auto model = load(path);  // a fresh model: the repacked copy is not the other run's
       Run in_place(model, threads, false), repacked(model, threads, true);
-      std::vector<float> a = in_place.forward(prompt, 0, true), b = repacked.forward(prompt, 0, true);
-      QVERIFY2(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-               (std::string(key) + ": prefill logits differ").c_str());
-      for (int32_t k = 0; k < 4; ++k) {
-        const auto last = a.end() - model->config.vocab_size;
-        const auto next = static_cast<gb::TokenId>(std::max_element(last, a.end()) - last);
-        const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
-        a = in_place.forward({next}, pos, false);
-        b = repacked.forward({next}, pos, false);
-        QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-                 (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
-      }
+      expect_same_logits(in_place, repacked, prompt, key);
+      if (QTest::currentTestFailed()) return;
     }
   }
 }
@@ -222,22 +229,11 @@ GB_TEST(bf16_matmuls_compute_what_a_model_holding_bf16_matrices_computes) {
       t->data = rounded->owned_buffers.back().data();
       t->dtype = WeightType::BF16;
     }
-    const int32_t vocab = model->config.vocab_size;
     const std::vector<gb::TokenId> prompt = {1, 45, 300, 172, 12, 499, 7, 88, 260, 31, 400, 2, 64, 128, 5};
     for (int32_t threads : {1, 2}) {
       Run option(model, threads, true, true), held(rounded, threads, true);
-      std::vector<float> a = option.forward(prompt, 0, true), b = held.forward(prompt, 0, true);
-      QVERIFY2(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-               (std::string(key) + ": prefill logits differ").c_str());
-      for (int32_t k = 0; k < 4; ++k) {
-        const auto last = a.end() - vocab;
-        const auto next = static_cast<gb::TokenId>(std::max_element(last, a.end()) - last);
-        const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
-        a = option.forward({next}, pos, false);
-        b = held.forward({next}, pos, false);
-        QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-                 (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
-      }
+      expect_same_logits(option, held, prompt, key);
+      if (QTest::currentTestFailed()) return;
     }
   }
 }
@@ -347,18 +343,8 @@ GB_TEST(huge_page_copies_give_the_same_logits_bit_for_bit) {
     for (int32_t threads : {1, 2}) {
       const auto model = load(path);
       Run in_file(model, threads, true, false, false), huge(model, threads, true, false, true);
-      std::vector<float> a = in_file.forward(prompt, 0, true), b = huge.forward(prompt, 0, true);
-      QVERIFY2(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-               (std::string(key) + ": prefill logits differ").c_str());
-      for (int32_t k = 0; k < 4; ++k) {
-        const auto last = a.end() - model->config.vocab_size;
-        const auto next = static_cast<gb::TokenId>(std::max_element(last, a.end()) - last);
-        const int32_t pos = static_cast<int32_t>(prompt.size()) + k;
-        a = in_file.forward({next}, pos, false);
-        b = huge.forward({next}, pos, false);
-        QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
-                 (std::string(key) + ": decode logits differ at position " + std::to_string(pos)).c_str());
-      }
+      expect_same_logits(in_file, huge, prompt, key);
+      if (QTest::currentTestFailed()) return;
     }
   }
 }
