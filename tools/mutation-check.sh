@@ -47,6 +47,8 @@ mutations=(
   "engine/runtime/engine_outputs.cpp|    rs.chain->set_grammar_mask(grammar->mask());|    (void)0;|glassbox_tests_engine_speculative|grammar_engine_test"
   # A forward pass the backend fails ends the engine, not the step's requests.
   "engine/runtime/engine.cpp|    fail_requests(plan, \"forward pass failed: \" + forward.error().message);|    return forward.error();|glassbox_tests_engine_runtime|test_engine_backend_failure"
+  # A matrix copied into huge pages loses its last byte of each row.
+  "engine/backend/cpu_weights.cpp|          case Held::Copy: std::memcpy(d, s, src_row); break;|          case Held::Copy: std::memcpy(d, s, src_row - 1); break;|glassbox_tests_engine_backend|cpu_weights_test"
   "engine/backend/cuda_plugin.cpp|  const bool same_build = api && api->build_id && cuda_plugin_build_id() == api->build_id;|  const bool same_build = api != nullptr;|glassbox_tests_engine_backend|cuda_plugin_test"
 )
 backup=""
