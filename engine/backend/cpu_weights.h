@@ -14,9 +14,10 @@
 // kernel gives huge pages) every other matrix is copied there unchanged: a
 // decode step streams every weight once, and with 4 KB file pages it crosses a
 // page, misses the TLB and loses the hardware prefetchers' run every 4 KB
-// (TinyLlama decode on Zen 5: F32 one thread +5%, Q8_0 and Q4_K_M two threads
-// much more; docs/performance.md). Copies are skipped when they would not fit
-// in the memory available. Private to engine/backend.
+// (TinyLlama decode on one Zen 5 thread: F16 +9-17%, Q8_0 +8-18%, F32 +5-7%,
+// Q4_K_M +1-6%; docs/performance.md). Copies are skipped when they would not fit
+// in the memory available. A mixture's expert tensors are not among these
+// matrices: they stay in the file. Private to engine/backend.
 //
 // Made once per model and shared by every CPU backend of it (a weak cache keyed
 // by the model), so two backends of one model do not hold two copies.
@@ -42,7 +43,8 @@ struct CpuWeights {
   int repacked_tensors = 0;     // matrices in a CPU layout
   int bf16_tensors = 0;         // float matrices rounded to BF16
   int copied_tensors = 0;       // matrices copied unchanged into huge pages
-  bool huge_pages = false;      // every matrix a step reads is in buffers advised into huge pages
+  bool huge_pages = false;      // every dense matrix a step reads is in buffers advised into huge pages
+                                // (a mixture's expert tensors are read from the file in place)
 };
 
 struct CpuWeightsOptions {
