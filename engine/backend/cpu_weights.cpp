@@ -106,9 +106,25 @@ void rewrite(const Placement& p, std::byte* dst, const MappedFile* file, ThreadP
       }
     }, 16);
     // Whole pages inside the slice only; the pages it shares with its
-    // neighbours go with the whole matrix afterwards.
+    // neighbours go with the whole matrix below.
     if (file != nullptr) file->release_pages(src + static_cast<size_t>(first) * src_row, static_cast<size_t>(rows) * src_row);
   }
+  if (file != nullptr) file->release_pages(src, t.num_bytes());
+}
+
+// Places the held matrices one after another, each 64-byte aligned; the
+// region's size.
+size_t assign_offsets(std::vector<Placement>& held) {
+  size_t total = 0;
+  for (Placement& p : held) {
+    p.offset = total;
+    total += align_up(p.bytes, kMatrixAlign);
+  }
+  return total;
+}
+
+bool has_copies(const std::vector<Placement>& held) {
+  return std::any_of(held.begin(), held.end(), [](const Placement& p) { return p.how == Held::Copy; });
 }
 
 std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const Model>& model,
@@ -117,41 +133,31 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
   cw->model = model;
   cw->weights = model->weights;
   std::vector<Placement> held;
-  size_t total = 0, copies = 0;
   int read_matrices = 0;  // matrices a step reads (the model's, not empty)
   for (TensorView* t : matrices(cw->weights)) {
     read_matrices += t->data != nullptr && t->rows > 0 ? 1 : 0;
-    Placement p = place(*t, options);
-    if (p.how == Held::File) continue;
-    p.offset = total;
-    total += align_up(p.bytes, kMatrixAlign);
-    copies += p.how == Held::Copy ? p.bytes : 0;
-    held.push_back(p);
+    if (Placement p = place(*t, options); p.how != Held::File) held.push_back(p);
   }
   // Unchanged copies only speed reading up: where they would not fit in the
   // memory there is (a model near the machine's size), or the address space
   // cannot hold them (RLIMIT_AS), the file is read in place.
   const auto drop_copies = [&] {
     std::erase_if(held, [](const Placement& p) { return p.how == Held::Copy; });
-    total = 0;
-    for (Placement& p : held) {
-      p.offset = total;
-      total += align_up(p.bytes, kMatrixAlign);
-    }
-    copies = 0;
+    return assign_offsets(held);
   };
-  if (copies > 0) {
+  size_t total = assign_offsets(held);
+  if (has_copies(held)) {
     const size_t available = available_host_memory();
     const size_t margin = std::max<size_t>(size_t{512} << 20, available / 20);
-    if (available > 0 && total + margin > available) drop_copies();
+    if (available > 0 && total + margin > available) total = drop_copies();
   }
   if (held.empty()) return cw;
   std::shared_ptr<std::byte[]> region;
   try {
     region = host_region(total, options.huge_pages);
   } catch (const std::bad_alloc&) {
-    if (copies == 0) throw;
-    drop_copies();
+    if (!has_copies(held)) throw;
+    total = drop_copies();
     if (held.empty()) return cw;
     region = host_region(total, options.huge_pages);
   }
@@ -160,14 +166,11 @@ std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const M
   for (const Placement& p : held) {
     TensorView& t = *p.t;
     std::byte* dst = region.get() + p.offset;
+    // The file's pages of this matrix go back as it is written. A classifier
+    // tied to the token embedding's too: the copy read every page in, and
+    // lookups fault back only the rows of the tokens they read (page cache).
     rewrite(p, dst, file, pool);
-    // The file's pages of this matrix are not needed any more. A classifier tied
-    // to the token embedding too: the copy read every page in, and lookups
-    // fault back only the rows of the tokens they read (from the page cache).
-    if (file != nullptr) {
-      file->release_pages(t.data, t.num_bytes());
-      cw->released_bytes += t.num_bytes();
-    }
+    if (file != nullptr) cw->released_bytes += t.num_bytes();
     t.data = dst;
     t.dtype = p.to;
     cw->owned_bytes += p.bytes;
