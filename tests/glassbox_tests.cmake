@@ -164,6 +164,10 @@ function(glassbox_register_test name exe)
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "QT_QPA_PLATFORM=offscreen;GLASSBOX_SHARED_DIR=${GLASSBOX_SHARED_DIR}")
+  # No test measures the decode prefetch distance unless it asks to
+  # (backend/decode_tuning.h): tests run side by side, so a measurement would
+  # be noise, and it would be cached in the user's ~/.cache.
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "GLASSBOX_CPU_TUNING=0")
   # The one switch for the engine's invariant sweep after every step
   # (EngineConfig::check_invariants' default, runtime/engine.h): on for every
   # test but the workbench's, which run as the application does. It reaches the

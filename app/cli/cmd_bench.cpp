@@ -59,6 +59,17 @@ double stddev(const std::vector<double>& v) {
 
 // What ran the model: the processor (or GPU), the instruction sets the CPU
 // dispatch chose, and the weight types that fall back to the scalar kernels.
+// The decode prefetch distance of each weight type (backend/decode_tuning.h).
+nlohmann::json decode_prefetch_json(const DeviceInfo& device) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DecodePrefetchReport& d : device.decode_prefetch) {
+    nlohmann::json trials = nlohmann::json::array();
+    for (const auto& [bytes, rate] : d.trials) trials.push_back({{"bytes", bytes}, {"gb_s", rate}});
+    out.push_back({{"type", d.type}, {"bytes", d.bytes}, {"source", d.source}, {"trials", trials}});
+  }
+  return out;
+}
+
 nlohmann::json kernel_fields(const DeviceInfo& device, const Model& model) {
   nlohmann::json j;
   if (device.backend != "cpu") {
@@ -226,6 +237,7 @@ nlohmann::json bench_json(const BenchArgs& a, const Model& model, const DeviceIn
       {"prefill_peak_kind", bf16_peak > 0 ? "bf16_dot" : "fma"},
       {"bf16_matmuls", device.bf16_matmuls},
       {"weights_in_huge_pages", device.weights_in_huge_pages},
+      {"decode_prefetch", decode_prefetch_json(device)},
   };
   j.update(kernel_fields(device, model));
   return j;
@@ -247,6 +259,24 @@ void print_bench_text(const nlohmann::json& j) {
               j["weight_bytes_per_token"].get<double>() / 1e6,
               j.value("weights_in_huge_pages", false) ? " (huge pages)" : "", j["implied_bandwidth_gb_s"].get<double>(),
               j["measured_read_bandwidth_gb_s"].get<double>(), j["roofline_ratio"].get<double>());
+  if (const auto& d = j["decode_prefetch"]; d.is_array() && !d.empty()) {
+    std::string line;
+    for (const auto& e : d)
+      line += (line.empty() ? "" : ", ") + e["type"].get<std::string>() + " " + std::to_string(e["bytes"].get<int64_t>()) +
+              " B (" + e["source"].get<std::string>() + ")";
+    std::printf("decode prefetch: %s\n", line.c_str());
+    for (const auto& e : d)
+      if (const auto& trials = e["trials"]; trials.is_array() && !trials.empty()) {
+        std::string rates;
+        for (const auto& t : trials) {
+          char one[64];
+          std::snprintf(one, sizeof one, "%s%lld B %.1f GB/s", rates.empty() ? "" : ", ",
+                        static_cast<long long>(t["bytes"].get<int64_t>()), t["gb_s"].get<double>());
+          rates += one;
+        }
+        std::printf("  %s measured on one thread: %s\n", e["type"].get<std::string>().c_str(), rates.c_str());
+      }
+  }
   if (peak_all > 0)
     std::printf("prefill %.1f GFLOP/s of %s peak of %.1f on %d threads at once (%.1f on one): %.0f%%\n",
                 prefill_gflops, bf16 ? "a bf16 dot-product" : "an FMA", peak_all, threads, peak_gflops,

@@ -47,6 +47,17 @@ struct KvPoolSpec {
 // Which of a pool's layer groups a block id belongs to (see above).
 enum class KvGroup : int32_t { Main = 0, Window = 1 };
 
+// How far ahead a decode step asks for the weights of one type (the CPU
+// backend; backend/decode_tuning.h): "F16", 16384, and where the distance
+// came from ("default", "environment", "cached" or "measured").
+struct DecodePrefetchReport {
+  std::string type;
+  int64_t bytes = 0;
+  std::string source;
+  // When measured: each candidate distance and its median read rate (GB/s).
+  std::vector<std::pair<int64_t, double>> trials;
+};
+
 struct DeviceInfo {
   std::string backend;     // "cpu" or "cuda"
   std::string name;        // processor or GPU name
@@ -67,6 +78,7 @@ struct DeviceInfo {
   // The weights a step reads were placed in memory advised into transparent
   // huge pages (CpuBackendOptions::huge_pages), not read from 4 KB file pages.
   bool weights_in_huge_pages = false;
+  std::vector<DecodePrefetchReport> decode_prefetch;  // one per weight type a decode step reads with a distance
 };
 
 // What Backend::forward_capture records for one token of its step: the rows

@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/decode_tuning.h"
 #include "cpu/cpu_info.h"
 #include "cpu/kv_type.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/ops.h"
 #include "cpu/paged_attention.h"
+#include "cpu/weight_type.h"
 #include "model/architecture.h"
 
 namespace gb {
@@ -772,6 +774,13 @@ DeviceInfo CpuBackend::device_info() const {
   info.weight_bytes_per_token = weight_bytes_per_token(weights());
   info.bf16_matmuls = cpu_weights_->bf16_tensors > 0;
   info.weights_in_huge_pages = cpu_weights_->huge_pages;
+  for (const DecodePrefetchChoice& c : cpu_weights_->decode_prefetch) {
+    DecodePrefetchReport& r = info.decode_prefetch.emplace_back();
+    r.type = kernels::weight_traits(c.type).name;
+    r.bytes = c.bytes;
+    r.source = prefetch_source_name(c.source);
+    for (const PrefetchTrial& t : c.trials) r.trials.emplace_back(t.bytes, t.gb_per_s);
+  }
   return info;
 }
 

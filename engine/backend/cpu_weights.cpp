@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/decode_tuning.h"
 #include "backend/kv_pool_sizing.h"
 #include "core/host_region.h"
 #include "core/thread_pool.h"
@@ -127,8 +128,17 @@ bool has_copies(const std::vector<Placement>& held) {
   return std::any_of(held.begin(), held.end(), [](const Placement& p) { return p.how == Held::Copy; });
 }
 
-std::shared_ptr<const CpuWeights> make_cpu_weights(const std::shared_ptr<const Model>& model,
-                                                   const CpuWeightsOptions& options, ThreadPool& pool) {
+// The decode prefetch distance of every type the matrices hold, measured on
+// this processor the first time (backend/decode_tuning.h), in the matrices'
+// final memory.
+void choose_decode_prefetch(CpuWeights& cw) {
+  const std::vector<TensorView*> list = matrices(cw.weights);
+  const std::vector<const TensorView*> views(list.begin(), list.end());
+  cw.decode_prefetch = process_decode_prefetch(views, cw.huge_pages);
+}
+
+std::shared_ptr<CpuWeights> make_cpu_weights(const std::shared_ptr<const Model>& model,
+                                             const CpuWeightsOptions& options, ThreadPool& pool) {
   auto cw = std::make_shared<CpuWeights>();
   cw->model = model;
   cw->weights = model->weights;
@@ -198,6 +208,7 @@ std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>
     auto cw = std::make_shared<CpuWeights>();
     cw->model = model;
     cw->weights = model->weights;
+    choose_decode_prefetch(*cw);
     return cw;
   }
   static std::mutex mutex;
@@ -210,6 +221,7 @@ std::shared_ptr<const CpuWeights> cpu_weights(const std::shared_ptr<const Model>
   if (auto found = cache.find(key); found != cache.end())
     if (auto cw = found->second.lock()) return cw;
   auto cw = make_cpu_weights(model, options, pool);
+  choose_decode_prefetch(*cw);
   cache[key] = cw;
   return cw;
 }

@@ -28,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/decode_tuning.h"
 #include "model/model.h"
 
 namespace gb {
@@ -45,6 +46,9 @@ struct CpuWeights {
   int copied_tensors = 0;       // matrices copied unchanged into huge pages
   bool huge_pages = false;      // every dense matrix a step reads is in buffers advised into huge pages
                                 // (a mixture's expert tensors are read from the file in place)
+  // The decode prefetch distance of each type these matrices hold, as this
+  // process chose it (backend/decode_tuning.h: measured once per processor).
+  std::vector<DecodePrefetchChoice> decode_prefetch;
 };
 
 struct CpuWeightsOptions {

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <fstream>
 
 #if defined(__x86_64__)
@@ -134,6 +135,27 @@ std::string processor_name() {
     return n.empty() ? std::string("unknown processor") : n;
   }();
   return name;
+}
+
+std::string processor_signature() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return "unknown";
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return std::string(vendor);
+  // Intel SDM / AMD APM: the extended family is added when the base family is
+  // 15; the extended model is prepended when the family is 6 or 15 and above.
+  const unsigned base_family = (eax >> 8) & 0xF, base_model = (eax >> 4) & 0xF;
+  const unsigned family = base_family == 15 ? base_family + ((eax >> 20) & 0xFF) : base_family;
+  const unsigned model = base_family == 6 || base_family == 15 ? (((eax >> 16) & 0xF) << 4) | base_model : base_model;
+  return std::string(vendor) + " " + std::to_string(family) + "/" + std::to_string(model) + "/" +
+         std::to_string(eax & 0xF);
+#else
+  return "unknown";
+#endif
 }
 
 std::string instruction_sets() { return isa_extensions(active_isa()); }

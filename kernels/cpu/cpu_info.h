@@ -32,6 +32,12 @@ const char* isa_extensions(Isa isa);
 // /proc/cpuinfo "model name", else the cpuid brand string, else "unknown processor".
 std::string processor_name();
 
+// The processor as cpuid names it: vendor, family/model/stepping (the
+// displayed values, extended fields added), e.g. "AuthenticAMD 26/2/1": what
+// per-processor tuning is keyed by (backend/decode_tuning.h). "unknown"
+// where there is no cpuid.
+std::string processor_signature();
+
 // isa_extensions(active_isa()), e.g. "avx2+fma+f16c" or "scalar".
 std::string instruction_sets();
 

@@ -26,8 +26,9 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#include "cpu/weight_type.h"
+#include "cpu/decode_prefetch.h"
 #include "cpu/simd_load_elem.h"
+#include "cpu/weight_type.h"
 
 namespace gb::kernels::avx512 {
 
@@ -67,9 +68,11 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 
 // ---- decode: one token ----------------------------------------------------
 // Each row is one accumulator (the order above), its weights streamed in
-// address order. How many rows are summed side by side and how far ahead the
-// weights are asked for (software prefetch) is per type, measured on Zen 5
-// with the weights in huge pages (backend/cpu_weights.h):
+// address order. How many rows are summed side by side is per type; how far
+// ahead the weights are asked for (software prefetch) is decode_prefetch() of
+// the type (cpu/decode_prefetch.h: a measured choice per processor, these
+// defaults else). Measured on Zen 5 with the weights in huge pages
+// (backend/cpu_weights.h):
 // - F16 / BF16: one row at a time, 16 KB ahead. TinyLlama F16 decode, one
 //   thread, three alternating runs: 11.1-12.3 tok/s without prefetch, 14.7-15.4
 //   with 16 KB ahead (2 threads 17-18 -> 23-26; 4 and 8 KB in between, 32 KB no
@@ -82,15 +85,15 @@ inline float finish(__m512 acc, const void* w, const float* x, int64_t row, int6
 //   for one row, and 38-39 with 16 KB prefetch; two rows side by side 33-36.
 //   TinyLlama F32 decode, one thread, three alternating rounds: 9.84-9.99 tok/s
 //   against 9.50-9.56 for one row (llama.cpp 9.42-9.85 in the same rounds).
+// A prefetch is issued once per 64-byte line of each row (every 16 columns of
+// F32, every 32 of F16 / BF16).
 template <WeightType WT>
 struct GemvShape {
   static constexpr int kRows = WT == WeightType::F32 ? 4 : 1;
-  static constexpr int64_t kAhead = WT == WeightType::F32 ? 0 : 16384;
 };
 
-template <WeightType WT, int R>
-void gemv_rows(float* y, const float* x, const void* w, int64_t cols, int64_t cols16, int64_t r) {
-  constexpr int64_t ahead = GemvShape<WT>::kAhead;
+template <WeightType WT, int R, bool kPrefetch>
+void gemv_rows(float* y, const float* x, const void* w, int64_t cols, int64_t cols16, int64_t r, int64_t ahead) {
   __m512 acc[R];
   const char* wr[R];
   for (int i = 0; i < R; ++i) {
@@ -101,20 +104,33 @@ void gemv_rows(float* y, const float* x, const void* w, int64_t cols, int64_t co
     const __m512 xv = _mm512_loadu_ps(x + c);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      if constexpr (ahead > 0) _mm_prefetch(wr[i] + c * kElemBytes<WT> + ahead, _MM_HINT_T0);
+      if constexpr (kPrefetch) {
+        if (kElemBytes<WT> == 4 || (c & 31) == 0) _mm_prefetch(wr[i] + c * kElemBytes<WT> + ahead, _MM_HINT_T0);
+      }
       acc[i] = _mm512_fmadd_ps(load16<WT>(w, (r + i) * cols + c), xv, acc[i]);
     }
   }
   for (int i = 0; i < R; ++i) y[r + i] = finish<WT>(acc[i], w, x, r + i, cols, cols16);
 }
 
-template <WeightType WT>
-void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
+template <WeightType WT, bool kPrefetch>
+void gemv_prefetching(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
+                      int64_t ahead) {
   constexpr int R = GemvShape<WT>::kRows;
   const int64_t cols16 = cols & ~int64_t{15};
   int64_t r = row_begin;
-  for (; r + R <= row_end; r += R) gemv_rows<WT, R>(y, x, w, cols, cols16, r);
-  for (; r < row_end; ++r) gemv_rows<WT, 1>(y, x, w, cols, cols16, r);
+  for (; r + R <= row_end; r += R) gemv_rows<WT, R, kPrefetch>(y, x, w, cols, cols16, r, ahead);
+  for (; r < row_end; ++r) gemv_rows<WT, 1, kPrefetch>(y, x, w, cols, cols16, r, ahead);
+}
+
+template <WeightType WT>
+void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
+  const int64_t ahead = decode_prefetch(WT);
+  if (ahead > 0) {
+    gemv_prefetching<WT, true>(y, x, w, cols, row_begin, row_end, ahead);
+  } else {
+    gemv_prefetching<WT, false>(y, x, w, cols, row_begin, row_end, 0);
+  }
 }
 
 // ---- prefill: register tiles over column blocks ---------------------------

@@ -22,6 +22,9 @@
 
 #include <cstdint>
 
+#include "cpu/decode_prefetch.h"
+#include "cpu/weight_type.h"
+
 // GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized / -Wuninitialized report once inlined (a known false
 // positive, as in matmul_avx512.cpp).
@@ -60,16 +63,17 @@ inline float finish(__m512 acc, const uint16_t* w_row, const uint16_t* x, int64_
 // ---- decode: one token ----------------------------------------------------
 // Rows one after another, one accumulator each, so the weights stream in address
 // order (the float32 kernel measured this the fastest way to stream on Zen 4),
-// asking for the weights 16 KB ahead as the float32 GEMV does (matmul_avx512.cpp).
-constexpr int64_t kGemvAhead = 16384;
-
+// asking for the weights decode_prefetch(BF16) bytes ahead (cpu/decode_prefetch.h;
+// 16 KB unless measured otherwise) once per 64-byte line, as the F16 GEMV does
+// (matmul_avx512.cpp).
 void gemv(float* y, const uint16_t* x, const uint16_t* w, int64_t cols, int64_t row_begin, int64_t row_end) {
   const int64_t cols32 = cols & ~int64_t{31};
+  const int64_t ahead = decode_prefetch(WeightType::BF16);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint16_t* wr = w + r * cols;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t c = 0; c < cols32; c += 32) {
-      _mm_prefetch(reinterpret_cast<const char*>(wr + c) + kGemvAhead, _MM_HINT_T0);
+      if (ahead > 0) _mm_prefetch(reinterpret_cast<const char*>(wr + c) + ahead, _MM_HINT_T0);
       acc = _mm512_dpbf16_ps(acc, load32(wr + c), load32(x + c));
     }
     y[r] = finish(acc, wr, x, cols, cols32);

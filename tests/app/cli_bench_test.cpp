@@ -7,6 +7,7 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -197,6 +198,66 @@ GB_TEST(bench_says_whether_weights_sat_in_huge_pages) {
   QVERIFY2(off.exit_code == 0 && o.is_object(), off.output.c_str());
   QCOMPARE(o["weights_in_huge_pages"].get<bool>(), false);
   QCOMPARE(o["weight_bytes_per_token"].get<double>(), j["weight_bytes_per_token"].get<double>());
+}
+
+// Where each decode prefetch distance came from (backend/decode_tuning.h): a
+// model this small is below the bytes worth measuring, so the defaults; with
+// the threshold lowered, measured (one rate per candidate) and cached; the
+// next run reads the cache; GLASSBOX_CPU_PREFETCH fixes every distance.
+GB_TEST(bench_reports_where_each_decode_prefetch_distance_came_from) {
+  GB_REQUIRE_SHARED(q8, "models/quant-llama/quant-llama-Q8_0.gguf");
+  if (const char* isa = std::getenv("GLASSBOX_CPU_ISA"); isa != nullptr && std::string(isa) == "scalar")
+    QSKIP("the scalar level has no decode loop that prefetches");
+  const std::string file = gbtest::temp_dir() + "/bench-decode-prefetch.tsv";
+  std::remove(file.c_str());
+  ::setenv("GLASSBOX_CPU_TUNING_FILE", file.c_str(), 1);
+  const auto bench = [&](const char* extra) {
+    return gbtest::run_cli("bench --model '" + q8 + "'" + kArgs + extra, false);
+  };
+  // The report's entries, or a message saying what is wrong with them.
+  struct Entries {
+    nlohmann::json list;
+    std::string error;
+  };
+  const auto entries = [&](const std::string& source) {
+    const auto r = bench(" --json");
+    const auto j = nlohmann::json::parse(r.output, nullptr, false);
+    if (r.exit_code != 0 || !j.is_object()) return Entries{{}, r.output};
+    Entries e{j["decode_prefetch"], {}};
+    // Q8_0 has a decode kernel at every SIMD level.
+    bool q8_seen = false;
+    for (const auto& d : e.list) {
+      if (d["source"] != source || d["trials"].size() != (source == "measured" ? 5u : 0u)) e.error = d.dump();
+      for (const auto& t : d["trials"])
+        if (!(t["gb_s"].get<double>() > 0)) e.error = d.dump();
+      q8_seen = q8_seen || d["type"] == "Q8_0";
+    }
+    if (!q8_seen) e.error = "no Q8_0 entry: " + e.list.dump();
+    return e;
+  };
+  const Entries defaults = entries("default");
+  QVERIFY2(defaults.error.empty(), defaults.error.c_str());
+  for (const auto& d : defaults.list) QCOMPARE(d["bytes"].get<int64_t>(), int64_t{16384});
+  QVERIFY(!std::ifstream(file).good());
+  ::setenv("GLASSBOX_CPU_TUNING_MIN_BYTES", "1", 1);
+  ::setenv("GLASSBOX_CPU_TUNING", "1", 1);  // the suite turns measuring off (tests/glassbox_tests.cmake)
+  const Entries measured = entries("measured");
+  QVERIFY2(measured.error.empty(), measured.error.c_str());
+  QVERIFY(std::ifstream(file).good());
+  const Entries cached = entries("cached");
+  QVERIFY2(cached.error.empty(), cached.error.c_str());
+  QCOMPARE(cached.list.size(), measured.list.size());
+  for (size_t i = 0; i < cached.list.size(); ++i) QCOMPARE(cached.list[i]["bytes"], measured.list[i]["bytes"]);
+  const auto text = bench("");
+  QVERIFY2(text.exit_code == 0 && text.output.find(" B (cached)") != std::string::npos, text.output.c_str());
+  ::setenv("GLASSBOX_CPU_PREFETCH", "4096", 1);
+  const Entries fixed = entries("environment");
+  ::unsetenv("GLASSBOX_CPU_PREFETCH");
+  ::unsetenv("GLASSBOX_CPU_TUNING_MIN_BYTES");
+  ::unsetenv("GLASSBOX_CPU_TUNING_FILE");
+  ::setenv("GLASSBOX_CPU_TUNING", "0", 1);
+  QVERIFY2(fixed.error.empty(), fixed.error.c_str());
+  for (const auto& d : fixed.list) QCOMPARE(d["bytes"].get<int64_t>(), int64_t{4096});
 }
 
 // --bf16-matmuls: the report says whether float matrices ran as bf16 dot

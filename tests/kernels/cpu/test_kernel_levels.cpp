@@ -8,7 +8,9 @@
 // so the AVX-512 (VNNI) level must equal the AVX2 level bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "cpu/convert.h"
 #include "cpu/cpu_info.h"
+#include "cpu/decode_prefetch.h"
 #include "cpu/kv_type.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_quant.h"
@@ -354,6 +357,66 @@ void check_typed_attention_level(Isa isa) {
 
 }  // namespace
 
+// Decode (one token) of every type at a level with every prefetch distance a
+// measurement tries, odd ones and none (kernels/cpu/decode_prefetch.h): the
+// same bits as with the default distance, set process-wide or as this thread's
+// override. Rows past a multiple of four and columns past a multiple of 16 /
+// a unit, so the F32 four-row loop, its one-row tail and the tail columns run
+// with a prefetch too.
+void check_prefetch_distances(Isa isa) {
+  std::vector<WeightType> types = {WeightType::F32, WeightType::F16, WeightType::BF16};
+  types.insert(types.end(), std::begin(kLevelQuantTypes), std::end(kLevelQuantTypes));
+  std::vector<int64_t> distances(std::begin(kDecodePrefetchCandidates), std::end(kDecodePrefetchCandidates));
+  distances.insert(distances.end(), {64, 100, 40000, kDecodePrefetchMax});
+  for (WeightType type : types) {
+    const WeightTypeTraits& tr = weight_traits(type);
+    const bool quant = is_quantized(type);
+    const int64_t cols = quant ? 11 * 256 + (tr.block_elements == 32 ? 96 : 0) : 1040 + 7;
+    const int64_t rows = 23;
+    std::vector<uint8_t> w;
+    if (quant) {
+      w = gbtest::random_quant_blocks(tr, rows, cols, static_cast<uint32_t>(cols + static_cast<int>(type)));
+    } else {
+      w = float_weights(type, rows * cols, static_cast<uint32_t>(cols)).bytes;
+    }
+    const auto xf = gbtest::random_normals(static_cast<size_t>(cols), static_cast<uint32_t>(cols + 3));
+    std::vector<ActBlockQ8> xq(static_cast<size_t>(cols / 32));
+    std::vector<uint16_t> xb(static_cast<size_t>(cols));
+    MatmulInput in;
+    if (tr.activation == ActivationType::Q8) {
+      quantize_activations(xf.data(), cols, 0, 1, xq.data());
+      in.q8 = xq.data();
+    } else if (tr.activation == ActivationType::BF16) {
+      round_activations_bf16(xf.data(), cols, 0, 1, xb.data());
+      in.bf16 = xb.data();
+    } else {
+      in.f32 = xf.data();
+    }
+    const int64_t stride = cols / tr.block_elements * tr.block_bytes;
+    const auto run = [&] {
+      std::vector<float> y(static_cast<size_t>(rows));
+      matmul_weights_with(isa, y.data(), rows, in, w.data(), stride, tr, 1, cols, 0, rows);
+      return y;
+    };
+    const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    reset_decode_prefetch();
+    const std::vector<float> want = run();
+    for (const int64_t d : distances) {
+      const std::string what = std::string(isa_name(isa)) + " " + std::string(tr.name) + " " + std::to_string(d) + " B ahead";
+      {
+        const ScopedDecodePrefetch ahead(d);
+        QCOMPARE(decode_prefetch(type), d);
+        QVERIFY2(same(run(), want), (what + " (this thread) differs from the default distance").c_str());
+      }
+      set_decode_prefetch(type, d);
+      QVERIFY2(same(run(), want), (what + " (process-wide) differs from the default distance").c_str());
+    }
+    reset_decode_prefetch();
+  }
+}
+
 GB_TEST(kv_types_attention_scalar_level) { check_typed_attention_level(Isa::Scalar); }
 
 GB_TEST(kv_types_attention_avx2_level) {
@@ -451,4 +514,52 @@ GB_TEST(attention_avx2_level) {
 GB_TEST(attention_avx512_level) {
   if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
   check_attention_level(Isa::Avx512);
+}
+
+GB_TEST(prefetch_distance_never_changes_a_decode_avx2) {
+  if (!isa_supported(Isa::Avx2)) QSKIP("this CPU has no AVX2/FMA/F16C");
+  check_prefetch_distances(Isa::Avx2);
+}
+
+GB_TEST(prefetch_distance_never_changes_a_decode_avx512) {
+  if (!isa_supported(Isa::Avx512)) QSKIP("this CPU has no AVX-512 F/BW/DQ/VL/VNNI");
+  check_prefetch_distances(Isa::Avx512);
+}
+
+GB_TEST(prefetch_distance_never_changes_a_decode_avx512bf16) {
+  if (!isa_supported(Isa::Avx512Bf16)) QSKIP("this CPU has no AVX512-BF16");
+  check_prefetch_distances(Isa::Avx512Bf16);
+}
+
+// The setting's order: this thread's override, then GLASSBOX_CPU_PREFETCH (not
+// set in this test), then the process-wide value, then the default; values
+// clamped to [0, kDecodePrefetchMax].
+GB_TEST(prefetch_distance_setting) {
+  if (std::getenv("GLASSBOX_CPU_PREFETCH") != nullptr) QSKIP("GLASSBOX_CPU_PREFETCH is set");
+  reset_decode_prefetch();
+  QCOMPARE(decode_prefetch(WeightType::F32), int64_t{0});
+  QCOMPARE(decode_prefetch(WeightType::F16), int64_t{16384});
+  QCOMPARE(decode_prefetch(WeightType::Q8_0), default_decode_prefetch(WeightType::Q8_0));
+  set_decode_prefetch(WeightType::Q8_0, 8192);
+  QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{8192});
+  QCOMPARE(decode_prefetch(WeightType::Q4_0), default_decode_prefetch(WeightType::Q4_0));  // one type only
+  {
+    const ScopedDecodePrefetch outer(4096);
+    QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{4096});
+    QCOMPARE(decode_prefetch(WeightType::F32), int64_t{4096});
+    {
+      const ScopedDecodePrefetch inner(-5);
+      QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{0});
+    }
+    QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{4096});
+  }
+  QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{8192});
+  set_decode_prefetch(WeightType::Q8_0, int64_t{1} << 40);
+  QCOMPARE(decode_prefetch(WeightType::Q8_0), kDecodePrefetchMax);
+  reset_decode_prefetch();
+  QCOMPARE(decode_prefetch(WeightType::Q8_0), default_decode_prefetch(WeightType::Q8_0));
+  // Which loops read it: quantized types with a kernel at the active level,
+  // float types at the AVX-512 levels.
+  QCOMPARE(decode_prefetch_applies(WeightType::F16), active_isa() >= Isa::Avx512);
+  QCOMPARE(decode_prefetch_applies(WeightType::Q8_0), active_isa() >= Isa::Avx2);
 }

@@ -1,0 +1,58 @@
+// How far ahead of the weights it is reading a decode loop (one token: the
+// weights streamed once, at the memory's pace) asks for them with software
+// prefetch, in bytes, per weight type. Not a constant tuned on one machine: the
+// best distance depends on the processor's prefetchers and memory (#44), so
+// the CPU backend may measure it once per processor and cache the choice
+// (backend/decode_tuning.h); these are the starting values and the setting.
+//
+// The distance never changes a result: the loops add in the same order
+// whatever they prefetch (the kernels' bit-for-bit tests run every candidate).
+// Any thread; a matmul reads the value once when it starts.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/weight_type.h"
+
+namespace gb::kernels {
+
+// The distances a measurement tries (bytes; 0 = no software prefetch).
+inline constexpr int64_t kDecodePrefetchCandidates[] = {0, 4096, 8192, 16384, 32768};
+inline constexpr int64_t kDecodePrefetchMax = 1 << 20;
+
+// Where each type starts, measured on Zen 5 (the comments at each loop say
+// how): F32 0 (four rows side by side, the hardware prefetcher keeps up),
+// every other type 16384. The AVX2 float loops keep their own scheme (rows
+// four tiles ahead) and do not read this.
+int64_t default_decode_prefetch(WeightType t);
+
+// The distance the loops use now: this thread's override if one is set (a
+// measurement trying candidates), else the process-wide setting, else the
+// default. The environment variable GLASSBOX_CPU_PREFETCH (bytes, every type)
+// comes before the process-wide setting: a benchmark's fixed distance.
+int64_t decode_prefetch(WeightType t);
+
+// Whether the decode loop of type t at the active kernel level reads the
+// distance: every quantized type with a SIMD kernel, and the float types at
+// the AVX-512 levels (the AVX2 float loops prefetch rows four tiles ahead,
+// their own scheme, measured on Zen 3).
+bool decode_prefetch_applies(WeightType t);
+
+// Sets the process-wide distance of one type (clamped to [0, kDecodePrefetchMax]).
+void set_decode_prefetch(WeightType t, int64_t bytes);
+// Back to the default (or GLASSBOX_CPU_PREFETCH) for every type.
+void reset_decode_prefetch();
+
+// While alive, decode_prefetch(t) on this thread returns `bytes` for every type.
+class ScopedDecodePrefetch {
+ public:
+  explicit ScopedDecodePrefetch(int64_t bytes);
+  ~ScopedDecodePrefetch();
+  ScopedDecodePrefetch(const ScopedDecodePrefetch&) = delete;
+  ScopedDecodePrefetch& operator=(const ScopedDecodePrefetch&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
+}  // namespace gb::kernels
