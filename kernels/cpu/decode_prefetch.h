@@ -17,13 +17,13 @@
 namespace gb::kernels {
 
 // The distances a measurement tries (bytes; 0 = no software prefetch).
-inline constexpr int64_t kDecodePrefetchCandidates[] = {0, 4096, 8192, 16384, 32768};
+inline constexpr int64_t kDecodePrefetchCandidates[] = {0, 4096, 8192, 16384, 32768, 65536, 131072};
 inline constexpr int64_t kDecodePrefetchMax = 1 << 20;
 
-// Where each type starts, measured on Zen 5 (the comments at each loop say
-// how): F32 0 (four rows side by side, the hardware prefetcher keeps up),
-// every other type 16384. The AVX2 float loops keep their own scheme (rows
-// four tiles ahead) and do not read this.
+// Where each type starts at the active kernel level (a table in
+// decode_prefetch.cpp, measured on Zen 5): F32 0 (four rows side by side, the
+// hardware prefetcher keeps up), F16 / BF16 16 KB at the AVX-512 levels (one
+// row) and 64 KB at AVX2 (four rows), quantized types 16 KB.
 int64_t default_decode_prefetch(WeightType t);
 
 // The distance the loops use now: this thread's override if one is set (a
@@ -33,9 +33,8 @@ int64_t default_decode_prefetch(WeightType t);
 int64_t decode_prefetch(WeightType t);
 
 // Whether the decode loop of type t at the active kernel level reads the
-// distance: every quantized type with a SIMD kernel, and the float types at
-// the AVX-512 levels (the AVX2 float loops prefetch rows four tiles ahead,
-// their own scheme, measured on Zen 3).
+// distance: every float type and every quantized type with a SIMD kernel (not
+// the scalar level).
 bool decode_prefetch_applies(WeightType t);
 
 // Sets the process-wide distance of one type (clamped to [0, kDecodePrefetchMax]).

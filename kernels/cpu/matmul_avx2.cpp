@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "cpu/decode_prefetch.h"
 #include "cpu/weight_type.h"
 #include "cpu/simd_exp_avx2.h"
 #include "cpu/simd_load_elem.h"
@@ -44,45 +45,6 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(sums);
 }
 
-// Decode (one token): R rows streamed from memory with software prefetch. Kept
-// separate from tile(): fully unrolling this variant made decode ~12% slower,
-// and moving the shared prefetch block into a helper function lost the
-// prefetch's effect entirely (26 vs 70 tok/s on stories110M), so the two stay
-// near-copies on purpose.
-template <WeightType WT, int R, int T>
-inline void tile_stream(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t r0, int64_t t0) {
-  __m256 acc[R][T];
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
-  const int64_t cols8 = cols & ~int64_t{7};
-  // Decode streams each weight row once; rows are only a few KB, too short for
-  // the hardware prefetcher to ramp up per row. Prefetch the rows four tiles
-  // ahead (the same columns) while this tile computes. On the 2-core EPYC
-  // machines this took stories110M F32 decode from 23.5 to 63 tok/s (1 thread).
-  constexpr bool kPrefetch = T <= 2;
-  constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
-  const char* next_tile = static_cast<const char*>(w) + (r0 + 4 * R) * cols * kElemBytes;
-  for (int64_t c = 0; c < cols8; c += 8) {
-    if constexpr (kPrefetch) {
-      if ((c * kElemBytes) % 64 == 0)
-        for (int i = 0; i < R; ++i) _mm_prefetch(next_tile + (i * cols + c) * kElemBytes, _MM_HINT_T0);
-    }
-    __m256 xv[T];
-    for (int j = 0; j < T; ++j) xv[j] = _mm256_loadu_ps(x + (t0 + j) * cols + c);
-    for (int i = 0; i < R; ++i) {
-      const __m256 wv = load8<WT>(w, (r0 + i) * cols + c);
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) {
-      float s = hsum(acc[i][j]);
-      for (int64_t c = cols8; c < cols; ++c) s += load_elem<WT>(w, (r0 + i) * cols + c) * x[(t0 + j) * cols + c];
-      y[(t0 + j) * ldy + r0 + i] = s;
-    }
-  }
-}
-
 // One R x T tile: rows r0..r0+R-1, tokens t0..t0+T-1.
 template <WeightType WT, int R, int T>
 inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t r0, int64_t t0) {
@@ -96,10 +58,12 @@ inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t c
     for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
   }
   const int64_t cols8 = cols & ~int64_t{7};
-  // Decode streams each weight row once; rows are only a few KB, too short for
-  // the hardware prefetcher to ramp up per row. Prefetch the rows four tiles
-  // ahead (the same columns) while this tile computes. On the 2-core EPYC
-  // machines this took stories110M F32 decode from 23.5 to 63 tok/s (1 thread).
+  // Two tokens (a prefill's remainder, a short verification) stream each
+  // weight row about once, as decode did when it ran here: rows are only a few
+  // KB, too short for the hardware prefetcher to ramp up per row, so the rows
+  // four tiles ahead (the same columns) are asked for while this tile computes.
+  // On the 2-core EPYC machines this took stories110M F32 decode from 23.5 to
+  // 63 tok/s (1 thread).
   constexpr bool kPrefetch = T <= 2;
   constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
   const char* next_tile = static_cast<const char*>(w) + (r0 + 4 * R) * cols * kElemBytes;
@@ -131,13 +95,74 @@ inline void tile(float* y, int64_t ldy, const float* x, const void* w, int64_t c
   }
 }
 
+// ---- decode: one token ----------------------------------------------------
+// Rows side by side, each one accumulator in column order, hsum, then the tail
+// columns: tile()'s order, so decode equals prefill bit for bit. How many rows
+// per type is GemvShape; how far ahead the weights are asked for is
+// decode_prefetch() of the type (cpu/decode_prefetch.h), once per 64-byte line
+// of each row.
+// Measured on Zen 5 at this level (GLASSBOX_CPU_ISA=avx2), huge pages,
+// TinyLlama decode, one thread, two alternating rounds (tok/s): one 8-lane FMA
+// chain per row is latency-bound (F16 8.8-9.9 with one row against 16.2-16.9
+// with two and 17.2-17.3 with four, 64 KB ahead); F32 four rows without
+// prefetch 8.3-8.7 against 7.9-8.0 for the former scheme (four rows, the
+// rows four tiles ahead) and 7.6-8.0 with 32-128 KB ahead.
+template <WeightType WT>
+struct GemvShape {
+  static constexpr int kRows = 4;
+};
+
+// No unroll pragmas here: fully unrolling this loop made decode ~12% slower,
+// and with the prefetches inside the row loop (rather than one block ahead of
+// the loads) F16 decode lost 5-8% (15.4-16.0 against 16.3-17.1 tok/s, Zen 5).
+template <WeightType WT, int R, bool kPrefetch>
+inline void gemv_rows(float* y, const float* x, const void* w, int64_t cols, int64_t cols8, int64_t r, int64_t ahead) {
+  constexpr int64_t kElemBytes = WT == WeightType::F32 ? 4 : 2;
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  const char* ahead_of_rows = static_cast<const char*>(w) + r * cols * kElemBytes + ahead;
+  for (int64_t c = 0; c < cols8; c += 8) {
+    if constexpr (kPrefetch) {
+      if ((c * kElemBytes) % 64 == 0)
+        for (int i = 0; i < R; ++i) _mm_prefetch(ahead_of_rows + (i * cols + c) * kElemBytes, _MM_HINT_T0);
+    }
+    const __m256 xv = _mm256_loadu_ps(x + c);
+    for (int i = 0; i < R; ++i) acc[i] = _mm256_fmadd_ps(load8<WT>(w, (r + i) * cols + c), xv, acc[i]);
+  }
+  for (int i = 0; i < R; ++i) {
+    float s = hsum(acc[i]);
+    for (int64_t c = cols8; c < cols; ++c) s += load_elem<WT>(w, (r + i) * cols + c) * x[c];
+    y[r + i] = s;
+  }
+}
+
+template <WeightType WT, int R, bool kPrefetch>
+void gemv_shaped(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
+                 int64_t ahead) {
+  const int64_t cols8 = cols & ~int64_t{7};
+  int64_t r = row_begin;
+  for (; r + R <= row_end; r += R) gemv_rows<WT, R, kPrefetch>(y, x, w, cols, cols8, r, ahead);
+  for (; r < row_end; ++r) gemv_rows<WT, 1, kPrefetch>(y, x, w, cols, cols8, r, ahead);
+}
+
+template <WeightType WT>
+void gemv(float* y, const float* x, const void* w, int64_t cols, int64_t row_begin, int64_t row_end) {
+  constexpr int R = GemvShape<WT>::kRows;
+  const int64_t ahead = decode_prefetch(WT);
+  if (ahead > 0) {
+    gemv_shaped<WT, R, true>(y, x, w, cols, row_begin, row_end, ahead);
+  } else {
+    gemv_shaped<WT, R, false>(y, x, w, cols, row_begin, row_end, 0);
+  }
+}
+
 template <WeightType WT, int T>
 inline void rows_for_tokens(float* y, int64_t ldy, const float* x, const void* w, int64_t cols, int64_t row_begin,
                             int64_t row_end, int64_t t0) {
   int64_t r = row_begin;
   if constexpr (T == 1) {
-    for (; r + 4 <= row_end; r += 4) tile_stream<WT, 4, 1>(y, ldy, x, w, cols, r, t0);
-    for (; r < row_end; ++r) tile_stream<WT, 1, 1>(y, ldy, x, w, cols, r, t0);
+    // A lone token after the tiles of three: the decode loop (the same order).
+    gemv<WT>(y + t0 * ldy, x + t0 * cols, w, cols, row_begin, row_end);
   } else {
     for (; r + 4 <= row_end; r += 4) tile<WT, 4, T>(y, ldy, x, w, cols, r, t0);
     for (; r < row_end; ++r) tile<WT, 1, T>(y, ldy, x, w, cols, r, t0);
@@ -150,6 +175,10 @@ void matmul_typed(float* y, int64_t ldy, const float* x, const void* w, int64_t 
   // Rows in panels of 64 so a panel of weights stays in L2 while all token
   // tiles pass over it.
   constexpr int64_t kPanel = 128;
+  if (num_tokens == 1) {
+    gemv<WT>(y, x, w, cols, row_begin, row_end);
+    return;
+  }
   for (int64_t p = row_begin; p < row_end; p += kPanel) {
     const int64_t p_end = p + kPanel < row_end ? p + kPanel : row_end;
     int64_t t = 0;

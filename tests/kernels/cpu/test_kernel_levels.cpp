@@ -537,8 +537,13 @@ GB_TEST(prefetch_distance_never_changes_a_decode_avx512bf16) {
 GB_TEST(prefetch_distance_setting) {
   if (std::getenv("GLASSBOX_CPU_PREFETCH") != nullptr) QSKIP("GLASSBOX_CPU_PREFETCH is set");
   reset_decode_prefetch();
+  // The defaults of the active level (the table in decode_prefetch.cpp).
+  const Isa level = active_isa();
   QCOMPARE(decode_prefetch(WeightType::F32), int64_t{0});
-  QCOMPARE(decode_prefetch(WeightType::F16), int64_t{16384});
+  QCOMPARE(decode_prefetch(WeightType::F16), level == Isa::Scalar ? int64_t{0}
+                                             : level == Isa::Avx2 ? int64_t{65536}
+                                                                  : int64_t{16384});
+  QCOMPARE(decode_prefetch(WeightType::BF16), decode_prefetch(WeightType::F16));
   QCOMPARE(decode_prefetch(WeightType::Q8_0), default_decode_prefetch(WeightType::Q8_0));
   set_decode_prefetch(WeightType::Q8_0, 8192);
   QCOMPARE(decode_prefetch(WeightType::Q8_0), int64_t{8192});
@@ -558,8 +563,7 @@ GB_TEST(prefetch_distance_setting) {
   QCOMPARE(decode_prefetch(WeightType::Q8_0), kDecodePrefetchMax);
   reset_decode_prefetch();
   QCOMPARE(decode_prefetch(WeightType::Q8_0), default_decode_prefetch(WeightType::Q8_0));
-  // Which loops read it: quantized types with a kernel at the active level,
-  // float types at the AVX-512 levels.
-  QCOMPARE(decode_prefetch_applies(WeightType::F16), active_isa() >= Isa::Avx512);
-  QCOMPARE(decode_prefetch_applies(WeightType::Q8_0), active_isa() >= Isa::Avx2);
+  // Which loops read it: every SIMD level's float and quantized decode loops.
+  QCOMPARE(decode_prefetch_applies(WeightType::F16), level >= Isa::Avx2);
+  QCOMPARE(decode_prefetch_applies(WeightType::Q8_0), level >= Isa::Avx2);
 }
