@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
-#include "trace/atomic_file.h"
+#include "core/atomic_file.h"
 #include "trace/chrome_trace.h"
 #include "trace/trace_jsonl.h"
 #include "trace/trace_schema.h"

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
+#include <optional>
 #include <system_error>
 #include <utility>
 
-#include <unistd.h>
-
+#include "core/atomic_file.h"
+#include "core/environment.h"
+#include "core/result.h"
 #include "cpu/cpu_info.h"
 #include "cpu/decode_prefetch.h"
 #include "cpu/matmul_quant.h"
@@ -23,11 +23,6 @@ namespace gb {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
-}
 
 // The largest cache sysfs lists for cpu0 (bytes; 0 if it lists none).
 size_t last_level_cache_bytes() {
@@ -160,29 +155,19 @@ void for_each_line(std::string_view text, Fn&& fn) {
   }
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The cache file's text; "" when there is none or it cannot be read.
+std::string read_cache(const fs::path& p) {
+  if (p.empty()) return {};
+  Result<std::string> text = read_whole_file(p.string());
+  return text ? std::move(*text) : std::string();
 }
 
-// Writes through a temporary file and a rename, so a reader never sees half a
-// file; failures are ignored (the choice still applies to this process).
-void write_file(const fs::path& p, const std::string& text) {
+// Replaced all at once (core/atomic_file.h). A failure is not an error: the
+// choice still applies to this process, and the next one measures again.
+void write_cache(const fs::path& p, const std::string& text) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) {
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) fs::remove(tmp, ec);
+  (void)write_file_atomically(p.string(), text);
 }
 
 constexpr std::string_view kCacheHeader =
@@ -267,14 +252,14 @@ std::vector<DecodePrefetchChoice> tune_decode_prefetch(std::span<const TensorVie
       by_type[t->dtype].push_back(t);
   std::vector<DecodePrefetchChoice> out;
   if (by_type.empty()) return out;
-  const bool fixed = !env_or_empty("GLASSBOX_CPU_PREFETCH").empty();
+  const std::optional<int64_t> fixed = kernels::decode_prefetch_from_environment();
   const std::string key = prefetch_cache_key(options.huge_pages);
-  std::string cache = options.cache_file.empty() ? std::string() : read_file(options.cache_file);
+  std::string cache = read_cache(options.cache_file);
   const size_t min_bytes = options.min_bytes > 0 ? options.min_bytes : default_min_bytes();
   for (auto& [type, list] : by_type) {
     DecodePrefetchChoice c{type, kernels::default_decode_prefetch(type), PrefetchSource::Default, {}};
     if (fixed) {
-      c = {type, kernels::decode_prefetch(type), PrefetchSource::Environment, {}};
+      c = {type, *fixed, PrefetchSource::Environment, {}};
       out.push_back(c);
       continue;
     }
@@ -292,7 +277,7 @@ std::vector<DecodePrefetchChoice> tune_decode_prefetch(std::span<const TensorVie
         c.source = PrefetchSource::Measured;
         if (!options.cache_file.empty()) {
           cache = with_cached_prefetch(cache, key, type, c.bytes);
-          write_file(options.cache_file, cache);
+          write_cache(options.cache_file, cache);
         }
       }
     }
@@ -310,16 +295,17 @@ std::vector<DecodePrefetchChoice> process_decode_prefetch(std::span<const Tensor
   for (const auto& [type, choice] : decided) skip.push_back(type);
   DecodeTuningOptions options = decode_tuning_options_from_environment();
   options.huge_pages = huge_pages;
-  std::vector<DecodePrefetchChoice> out = tune_decode_prefetch(matrices, options, skip);
-  for (const DecodePrefetchChoice& c : out)
+  // The types tuned now, then those these matrices hold that were decided before.
+  std::map<WeightType, DecodePrefetchChoice> by_type;
+  for (DecodePrefetchChoice& c : tune_decode_prefetch(matrices, options, skip)) {
     if (c.source != PrefetchSource::Default) decided[c.type] = c;
-  for (const TensorView* t : matrices) {
-    if (t == nullptr || t->data == nullptr || t->rows <= 0) continue;
-    const auto found = decided.find(t->dtype);
-    const bool listed = std::any_of(out.begin(), out.end(), [&](const DecodePrefetchChoice& c) { return c.type == t->dtype; });
-    if (found != decided.end() && !listed) out.push_back(found->second);
+    by_type[c.type] = std::move(c);
   }
-  std::sort(out.begin(), out.end(), [](const DecodePrefetchChoice& a, const DecodePrefetchChoice& b) { return a.type < b.type; });
+  for (const TensorView* t : matrices)
+    if (const auto found = t != nullptr ? decided.find(t->dtype) : decided.end(); found != decided.end())
+      by_type.try_emplace(t->dtype, found->second);
+  std::vector<DecodePrefetchChoice> out;
+  for (auto& [type, choice] : by_type) out.push_back(std::move(choice));
   return out;
 }
 

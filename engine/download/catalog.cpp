@@ -7,7 +7,8 @@
 #include <set>
 
 #include "backend/kv_pool_sizing.h"
-#include "trace/atomic_file.h"
+#include "core/atomic_file.h"
+#include "core/environment.h"
 
 #ifndef GLASSBOX_CATALOG_URL
 #define GLASSBOX_CATALOG_URL "https://example.org/glassbox/catalog/v1/catalog.json"
@@ -27,11 +28,6 @@ constexpr int64_t kMaxCatalogContext = int64_t{1} << 24;         // the loader's
 constexpr uint64_t kMaxKvBytesPerToken = uint64_t{1} << 30;
 constexpr size_t kMaxCatalogDocumentBytes = size_t{4} << 20;      // a catalog is a few KB
 constexpr size_t kMaxTextField = 400;
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 bool is_slug(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/kv_pool_sizing.h"
+#include "core/environment.h"
 #include "core/sha256.h"
 #include "model/gguf_file.h"
 #include "model/weight_report.h"
@@ -28,11 +29,6 @@ namespace {
 
 constexpr int64_t kFitContext = 4096;       // the context "fits" is judged at
 constexpr uint64_t kDiskMargin = 64 << 20;  // left free on the disk after a download
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 void curl_init_once() {
   static std::once_flag once;
@@ -147,11 +143,11 @@ std::pair<CURLcode, long> perform_and_free(CURL* curl, curl_slist* headers) {
 
 HubOptions hub_options_from_env() {
   HubOptions h;
-  if (std::string e = env("HF_ENDPOINT"); !e.empty()) {
+  if (std::string e = env_or_empty("HF_ENDPOINT"); !e.empty()) {
     while (!e.empty() && e.back() == '/') e.pop_back();
     h.endpoint = e;
   }
-  h.token = env("HF_TOKEN");
+  h.token = env_or_empty("HF_TOKEN");
   return h;
 }
 
@@ -439,9 +435,9 @@ Result<DownloadOptions> plan_pull(const ModelSpec& spec, const HubOptions& hub, 
 }
 
 fs::path default_models_dir() {
-  if (std::string d = env("GLASSBOX_MODELS_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_DATA_HOME"); !d.empty()) return fs::path(d) / "glassbox" / "models";
-  return fs::path(env("HOME")) / ".local" / "share" / "glassbox" / "models";
+  if (std::string d = env_or_empty("GLASSBOX_MODELS_DIR"); !d.empty()) return d;
+  if (std::string d = env_or_empty("XDG_DATA_HOME"); !d.empty()) return fs::path(d) / "glassbox" / "models";
+  return fs::path(env_or_empty("HOME")) / ".local" / "share" / "glassbox" / "models";
 }
 
 FitEstimate estimate_fit(uint64_t weight_bytes, uint64_t kv_bytes_per_token, int64_t context_length,

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/result.h"
-#include "trace/atomic_file.h"
 #include "trace/trace_event.h"
 #include "trace/trace_header.h"
 

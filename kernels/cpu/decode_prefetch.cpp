@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "cpu/cpu_info.h"
 #include "cpu/matmul_quant.h"
@@ -62,10 +63,14 @@ int64_t default_decode_prefetch(WeightType t) {
   return t == WeightType::F32 ? d.f32 : is_quantized(t) ? d.quantized : d.half;
 }
 
+std::optional<int64_t> decode_prefetch_from_environment() {
+  static const int64_t from_environment = environment_distance();
+  return from_environment != kUnset ? std::optional<int64_t>(from_environment) : std::nullopt;
+}
+
 int64_t decode_prefetch(WeightType t) {
   if (t_override != kUnset) return t_override;
-  static const int64_t from_environment = environment_distance();
-  if (from_environment != kUnset) return from_environment;
+  if (const auto fixed = decode_prefetch_from_environment()) return *fixed;
   const int32_t set = g_settings[static_cast<size_t>(t)].load(std::memory_order_relaxed);
   return set > 0 ? set - 1 : default_decode_prefetch(t);
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "cpu/weight_type.h"
 
@@ -36,6 +37,10 @@ int64_t decode_prefetch(WeightType t);
 // distance: every float type and every quantized type with a SIMD kernel (not
 // the scalar level).
 bool decode_prefetch_applies(WeightType t);
+
+// The distance GLASSBOX_CPU_PREFETCH fixes for every type, if it holds one (a
+// whole number of bytes; anything else is ignored).
+std::optional<int64_t> decode_prefetch_from_environment();
 
 // Sets the process-wide distance of one type (clamped to [0, kDecodePrefetchMax]).
 void set_decode_prefetch(WeightType t, int64_t bytes);

@@ -3,7 +3,7 @@
 #include <QFile>
 #include <string_view>
 
-#include "trace/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace gbui {
 

@@ -1,4 +1,4 @@
-// The engine's atomic file write (engine/trace/atomic_file.h) for Qt callers: a
+// The engine's atomic file write (engine/core/atomic_file.h) for Qt callers: a
 // temporary PATH.tmp-XXXXXX in the same folder, fsync, rename over the old
 // file, fsync of the folder, so a crash or SIGKILL at any moment leaves either
 // the previous file or the new one, never a torn file. The workbench writes its

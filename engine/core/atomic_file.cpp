@@ -1,7 +1,7 @@
 // POSIX implementation of the atomic replace (open O_EXCL temp, write, fsync,
 // rename, fsync directory). mkstemp gives a unique temporary name so concurrent
 // writers never share one.
-#include "trace/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <cerrno>
 #include <cstdio>
