@@ -177,9 +177,12 @@ Result<RemoteUsage> read_usage(const json& u) {
 Result<const json*> choices_of(const json& answer) { return read_array(field(answer, "choices"), "choices"); }
 
 // The message of an error value: {"message": ...} or a string.
+// An empty message is no message: the caller falls back to the body itself
+// (fuzz_remote_response found {"error":""} giving an error with no text).
 std::optional<std::string> error_text(const json& e) {
-  if (e.is_string()) return e.get<std::string>();
-  if (const json* m = field(e, "message"); m != nullptr && m->is_string()) return m->get<std::string>();
+  if (e.is_string() && !e.get<std::string>().empty()) return e.get<std::string>();
+  if (const json* m = field(e, "message"); m != nullptr && m->is_string() && !m->get<std::string>().empty())
+    return m->get<std::string>();
   return std::nullopt;
 }
 
